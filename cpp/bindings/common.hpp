@@ -1,0 +1,44 @@
+// Shared by the binding files: array access and running core work with the GIL released.
+#pragma once
+
+#include <pybind11/numpy.h>
+#include <pybind11/pybind11.h>
+#include <pybind11/stl.h>
+
+#include "fastkpca/parallel.hpp"
+#include "fastkpca/types.hpp"
+
+namespace fastkpca::bindings {
+
+namespace py = pybind11;
+
+// C-contiguous arrays of exactly this dtype; the Python layer has converted (visibly) beforehand, so the
+// bindings never copy: pass them with py::arg().noconvert().
+template <class S>
+using CArray = py::array_t<S, py::array::c_style>;
+
+// Polled by the core between blocks, from the thread that made the call.
+inline bool python_interrupt_requested() {
+  py::gil_scoped_acquire gil;
+  return PyErr_CheckSignals() != 0;
+}
+
+// Runs f(interrupt) with the GIL released and `n_threads` OpenMP threads (<= 0: the default). A Ctrl-C
+// seen while it runs comes back as the pending KeyboardInterrupt.
+template <class F>
+auto release_and_run(int n_threads, F&& f) {
+  Interrupt interrupt(&python_interrupt_requested);
+  try {
+    py::gil_scoped_release release;
+    ThreadScope threads(n_threads);
+    return f(interrupt);
+  } catch (const Interrupted&) {
+    throw py::error_already_set();
+  }
+}
+
+void init_info(py::module_& m);
+void init_gram(py::module_& m);
+void init_spectral(py::module_& m);
+
+}  // namespace fastkpca::bindings

@@ -1,0 +1,9 @@
+// The private extension module (one per ISA level, see CMakeLists.txt).
+#include "common.hpp"
+
+PYBIND11_MODULE(FASTKPCA_MODULE_NAME, m) {
+  m.doc() = "fastkpca native core (private; use the fastkpca package)";
+  fastkpca::bindings::init_info(m);
+  fastkpca::bindings::init_gram(m);
+  fastkpca::bindings::init_spectral(m);
+}

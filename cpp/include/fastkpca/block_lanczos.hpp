@@ -1,0 +1,235 @@
+// Top-k eigenpairs (algebraically largest) of a symmetric operator by block Lanczos with full
+// reorthogonalization and thick restarting.
+//
+// The basis Q = [Q_0 Q_1 ...] (n × s, orthonormal) grows by one block of b vectors per pass:
+//   W = A Q_j;  W -= Q (QᵀW) twice (classical Gram-Schmidt, repeated: orthogonal to working precision);
+//   W = Q_{j+1} R  (Gram-Schmidt inside the block; a column that vanishes marks an invariant subspace and
+//                   is replaced by a random direction orthogonal to everything, with coupling 0).
+// The projection coefficients QᵀAQ_j fill column block j of T = QᵀAQ, kept dense and symmetric, so that
+// restarted and plain bases are handled alike. Rayleigh-Ritz on T gives Ritz pairs (θ, Qy), and since
+// A Q = Q T + Q_{j+1} R E_jᵀ, the residual of a Ritz pair is exactly ‖R y_j‖ with y_j the last block of y:
+// no extra pass is needed to test convergence.
+//
+// A pair has converged when ‖A x − θ x‖ ≤ tol · |θ_1| (θ_1 the largest Ritz value; floored at a few ulps
+// of the largest |θ| so that an indefinite matrix with a tiny θ_1 still terminates). When the basis is
+// full, it restarts from the best `keep` Ritz vectors plus the next block (thick restart).
+#pragma once
+
+#include <algorithm>
+#include <cmath>
+#include <cstdint>
+#include <functional>
+#include <limits>
+
+#include <Eigen/Dense>
+
+#include "fastkpca/parallel.hpp"
+#include "fastkpca/types.hpp"
+
+namespace fastkpca {
+
+struct LanczosOptions {
+  Index k = 1;           // wanted pairs
+  Index max_basis = 0;   // basis columns before a restart (0: chosen from k and b)
+  Index max_passes = 1000;
+  double tol = 1e-10;
+  std::uint64_t seed = 0;
+  // Called after each pass with (passes, converged pairs); may be empty.
+  std::function<void(Index, Index)> progress;
+};
+
+struct LanczosResult {
+  Eigen::VectorXd values;      // descending
+  ColMatrix<double> vectors;   // n × k, orthonormal
+  Eigen::VectorXd residuals;   // ‖A x − θ x‖ per pair
+  Index passes = 0;            // products of A with a block
+  Index n_vectors = 0;         // products of A with a vector
+  Index restarts = 0;
+  bool converged = false;
+};
+
+namespace detail {
+
+// Uniform(-1, 1) numbers from a counter-based generator (splitmix64): deterministic for a seed.
+class SplitMix {
+ public:
+  explicit SplitMix(std::uint64_t seed) : state_(seed) {}
+  double uniform() {
+    std::uint64_t z = (state_ += 0x9e3779b97f4a7c15ULL);
+    z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ULL;
+    z = (z ^ (z >> 27)) * 0x94d049bb133111ebULL;
+    z ^= z >> 31;
+    return static_cast<double>(z >> 11) * 0x1.0p-52 - 1.0;
+  }
+
+ private:
+  std::uint64_t state_;
+};
+
+// w -= Q (Qᵀ w) twice; returns the coefficients (both passes added).
+inline Eigen::MatrixXd project_out(const Eigen::Ref<const ColMatrix<double>>& q, Eigen::Ref<ColMatrix<double>> w) {
+  Eigen::MatrixXd h = Eigen::MatrixXd::Zero(q.cols(), w.cols());
+  if (q.cols() == 0) return h;
+  for (int pass = 0; pass < 2; ++pass) {
+    Eigen::MatrixXd c = q.transpose() * w;
+    w.noalias() -= q * c;
+    h += c;
+  }
+  return h;
+}
+
+// Orthonormalizes the columns of W against the basis q (already done for whole W by the caller) and
+// against each other: W <- W_new with W_old = W_new R. Columns whose norm falls below `floor` are
+// replaced by random unit vectors orthogonal to q and to the earlier columns (R's column is then 0
+// below the diagonal entry, which is 0).
+inline Eigen::MatrixXd orthonormalize_block(const Eigen::Ref<const ColMatrix<double>>& q, ColMatrix<double>& w,
+                                            double floor, SplitMix& rng) {
+  const Index b = w.cols(), n = w.rows();
+  Eigen::MatrixXd r = Eigen::MatrixXd::Zero(b, b);
+  for (Index c = 0; c < b; ++c) {
+    auto col = w.col(c);
+    for (int pass = 0; pass < 2; ++pass) {
+      if (c == 0) break;
+      Eigen::VectorXd h = w.leftCols(c).transpose() * col;
+      col.noalias() -= w.leftCols(c) * h;
+      r.col(c).head(c) += h;
+    }
+    double norm = col.norm();
+    if (norm > floor) {
+      r(c, c) = norm;
+      col /= norm;
+      continue;
+    }
+    // Deflation: an invariant subspace was found; continue the Krylov space in a fresh direction.
+    r.col(c).head(c).setZero();
+    for (int attempt = 0; attempt < 4 && !(norm > 0.5); ++attempt) {
+      for (Index i = 0; i < n; ++i) col[i] = rng.uniform();
+      col /= col.norm();
+      for (int pass = 0; pass < 2; ++pass) {
+        if (q.cols() > 0) col.noalias() -= q * (q.transpose() * col);
+        if (c > 0) col.noalias() -= w.leftCols(c) * (w.leftCols(c).transpose() * col);
+      }
+      norm = col.norm();
+    }
+    col /= norm;
+  }
+  return r;
+}
+
+}  // namespace detail
+
+// Dense solve of the whole operator (small problems, or k close to n): materialise A by applying it to
+// the identity in blocks, then a symmetric eigendecomposition.
+template <class Op>
+LanczosResult dense_eigsh(const Op& op, Index k, Interrupt& interrupt) {
+  const Index n = op.rows(), block = 64;
+  Eigen::MatrixXd a(n, n);
+  LanczosResult out;
+  for (Index c0 = 0; c0 < n; c0 += block) {
+    const Index nb = std::min(block, n - c0);
+    ColMatrix<double> e = ColMatrix<double>::Zero(n, nb), w;
+    for (Index c = 0; c < nb; ++c) e(c0 + c, c) = 1.0;
+    op.apply(e, w, interrupt);
+    a.middleCols(c0, nb) = w;
+    out.passes += 1;
+    out.n_vectors += nb;
+  }
+  a = (a + a.transpose()).eval() * 0.5;
+  Eigen::SelfAdjointEigenSolver<Eigen::MatrixXd> eig(a);
+  out.values = eig.eigenvalues().reverse().head(k);
+  out.vectors = eig.eigenvectors().rowwise().reverse().leftCols(k);
+  out.residuals = (a * out.vectors - out.vectors * out.values.asDiagonal()).colwise().norm().transpose();
+  out.converged = true;
+  return out;
+}
+
+// v0: the starting block (n × b), any full-rank random block.
+template <class Op>
+LanczosResult block_lanczos(const Op& op, const ColMatrix<double>& v0, const LanczosOptions& opt,
+                            Interrupt& interrupt) {
+  const Index n = op.rows(), b = v0.cols(), k = opt.k;
+  Index max_basis = opt.max_basis > 0 ? opt.max_basis : std::max(k + 4 * b, 20 * b);
+  max_basis = std::min(max_basis, n - b);
+  max_basis = std::max(max_basis, k + 2 * b);  // the caller guarantees k + 3b <= n
+  const double eps = std::numeric_limits<double>::epsilon();
+
+  detail::SplitMix rng(opt.seed ^ 0x5eedf00dULL);
+  ColMatrix<double> q(n, max_basis + b);  // room for the basis and the block being built
+  Eigen::MatrixXd t = Eigen::MatrixXd::Zero(max_basis, max_basis);
+  ColMatrix<double> w(n, b), aw;
+
+  // Starting block.
+  ColMatrix<double> start = v0;
+  detail::orthonormalize_block(q.leftCols(0), start, 0.0, rng);
+  q.leftCols(b) = start;
+  Index s = b, cur = 0;  // basis size; first column of the block to multiply next
+
+  LanczosResult out;
+  Eigen::VectorXd theta;
+  Eigen::MatrixXd y;
+  Eigen::VectorXd res;
+  while (true) {
+    op.apply(q.middleCols(cur, b), aw, interrupt);
+    out.passes += 1;
+    out.n_vectors += b;
+    const double scale = aw.colwise().norm().maxCoeff();
+
+    // Full reorthogonalization; the coefficients are column block `cur` of T = QᵀAQ.
+    Eigen::MatrixXd h = detail::project_out(q.leftCols(s), aw);
+    t.block(0, cur, s, b) = h;
+    t.block(cur, 0, b, s) = h.transpose();
+    t.block(cur, cur, b, b) = 0.5 * (h.middleRows(cur, b) + h.middleRows(cur, b).transpose());
+
+    Eigen::MatrixXd r = detail::orthonormalize_block(q.leftCols(s), aw, 1e-13 * scale + 1e-300, rng);
+
+    // Rayleigh-Ritz on the current basis.
+    Eigen::SelfAdjointEigenSolver<Eigen::MatrixXd> eig(t.topLeftCorner(s, s));
+    theta = eig.eigenvalues().reverse();
+    y = eig.eigenvectors().rowwise().reverse();
+    res = (r * y.middleRows(cur, b)).colwise().norm().transpose();
+
+    const double top = std::abs(theta[0]), big = theta.cwiseAbs().maxCoeff();
+    const double threshold = std::max(opt.tol * top, 64 * eps * big);
+    Index n_conv = 0;
+    if (s >= k)
+      while (n_conv < k && res[n_conv] <= threshold) ++n_conv;
+    if (opt.progress) opt.progress(out.passes, n_conv);
+    if (n_conv == k || (out.passes >= opt.max_passes && s >= k)) {
+      out.converged = n_conv == k;
+      break;
+    }
+
+    if (s + b <= max_basis) {
+      // Append the new block; its coupling to the block just multiplied is R.
+      q.middleCols(s, b) = aw;
+      t.block(s, cur, b, b) = r;
+      t.block(cur, s, b, b) = r.transpose();
+      cur = s;
+      s += b;
+      continue;
+    }
+
+    // Thick restart: keep the best `keep` Ritz vectors, then the new block. In the new basis
+    // [Q y_keep, Q_new], T = [diag θ, (R y_last)ᵀ; R y_last, ·].
+    const Index keep = std::min(s, k + (max_basis - k - b) / 3);
+    ColMatrix<double> kept = q.leftCols(s) * y.leftCols(keep);
+    q.leftCols(keep) = kept;
+    q.middleCols(keep, b) = aw;
+    const Eigen::MatrixXd coupling = r * y.block(cur, 0, b, keep);
+    t.setZero();
+    t.topLeftCorner(keep, keep) = theta.head(keep).asDiagonal();
+    t.block(keep, 0, b, keep) = coupling;
+    t.block(0, keep, keep, b) = coupling.transpose();
+    cur = keep;
+    s = keep + b;
+    out.restarts += 1;
+  }
+
+  const Index kk = std::min(k, s);
+  out.values = theta.head(kk);
+  out.vectors = q.leftCols(s) * y.leftCols(kk);
+  out.residuals = res.head(kk);
+  return out;
+}
+
+}  // namespace fastkpca

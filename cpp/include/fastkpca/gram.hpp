@@ -1,0 +1,90 @@
+// The Gram matrix K[i, j] = k(x_i, y_j), built tile by tile in parallel.
+//
+// Tiles are square blocks of T×T outputs; each is produced by one thread from the prepared operands, so
+// a tile's values do not depend on the thread count (1 and n threads agree bit for bit). When Y is X only
+// the lower triangle of tiles is computed and each tile is mirrored into the upper triangle, so K == K.T
+// exactly; diagonal tiles are symmetrised and, for distance kernels, get an exact unit diagonal.
+#pragma once
+
+#include <algorithm>
+#include <cmath>
+#include <vector>
+
+#include "fastkpca/kernels.hpp"
+#include "fastkpca/parallel.hpp"
+
+namespace fastkpca {
+
+namespace detail {
+
+constexpr Index kGramTile = 256;
+
+// dst[c, r] = src[r, c] for an n_rows × n_cols block, in 32×32 sub-blocks to keep both sides in cache.
+template <class S>
+void transpose_block(const S* src, Index lds, S* dst, Index ldd, Index n_rows, Index n_cols) {
+  constexpr Index B = 32;
+  for (Index r0 = 0; r0 < n_rows; r0 += B)
+    for (Index c0 = 0; c0 < n_cols; c0 += B)
+      for (Index r = r0; r < std::min(r0 + B, n_rows); ++r)
+        for (Index c = c0; c < std::min(c0 + B, n_cols); ++c) dst[c * ldd + r] = src[r * lds + c];
+}
+
+template <class S, class Kernel>
+void gram_tiles(Kernel& kernel, Operands<S>& op, bool symmetric, bool unit_diagonal, S* out, Index ld,
+                Interrupt& interrupt) {
+  const Index n = op.x.rows(), m = op.rhs().rows();
+  const Index T = kGramTile;
+  const Index nti = (n + T - 1) / T, ntj = (m + T - 1) / T;
+  // Lower-triangle tiles (I >= J) when symmetric, all tiles otherwise, in one flat list.
+  std::vector<std::pair<Index, Index>> tiles;
+  tiles.reserve(static_cast<size_t>(symmetric ? nti * (nti + 1) / 2 : nti * ntj));
+  for (Index I = 0; I < nti; ++I)
+    for (Index J = 0; J < (symmetric ? I + 1 : ntj); ++J) tiles.emplace_back(I, J);
+  const Index count = static_cast<Index>(tiles.size());
+
+#pragma omp parallel
+  {
+  alignas(64) S scratch[kGramTile];  // per thread
+#pragma omp for schedule(dynamic, 1)
+  for (Index t = 0; t < count; ++t) {
+    if (interrupt.poll()) continue;
+    const Index I = tiles[t].first, J = tiles[t].second;
+    const Index i0 = I * T, j0 = J * T, ni = std::min(T, n - i0), nj = std::min(T, m - j0);
+    S* tile = out + i0 * ld + j0;
+    kernel.tile(op, i0, ni, j0, nj, tile, ld, scratch);
+    if (!symmetric) continue;
+    if (I != J) {
+      transpose_block(tile, ld, out + j0 * ld + i0, ld, ni, nj);
+    } else {
+      for (Index r = 0; r < ni; ++r) {
+        for (Index c = 0; c < r; ++c) tile[c * ld + r] = tile[r * ld + c];
+        if (unit_diagonal) tile[r * ld + r] = S(1);
+      }
+    }
+  }
+  }
+  interrupt.throw_if_stopped();
+}
+
+}  // namespace detail
+
+// out (n_X × n_Y, row-major, preallocated by the caller) = k(X, Y); y == nullptr means Y = X.
+template <class S>
+void gram(const ConstRowMatrixMap<S>& x, const ConstRowMatrixMap<S>* y, const KernelParams& params,
+          RowMatrixMap<S>& out, Interrupt& interrupt) {
+  Operands<S> op;
+  op.has_y = y != nullptr;
+  op.x = x;
+  if (op.has_y) op.y = *y;
+  auto run = [&](auto kernel, bool unit_diagonal) {
+    kernel.prepare(op);
+    detail::gram_tiles<S>(kernel, op, !op.has_y, unit_diagonal, out.data(), out.cols(), interrupt);
+  };
+  switch (params.kind) {
+    case KernelKind::rbf: run(RbfKernel<S>{params}, true); break;
+    case KernelKind::laplacian: run(LaplacianKernel<S>{params}, true); break;
+    default: run(DotKernel<S>{params}, false); break;
+  }
+}
+
+}  // namespace fastkpca

@@ -1,0 +1,206 @@
+// Kernel functions k(x, y), each as a small functor that turns a tile of inner products (or L1 distances)
+// into kernel values in place. Formulas and defaults follow sklearn.metrics.pairwise.
+//
+// Every functor has:
+//   prepare(X, Y)  -> a working copy of the rows the tile products read (shifted, normalised or
+//                     transposed as the kernel needs), O((n_X + n_Y)·d) memory;
+//   tile(...)      -> fills out[i, j] = k(x_i, y_j) for one rectangular tile (with a 64-byte aligned
+//                     scratch strip of at least one tile row).
+// gram.hpp drives them over the tiles of the output; adding a kernel means adding one functor here.
+#pragma once
+
+#include <algorithm>
+#include <cmath>
+#include <limits>
+#include <stdexcept>
+#include <string>
+
+#include "fastkpca/types.hpp"
+
+namespace fastkpca {
+
+enum class KernelKind { linear, poly, rbf, laplacian, sigmoid, cosine };
+
+struct KernelParams {
+  KernelKind kind = KernelKind::linear;
+  double gamma = 1.0;
+  double degree = 3.0;
+  double coef0 = 1.0;
+};
+
+// Rows of the left (X) and right (Y) operands as a tile kernel reads them.
+// When Y is X (symmetric), y and y_sq stay empty and the right-hand accessors return X's.
+template <class S>
+struct Operands {
+  bool has_y = false;
+  RowMatrix<S> x, y;          // row-major working copies (n × d)
+  Vector<S> x_sq, y_sq;       // squared row norms, for the distance expansion
+  RowMatrix<S> y_t;           // Y transposed and padded (d × n_padded), for the L1 tile kernel
+
+  const RowMatrix<S>& rhs() const { return has_y ? y : x; }
+  const Vector<S>& rhs_sq() const { return has_y ? y_sq : x_sq; }
+};
+
+namespace detail {
+
+// out[i, j] = <x_i, y_j> for one tile, written straight into the output block by Eigen's GEMM
+// (sequential inside: the tiles themselves are the parallel unit).
+template <class S>
+void tile_dot(const Operands<S>& op, Index i0, Index ni, Index j0, Index nj, S* out, Index ld) {
+  using Stride = Eigen::OuterStride<>;
+  Eigen::Map<RowMatrix<S>, 0, Stride> block(out, ni, nj, Stride(ld));
+  block.noalias() = op.x.middleRows(i0, ni) * op.rhs().middleRows(j0, nj).transpose();
+}
+
+// row[0 .. n] = f(row[0 .. n]) through an aligned scratch strip. Eigen's vectorised exp/pow/tanh may
+// round differently from their scalar fallbacks, and it uses the fallback on a row's unaligned head: going
+// through an aligned strip makes every output independent of where the output buffer happens to sit.
+template <class S, class F>
+void transform_row(S* row, Index n, S* scratch, F f) {
+  Eigen::Map<Eigen::Array<S, Eigen::Dynamic, 1>, Eigen::AlignedMax> strip(scratch, n);
+  strip = Eigen::Map<const Eigen::Array<S, Eigen::Dynamic, 1>>(row, n);
+  strip = f(strip);
+  Eigen::Map<Eigen::Array<S, Eigen::Dynamic, 1>>(row, n) = strip;
+}
+
+// Shift the rows of X (and Y) by the column means of X, computed in double. Squared Euclidean
+// distances do not notice the shift, but the expansion |x|^2 + |y|^2 - 2 x.y loses far less to
+// cancellation when the data sit far from the origin (features near 100 ± 1 leave float32 with
+// nothing but rounding otherwise).
+template <class S>
+void center_rows(Operands<S>& op) {
+  RowMatrix<S>& x = op.x;
+  RowMatrix<S>& y = op.y;
+  const Index d = x.cols();
+  Eigen::VectorXd mean = Eigen::VectorXd::Zero(d);
+  for (Index i = 0; i < x.rows(); ++i) mean += x.row(i).transpose().template cast<double>();
+  mean /= static_cast<double>(x.rows());
+  const Eigen::Matrix<double, 1, Eigen::Dynamic> m = mean.transpose();
+  for (Index i = 0; i < x.rows(); ++i) x.row(i) = (x.row(i).template cast<double>() - m).template cast<S>();
+  if (op.has_y)
+    for (Index i = 0; i < y.rows(); ++i) y.row(i) = (y.row(i).template cast<double>() - m).template cast<S>();
+}
+
+}  // namespace detail
+
+// Inner-product kernels: linear, poly, sigmoid, cosine (cosine = linear on L2-normalised rows).
+template <class S>
+struct DotKernel {
+  KernelParams p;
+
+  void prepare(Operands<S>& op) const {
+    if (p.kind != KernelKind::cosine) return;
+    // Zero rows stay zero, so their similarities come out 0, as in scikit-learn.
+    auto normalise = [](RowMatrix<S>& m) {
+      for (Index i = 0; i < m.rows(); ++i) {
+        const double n = m.row(i).template cast<double>().norm();
+        if (n > 0) m.row(i) = (m.row(i).template cast<double>() / n).template cast<S>();
+      }
+    };
+    normalise(op.x);
+    if (op.has_y) normalise(op.y);
+  }
+
+  void tile(const Operands<S>& op, Index i0, Index ni, Index j0, Index nj, S* out, Index ld, S* scratch) const {
+    detail::tile_dot(op, i0, ni, j0, nj, out, ld);
+    const S g = static_cast<S>(p.gamma), c0 = static_cast<S>(p.coef0), deg = static_cast<S>(p.degree);
+    for (Index r = 0; r < ni; ++r) {
+      S* row = out + r * ld;
+      if (p.kind == KernelKind::poly)
+        detail::transform_row(row, nj, scratch, [&](const auto& x) { return (g * x + c0).pow(deg); });
+      else if (p.kind == KernelKind::sigmoid)
+        detail::transform_row(row, nj, scratch, [&](const auto& x) { return (g * x + c0).tanh(); });
+      // linear, cosine: the inner product itself
+    }
+  }
+};
+
+// exp(-gamma |x - y|^2) through the GEMM expansion, clipped at 0 (rounding can make it negative).
+template <class S>
+struct RbfKernel {
+  KernelParams p;
+  double gamma_eff = 0;  // gamma after rescaling huge data (see prepare)
+
+  void prepare(Operands<S>& op) {
+    detail::center_rows(op);
+    // Data near 1e150 would overflow |x|^2; scale it to unit size and fold the scale into gamma,
+    // which may then overflow to +inf: the tile maps distance 0 to 1 and anything else to 0 then.
+    double scale = op.x.cwiseAbs().maxCoeff();
+    if (op.has_y) scale = std::max(scale, static_cast<double>(op.y.cwiseAbs().maxCoeff()));
+    gamma_eff = p.gamma;
+    if (scale > 1e60) {
+      op.x /= static_cast<S>(scale);
+      if (op.has_y) op.y /= static_cast<S>(scale);
+      gamma_eff = p.gamma * scale * scale;
+    }
+    op.x_sq = op.x.rowwise().squaredNorm();
+    if (op.has_y) op.y_sq = op.y.rowwise().squaredNorm();
+  }
+
+  void tile(const Operands<S>& op, Index i0, Index ni, Index j0, Index nj, S* out, Index ld, S* scratch) const {
+    detail::tile_dot(op, i0, ni, j0, nj, out, ld);
+    const S ng = static_cast<S>(-gamma_eff);
+    const auto ysq = op.rhs_sq().segment(j0, nj).array();
+    for (Index r = 0; r < ni; ++r) {
+      const S xsq = op.x_sq[i0 + r];
+      detail::transform_row(out + r * ld, nj, scratch, [&](const auto& dot) {
+        const auto d2 = (xsq + ysq - S(2) * dot).max(S(0));
+        // (d2 > 0 ? -gamma d2 : 0): keeps 0 * inf from producing NaN when gamma overflowed.
+        return (d2 > S(0)).select(ng * d2, S(0)).exp();
+      });
+    }
+  }
+};
+
+// exp(-gamma |x - y|_1) with a register-tiled L1 distance kernel: R rows of X against W columns of Y
+// at a time, Y read transposed so the W columns are contiguous and the inner loop vectorises.
+template <class S>
+struct LaplacianKernel {
+  KernelParams p;
+  static constexpr Index W = 64 / static_cast<Index>(sizeof(S)) * 2;  // two 512-bit vectors of columns
+  static constexpr Index R = 4;
+
+  void prepare(Operands<S>& op) const {
+    const RowMatrix<S>& y = op.rhs();
+    const Index n = y.rows(), padded = (n + W - 1) / W * W;
+    op.y_t = RowMatrix<S>::Zero(y.cols(), padded);
+    op.y_t.leftCols(n) = y.transpose();
+  }
+
+  // acc[r][w] = sum_k |x[r, k] - yt[k, w]| for Rows rows of X and W columns of Y, as fixed-size Eigen
+  // arrays so that the W columns map onto whole SIMD registers.
+  template <int Rows>
+  static void l1_block(const S* x, Index d, const S* yt, Index ldt, S* acc_out) {
+    using Strip = Eigen::Array<S, W, 1>;
+    Strip acc[Rows];
+    for (int r = 0; r < Rows; ++r) acc[r].setZero();
+    for (Index k = 0; k < d; ++k) {
+      const Eigen::Map<const Strip> yk(yt + k * ldt);
+      for (int r = 0; r < Rows; ++r) acc[r] += (yk - x[r * d + k]).abs();
+    }
+    for (int r = 0; r < Rows; ++r) Eigen::Map<Strip>(acc_out + r * W) = acc[r];
+  }
+
+  void tile(const Operands<S>& op, Index i0, Index ni, Index j0, Index nj, S* out, Index ld, S* scratch) const {
+    const Index d = op.x.cols(), ldt = op.y_t.cols();
+    S acc[R * W];
+    for (Index i = 0; i < ni; i += R) {
+      const Index rows = std::min(R, ni - i);
+      const S* x = op.x.data() + (i0 + i) * d;
+      for (Index j = 0; j < nj; j += W) {
+        const S* yt = op.y_t.data() + j0 + j;
+        if (rows == R) l1_block<R>(x, d, yt, ldt, acc);
+        else for (Index r = 0; r < rows; ++r) l1_block<1>(x + r * d, d, yt, ldt, acc + r * W);
+        const Index cols = std::min(W, nj - j);
+        for (Index r = 0; r < rows; ++r)
+          std::copy(acc + r * W, acc + r * W + cols, out + (i + r) * ld + j);
+      }
+    }
+    const S ng = static_cast<S>(-p.gamma);
+    for (Index r = 0; r < ni; ++r)
+      detail::transform_row(out + r * ld, nj, scratch,
+                            [&](const auto& dist) { return (dist > S(0)).select(ng * dist, S(0)).exp(); });
+  }
+};
+
+}  // namespace fastkpca

@@ -1,0 +1,100 @@
+// Block operators W = A·V for the eigensolver. An operator is any type with
+//   Index rows() const;
+//   void apply(const ColMatrix<double>& V, ColMatrix<double>& W, Interrupt&) const;   // V, W: n × b
+// The solver never sees how A is stored: a dense symmetric matrix is one operator, the implicitly centered
+// H·A·H another (wrapping any operator), a matrix-free kernel operator can be a third.
+#pragma once
+
+#include <algorithm>
+
+#include "fastkpca/parallel.hpp"
+#include "fastkpca/types.hpp"
+
+namespace fastkpca {
+
+namespace detail {
+
+// W[r0 .. r0+R, c0 .. c0+8] += A[r0 .. r0+R, j0 .. j1] · V[j0 .. j1, c0 .. c0+8] for a row-major A and a
+// row-major, 8-column-padded copy of V; the R × 8 accumulators stay in registers.
+template <int R, class S>
+void stream_rows(const S* a, Index n, Index r0, Index j0, Index j1, const double* v, Index ldv, Index c0,
+                 double* w) {
+  constexpr int C = 8;
+  double acc[R][C];
+  for (int r = 0; r < R; ++r)
+    for (int c = 0; c < C; ++c) acc[r][c] = w[(r0 + r) * ldv + c0 + c];
+  for (Index j = j0; j < j1; ++j) {
+    const double* vj = v + j * ldv + c0;
+    for (int r = 0; r < R; ++r) {
+      const double arj = static_cast<double>(a[(r0 + r) * n + j]);
+      for (int c = 0; c < C; ++c) acc[r][c] += arj * vj[c];
+    }
+  }
+  for (int r = 0; r < R; ++r)
+    for (int c = 0; c < C; ++c) w[(r0 + r) * ldv + c0 + c] = acc[r][c];
+}
+
+}  // namespace detail
+
+// A dense symmetric matrix held by the caller (a NumPy buffer, row-major; symmetric, so row i is also
+// column i). One pass reads every entry of A from memory once for all b vectors: rows are split over the
+// threads, and each R × J piece of A is used for every 8-column slice of V while it sits in cache (J
+// columns of V, padded to a multiple of 8, stay in cache too). For float matrices the products
+// accumulate in double.
+template <class S>
+class DenseSymmetricOperator {
+ public:
+  DenseSymmetricOperator(const S* a, Index n) : a_(a), n_(n) {}
+  Index rows() const { return n_; }
+
+  void apply(const ColMatrix<double>& v, ColMatrix<double>& w, Interrupt& interrupt) const {
+    constexpr Index C = 8, R = 8, rows_per_task = 64, J = 2048;
+    const Index b = v.cols(), ldv = (b + C - 1) / C * C;
+    RowMatrix<double> vr = RowMatrix<double>::Zero(n_, ldv), wr(n_, ldv);
+    vr.leftCols(b) = v;
+    const Index tasks = (n_ + rows_per_task - 1) / rows_per_task;
+#pragma omp parallel for schedule(static)
+    for (Index t = 0; t < tasks; ++t) {
+      if (interrupt.poll()) continue;
+      const Index begin = t * rows_per_task, end = std::min(n_, begin + rows_per_task);
+      wr.middleRows(begin, end - begin).setZero();
+      for (Index j0 = 0; j0 < n_; j0 += J) {
+        const Index j1 = std::min(n_, j0 + J);
+        Index i = begin;
+        for (; i + R <= end; i += R)
+          for (Index c0 = 0; c0 < ldv; c0 += C)
+            detail::stream_rows<R>(a_, n_, i, j0, j1, vr.data(), ldv, c0, wr.data());
+        for (; i < end; ++i)
+          for (Index c0 = 0; c0 < ldv; c0 += C)
+            detail::stream_rows<1>(a_, n_, i, j0, j1, vr.data(), ldv, c0, wr.data());
+      }
+    }
+    interrupt.throw_if_stopped();
+    w = wr.leftCols(b);
+  }
+
+ private:
+  const S* a_;
+  Index n_;
+};
+
+// H·A·H applied without forming it (H = I - 11ᵀ/n): U = V - 1(1ᵀV)/n; W = A·U; W -= 1(1ᵀW)/n.
+// O(n·b) extra work per pass and no rewrite of A.
+template <class Op>
+class CenteredOperator {
+ public:
+  explicit CenteredOperator(const Op& inner) : inner_(inner) {}
+  Index rows() const { return inner_.rows(); }
+
+  void apply(const ColMatrix<double>& v, ColMatrix<double>& w, Interrupt& interrupt) const {
+    const double n = static_cast<double>(rows());
+    ColMatrix<double> u = v.rowwise() - v.colwise().sum() / n;
+    inner_.apply(u, w, interrupt);
+    w.rowwise() -= w.colwise().sum() / n;
+  }
+
+ private:
+  const Op& inner_;
+};
+
+}  // namespace fastkpca

@@ -1,0 +1,82 @@
+"""fastkpca: fast, exact kernel PCA.
+
+Blocked, multithreaded kernel (Gram) matrices, in-place double centering and a block Lanczos top-k
+eigensolver in a C++ core, under a scikit-learn compatible API. ``import fastkpca`` does not import
+scikit-learn; the estimators load it on first use.
+"""
+
+from __future__ import annotations
+
+from ._version import __version__
+from .centering import double_center, double_center_distances
+from .exceptions import ConvergenceWarning
+from .kernels import gram, pairwise_kernels
+from .linalg import eigsh
+
+__all__ = [
+    "__version__",
+    "ConvergenceWarning",
+    "KernelCenterer",
+    "KernelPCA",
+    "double_center",
+    "double_center_distances",
+    "eigsh",
+    "gram",
+    "pairwise_kernels",
+    "show_config",
+]
+
+# Names that need scikit-learn, imported on first access (PEP 562).
+_LAZY = {
+    "KernelCenterer": "preprocessing",
+    "KernelPCA": "decomposition",
+}
+
+
+def __getattr__(name):
+    if name in _LAZY:
+        import importlib
+
+        value = getattr(importlib.import_module(f".{_LAZY[name]}", __name__), name)
+        globals()[name] = value
+        return value
+    raise AttributeError(f"module 'fastkpca' has no attribute {name!r}")
+
+
+def __dir__():
+    return sorted(set(globals()) | set(_LAZY))
+
+
+def show_config(file=None) -> None:
+    """Print the native module in use, its SIMD level, OpenMP threads, Eigen and compiler versions.
+
+    Parameters
+    ----------
+    file : file-like, default=None
+        Where to print; ``None`` means sys.stdout.
+
+    Examples
+    --------
+    >>> import fastkpca
+    >>> fastkpca.show_config()  # doctest: +SKIP
+    fastkpca 0.1.0
+    native module  : fastkpca._core_v4 (ISA level v4; runnable here: baseline, v3, v4)
+    ...
+    """
+    import platform
+    import sys
+
+    from . import _native
+
+    info = _native.core.build_info()
+    lines = [
+        f"fastkpca {__version__}",
+        f"native module  : {_native.core.__name__} (ISA level {info['isa']}; "
+        f"runnable here: {', '.join(_native.runnable_levels())})",
+        f"SIMD           : {info['simd']}",
+        f"OpenMP threads : {info['omp_max_threads']} (of {info['omp_num_procs']} processors; OpenMP {info['openmp']})",
+        f"Eigen          : {info['eigen']}",
+        f"compiler       : {info['compiler']}",
+        f"python         : {sys.version.split()[0]} on {platform.machine()}",
+    ]
+    print("\n".join(lines), file=file)

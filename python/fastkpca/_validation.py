@@ -1,0 +1,219 @@
+"""Every input check of the public API, in one place.
+
+The native core assumes what these functions establish: 2-D, C-contiguous float32/float64 arrays with
+finite values, sane parameters, and outputs that fit in memory. The core itself only checks invariants.
+"""
+
+from __future__ import annotations
+
+import math
+import numbers
+import os
+
+import numpy as np
+
+KERNELS = ("linear", "poly", "polynomial", "rbf", "laplacian", "sigmoid", "cosine")
+_ALIASES = {"polynomial": "poly"}
+
+# Parameters each kernel takes, as in sklearn.metrics.pairwise.KERNEL_PARAMS.
+KERNEL_PARAMS = {
+    "linear": (),
+    "poly": ("gamma", "degree", "coef0"),
+    "rbf": ("gamma",),
+    "laplacian": ("gamma",),
+    "sigmoid": ("gamma", "coef0"),
+    "cosine": (),
+}
+
+
+def _is_sparse(x) -> bool:
+    return hasattr(x, "tocsr") and hasattr(x, "nnz")
+
+
+def as_float_array(x, name: str, dtype=None) -> np.ndarray:
+    """A 2-D float array view or copy of ``x`` (lists, DataFrames, sparse matrices accepted).
+
+    ints and bools become float64, float16 becomes float32; complex, object and string data raise
+    TypeError. ``dtype`` forces float32/float64. No copy is made if ``x`` already fits.
+    """
+    if x is None:
+        raise ValueError(f"{name} must be an array, got None")
+    if _is_sparse(x):
+        x = x.toarray()
+    if hasattr(x, "dtypes") and hasattr(x, "to_numpy"):  # pandas DataFrame
+        kinds = {np.dtype(t).kind if isinstance(t, np.dtype) else "O" for t in x.dtypes}
+        if kinds - set("biuf"):
+            raise TypeError(f"{name} has non-numeric columns ({', '.join(map(str, x.dtypes.unique()))})")
+        x = x.to_numpy()
+    arr = np.asarray(x)
+    kind = arr.dtype.kind
+    if kind == "c":
+        raise TypeError(f"{name} is complex ({arr.dtype}); fastkpca works on real data")
+    if kind == "O":
+        try:
+            arr = arr.astype(np.float64)
+        except (TypeError, ValueError):
+            raise TypeError(f"{name} has dtype object and is not numeric") from None
+        kind = "f"
+    if kind in "USVMm":
+        raise TypeError(f"{name} has dtype {arr.dtype}; expected numbers")
+    if arr.ndim != 2:
+        raise ValueError(
+            f"{name} must be a 2-D array (samples × features), got {arr.ndim}-D with shape {arr.shape}"
+            + ("; reshape a single feature with x.reshape(-1, 1) or a single sample with x.reshape(1, -1)"
+               if arr.ndim == 1 else "")
+        )
+    if dtype is None:
+        dtype = np.float32 if arr.dtype in (np.float32, np.float16) else np.float64
+    return arr.astype(dtype, copy=False)
+
+
+def check_finite(arr: np.ndarray, name: str) -> None:
+    if not np.isfinite(arr).all():
+        what = "NaN" if np.isnan(arr).any() else "infinity"
+        raise ValueError(f"{name} contains {what}; fastkpca needs finite values")
+
+
+def check_samples(x, name: str, dtype=None) -> np.ndarray:
+    """Data matrix: 2-D, at least one sample and one feature, finite, C-contiguous float32/float64."""
+    arr = as_float_array(x, name, dtype)
+    if arr.shape[0] == 0:
+        raise ValueError(f"{name} has 0 samples (shape {arr.shape}); at least 1 is required")
+    if arr.shape[1] == 0:
+        raise ValueError(f"{name} has 0 features (shape {arr.shape}); at least 1 is required")
+    check_finite(arr, name)
+    return np.ascontiguousarray(arr)
+
+
+def common_dtype(*arrays) -> type:
+    """float32 only if every array is float32 (or float16), float64 otherwise."""
+    kinds = [np.asarray(a).dtype if not _is_sparse(a) else a.dtype for a in arrays if a is not None]
+    return np.float32 if all(k in (np.float32, np.float16) for k in kinds) else np.float64
+
+
+def check_square(arr: np.ndarray, name: str) -> None:
+    if arr.ndim != 2 or arr.shape[0] != arr.shape[1]:
+        raise ValueError(f"{name} must be a square matrix, got shape {arr.shape}")
+    if arr.shape[0] == 0:
+        raise ValueError(f"{name} is empty (shape {arr.shape})")
+
+
+def check_kernel(kernel) -> str:
+    if not isinstance(kernel, str) or kernel not in KERNELS:
+        raise ValueError(f"unknown kernel {kernel!r}; valid kernels are: {', '.join(KERNELS)}")
+    return _ALIASES.get(kernel, kernel)
+
+
+def check_real(value, name: str, *, minimum=None, allow_none=False):
+    if value is None and allow_none:
+        return None
+    if isinstance(value, bool) or not isinstance(value, numbers.Real):
+        raise TypeError(f"{name} must be a real number, got {value!r}")
+    value = float(value)
+    if math.isnan(value) or math.isinf(value):
+        raise ValueError(f"{name} must be finite, got {value}")
+    if minimum is not None and value < minimum:
+        raise ValueError(f"{name} must be >= {minimum}, got {value}")
+    return value
+
+
+def check_int(value, name: str, *, minimum=None, maximum=None) -> int:
+    if isinstance(value, bool) or not isinstance(value, numbers.Integral):
+        raise ValueError(f"{name} must be an integer, got {value!r}")
+    value = int(value)
+    if minimum is not None and value < minimum:
+        raise ValueError(f"{name} must be >= {minimum}, got {value}")
+    if maximum is not None and value > maximum:
+        raise ValueError(f"{name} must be <= {maximum}, got {value}")
+    return value
+
+
+def kernel_params(kernel: str, gamma, degree, coef0, n_features: int) -> tuple[float, float, float]:
+    """(gamma, degree, coef0) with scikit-learn's defaults (gamma=None: 1/n_features)."""
+    gamma = check_real(gamma, "gamma", minimum=0.0, allow_none=True)
+    if gamma is None:
+        gamma = 1.0 / n_features
+    degree = check_real(degree, "degree", minimum=0.0)
+    coef0 = check_real(coef0, "coef0")
+    return gamma, degree, coef0
+
+
+def cpu_count() -> int:
+    try:
+        return len(os.sched_getaffinity(0))
+    except AttributeError:  # pragma: no cover - not Linux
+        return os.cpu_count() or 1
+
+
+def n_threads(n_jobs) -> int:
+    """OpenMP thread count for the core: 0 keeps OpenMP's default (OMP_NUM_THREADS, threadpoolctl)."""
+    if n_jobs is None:
+        return 0
+    if isinstance(n_jobs, bool) or not isinstance(n_jobs, numbers.Integral):
+        raise ValueError(f"n_jobs must be None or a non-zero integer, got {n_jobs!r}")
+    n_jobs = int(n_jobs)
+    if n_jobs == 0:
+        raise ValueError("n_jobs must be None or a non-zero integer, got 0")
+    if n_jobs < 0:  # joblib's convention: -1 all cores, -2 all but one, ...
+        return max(1, cpu_count() + 1 + n_jobs)
+    return n_jobs
+
+
+def available_memory() -> int:
+    """Bytes this process can still allocate: MemAvailable, capped by a cgroup limit if one is set."""
+    avail = None
+    try:
+        with open("/proc/meminfo") as f:
+            for line in f:
+                if line.startswith("MemAvailable:"):
+                    avail = int(line.split()[1]) * 1024
+                    break
+    except OSError:
+        pass
+    if avail is None:
+        try:
+            avail = os.sysconf("SC_AVPHYS_PAGES") * os.sysconf("SC_PAGE_SIZE")
+        except (ValueError, OSError, AttributeError):  # pragma: no cover
+            return 1 << 62
+    for limit_file, usage_file in (
+        ("/sys/fs/cgroup/memory.max", "/sys/fs/cgroup/memory.current"),
+        ("/sys/fs/cgroup/memory/memory.limit_in_bytes", "/sys/fs/cgroup/memory/memory.usage_in_bytes"),
+    ):
+        try:
+            with open(limit_file) as f:
+                limit = f.read().strip()
+            with open(usage_file) as f:
+                usage = int(f.read().strip())
+        except (OSError, ValueError):
+            continue
+        if limit.isdigit():
+            avail = min(avail, max(0, int(limit) - usage))
+        break
+    return avail
+
+
+def check_memory(nbytes: int, what: str) -> None:
+    """Raise MemoryError, before allocating, if ``nbytes`` cannot fit in the memory available."""
+    avail = available_memory()
+    if nbytes > avail:
+        raise MemoryError(
+            f"{what} needs {nbytes / 2**30:.2f} GiB, but only {avail / 2**30:.2f} GiB of memory is available"
+        )
+
+
+def empty(shape, dtype, what: str) -> np.ndarray:
+    """np.empty after a memory check."""
+    nbytes = int(np.prod(shape, dtype=np.float64)) * np.dtype(dtype).itemsize
+    check_memory(nbytes, what)
+    return np.empty(shape, dtype=dtype)
+
+
+def check_random_state(seed) -> np.random.RandomState:
+    """Like sklearn.utils.check_random_state, without importing scikit-learn."""
+    if seed is None or seed is np.random:
+        return np.random.mtrand._rand
+    if isinstance(seed, numbers.Integral) and not isinstance(seed, bool):
+        return np.random.RandomState(int(seed))
+    if isinstance(seed, np.random.RandomState):
+        return seed
+    raise ValueError(f"random_state must be None, an int or a numpy RandomState, got {seed!r}")

@@ -1,0 +1,123 @@
+"""Double centering of kernel and distance matrices, in place by default."""
+
+from __future__ import annotations
+
+import numpy as np
+
+from . import _native
+from . import _validation as v
+
+__all__ = ["double_center", "double_center_distances"]
+
+
+def _square_work_array(K, name: str, copy: bool) -> tuple[np.ndarray, np.ndarray]:
+    """(array returned to the caller, C-contiguous square view the core works on)."""
+    if copy:
+        arr = v.as_float_array(K, name)
+        v.check_square(arr, name)
+        arr = np.array(arr, order="C", copy=True)
+        return arr, arr
+    if not isinstance(K, np.ndarray):
+        raise ValueError(
+            f"{name} is a {type(K).__name__}, not a NumPy array, so it cannot be centered in place; "
+            "pass copy=True to get a centered copy"
+        )
+    if K.dtype not in (np.float32, np.float64):
+        raise ValueError(
+            f"{name} has dtype {K.dtype}; in-place centering needs float32 or float64 (or pass copy=True)"
+        )
+    v.check_square(K, name)
+    if not K.flags.writeable:
+        raise ValueError(f"{name} is read-only, so it cannot be centered in place; pass copy=True")
+    if K.flags.c_contiguous:
+        return K, K
+    if K.flags.f_contiguous:
+        # H Kᵀ H = (H K H)ᵀ: centering the C-ordered transpose view in place centers K itself.
+        return K, K.T
+    raise ValueError(f"{name} is not contiguous, so it cannot be centered in place; pass copy=True")
+
+
+def _center(K, name: str, what: str, alpha: float, copy: bool, n_jobs) -> np.ndarray:
+    result, work = _square_work_array(K, name, copy)
+    threads = v.n_threads(n_jobs)
+    # The core reads K once for its row and column means before writing anything; non-finite means
+    # (NaN/inf in K, or overflow) leave K untouched and are reported here.
+    ok, _, _ = _native.core.double_center_inplace(work, what, alpha, threads)
+    if not ok:
+        raise ValueError(f"{name} contains NaN or infinity (or its sums overflow); nothing was changed")
+    return result
+
+
+def double_center(K, *, copy=False, n_jobs=None):
+    """Doubly centered kernel matrix ``H K H`` with ``H = I - 11ᵀ/N``.
+
+    Parameters
+    ----------
+    K : ndarray of shape (N, N)
+        Kernel (Gram) matrix. With ``copy=False`` it must be a writable, C- or Fortran-contiguous float32 or
+        float64 NumPy array; it is overwritten with the result.
+    copy : bool, default=False
+        Return a new array and leave ``K`` untouched (any array-like is accepted then).
+    n_jobs : int, default=None
+        Threads, as in :func:`fastkpca.gram`.
+
+    Returns
+    -------
+    Kc : ndarray of shape (N, N)
+        ``K`` itself when ``copy=False``. Exactly symmetric when ``K`` is symmetric.
+
+    Raises
+    ------
+    ValueError
+        ``K`` is not square, has NaN/inf, or (``copy=False``) cannot be centered in place: wrong dtype,
+        read-only, not contiguous, or not a NumPy array. fastkpca never makes a silent copy here.
+
+    Notes
+    -----
+    ``(HKH)_ij = K_ij - r_i - c_j + m`` (row means r, column means c, grand mean m). Two passes over K
+    (one read for the means, one rewrite) and O(N) extra memory; the row and column sums are
+    accumulated in the same order so a symmetric K stays symmetric bit for bit.
+
+    Examples
+    --------
+    >>> import numpy as np, fastkpca
+    >>> K = np.array([[2.0, 1.0], [1.0, 2.0]])
+    >>> fastkpca.double_center(K)
+    array([[ 0.5, -0.5],
+           [-0.5,  0.5]])
+    """
+    return _center(K, "K", "kernel", 1.0, copy, n_jobs)
+
+
+def double_center_distances(D, *, squared=False, copy=False, n_jobs=None):
+    """Classical scaling: ``B = -½ H D⁽²⁾ H`` from a distance matrix (PCA's dual on distances).
+
+    For Euclidean distances between the rows of X, B equals the Gram matrix of the column-centered X, so
+    its top eigenvectors scaled by the square roots of the eigenvalues are the PCA scores of X.
+
+    Parameters
+    ----------
+    D : ndarray of shape (N, N)
+        Distances (``squared=False``) or squared distances (``squared=True``). Same in-place rules as
+        :func:`double_center`.
+    squared : bool, default=False
+        Whether D already holds squared distances.
+    copy : bool, default=False
+        Return a new array and leave ``D`` untouched.
+    n_jobs : int, default=None
+        Threads.
+
+    Returns
+    -------
+    B : ndarray of shape (N, N)
+        ``D`` itself when ``copy=False``.
+
+    Examples
+    --------
+    >>> import numpy as np, fastkpca
+    >>> D = np.array([[0.0, 2.0], [2.0, 0.0]])
+    >>> fastkpca.double_center_distances(D, copy=True)
+    array([[ 1., -1.],
+           [-1.,  1.]])
+    """
+    return _center(D, "D", "squared_distances" if squared else "distances", -0.5, copy, n_jobs)

@@ -1,0 +1,79 @@
+"""KernelCenterer: scikit-learn's estimator, centering on fastkpca's native core."""
+
+from __future__ import annotations
+
+import numpy as np
+from sklearn.base import BaseEstimator, ClassNamePrefixFeaturesOutMixin, TransformerMixin
+from sklearn.utils.validation import check_is_fitted
+
+from . import _native
+from . import _validation as v
+from ._sklearn_compat import validate_data
+
+__all__ = ["KernelCenterer"]
+
+
+class KernelCenterer(ClassNamePrefixFeaturesOutMixin, TransformerMixin, BaseEstimator):
+    """Center an arbitrary kernel matrix K: the API of sklearn.preprocessing.KernelCenterer.
+
+    Centering K is centering the (implicit) feature vectors φ(x) of the training samples: fit learns the
+    column means of the training kernel, transform centers a training or out-of-sample kernel against
+    them, in place on a (copied by default) C-contiguous array, with OpenMP threads.
+
+    Attributes
+    ----------
+    K_fit_rows_ : ndarray of shape (n_samples,)
+        Column means of the training kernel.
+    K_fit_all_ : float
+        Mean of the training kernel.
+    n_features_in_ : int
+    feature_names_in_ : ndarray of shape (n_features_in_,)
+        Only when fitted on a DataFrame with string column names.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from fastkpca import KernelCenterer, gram
+    >>> X = np.array([[1.0, -2.0, 2.0], [-2.0, 1.0, 3.0], [4.0, 1.0, -2.0]])
+    >>> K = gram(X)
+    >>> KernelCenterer().fit_transform(K).round(6)
+    array([[  5.,   0.,  -5.],
+           [  0.,  14., -14.],
+           [ -5., -14.,  19.]])
+    """
+
+    def fit(self, K, y=None):
+        """Learn the column means and the grand mean of the training kernel K (n_samples, n_samples)."""
+        K = validate_data(self, K, dtype=[np.float64, np.float32])
+        if K.shape[0] != K.shape[1]:
+            raise ValueError(f"Kernel matrix must be a square matrix. Input is a {K.shape[0]}x{K.shape[1]} matrix.")
+        n = K.shape[0]
+        self.K_fit_rows_ = np.sum(K, axis=0) / n
+        self.K_fit_all_ = self.K_fit_rows_.sum() / n
+        return self
+
+    def transform(self, K, copy=True):
+        """Center a kernel K (n_new, n_samples) between new samples and the training samples.
+
+        ``K' = K - 1 K_fit_rows_ᵀ - rowmean(K) 1ᵀ + K_fit_all_``. With copy=False a C-contiguous float
+        K is centered in place.
+        """
+        check_is_fitted(self)
+        K = validate_data(self, K, copy=copy, dtype=[np.float64, np.float32], reset=False)
+        if not (K.flags.c_contiguous and K.flags.writeable):
+            K = np.array(K, order="C")
+        _native.core.center_cross_inplace(K, np.asarray(self.K_fit_rows_, dtype=np.float64),
+                                          float(self.K_fit_all_), v.n_threads(None))
+        return K
+
+    @property
+    def _n_features_out(self):
+        return self.n_features_in_
+
+    def __sklearn_tags__(self):
+        tags = super().__sklearn_tags__()
+        tags.input_tags.pairwise = True
+        return tags
+
+    def _more_tags(self):  # scikit-learn < 1.6
+        return {"pairwise": True}
