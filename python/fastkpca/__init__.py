@@ -18,11 +18,16 @@ __all__ = [
     "ConvergenceWarning",
     "KernelCenterer",
     "KernelPCA",
+    "ClassicalMDS",
+    "classical_mds",
     "double_center",
     "double_center_distances",
     "eigsh",
     "gram",
     "pairwise_kernels",
+    "patch_sklearn",
+    "sklearn_patched",
+    "unpatch_sklearn",
     "show_config",
 ]
 
@@ -30,6 +35,11 @@ __all__ = [
 _LAZY = {
     "KernelCenterer": "preprocessing",
     "KernelPCA": "decomposition",
+    "patch_sklearn": "_sklearn_patch",
+    "unpatch_sklearn": "_sklearn_patch",
+    "sklearn_patched": "_sklearn_patch",
+    "classical_mds": "manifold",
+    "ClassicalMDS": "manifold",
 }
 
 

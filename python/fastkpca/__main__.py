@@ -1,43 +1,258 @@
-"""Command line: ``python -m fastkpca demo``."""
+"""Command line: ``python -m fastkpca demo`` and ``python -m fastkpca fit INPUT -o OUTPUT``."""
 
 from __future__ import annotations
 
 import argparse
+import os
 import sys
 import time
+
+KERNELS = ("linear", "poly", "rbf", "laplacian", "sigmoid", "cosine")
+
+
+class CliError(Exception):
+    """An error reported as one line, without a traceback."""
+
+
+# ------------------------------------------------------------------------------------------------- demo
+
+
+def helix(n: int):
+    """n points regularly spaced along a 3-D helix (two turns), and their position along it in [0, 1]."""
+    import numpy as np
+
+    t = np.linspace(0.0, 1.0, n)
+    angle = 4 * np.pi * t
+    return np.column_stack([np.cos(angle), np.sin(angle), 4.0 * t]), t
 
 
 def _demo(args) -> int:
     import numpy as np
+    from scipy.stats import spearmanr
 
     import fastkpca
 
-    fastkpca.show_config()
-    rng = np.random.default_rng(0)
-    n, d = args.n, 64
-    X = rng.standard_normal((n, d))
-    print(f"\nGram matrices of {n} samples × {d} features (entries counted over the full {n}×{n}):")
-    print(f"{'kernel':<10} {'dtype':<8} {'seconds':>8} {'M entries/s':>12}")
-    for kernel in ("rbf", "laplacian", "poly"):
-        for dtype in (np.float64, np.float32):
-            Xd = X.astype(dtype)
-            fastkpca.gram(Xd[:256], kernel=kernel)
-            t = time.perf_counter()
-            K = fastkpca.gram(Xd, kernel=kernel)
-            dt = time.perf_counter() - t
-            print(f"{kernel:<10} {np.dtype(dtype).name:<8} {dt:8.3f} {n * n / dt / 1e6:12.0f}")
-            del K
+    X, position = helix(args.n)
+    configs = [
+        ("poly, degree 4, offset 1", dict(kernel="poly", degree=4, coef0=1.0, gamma=1.0)),
+        ("rbf, gamma 0.1", dict(kernel="rbf", gamma=0.1)),
+        ("rbf, gamma 2", dict(kernel="rbf", gamma=2.0)),
+        ("laplacian, gamma 0.1", dict(kernel="laplacian", gamma=0.1)),
+        ("laplacian, gamma 2", dict(kernel="laplacian", gamma=2.0)),
+    ]
+    k = 5
+    print(f"Kernel PCA of {args.n} points regularly spaced along a 3-D helix (two turns).")
+    print(f"Variances of the first {k} kernel principal components (λ/N), share of the total, and the")
+    print("Spearman correlation of the first component with the position along the helix:\n")
+    header = f"{'kernel':<24}" + "".join(f"{'PC' + str(i + 1):>10}" for i in range(k)) + f"{'top-' + str(k) + ' share':>13}{'Spearman':>10}{'seconds':>9}"
+    print(header)
+    print("-" * len(header))
+    results = []
+    for label, params in configs:
+        start = time.perf_counter()
+        model = fastkpca.KernelPCA(k, random_state=0, **params)
+        scores = model.fit_transform(X)
+        seconds = time.perf_counter() - start
+        rho = abs(spearmanr(scores[:, 0], position)[0])
+        results.append((label, model, scores, rho))
+        print(f"{label:<24}" + "".join(f"{val:10.4f}" for val in model.explained_variance_)
+              + f"{model.explained_variance_ratio_.sum():13.3f}{rho:10.3f}{seconds:9.3f}")
+    best = max(results, key=lambda r: r[3])
+    print(f"\nBest 1-D coordinate: {best[0]} (|Spearman| = {best[3]:.3f} with the position along the helix).")
+    try:
+        import matplotlib
+
+        matplotlib.use("Agg")
+        import matplotlib.pyplot as plt
+    except ImportError:
+        print("Install matplotlib (pip install 'fastkpca[plot]') to get the picture.")
+        return 0
+    fig, (left, right) = plt.subplots(1, 2, figsize=(11, 4.2))
+    for label, model, _, _ in results:
+        left.plot(np.arange(1, k + 1), model.explained_variance_, marker="o", label=label)
+    left.set(xlabel="component", ylabel="variance (λ / N)", yscale="log", title="Kernel PC variances",
+             xticks=np.arange(1, k + 1))
+    left.legend(fontsize=8)
+    right.scatter(position, best[2][:, 0], s=4, c=position, cmap="viridis")
+    right.set(xlabel="position along the helix", ylabel="first kernel PC",
+              title=f"{best[0]}: |Spearman| = {best[3]:.3f}")
+    fig.tight_layout()
+    fig.savefig(args.plot, dpi=120)
+    print(f"Wrote {args.plot}")
     return 0
 
 
-def main(argv=None) -> int:
-    parser = argparse.ArgumentParser(prog="python -m fastkpca", description="fastkpca command line")
-    sub = parser.add_subparsers(dest="command", required=True)
-    demo = sub.add_parser("demo", help="build Gram matrices and report their throughput")
-    demo.add_argument("-n", type=int, default=5000, help="number of samples (default 5000)")
+# -------------------------------------------------------------------------------------------------- fit
+
+
+def _load(path: str):
+    import numpy as np
+
+    if not os.path.exists(path):
+        raise CliError(f"cannot read {path}: no such file")
+    ext = os.path.splitext(path)[1].lower()
+    try:
+        if ext == ".npy":
+            data = np.load(path, allow_pickle=False)
+        elif ext in (".csv", ".txt"):
+            delimiter = "," if ext == ".csv" else None
+            try:
+                data = np.loadtxt(path, delimiter=delimiter, ndmin=2)
+            except ValueError:  # a header line
+                data = np.loadtxt(path, delimiter=delimiter, ndmin=2, skiprows=1)
+        else:
+            raise CliError(f"cannot read {path}: unknown format {ext!r} (use .npy, .csv or .txt)")
+    except CliError:
+        raise
+    except (OSError, ValueError) as exc:
+        raise CliError(f"cannot read {path}: {str(exc).splitlines()[0]}") from None
+    if data.ndim == 1:
+        data = data.reshape(-1, 1)
+    return data
+
+
+def _save(path: str, scores) -> None:
+    import numpy as np
+
+    ext = os.path.splitext(path)[1].lower()
+    try:
+        if ext == ".npy":
+            np.save(path, scores)
+        elif ext == ".csv":
+            np.savetxt(path, scores, delimiter=",")
+        else:
+            raise CliError(f"cannot write {path}: unknown format {ext!r} (use .npy or .csv)")
+    except OSError as exc:
+        raise CliError(f"cannot write {path}: {exc.strerror or exc}") from None
+
+
+class _Progress:
+    """One status line on stderr, rewritten in place; only on a terminal."""
+
+    def __init__(self, enabled: bool):
+        self.enabled = enabled
+        self.start = time.perf_counter()
+        self.width = 0
+
+    def __call__(self, stage, info):
+        if not self.enabled:
+            return
+        text = {
+            "kernel": "kernel matrix built",
+            "center": "centered",
+            "pass": f"solving: pass {info.get('passes')}, {info.get('converged')} components converged",
+            "done": "solved",
+        }.get(stage, stage)
+        line = f"[{time.perf_counter() - self.start:7.1f}s] {text}"
+        sys.stderr.write("\r" + line.ljust(self.width))
+        self.width = len(line)
+        sys.stderr.flush()
+
+    def close(self):
+        if self.enabled and self.width:
+            sys.stderr.write("\r" + " " * self.width + "\r")
+            sys.stderr.flush()
+
+
+def _fit(args) -> int:
+    import numpy as np
+
+    import fastkpca
+
+    X = _load(args.input)
+    if args.dtype == "float32":
+        X = X.astype(np.float32)
+    progress = _Progress(enabled=not args.quiet and sys.stderr.isatty())
+    model = fastkpca.KernelPCA(
+        args.n_components, kernel=args.kernel, gamma=args.gamma, degree=args.degree, coef0=args.coef0,
+        eigen_solver=args.solver, n_jobs=args.n_jobs, random_state=args.seed, callback=progress,
+    )
+    start = time.perf_counter()
+    try:
+        scores = model.fit_transform(X)
+    except (ValueError, TypeError, MemoryError) as exc:
+        raise CliError(str(exc).splitlines()[0]) from None
+    finally:
+        progress.close()
+    seconds = time.perf_counter() - start
+    _save(args.output, scores)
+    info = model.solver_info_
+    passes = f", {info['n_passes']} passes over K" if "n_passes" in info else ""
+    print(f"fitted {X.shape[0]} samples × {X.shape[1]} features, kernel {args.kernel}, "
+          f"{scores.shape[1]} components in {seconds:.3f} s ({info['solver']} solver{passes})")
+    print("component  variance (λ/N)  share of total")
+    for i, (var, ratio) in enumerate(zip(model.explained_variance_, model.explained_variance_ratio_), 1):
+        print(f"{i:>9}  {var:14.6g}  {ratio:14.4f}")
+    print(f"wrote {args.output}")
+    return 0
+
+
+# ------------------------------------------------------------------------------------------------- main
+
+
+class _Parser(argparse.ArgumentParser):
+    def error(self, message):
+        raise CliError(message)
+
+
+def _positive_int(text):
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected a positive integer, got {text!r}") from None
+    if value < 1:
+        raise argparse.ArgumentTypeError(f"expected a positive integer, got {text!r}")
+    return value
+
+
+def _non_negative_float(text):
+    try:
+        value = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected a number, got {text!r}") from None
+    if not value >= 0 or value == float("inf"):
+        raise argparse.ArgumentTypeError(f"expected a finite number >= 0, got {text!r}")
+    return value
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = _Parser(prog="python -m fastkpca", description="fastkpca: fast, exact kernel PCA.")
+    sub = parser.add_subparsers(dest="command", required=True, parser_class=_Parser)
+
+    demo = sub.add_parser("demo", help="kernel PCA of a 3-D helix: variances and the recovered coordinate")
+    demo.add_argument("-n", type=_positive_int, default=1000, help="number of points (default 1000)")
+    demo.add_argument("--plot", default="fastkpca-helix.png", help="PNG to write (needs matplotlib)")
     demo.set_defaults(run=_demo)
-    args = parser.parse_args(argv)
-    return args.run(args)
+
+    fit = sub.add_parser("fit", help="fit kernel PCA to a data file and write the scores")
+    fit.add_argument("input", help="samples × features: .npy, .csv (comma-separated) or .txt (whitespace)")
+    fit.add_argument("-o", "--output", required=True, help="where to write the scores: .npy or .csv")
+    fit.add_argument("-k", "--n-components", type=_positive_int, default=2, help="components (default 2)")
+    fit.add_argument("--kernel", choices=KERNELS, default="rbf", help="kernel (default rbf)")
+    fit.add_argument("--gamma", type=_non_negative_float, default=None, help="kernel scale (default 1/n_features)")
+    fit.add_argument("--degree", type=_non_negative_float, default=3.0, help="poly degree (default 3)")
+    fit.add_argument("--coef0", type=float, default=1.0, help="poly/sigmoid offset (default 1)")
+    fit.add_argument("--solver", choices=("auto", "lanczos", "dense", "arpack", "randomized"), default="auto")
+    fit.add_argument("--dtype", choices=("float64", "float32"), default="float64",
+                     help="float32 halves the kernel matrix's memory")
+    fit.add_argument("--n-jobs", type=int, default=None, help="threads (default: all)")
+    fit.add_argument("--seed", type=int, default=0, help="random seed of the solver (default 0)")
+    fit.add_argument("-q", "--quiet", action="store_true", help="no progress display")
+    fit.set_defaults(run=_fit)
+    return parser
+
+
+def main(argv=None) -> int:
+    parser = build_parser()
+    try:
+        args = parser.parse_args(argv)
+        return args.run(args)
+    except CliError as exc:
+        print(f"fastkpca: error: {exc}", file=sys.stderr)
+        return 2
+    except KeyboardInterrupt:
+        print("fastkpca: interrupted", file=sys.stderr)
+        return 130
 
 
 if __name__ == "__main__":

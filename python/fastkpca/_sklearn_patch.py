@@ -1,0 +1,166 @@
+"""Backend switch: run scikit-learn's KernelPCA, KernelCenterer and pairwise kernels on fastkpca.
+
+``patch_sklearn()`` rebinds the public names in scikit-learn's modules — and the copies that already
+imported scikit-learn modules hold (KernelRidge's ``pairwise_kernels``, SpectralEmbedding's ``rbf_kernel``,
+...) — to fastkpca's versions, so code that looks them up after patching runs on fastkpca. Each kernel
+wrapper hands calls with arguments fastkpca does not serve (sparse input, ``dense_output=False``,
+unknown keywords) to the original function. ``unpatch_sklearn()`` restores every original.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import functools
+import inspect
+import sys
+
+from . import kernels
+
+# (module, name) -> original object, for everything patch_sklearn replaced.
+_originals: dict = {}
+# id(fastkpca replacement) -> (replacement, original); holding the replacement keeps its id valid.
+_replacements: dict = {}
+
+
+def _is_sparse(x) -> bool:
+    return hasattr(x, "tocsr") and hasattr(x, "nnz")
+
+
+def _kernel_wrapper(original, kernel: str, accepted: tuple[str, ...]):
+    """A function with `original`'s signature that runs fastkpca.gram when it can."""
+    signature = inspect.signature(original)
+
+    @functools.wraps(original)
+    def wrapper(*args, **kwargs):
+        try:
+            bound = signature.bind(*args, **kwargs)
+        except TypeError:
+            return original(*args, **kwargs)
+        bound.apply_defaults()
+        params = dict(bound.arguments)
+        X, Y = params.pop("X"), params.pop("Y", None)
+        if params.pop("dense_output", True) is not True or _is_sparse(X) or _is_sparse(Y) or set(params) - set(accepted):
+            return original(*args, **kwargs)
+        return kernels.gram(X, Y, kernel=kernel, **params)
+
+    wrapper.__fastkpca_original__ = original
+    return wrapper
+
+
+def _pairwise_kernels_wrapper(original):
+    @functools.wraps(original)
+    def wrapper(X, Y=None, metric="linear", *, filter_params=False, n_jobs=None, **kwds):
+        if _is_sparse(X) or _is_sparse(Y) or not (isinstance(metric, str) and metric in kernels._NATIVE_METRICS):
+            return original(X, Y, metric=metric, filter_params=filter_params, n_jobs=n_jobs, **kwds)
+        return kernels.pairwise_kernels(X, Y, metric, filter_params=filter_params, n_jobs=n_jobs, **kwds)
+
+    wrapper.__fastkpca_original__ = original
+    return wrapper
+
+
+def _replacement_table():
+    """(module name, attribute) -> fastkpca object, built from scikit-learn's current originals."""
+    import sklearn.decomposition
+    import sklearn.metrics.pairwise as skp
+    import sklearn.preprocessing
+
+    from .decomposition import KernelPCA
+    from .preprocessing import KernelCenterer
+
+    table = {
+        ("sklearn.decomposition", "KernelPCA"): KernelPCA,
+        ("sklearn.preprocessing", "KernelCenterer"): KernelCenterer,
+    }
+    specs = {
+        "rbf_kernel": ("rbf", ("gamma",)),
+        "laplacian_kernel": ("laplacian", ("gamma",)),
+        "polynomial_kernel": ("poly", ("degree", "gamma", "coef0")),
+        "linear_kernel": ("linear", ()),
+        "sigmoid_kernel": ("sigmoid", ("gamma", "coef0")),
+        "cosine_similarity": ("cosine", ()),
+    }
+    for name, (kernel, accepted) in specs.items():
+        table[("sklearn.metrics.pairwise", name)] = _kernel_wrapper(getattr(skp, name), kernel, accepted)
+    table[("sklearn.metrics.pairwise", "pairwise_kernels")] = _pairwise_kernels_wrapper(skp.pairwise_kernels)
+    del sklearn  # the names above are looked up through sys.modules
+    return table
+
+
+def _sklearn_modules():
+    return [m for name, m in list(sys.modules.items()) if m is not None and (name == "sklearn" or name.startswith("sklearn."))]
+
+
+def patch_sklearn() -> None:
+    """Make scikit-learn's KernelPCA, KernelCenterer and pairwise kernels run on fastkpca.
+
+    Replaces ``sklearn.decomposition.KernelPCA``, ``sklearn.preprocessing.KernelCenterer`` and, in
+    ``sklearn.metrics.pairwise``, ``rbf_kernel``, ``laplacian_kernel``, ``polynomial_kernel``,
+    ``linear_kernel``, ``sigmoid_kernel``, ``cosine_similarity`` and ``pairwise_kernels`` (for the metrics
+    fastkpca serves), everywhere scikit-learn's modules hold them. Calling it twice is harmless.
+
+    Examples
+    --------
+    >>> import fastkpca
+    >>> fastkpca.patch_sklearn()
+    >>> from sklearn.decomposition import KernelPCA
+    >>> KernelPCA.__module__
+    'fastkpca.decomposition'
+    >>> fastkpca.unpatch_sklearn()
+    """
+    if _originals:
+        return
+    table = _replacement_table()
+    by_original = {}
+    for (module_name, attr), new in table.items():
+        module = sys.modules[module_name]
+        old = getattr(module, attr)
+        by_original[id(old)] = (old, new)
+    for module in _sklearn_modules():
+        for attr, value in list(vars(module).items()):
+            hit = by_original.get(id(value))
+            if hit is not None and hit[0] is value:
+                _originals[(module.__name__, attr)] = value
+                _replacements[id(hit[1])] = (hit[1], value)
+                setattr(module, attr, hit[1])
+
+
+def unpatch_sklearn() -> None:
+    """Restore every scikit-learn object that :func:`patch_sklearn` replaced."""
+    if not _originals:
+        return
+    # Modules imported while patched may hold replacements too: restore them as well.
+    for module in _sklearn_modules():
+        for attr, value in list(vars(module).items()):
+            hit = _replacements.get(id(value))
+            if hit is not None and hit[0] is value:
+                setattr(module, attr, hit[1])
+    for (module_name, attr), original in _originals.items():
+        module = sys.modules.get(module_name)
+        if module is not None:
+            setattr(module, attr, original)
+    _originals.clear()
+    _replacements.clear()
+
+
+def is_patched() -> bool:
+    """Whether :func:`patch_sklearn` is in effect."""
+    return bool(_originals)
+
+
+@contextlib.contextmanager
+def sklearn_patched():
+    """Context manager: scikit-learn runs on fastkpca inside the ``with`` block.
+
+    Examples
+    --------
+    >>> import fastkpca
+    >>> with fastkpca.sklearn_patched():
+    ...     from sklearn.metrics.pairwise import rbf_kernel
+    """
+    already = is_patched()
+    patch_sklearn()
+    try:
+        yield
+    finally:
+        if not already:
+            unpatch_sklearn()

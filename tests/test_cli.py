@@ -1,0 +1,78 @@
+"""The command line: demo and fit."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+
+import numpy as np
+import pytest
+
+pytest.importorskip("sklearn")
+
+
+def cli(*args, cwd=None):
+    return subprocess.run([sys.executable, "-m", "fastkpca", *map(str, args)], capture_output=True, text=True,
+                          cwd=cwd)
+
+
+def test_help():
+    out = cli("--help")
+    assert out.returncode == 0 and "demo" in out.stdout and "fit" in out.stdout
+    out = cli("fit", "--help")
+    assert out.returncode == 0 and "--kernel" in out.stdout and "--gamma" in out.stdout
+
+
+def test_demo(tmp_path):
+    out = cli("demo", "-n", "300", "--plot", tmp_path / "helix.png")
+    assert out.returncode == 0, out.stderr
+    assert "Spearman" in out.stdout and "laplacian" in out.stdout and "poly" in out.stdout
+    pytest.importorskip("matplotlib")
+    assert (tmp_path / "helix.png").stat().st_size > 1000
+
+
+@pytest.mark.parametrize("src, dst", [("npy", "npy"), ("csv", "csv"), ("txt", "npy")])
+def test_fit(tmp_path, rng, src, dst):
+    from fastkpca import KernelPCA
+
+    X = rng.standard_normal((120, 4))
+    path = tmp_path / f"in.{src}"
+    if src == "npy":
+        np.save(path, X)
+    else:
+        np.savetxt(path, X, delimiter="," if src == "csv" else " ")
+    out_path = tmp_path / f"out.{dst}"
+    out = cli("fit", path, "--kernel", "rbf", "--gamma", "0.1", "-k", "2", "-o", out_path)
+    assert out.returncode == 0, out.stderr
+    assert "variance" in out.stdout and "wrote" in out.stdout and " s " in out.stdout
+    assert out.stderr == ""  # no progress display when stderr is not a terminal
+    scores = np.load(out_path) if dst == "npy" else np.loadtxt(out_path, delimiter=",")
+    expected = KernelPCA(2, kernel="rbf", gamma=0.1, random_state=0).fit_transform(np.loadtxt(path, delimiter="," if src == "csv" else None) if src != "npy" else X)
+    np.testing.assert_allclose(np.abs(scores), np.abs(expected), rtol=1e-6, atol=1e-9)
+
+
+def test_errors_are_one_line(tmp_path):
+    bad = tmp_path / "bad.csv"
+    bad.write_text("1,2\n3,x\n")
+    good = tmp_path / "good.npy"
+    np.save(good, np.ones((5, 2)) + np.arange(10).reshape(5, 2))
+    nan = tmp_path / "nan.npy"
+    np.save(nan, np.array([[1.0, np.nan], [2.0, 3.0]]))
+    cases = [
+        ("fit", tmp_path / "missing.npy", "-o", tmp_path / "o.npy"),
+        ("fit", bad, "-o", tmp_path / "o.npy"),
+        ("fit", good, "-o", tmp_path / "o.xyz"),
+        ("fit", good, "-o", tmp_path / "o.npy", "--kernel", "gauss"),
+        ("fit", good, "-o", tmp_path / "o.npy", "-k", "0"),
+        ("fit", good, "-o", tmp_path / "o.npy", "--gamma", "-1"),
+        ("fit", nan, "-o", tmp_path / "o.npy"),
+        ("fit", good, "-o", tmp_path / "no-such-dir" / "o.npy"),
+        ("frobnicate",),
+    ]
+    for args in cases:
+        out = cli(*args)
+        assert out.returncode == 2, (args, out.stdout, out.stderr)
+        lines = out.stderr.strip().splitlines()
+        assert len(lines) == 1 and lines[0].startswith("fastkpca: error:"), (args, out.stderr)
+        assert "Traceback" not in out.stderr
