@@ -160,3 +160,19 @@ def test_kernel_centerer_errors_and_checks():
     with pytest.raises(ValueError):
         fastkpca.KernelCenterer().fit(np.ones((4, 4))).transform(np.ones((2, 5)))
     check_estimator(fastkpca.KernelCenterer())
+
+
+def test_out_of_sample_centering_does_not_depend_on_alignment(rng):
+    """Regression: row sums once followed the buffer's alignment, so a repeated transform could differ."""
+    pytest.importorskip("sklearn")
+    K = fastkpca.gram(rng.standard_normal((50, 3)) + 100.0)
+    centerer = fastkpca.KernelCenterer().fit(K)
+    Kn = fastkpca.gram(rng.standard_normal((7, 3)) + 100.0, rng.standard_normal((50, 3)) + 100.0)
+    results = []
+    for offset in range(8):
+        buffer = np.empty(Kn.size + 8)
+        view = buffer[offset:offset + Kn.size].reshape(Kn.shape)
+        view[...] = Kn
+        results.append(centerer.transform(view, copy=False).copy())
+    for r in results[1:]:
+        np.testing.assert_array_equal(r, results[0])

@@ -168,10 +168,16 @@ LanczosResult block_lanczos(const Op& op, const ColMatrix<double>& v0, const Lan
   Eigen::VectorXd theta;
   Eigen::MatrixXd y;
   Eigen::VectorXd res;
+  // Rayleigh-Ritz costs O(s³) and can dominate when passes are cheap (small n, large basis); it runs
+  // when the work of the passes since the last one at least matches its own estimated cost, and always
+  // before a restart or at the pass limit. A cost model rather than a clock keeps results deterministic.
+  const double pass_flops = 2.0 * static_cast<double>(n) * static_cast<double>(n) * static_cast<double>(b);
+  double flops_since_rr = 0;
   while (true) {
     op.apply(q.middleCols(cur, b), aw, interrupt);
     out.passes += 1;
     out.n_vectors += b;
+    flops_since_rr += pass_flops + 4.0 * static_cast<double>(n) * static_cast<double>(s) * static_cast<double>(b);
     const double scale = aw.colwise().norm().maxCoeff();
 
     // Full reorthogonalization; the coefficients are column block `cur` of T = QᵀAQ.
@@ -182,21 +188,27 @@ LanczosResult block_lanczos(const Op& op, const ColMatrix<double>& v0, const Lan
 
     Eigen::MatrixXd r = detail::orthonormalize_block(q.leftCols(s), aw, 1e-13 * scale + 1e-300, rng);
 
-    // Rayleigh-Ritz on the current basis.
-    Eigen::SelfAdjointEigenSolver<Eigen::MatrixXd> eig(t.topLeftCorner(s, s));
-    theta = eig.eigenvalues().reverse();
-    y = eig.eigenvectors().rowwise().reverse();
-    res = (r * y.middleRows(cur, b)).colwise().norm().transpose();
+    const bool must_restart = s + b > max_basis;
+    const bool at_limit = out.passes >= opt.max_passes && s >= k;
+    const double rr_flops = 9.0 * static_cast<double>(s) * static_cast<double>(s) * static_cast<double>(s);
+    if (must_restart || at_limit || (s >= k && flops_since_rr >= rr_flops)) {
+      // Rayleigh-Ritz on the current basis.
+      Eigen::SelfAdjointEigenSolver<Eigen::MatrixXd> eig(t.topLeftCorner(s, s));
+      theta = eig.eigenvalues().reverse();
+      y = eig.eigenvectors().rowwise().reverse();
+      res = (r * y.middleRows(cur, b)).colwise().norm().transpose();
+      flops_since_rr = 0;
 
-    const double top = std::abs(theta[0]), big = theta.cwiseAbs().maxCoeff();
-    const double threshold = std::max(opt.tol * top, 64 * eps * big);
-    Index n_conv = 0;
-    if (s >= k)
-      while (n_conv < k && res[n_conv] <= threshold) ++n_conv;
-    if (opt.progress) opt.progress(out.passes, n_conv);
-    if (n_conv == k || (out.passes >= opt.max_passes && s >= k)) {
-      out.converged = n_conv == k;
-      break;
+      const double top = std::abs(theta[0]), big = theta.cwiseAbs().maxCoeff();
+      const double threshold = std::max(opt.tol * top, 64 * eps * big);
+      Index n_conv = 0;
+      if (s >= k)
+        while (n_conv < k && res[n_conv] <= threshold) ++n_conv;
+      if (opt.progress) opt.progress(out.passes, n_conv);
+      if (n_conv == k || at_limit) {
+        out.converged = n_conv == k;
+        break;
+      }
     }
 
     if (s + b <= max_basis) {

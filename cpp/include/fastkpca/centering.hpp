@@ -113,6 +113,21 @@ bool double_center(S* k, Index n, CenterInput what, double alpha, Eigen::VectorX
   return true;
 }
 
+// Sum of x[0 .. n] in double, in an order fixed by n alone: eight interleaved partial sums combined in
+// order. (Eigen's vectorised sum starts at the first aligned element, so its rounding would depend on
+// where the caller's buffer happens to sit, and a transform repeated on a fresh array could differ.)
+template <class S>
+double fixed_order_sum(const S* x, Index n) {
+  double acc[8] = {};
+  Index j = 0;
+  for (; j + 8 <= n; j += 8)
+    for (int l = 0; l < 8; ++l) acc[l] += static_cast<double>(x[j + l]);
+  for (int l = 0; j < n; ++j, ++l) acc[l] += static_cast<double>(x[j]);
+  double total = 0;
+  for (double a : acc) total += a;
+  return total;
+}
+
 // Out-of-sample centering of a cross kernel K' (n_new × n_fit) against the training kernel's column
 // means and grand mean, in place, in scikit-learn's order of operations:
 // K' <- ((K' - fit_col_mean) - rowmean(K')) + fit_grand_mean.
@@ -124,7 +139,7 @@ void center_cross(S* k, Index rows, Index cols, const Eigen::VectorXd& fit_col_m
   for (Index i = 0; i < rows; ++i) {
     if (interrupt.poll()) continue;
     auto row = Eigen::Map<Eigen::Array<S, 1, Eigen::Dynamic>>(k + i * cols, cols);
-    const double row_mean = row.template cast<double>().sum() / static_cast<double>(cols);
+    const double row_mean = fixed_order_sum(k + i * cols, cols) / static_cast<double>(cols);
     row = (((row.template cast<double>() - fc) - row_mean) + fit_grand_mean).template cast<S>();
   }
   interrupt.throw_if_stopped();
