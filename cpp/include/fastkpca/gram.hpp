@@ -18,6 +18,7 @@ namespace fastkpca {
 namespace detail {
 
 constexpr Index kGramTile = 256;
+static_assert(kTileScratch >= 2 * kGramTile, "tile kernels need two tile rows of scratch");
 
 // dst[c, r] = src[r, c] for an n_rows × n_cols block, in 32×32 sub-blocks to keep both sides in cache.
 template <class S>
@@ -44,7 +45,7 @@ void gram_tiles(Kernel& kernel, Operands<S>& op, bool symmetric, bool unit_diago
 
 #pragma omp parallel
   {
-  alignas(64) S scratch[kGramTile];  // per thread
+  alignas(64) S scratch[kTileScratch];  // per thread
 #pragma omp for schedule(dynamic, 1)
   for (Index t = 0; t < count; ++t) {
     if (interrupt.poll()) continue;

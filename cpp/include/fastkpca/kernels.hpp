@@ -5,7 +5,7 @@
 //   prepare(X, Y)  -> a working copy of the rows the tile products read (shifted, normalised or
 //                     transposed as the kernel needs), O((n_X + n_Y)·d) memory;
 //   tile(...)      -> fills out[i, j] = k(x_i, y_j) for one rectangular tile (with a 64-byte aligned
-//                     scratch strip of at least one tile row).
+//                     scratch of detail::kTileScratch elements, two tile rows).
 // gram.hpp drives them over the tiles of the output; adding a kernel means adding one functor here.
 #pragma once
 
@@ -43,6 +43,9 @@ struct Operands {
 
 namespace detail {
 
+// Elements of the per-thread scratch that gram.hpp hands to tile kernels: two tile rows.
+constexpr Index kTileScratch = 512;
+
 // out[i, j] = <x_i, y_j> for one tile, written straight into the output block by Eigen's GEMM
 // (sequential inside: the tiles themselves are the parallel unit).
 template <class S>
@@ -61,6 +64,18 @@ void transform_row(S* row, Index n, S* scratch, F f) {
   strip = Eigen::Map<const Eigen::Array<S, Eigen::Dynamic, 1>>(row, n);
   strip = f(strip);
   Eigen::Map<Eigen::Array<S, Eigen::Dynamic, 1>>(row, n) = strip;
+}
+
+// row = (g · row + c0)^degree for a whole degree, by repeated multiplication in aligned strips
+// (scratch holds two tile rows).
+template <class S>
+void int_power_row(S* row, Index n, S* scratch, S g, S c0, int degree) {
+  using Strip = Eigen::Map<Eigen::Array<S, Eigen::Dynamic, 1>, Eigen::AlignedMax>;
+  Strip base(scratch, n), power(scratch + kTileScratch / 2, n);
+  base = g * Eigen::Map<const Eigen::Array<S, Eigen::Dynamic, 1>>(row, n) + c0;
+  power.setOnes();
+  for (int i = 0; i < degree; ++i) power *= base;
+  Eigen::Map<Eigen::Array<S, Eigen::Dynamic, 1>>(row, n) = power;
 }
 
 // Shift the rows of X (and Y) by the column means of X, computed in double. Squared Euclidean
@@ -104,9 +119,14 @@ struct DotKernel {
   void tile(const Operands<S>& op, Index i0, Index ni, Index j0, Index nj, S* out, Index ld, S* scratch) const {
     detail::tile_dot(op, i0, ni, j0, nj, out, ld);
     const S g = static_cast<S>(p.gamma), c0 = static_cast<S>(p.coef0), deg = static_cast<S>(p.degree);
+    // Small whole degrees by repeated multiplication (vectorised, <= degree - 1 roundings) instead of
+    // the generic pow = exp(degree · log(base)).
+    const int int_degree = (p.degree == std::floor(p.degree) && p.degree <= 16) ? static_cast<int>(p.degree) : -1;
     for (Index r = 0; r < ni; ++r) {
       S* row = out + r * ld;
-      if (p.kind == KernelKind::poly)
+      if (p.kind == KernelKind::poly && int_degree >= 0)
+        detail::int_power_row(row, nj, scratch, g, c0, int_degree);
+      else if (p.kind == KernelKind::poly)
         detail::transform_row(row, nj, scratch, [&](const auto& x) { return (g * x + c0).pow(deg); });
       else if (p.kind == KernelKind::sigmoid)
         detail::transform_row(row, nj, scratch, [&](const auto& x) { return (g * x + c0).tanh(); });

@@ -19,19 +19,18 @@ namespace detail {
 template <int R, class S>
 void stream_rows(const S* a, Index n, Index r0, Index j0, Index j1, const double* v, Index ldv, Index c0,
                  double* w) {
-  constexpr int C = 8;
-  double acc[R][C];
-  for (int r = 0; r < R; ++r)
-    for (int c = 0; c < C; ++c) acc[r][c] = w[(r0 + r) * ldv + c0 + c];
+  // Fixed-size Eigen arrays: each 8-wide accumulator is one (or two, or four) SIMD registers, and the
+  // compiler cannot mistake the row loop for the one to vectorise.
+  using Slice = Eigen::Array<double, 8, 1>;
+  Slice acc[R];
+  for (int r = 0; r < R; ++r) acc[r] = Eigen::Map<const Slice>(w + (r0 + r) * ldv + c0);
+  const S* rows[R];
+  for (int r = 0; r < R; ++r) rows[r] = a + (r0 + r) * n;
   for (Index j = j0; j < j1; ++j) {
-    const double* vj = v + j * ldv + c0;
-    for (int r = 0; r < R; ++r) {
-      const double arj = static_cast<double>(a[(r0 + r) * n + j]);
-      for (int c = 0; c < C; ++c) acc[r][c] += arj * vj[c];
-    }
+    const Eigen::Map<const Slice> vj(v + j * ldv + c0);
+    for (int r = 0; r < R; ++r) acc[r] += static_cast<double>(rows[r][j]) * vj;
   }
-  for (int r = 0; r < R; ++r)
-    for (int c = 0; c < C; ++c) w[(r0 + r) * ldv + c0 + c] = acc[r][c];
+  for (int r = 0; r < R; ++r) Eigen::Map<Slice>(w + (r0 + r) * ldv + c0) = acc[r];
 }
 
 }  // namespace detail
