@@ -3,6 +3,7 @@
 
 PYBIND11_MODULE(FASTKPCA_MODULE_NAME, m) {
   m.doc() = "fastkpca native core (private; use the fastkpca package)";
+  fastkpca::install_fork_guard();
   fastkpca::bindings::init_info(m);
   fastkpca::bindings::init_gram(m);
   fastkpca::bindings::init_spectral(m);

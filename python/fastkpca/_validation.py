@@ -39,6 +39,8 @@ def as_float_array(x, name: str, dtype=None) -> np.ndarray:
     if x is None:
         raise ValueError(f"{name} must be an array, got None")
     if _is_sparse(x):
+        # fastkpca's kernels are dense: densify once, after checking it fits.
+        check_memory(int(np.prod(x.shape, dtype=np.float64)) * 8, f"densifying the sparse {name}")
         x = x.toarray()
     if hasattr(x, "dtypes") and hasattr(x, "to_numpy"):  # pandas DataFrame
         kinds = {np.dtype(t).kind if isinstance(t, np.dtype) else "O" for t in x.dtypes}

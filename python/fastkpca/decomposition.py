@@ -216,9 +216,7 @@ default="linear"
         """(K, owned): the training kernel, and whether this estimator owns it (may overwrite it)."""
         if self.kernel != "precomputed":
             return self._get_kernel(X), True
-        K = np.asarray(X)
-        if K.dtype not in (np.float32, np.float64):
-            K = K.astype(np.float64)
+        K = v.as_float_array(X, "X (the precomputed kernel)")  # sparse kernels are densified
         v.check_square(K, "X (the precomputed kernel)")
         return np.ascontiguousarray(K), False
 
@@ -384,7 +382,7 @@ default="linear"
         check_is_fitted(self)
         X = validate_data(self, X, accept_sparse="csr", reset=False, dtype=[np.float64, np.float32])
         if self.kernel == "precomputed":
-            K = np.array(X, order="C", dtype=X.dtype if X.dtype in (np.float32, np.float64) else np.float64)
+            K = np.array(v.as_float_array(X, "X (the precomputed kernel)"), order="C")
         else:
             K = self._get_kernel(X, self.X_fit_)
             if not (isinstance(K, np.ndarray) and K.flags.c_contiguous and K.flags.writeable):

@@ -108,7 +108,7 @@ struct DotKernel {
     // Zero rows stay zero, so their similarities come out 0, as in scikit-learn.
     auto normalise = [](RowMatrix<S>& m) {
       for (Index i = 0; i < m.rows(); ++i) {
-        const double n = m.row(i).template cast<double>().norm();
+        const double n = m.row(i).template cast<double>().stableNorm();  // no overflow near 1e155
         if (n > 0) m.row(i) = (m.row(i).template cast<double>() / n).template cast<S>();
       }
     };

@@ -7,6 +7,9 @@
 // and throws `Interrupted`, so no exception ever crosses an OpenMP region boundary.
 #pragma once
 
+#include <pthread.h>
+
+#include <algorithm>
 #include <atomic>
 #include <chrono>
 #include <stdexcept>
@@ -50,16 +53,56 @@ class Interrupt {
   std::atomic<bool> stop_{false};
 };
 
-// Sets the OpenMP thread count of the calling thread for one call and restores it afterwards.
-// n <= 0 keeps the current default (OMP_NUM_THREADS, threadpoolctl's limit). The setting is part of the
-// calling thread's OpenMP data environment, so concurrent calls from other threads are unaffected; Eigen's
-// own parallel products read the same setting.
+namespace detail {
+
+struct ThreadState {
+  std::atomic<int> active_calls{0};  // core calls running now, from any thread
+  std::atomic<bool> used{false};     // a call has run in this process (so GNU OpenMP may have a pool)
+  std::atomic<bool> forked{false};   // this process was forked after that
+};
+
+inline ThreadState& thread_state() {
+  static ThreadState state;
+  return state;
+}
+
+}  // namespace detail
+
+// To be called once per process (the module does it at import): after a fork, GNU OpenMP's thread pool
+// from the parent is unusable in the child and any parallel region there would hang, so a child forked
+// after fastkpca ran in the parent computes on one thread.
+inline void install_fork_guard() {
+  static std::atomic<bool> installed{false};
+  if (installed.exchange(true)) return;
+  pthread_atfork(nullptr, nullptr, []() {
+    auto& st = detail::thread_state();
+    if (st.used.load()) st.forked.store(true);
+    st.active_calls.store(0);
+  });
+}
+
+// The OpenMP thread count of the calling thread for one core call, restored afterwards. The setting is
+// part of the calling thread's OpenMP data environment, so concurrent calls from other threads are
+// unaffected; Eigen's own parallel products read the same setting.
+//   n >= 1: exactly n threads (the caller asked).
+//   n <= 0: the default (OMP_NUM_THREADS, threadpoolctl's limit), shared out among the core calls running
+//           at the same time from other Python threads, so that thread pools calling fastkpca do not
+//           oversubscribe the cores.
+// In a child forked after the parent used OpenMP, always 1 (see install_fork_guard).
 class ThreadScope {
  public:
   explicit ThreadScope(int n) : saved_(omp_get_max_threads()) {
-    if (n > 0) omp_set_num_threads(n);
+    auto& st = detail::thread_state();
+    const int active = ++st.active_calls;
+    st.used.store(true);
+    if (st.forked.load()) n = 1;
+    else if (n <= 0) n = std::max(1, saved_ / std::max(1, active));
+    omp_set_num_threads(n);
   }
-  ~ThreadScope() { omp_set_num_threads(saved_); }
+  ~ThreadScope() {
+    --detail::thread_state().active_calls;
+    omp_set_num_threads(saved_);
+  }
   ThreadScope(const ThreadScope&) = delete;
   ThreadScope& operator=(const ThreadScope&) = delete;
   int threads() const { return omp_get_max_threads(); }

@@ -1,0 +1,122 @@
+"""Fuzzing: random shapes, dtypes, layouts and parameters through the native entry points. Whatever the
+input, a call returns a well-formed result or raises ValueError/TypeError — never crashes or hangs."""
+
+from __future__ import annotations
+
+import warnings
+
+import numpy as np
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+from hypothesis.extra import numpy as hnp
+
+import fastkpca
+from fastkpca import _native
+
+finite_or_wild = st.one_of(
+    st.floats(-1e3, 1e3, allow_nan=False),
+    st.sampled_from([0.0, -0.0, 1e-300, -1e-300, 1e150, -1e150, 1e-150, np.nan, np.inf, -np.inf]),
+)
+dtypes = st.sampled_from([np.float64, np.float32, np.int32, np.float16, np.bool_])
+gammas = st.one_of(st.none(), st.sampled_from([0.0, 1e-300, 1e-8, 0.1, 1.0, 1e8, 1e300, -1.0, np.nan, np.inf]))
+
+
+def _cast(a, dtype):
+    with np.errstate(all="ignore"), warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        return a.astype(dtype)
+
+
+def arrays(max_rows=30, max_cols=8):
+    """float64 draws (wild values included) cast to a random dtype."""
+    return st.tuples(st.integers(0, max_rows), st.integers(0, max_cols), dtypes).flatmap(
+        lambda t: hnp.arrays(np.float64, (t[0], t[1]), elements=finite_or_wild).map(lambda a: _cast(a, t[2]))
+    )
+
+
+@settings(max_examples=150)
+@given(X=arrays(), n_y=st.one_of(st.none(), st.integers(0, 12)),
+       kernel=st.sampled_from(["linear", "poly", "rbf", "laplacian", "sigmoid", "cosine"]), gamma=gammas,
+       degree=st.sampled_from([0, 1, 2, 3, 2.5, -1]), n_jobs=st.sampled_from([None, 1, 2, 3, -1]),
+       order=st.sampled_from("CF"))
+def test_gram_fuzz(X, n_y, kernel, gamma, degree, n_jobs, order):
+    Y = None if n_y is None else np.resize(X, (n_y, X.shape[1])) if X.size else np.zeros((n_y, X.shape[1]))
+    X = np.array(X, order=order)
+    try:
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore", RuntimeWarning)
+            K = fastkpca.gram(X, Y, kernel=kernel, gamma=gamma, degree=degree, n_jobs=n_jobs)
+    except (ValueError, TypeError, MemoryError):
+        return
+    assert K.shape == (X.shape[0], X.shape[0] if Y is None else Y.shape[0])
+    if kernel in ("rbf", "laplacian", "sigmoid", "cosine"):
+        assert not np.isnan(K).any(), "bounded kernels never produce NaN for finite input"
+        assert np.all(np.abs(K) <= 1 + 1e-6)
+    if Y is None:
+        assert np.array_equal(K, K.T, equal_nan=True)
+
+
+@settings(max_examples=100)
+@given(n=st.integers(0, 25), dtype=st.sampled_from([np.float64, np.float32]), copy=st.booleans(),
+       order=st.sampled_from("CF"), distances=st.booleans(), squared=st.booleans(),
+       data=st.data())
+def test_centering_fuzz(n, dtype, copy, order, distances, squared, data):
+    A = _cast(data.draw(hnp.arrays(np.float64, (n, n), elements=finite_or_wild)), dtype)
+    A = np.array(A, order=order)
+    before = A.copy()
+    try:
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore", RuntimeWarning)
+            out = (fastkpca.double_center_distances(A, squared=squared, copy=copy) if distances
+                   else fastkpca.double_center(A, copy=copy))
+    except (ValueError, TypeError, MemoryError):
+        np.testing.assert_array_equal(A, before)  # errors leave the input untouched
+        return
+    assert out.shape == (n, n)
+    if copy:
+        np.testing.assert_array_equal(A, before)
+    else:
+        assert out is A
+
+
+@settings(max_examples=80)
+@given(n=st.integers(1, 40), k=st.integers(-1, 42), block=st.one_of(st.none(), st.integers(0, 45)),
+       maxiter=st.one_of(st.none(), st.integers(0, 5)), tol=st.sampled_from([None, 0.0, 1e-3, 1e-14, -1.0]),
+       dtype=st.sampled_from([np.float64, np.float32]), rank=st.integers(0, 40), seed=st.integers(0, 2**31))
+def test_eigsh_fuzz(n, k, block, maxiter, tol, dtype, rank, seed):
+    rng = np.random.default_rng(seed)
+    B = rng.standard_normal((n, min(rank, n)))
+    A = (B @ B.T - 0.1 * np.eye(n)).astype(dtype)  # rank-deficient, slightly indefinite
+    A = (A + A.T) / 2
+    try:
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore", fastkpca.ConvergenceWarning)
+            vals, vecs, info = fastkpca.eigsh(A, k, block_size=block, maxiter=maxiter, tol=tol,
+                                              random_state=seed, return_info=True)
+    except (ValueError, TypeError):
+        return
+    assert vals.shape == (k,) and vecs.shape == (n, k)
+    assert np.all(np.isfinite(vals)) and np.all(np.isfinite(vecs))
+    np.testing.assert_allclose(vecs.T.astype(np.float64) @ vecs, np.eye(k), atol=1e-4 if dtype == np.float32 else 1e-8)
+    if info["converged"]:
+        exact = np.linalg.eigvalsh(A.astype(np.float64))[::-1][:k]
+        scale = max(np.abs(exact).max(), 1.0)
+        np.testing.assert_allclose(vals, exact, atol=(1e-4 if dtype == np.float32 else 1e-6) * scale)
+
+
+def test_native_invariants_raise_instead_of_crashing():
+    core = _native.core
+    X = np.ones((3, 2))
+    with pytest.raises(ValueError):
+        core.gram_into(X, None, "rbf", 1.0, 3.0, 1.0, np.empty((2, 3)), 0)  # wrong output shape
+    with pytest.raises(ValueError):
+        core.gram_into(X, None, "nope", 1.0, 3.0, 1.0, np.empty((3, 3)), 0)
+    with pytest.raises(TypeError):
+        core.gram_into(X.astype(np.float32), None, "rbf", 1.0, 3.0, 1.0, np.empty((3, 3)), 0)  # mixed dtypes
+    with pytest.raises(TypeError):
+        core.gram_into(np.ones((3, 4))[:, ::2], None, "rbf", 1.0, 3.0, 1.0, np.empty((3, 3)), 0)  # strided
+    with pytest.raises(ValueError):
+        core.center_cross_inplace(np.ones((2, 3)), np.ones(4), 0.0, 0)
+    with pytest.raises(ValueError):
+        core.eigsh(np.eye(4), np.ones((3, 2), order="F"), 1, 1e-10, 0, 10, 0, False, False, None, 0)

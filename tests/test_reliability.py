@@ -1,0 +1,182 @@
+"""Reliability: interrupts, threads, fork, memory limits, extreme values (issue: hostile input)."""
+
+from __future__ import annotations
+
+import concurrent.futures
+import os
+import signal
+import subprocess
+import sys
+import textwrap
+import time
+
+import numpy as np
+import pytest
+
+import fastkpca
+import reference as ref
+
+
+def run_child(code: str, timeout=120, **kwargs):
+    return subprocess.run([sys.executable, "-c", textwrap.dedent(code)], capture_output=True, text=True,
+                          timeout=timeout, **kwargs)
+
+
+# ------------------------------------------------------------------------------------------- interrupts
+
+INTERRUPT_CHILD = """
+import os, sys, time, resource, numpy as np, fastkpca
+rss = lambda: int(open("/proc/self/statm").read().split()[1]) * os.sysconf("SC_PAGE_SIZE")
+rng = np.random.default_rng(0)
+{setup}
+fastkpca.gram(np.ones((10, 2)))
+base = rss()
+print("ready", flush=True)
+start = time.perf_counter()
+try:
+    {call}
+    print("finished", flush=True)
+except KeyboardInterrupt:
+    print("interrupted", time.perf_counter(), flush=True)
+    del_ = None
+import gc; gc.collect()
+K = fastkpca.gram(rng.standard_normal((50, 3)), kernel="rbf")
+assert np.all(np.diag(K) == 1)
+print("usable", (rss() - base) / 2**20, flush=True)
+"""
+
+INTERRUPT_CASES = {
+    "gram": ("X = rng.standard_normal((16000, 512))", "fastkpca.gram(X, kernel='laplacian')"),
+    "eigsh": ("A = fastkpca.gram(rng.standard_normal((6000, 3)), kernel='rbf', gamma=1e-4)",
+              "fastkpca.eigsh(A, 60, tol=0.0, maxiter=100000)"),
+    "fit": ("import fastkpca.decomposition; X = rng.standard_normal((16000, 512))",
+            "fastkpca.KernelPCA(5, kernel='laplacian').fit(X)"),
+}
+
+
+@pytest.mark.parametrize("case", sorted(INTERRUPT_CASES))
+def test_ctrl_c_stops_within_a_second(case):
+    setup, call = INTERRUPT_CASES[case]
+    child = subprocess.Popen([sys.executable, "-c", INTERRUPT_CHILD.format(setup=setup, call=call)],
+                             stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    try:
+        assert child.stdout.readline().strip() == "ready"
+        time.sleep(1.0)
+        sent = time.perf_counter()
+        child.send_signal(signal.SIGINT)
+        out, err = child.communicate(timeout=60)
+    finally:
+        child.kill()
+    lines = out.split("\n")
+    assert lines[0].startswith("interrupted"), (out, err)
+    latency = float(lines[0].split()[1]) - sent  # perf_counter is system-wide (CLOCK_MONOTONIC)
+    assert latency < 1.5, f"{case}: KeyboardInterrupt came {latency:.2f} s after Ctrl-C"
+    assert lines[1].startswith("usable"), (out, err)
+    leaked_mib = float(lines[1].split()[1])
+    assert leaked_mib < 100, f"{case}: {leaked_mib:.0f} MiB still held after the interrupt"
+
+
+# ---------------------------------------------------------------------------------------------- threads
+
+
+def test_concurrent_calls_from_python_threads(rng):
+    X = rng.standard_normal((700, 8))
+    K_ref = fastkpca.gram(X, kernel="rbf", gamma=0.1)
+    Kc = fastkpca.double_center(K_ref.copy())
+    vals_ref = np.linalg.eigvalsh(Kc)[::-1][:5]
+
+    def work(i):
+        K = fastkpca.gram(X, kernel="rbf", gamma=0.1)
+        same = np.array_equal(K, K_ref)
+        vals, _ = fastkpca.eigsh(fastkpca.double_center(K), 5, random_state=i)
+        return same, vals
+
+    with concurrent.futures.ThreadPoolExecutor(4) as pool:
+        results = list(pool.map(work, range(12)))
+    for same, vals in results:
+        assert same
+        np.testing.assert_allclose(vals, vals_ref, rtol=1e-9)
+
+
+@pytest.mark.parametrize("backend", ["threading", "loky"])
+def test_inside_joblib_workers(backend, rng):
+    joblib = pytest.importorskip("joblib")
+    pytest.importorskip("sklearn")
+    X = rng.standard_normal((400, 5))
+
+    def fit(seed):
+        return fastkpca.KernelPCA(3, kernel="rbf", random_state=seed).fit(X).eigenvalues_
+
+    results = joblib.Parallel(n_jobs=2, backend=backend, timeout=120)(joblib.delayed(fit)(s) for s in range(4))
+    for r in results[1:]:
+        np.testing.assert_allclose(r, results[0], rtol=1e-9)
+
+
+def test_fork_after_a_parallel_call():
+    out = run_child(
+        """
+        import multiprocessing as mp, numpy as np, fastkpca
+        def child(q):
+            K = fastkpca.gram(np.random.default_rng(1).random((1500, 10)), kernel="rbf")
+            q.put(float(fastkpca.eigsh(fastkpca.double_center(K), 3, random_state=0)[0][0]))
+        if __name__ == "__main__":
+            fastkpca.gram(np.random.default_rng(0).random((1500, 10)), kernel="rbf", n_jobs=2)
+            ctx = mp.get_context("fork")
+            q = ctx.Queue()
+            p = ctx.Process(target=child, args=(q,))
+            p.start()
+            p.join(60)
+            if p.is_alive():
+                p.kill()
+                print("hung")
+            else:
+                print("ok", q.get(timeout=5))
+        """,
+        timeout=120,
+    )
+    assert out.stdout.startswith("ok"), out.stdout + out.stderr
+
+
+# --------------------------------------------------------------------------------------------- memory
+
+
+def test_memory_errors_before_allocating(rng):
+    pytest.importorskip("sklearn")
+    huge = np.zeros((3_000_000, 1))
+    with pytest.raises(MemoryError, match="GiB"):
+        fastkpca.gram(huge)
+    with pytest.raises(MemoryError, match="GiB"):
+        fastkpca.KernelPCA(2, kernel="rbf").fit(huge)
+    kp = fastkpca.KernelPCA(2, kernel="rbf").fit(rng.standard_normal((50, 1)))
+    kp.X_fit_ = huge  # a model fitted on many samples, asked to transform many more
+    with pytest.raises(MemoryError, match="GiB"):
+        kp.transform(huge)
+
+
+# ------------------------------------------------------------------------------------- extreme values
+
+
+def test_huge_gamma_gives_the_exact_identity(rng):
+    X = rng.standard_normal((60, 4))
+    for kernel in ("rbf", "laplacian"):
+        for dtype in (np.float64, np.float32):
+            K = fastkpca.gram(X.astype(dtype), kernel=kernel, gamma=1e300 if dtype == np.float64 else 1e30)
+            np.testing.assert_array_equal(K, np.eye(60, dtype=dtype))
+
+
+def test_values_near_1e150(rng):
+    X = rng.standard_normal((40, 6)) * 1e150
+    for kernel in ("rbf", "laplacian", "cosine", "linear", "sigmoid"):
+        K = fastkpca.gram(X, kernel=kernel, gamma=1e-300 if kernel in ("rbf", "laplacian") else None)
+        assert not np.isnan(K).any(), kernel
+    np.testing.assert_allclose(fastkpca.gram(X, kernel="cosine"), fastkpca.gram(X / 1e150, kernel="cosine"),
+                               rtol=1e-12, atol=1e-15)
+    # rbf at a scale where the kernel is informative: gamma · |x - y|² of order 1.
+    K = fastkpca.gram(X, kernel="rbf", gamma=1e-301)
+    np.testing.assert_allclose(K, ref.kernel(X / 1e150, None, "rbf", 1e-1), rtol=1e-10)
+
+
+def test_zero_gamma_gives_ones(rng):
+    X = rng.standard_normal((30, 3))
+    for kernel in ("rbf", "laplacian"):
+        np.testing.assert_array_equal(fastkpca.gram(X, kernel=kernel, gamma=0.0), np.ones((30, 30)))
