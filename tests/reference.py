@@ -19,6 +19,16 @@ def l1_distances(X, Y):
     return np.abs(X[:, None, :] - Y[None, :, :]).sum(axis=2)
 
 
+def unit_rows(X):
+    """Rows scaled to unit Euclidean norm (zero rows stay zero), without under- or overflow."""
+    scale = np.abs(X).max(axis=1, keepdims=True)
+    scale[scale == 0] = 1.0
+    Xs = X / scale
+    norms = np.linalg.norm(Xs, axis=1, keepdims=True)
+    norms[norms == 0] = 1.0
+    return Xs / norms
+
+
 def kernel(X, Y=None, kernel="linear", gamma=None, degree=3, coef0=1.0):
     """K[i, j] = k(X[i], Y[j]) in float64."""
     X = np.asarray(X, dtype=np.float64)
@@ -37,11 +47,7 @@ def kernel(X, Y=None, kernel="linear", gamma=None, degree=3, coef0=1.0):
     if kernel == "laplacian":
         return np.exp(-gamma * l1_distances(X, Y))
     if kernel == "cosine":
-        nx = np.linalg.norm(X, axis=1)
-        ny = np.linalg.norm(Y, axis=1)
-        nx[nx == 0] = 1.0
-        ny[ny == 0] = 1.0
-        return dot / np.outer(nx, ny)
+        return unit_rows(X) @ unit_rows(Y).T
     raise ValueError(kernel)
 
 

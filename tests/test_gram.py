@@ -252,3 +252,11 @@ def test_memory_error_before_allocating():
     X = np.zeros((2_000_000, 1))  # a 2e6 × 2e6 float64 output: 29 TiB
     with pytest.raises(MemoryError, match="GiB"):
         fastkpca.gram(X)
+
+
+def test_cosine_of_tiny_and_huge_rows():
+    """Regression (found by hypothesis under the sanitizer run): a subnormal row is not a zero row."""
+    X = np.array([[2.22507386e-309, 0.0], [1e-300, 1e-300], [1e200, -1e200], [0.0, 0.0]])
+    K = fastkpca.gram(X, kernel="cosine")
+    np.testing.assert_allclose(K, ref.kernel(X, None, "cosine"), rtol=1e-12, atol=1e-15)
+    assert K[0, 0] == pytest.approx(1.0) and K[3, 3] == 0.0
