@@ -14,23 +14,40 @@ namespace fastkpca {
 
 namespace detail {
 
-// W[r0 .. r0+R, c0 .. c0+8] += A[r0 .. r0+R, j0 .. j1] · V[j0 .. j1, c0 .. c0+8] for a row-major A and a
-// row-major, 8-column-padded copy of V; the R × 8 accumulators stay in registers.
-template <int R, class S>
-void stream_rows(const S* a, Index n, Index r0, Index j0, Index j1, const double* v, Index ldv, Index c0,
+// W[r0 .. r0+R, c0 .. c0+8S] += A[r0 .. r0+R, j0 .. j1] · V[j0 .. j1, c0 .. c0+8S] for a row-major A and a
+// row-major, 8-column-padded copy of V. The R × S accumulators of 8 doubles stay in registers: per column
+// j, S loads of V and R broadcasts of A feed R·S vector FMAs, so more slices per sweep mean more
+// arithmetic per load. Fixed-size Eigen arrays keep the vectorisation along the block.
+template <int R, int S, class T>
+void stream_rows(const T* a, Index n, Index r0, Index j0, Index j1, const double* v, Index ldv, Index c0,
                  double* w) {
-  // Fixed-size Eigen arrays: each 8-wide accumulator is one (or two, or four) SIMD registers, and the
-  // compiler cannot mistake the row loop for the one to vectorise.
   using Slice = Eigen::Array<double, 8, 1>;
-  Slice acc[R];
-  for (int r = 0; r < R; ++r) acc[r] = Eigen::Map<const Slice>(w + (r0 + r) * ldv + c0);
-  const S* rows[R];
-  for (int r = 0; r < R; ++r) rows[r] = a + (r0 + r) * n;
-  for (Index j = j0; j < j1; ++j) {
-    const Eigen::Map<const Slice> vj(v + j * ldv + c0);
-    for (int r = 0; r < R; ++r) acc[r] += static_cast<double>(rows[r][j]) * vj;
+  Slice acc[R][S];
+  const T* rows[R];
+  for (int r = 0; r < R; ++r) {
+    rows[r] = a + (r0 + r) * n;
+    for (int c = 0; c < S; ++c) acc[r][c] = Eigen::Map<const Slice>(w + (r0 + r) * ldv + c0 + 8 * c);
   }
-  for (int r = 0; r < R; ++r) Eigen::Map<Slice>(w + (r0 + r) * ldv + c0) = acc[r];
+  for (Index j = j0; j < j1; ++j) {
+    const double* vj = v + j * ldv + c0;
+    for (int r = 0; r < R; ++r) {
+      const double arj = static_cast<double>(rows[r][j]);
+      for (int c = 0; c < S; ++c) acc[r][c] += arj * Eigen::Map<const Slice>(vj + 8 * c);
+    }
+  }
+  for (int r = 0; r < R; ++r)
+    for (int c = 0; c < S; ++c) Eigen::Map<Slice>(w + (r0 + r) * ldv + c0 + 8 * c) = acc[r][c];
+}
+
+// Rows [begin, end) of W += A[:, j0 .. j1] · V[j0 .. j1, :], in register blocks of R rows × S slices
+// with up to 16 accumulators.
+template <int S, class T>
+void stream_row_range(const T* a, Index n, Index begin, Index end, Index j0, Index j1, const double* v,
+                      Index ldv, Index c0, double* w) {
+  constexpr int R = 16 / S;
+  Index i = begin;
+  for (; i + R <= end; i += R) stream_rows<R, S>(a, n, i, j0, j1, v, ldv, c0, w);
+  for (; i < end; ++i) stream_rows<1, S>(a, n, i, j0, j1, v, ldv, c0, w);
 }
 
 }  // namespace detail
@@ -47,8 +64,10 @@ class DenseSymmetricOperator {
   Index rows() const { return n_; }
 
   void apply(const ColMatrix<double>& v, ColMatrix<double>& w, Interrupt& interrupt) const {
-    constexpr Index C = 8, R = 8, rows_per_task = 64, J = 2048;
+    constexpr Index C = 8, rows_per_task = 64;
     const Index b = v.cols(), ldv = (b + C - 1) / C * C;
+    // Columns of A per sweep: the matching rows of V (J × ldv doubles) stay within ~256 KiB of cache.
+    const Index J = std::clamp<Index>((Index{1} << 15) / ldv, 256, 4096);
     RowMatrix<double> vr = RowMatrix<double>::Zero(n_, ldv), wr(n_, ldv);
     vr.leftCols(b) = v;
     const Index tasks = (n_ + rows_per_task - 1) / rows_per_task;
@@ -59,13 +78,17 @@ class DenseSymmetricOperator {
       wr.middleRows(begin, end - begin).setZero();
       for (Index j0 = 0; j0 < n_; j0 += J) {
         const Index j1 = std::min(n_, j0 + J);
-        Index i = begin;
-        for (; i + R <= end; i += R)
-          for (Index c0 = 0; c0 < ldv; c0 += C)
-            detail::stream_rows<R>(a_, n_, i, j0, j1, vr.data(), ldv, c0, wr.data());
-        for (; i < end; ++i)
-          for (Index c0 = 0; c0 < ldv; c0 += C)
-            detail::stream_rows<1>(a_, n_, i, j0, j1, vr.data(), ldv, c0, wr.data());
+        // Up to 32 columns of V per sweep over this piece of A (it is in cache for the later sweeps).
+        for (Index c0 = 0; c0 < ldv; c0 += 32) {
+          const double* vr_data = vr.data();
+          double* wr_data = wr.data();
+          switch (std::min<Index>(4, (ldv - c0) / C)) {
+            case 1: detail::stream_row_range<1>(a_, n_, begin, end, j0, j1, vr_data, ldv, c0, wr_data); break;
+            case 2: detail::stream_row_range<2>(a_, n_, begin, end, j0, j1, vr_data, ldv, c0, wr_data); break;
+            case 3: detail::stream_row_range<3>(a_, n_, begin, end, j0, j1, vr_data, ldv, c0, wr_data); break;
+            default: detail::stream_row_range<4>(a_, n_, begin, end, j0, j1, vr_data, ldv, c0, wr_data); break;
+          }
+        }
       }
     }
     interrupt.throw_if_stopped();
