@@ -35,6 +35,9 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 from gram import fastkpca_kwargs, sklearn_kernel  # noqa: E402
 
 RESULT_MARKER = "@@e2e-result@@"
+# Printed (with time.time()) just before the timed fit: if the run is killed for its timeout, the
+# driver knows how long the fit itself had been running.
+FIT_START_MARKER = "@@e2e-fit-start@@"
 
 
 # --------------------------------------------------------------------------------------------- data
@@ -195,6 +198,7 @@ def fit(spec: dict) -> dict:
         baseline = rss_now()
         peak_before = rss_peak()
         est = make()
+        print(f"{FIT_START_MARKER}{time.time()}", flush=True)
         t0 = time.perf_counter()
         Z = fit_transform(est, X)
         fit_s = time.perf_counter() - t0
@@ -293,7 +297,10 @@ def roofline(spec: dict) -> dict:
             info = est.solver_info_
             per_pass = info["solve_seconds"] / info["n_passes"]
             if best is None or per_pass < best["s_per_pass"]:
-                best = {"passes": info["n_passes"], "solve_s": info["solve_seconds"], "s_per_pass": per_pass}
+                best = {"passes": info["n_passes"], "vectors": info["n_vectors"], "block_size": info["block_size"],
+                        "solve_s": info["solve_seconds"], "s_per_pass": per_pass,
+                        # flops of the products with K alone: 2·N² per vector multiplied
+                        "pass_gflops": 2.0 * n * n * info["n_vectors"] / info["solve_seconds"] / 1e9}
             del est
         if per_pass_1 is None:
             per_pass_1 = best["s_per_pass"]

@@ -13,7 +13,8 @@ samples, for
   LAPACK; both libraries are run under threadpoolctl's limit of --threads BLAS threads).
   scikit-learn's KernelPCA has no laplacian kernel: for it the suite times
   ``KernelPCA(kernel="precomputed")`` on ``sklearn.metrics.pairwise.laplacian_kernel(X)`` (and
-  ``laplacian_kernel(X_new, X)`` for transform), the kernel's time and memory included.
+  ``laplacian_kernel(X_new, X)`` for transform), the kernel's time and memory included (that kernel
+  is float64 even for float32 input).
 
 A solver that is the same as another one in the list (``auto`` resolving to it) is run once and
 reported under both names; ``dense`` (whoever runs it) is skipped above ``--max-dense-n`` samples, and a
@@ -72,33 +73,32 @@ How to run
 ----------
 From the repository root, with fastkpca importable (installed, or ``PYTHONPATH=python``)::
 
-    python bench/run.py --quick                     # < 3 minutes on 2 cores (about 2 min measured)
+    python bench/run.py --quick                     # about 1 minute on 2 cores (55 s measured)
     python bench/run.py                             # default grid, see below
     python bench/run.py --full --out results/e2e    # the whole grid of the issue
     python bench/run.py --sizes 20000 --dims 64 --ks 10 --kernels rbf --dtypes float64 --no-roofline
     python bench/run.py --list                      # print the runs a grid would make, run nothing
 
-Grids (each option below overrides its part of the grid):
+Grids (each option overrides its part of the grid; solvers are fastkpca's / scikit-learn's):
 
-=========  ==========================  ======  ========  ===================  ==============  ===========================================
-grid       N                           d       k         kernels              dtypes          solvers (fastkpca / scikit-learn)
-=========  ==========================  ======  ========  ===================  ==============  ===========================================
---quick    2000, 5000                  16      2, 10     rbf                  float64 (+ one  auto / auto, arpack, randomized; 1 repeat,
-                                                                                float32 run)    roofline at N=4000
-default    2000, 5000, 10000, 20000    64      10        rbf, poly, laplacian float64, float32 auto / auto, arpack, randomized, dense; 3 repeats
---full     2000, 5000, 10000, 20000    16, 64  2, 10, 50 rbf, poly, laplacian float64, float32 auto, dense, arpack, randomized / auto, arpack,
-                                                                                                randomized, dense; 3 repeats
-=========  ==========================  ======  ========  ===================  ==============  ===========================================
+* ``--quick``: N 2000, 5000; d 16; k 2, 10; rbf; float64 plus one float32 run (rbf, N=5000, k=10);
+  auto / auto, arpack, randomized; 1 repeat; roofline at N=4000.
+* default: N 2000, 5000, 10000, 20000; d 64; k 10; rbf, poly, laplacian; float64, float32;
+  auto / auto, arpack, randomized, dense; 3 repeats; roofline at N=10000.
+* ``--full``: N 2000, 5000, 10000, 20000; d 16, 64; k 2, 10, 50; rbf, poly, laplacian; float64,
+  float32; auto, dense, arpack, randomized / auto, arpack, randomized, dense; 3 repeats.
 
-Expected duration: ``--quick`` about 2 minutes on 2 cores. The default grid is dominated by
-scikit-learn at N=10000 (dense LAPACK, O(N³)) and N=20000 (ARPACK and randomized on a 3.2 GB kernel,
-ARPACK tol=0 references): extrapolated from N <= 5000 measurements, about 2–3 hours on 2 cores and
-roughly 30–45 minutes on 16 cores; ``--full`` is about 6× the default. Lower ``--repeats`` or
-``--timeout`` (per run, default 900 s) to shorten it.
+Expected duration: ``--quick`` about 1 minute on 2 cores (55 s measured, an AMD EPYC with 2 cores).
+The default grid makes about 270 runs (each costs ~2 s of interpreter start, imports and warm-up
+besides the measured work) and is dominated by scikit-learn at N=10000 (dense LAPACK, O(N³): ~45 s
+per fit on 2 cores) and N=20000 (ARPACK and randomized on a 3.2 GB kernel), plus the ARPACK tol=0
+references for N >= 10000: extrapolated from measurements up to N=5000, about 45–90 minutes on 2
+cores and less on 16 cores. ``--full`` is roughly 8× the default (several hours on 2 cores). Lower
+``--repeats``, restrict the grid, or set ``--timeout`` (per run, default 900 s) to shorten it.
 
 Memory: one run at a time, so one N×N kernel at a time: 3.2 GB for N=20000 float64, plus
-scikit-learn's temporaries (its rbf_kernel, laplacian_kernel and dense solver each hold a second N×N
-array: about 7 GB at N=20000).
+scikit-learn's extra arrays where it makes them (measured: its dense solver holds two N×N arrays, its
+precomputed laplacian path two to three; ARPACK and randomized about one), so up to ~10 GB at N=20000.
 
 Output (in ``--out``, default ``bench/results/e2e``): the markdown tables on stdout, ``results.json``
 (machine, arguments, every run, aggregated rows, roofline, scaling, targets), ``refs/`` (cached
@@ -124,7 +124,7 @@ from pathlib import Path
 BENCH = Path(__file__).resolve().parent
 sys.path.insert(0, str(BENCH))
 import _common as C  # noqa: E402
-from _e2e_worker import RESULT_MARKER  # noqa: E402
+from _e2e_worker import FIT_START_MARKER, RESULT_MARKER  # noqa: E402
 
 WORKER = BENCH / "_e2e_worker.py"
 KERNELS = ["rbf", "poly", "laplacian"]
@@ -252,12 +252,16 @@ def resolve(lib: str, solver: str, n: int, k: int) -> str:
 
 def run_worker(mode: str, spec: dict, timeout: float | None) -> tuple[str, dict | None]:
     """Run ``_e2e_worker.py mode spec`` in a fresh interpreter: (status, result). status is 'ok',
-    'timeout', 'killed (signal N)' or 'error: <last line of stderr>'."""
+    'timeout', 'killed (signal N)' or 'error: <last line of stderr>'. On a timeout the result is
+    {"fit_lower_bound_s": seconds the fit had run when it was killed} if the fit had started."""
     cmd = [sys.executable, str(WORKER), mode, json.dumps(spec)]
     try:
         proc = subprocess.run(cmd, capture_output=True, text=True, timeout=timeout, env=os.environ.copy())
-    except subprocess.TimeoutExpired:
-        return "timeout", None
+    except subprocess.TimeoutExpired as exc:
+        killed = time.time()
+        stdout = exc.stdout.decode(errors="replace") if isinstance(exc.stdout, bytes) else (exc.stdout or "")
+        starts = [float(ln[len(FIT_START_MARKER):]) for ln in stdout.splitlines() if ln.startswith(FIT_START_MARKER)]
+        return "timeout", ({"fit_lower_bound_s": killed - starts[-1]} if starts else None)
     if proc.returncode < 0:
         return f"killed (signal {-proc.returncode}{', out of memory?' if proc.returncode == -9 else ''})", None
     for line in reversed(proc.stdout.splitlines()):
@@ -364,6 +368,7 @@ def run_config(cfg: Config, runners, args, refs: References, failed: dict) -> tu
     keys = list(distinct)
     results = {key: [] for key in keys}
     status = {key: "ok" for key in keys}
+    lower_bound: dict[tuple[str, str], float | None] = {}
     raw = []
     for r in range(args.repeats):
         for key in (keys if r % 2 == 0 else keys[::-1]):
@@ -379,6 +384,7 @@ def run_config(cfg: Config, runners, args, refs: References, failed: dict) -> tu
                 results[key].append(result)
             else:
                 status[key] = st
+                lower_bound[key] = (result or {}).get("fit_lower_bound_s")
                 failed[(lib, resolved, cfg.kernel, cfg.d, cfg.k, cfg.dtype)] = (
                     f"{'timed out' if st == 'timeout' else 'failed'} at N={cfg.n}")
 
@@ -388,10 +394,16 @@ def run_config(cfg: Config, runners, args, refs: References, failed: dict) -> tu
             rows.append(aggregate(cfg, lib, solver, resolve(lib, solver, cfg.n, cfg.k), [], skipped[(lib, solver)]))
             continue
         key = (lib, resolve(lib, solver, cfg.n, cfg.k))
-        st = status[key] if status[key] != "timeout" else f"timeout (> {args.timeout:g} s)"
+        st = status[key]
+        if st == "timeout":
+            bound = lower_bound.get(key)
+            st = (f"timeout (fit > {bound:.0f} s)" if bound is not None
+                  else f"timeout (> {args.timeout:g} s before the fit started)")
         if status[key] != "ok" and results[key]:
             st = f"{len(results[key])} ok, then {st}"
         row = aggregate(cfg, lib, solver, key[1], results[key], st)
+        if status[key] == "timeout" and not results[key] and lower_bound.get(key) is not None:
+            row["fit_s_lower_bound"] = lower_bound[key]
         if distinct[key][0] != solver:
             row["same_run_as"] = distinct[key][0]
         rows.append(row)
@@ -400,7 +412,7 @@ def run_config(cfg: Config, runners, args, refs: References, failed: dict) -> tu
     fk = next((r for r in rows if r["lib"] == "fastkpca" and r["solver"] == "auto" and "fit_s" in r), None)
     sk = [r for r in rows if r["lib"] == "sklearn" and "fit_s" in r]
     sk_best = min(sk, key=lambda r: r["fit_s"], default=None)
-    sk_timeouts = [r for r in rows if r["lib"] == "sklearn" and "timeout" in r["status"]]
+    sk_bounds = [r["fit_s_lower_bound"] for r in rows if r["lib"] == "sklearn" and "fit_s_lower_bound" in r]
     for r in rows:
         if fk and "fit_s" in r:
             r["vs_fastkpca"] = r["fit_s"] / fk["fit_s"]
@@ -409,8 +421,8 @@ def run_config(cfg: Config, runners, args, refs: References, failed: dict) -> tu
             fk["sklearn_best_solver"] = sk_best["solver_label"]
             fk["sklearn_best_s"] = sk_best["fit_s"]
             fk["speedup"] = sk_best["fit_s"] / fk["fit_s"]
-        elif sk_timeouts:  # every scikit-learn solver that ran timed out: a lower bound
-            fk["speedup"] = args.timeout / fk["fit_s"]
+        elif sk_bounds:  # every scikit-learn solver that ran timed out: a lower bound
+            fk["speedup"] = min(sk_bounds) / fk["fit_s"]
             fk["speedup_is_lower_bound"] = True
             fk["sklearn_best_solver"] = "all timed out"
         sk_auto = next((r for r in sk if r["solver"] == "auto"), None)
@@ -429,7 +441,8 @@ GRAM_COLUMNS = [
 SOLVER_COLUMNS = [
     ("threads", "threads", ""), ("passes", "passes", ""), ("solve s", "solve_s", ".3g"),
     ("s / pass", "s_per_pass", ".3g"), ("GB/s", "solver_gbs", ".1f"), ("read GB/s", "read_gbs", ".1f"),
-    ("of read", "of_read", ".0%"), ("par. eff.", "par_eff", ".0%"),
+    ("of read", "of_read", ".0%"), ("block", "block_size", ""), ("product GFLOP/s", "pass_gflops", ".1f"),
+    ("par. eff.", "par_eff", ".0%"),
 ]
 
 
@@ -445,7 +458,8 @@ def run_roofline(args) -> dict | None:
     print(C.markdown_table(result["gram"], GRAM_COLUMNS))
     print(f"\n## Solver passes: KernelPCA(k=10, precomputed rbf kernel, lanczos), N={args.roofline_n}, "
           f"float64 ({result['matrix_bytes'] / 1e9:.2f} GB per pass); read = NumPy sum of the same matrix "
-          f"(p threads on p row blocks); A.sum() on 1 thread: {result['read_gbs_sum_1thread']:.1f} GB/s\n")
+          f"(p threads on p row blocks); A.sum() on 1 thread: {result['read_gbs_sum_1thread']:.1f} GB/s; "
+          f"product GFLOP/s = 2·N²·(vectors multiplied) / solve s, to compare with the GEMM rates above\n")
     print(C.markdown_table(result["solver"], SOLVER_COLUMNS), flush=True)
     return {"spec": spec, **result}
 

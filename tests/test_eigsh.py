@@ -160,3 +160,15 @@ def test_bad_input():
     with warnings.catch_warnings():
         warnings.simplefilter("error")
         fastkpca.eigsh(A, 2)
+
+
+def test_same_result_for_any_thread_count():
+    """Rows of a pass and chunks of the orthogonalisation are fixed work units, so threads do not
+    change the rounding."""
+    K = fastkpca.double_center(fastkpca.gram(np.random.default_rng(3).standard_normal((1500, 6)), kernel="rbf"))
+    one = fastkpca.eigsh(K, 8, random_state=0, n_jobs=1)
+    two = fastkpca.eigsh(K, 8, random_state=0, n_jobs=2)
+    three = fastkpca.eigsh(K, 8, random_state=0, n_jobs=3)
+    for other in (two, three):
+        np.testing.assert_array_equal(one[0], other[0])
+        np.testing.assert_array_equal(one[1], other[1])

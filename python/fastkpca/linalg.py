@@ -96,8 +96,8 @@ def eigsh(A, k, *, tol=None, maxiter=None, block_size=None, random_state=None, r
     block_size : int, default=None
         Vectors per block; ``None`` means min(k + 6, max(16, k/2 + 8)) rounded up to a multiple of 8.
     random_state : int, RandomState or None, default=None
-        Seed of the random starting block; a given seed gives the same result on the same machine and
-        thread count.
+        Seed of the random starting block; a given seed gives the same result on the same machine,
+        whatever the thread count.
     return_info : bool, default=False
         Also return a dict with ``n_passes`` (products of A with a block: each reads A once),
         ``n_vectors`` (products with single vectors), ``converged``, ``residual_norms`` (‖Av − λv‖ per

@@ -20,6 +20,7 @@
 #include <cstdint>
 #include <functional>
 #include <limits>
+#include <vector>
 
 #include <Eigen/Dense>
 
@@ -66,13 +67,46 @@ class SplitMix {
   std::uint64_t state_;
 };
 
+using ConstTall = Eigen::Ref<const ColMatrix<double>>;
+using Tall = Eigen::Ref<ColMatrix<double>>;
+
+// Products of tall n × p matrices with small ones, parallel over a fixed list of row chunks (so the
+// rounding does not depend on the thread count). Eigen's own GEMMs run sequentially inside each chunk.
+inline Index row_chunks(Index n) { return std::max<Index>(1, std::min<Index>(64, n / 512)); }
+
+// Aᵀ B (p × q): chunk partial products, summed in chunk order.
+inline Eigen::MatrixXd tall_transpose_times(const ConstTall& a, const ConstTall& b) {
+  const Index n = a.rows(), chunks = row_chunks(n);
+  std::vector<Eigen::MatrixXd> part(static_cast<size_t>(chunks));
+#pragma omp parallel for schedule(dynamic, 1)
+  for (Index c = 0; c < chunks; ++c) {
+    const Index r0 = c * n / chunks, r1 = (c + 1) * n / chunks;
+    part[static_cast<size_t>(c)].noalias() = a.middleRows(r0, r1 - r0).transpose() * b.middleRows(r0, r1 - r0);
+  }
+  Eigen::MatrixXd sum = part[0];
+  for (Index c = 1; c < chunks; ++c) sum += part[static_cast<size_t>(c)];
+  return sum;
+}
+
+// out = beta · out + A M (n × q), row chunks in parallel; out must not alias A.
+inline void tall_times(const ConstTall& a, const Eigen::MatrixXd& m, Tall out, double beta) {
+  const Index n = a.rows(), chunks = row_chunks(n);
+#pragma omp parallel for schedule(dynamic, 1)
+  for (Index c = 0; c < chunks; ++c) {
+    const Index r0 = c * n / chunks, r1 = (c + 1) * n / chunks;
+    auto rows = out.middleRows(r0, r1 - r0);
+    if (beta == 0) rows.noalias() = a.middleRows(r0, r1 - r0) * m;
+    else rows.noalias() += beta * (a.middleRows(r0, r1 - r0) * m);
+  }
+}
+
 // w -= Q (Qᵀ w) twice; returns the coefficients (both passes added).
-inline Eigen::MatrixXd project_out(const Eigen::Ref<const ColMatrix<double>>& q, Eigen::Ref<ColMatrix<double>> w) {
+inline Eigen::MatrixXd project_out(const ConstTall& q, Tall w) {
   Eigen::MatrixXd h = Eigen::MatrixXd::Zero(q.cols(), w.cols());
   if (q.cols() == 0) return h;
   for (int pass = 0; pass < 2; ++pass) {
-    Eigen::MatrixXd c = q.transpose() * w;
-    w.noalias() -= q * c;
+    const Eigen::MatrixXd c = tall_transpose_times(q, w);
+    tall_times(q, c, w, -1.0);
     h += c;
   }
   return h;
@@ -224,7 +258,8 @@ LanczosResult block_lanczos(const Op& op, const ColMatrix<double>& v0, const Lan
     // Thick restart: keep the best `keep` Ritz vectors, then the new block. In the new basis
     // [Q y_keep, Q_new], T = [diag θ, (R y_last)ᵀ; R y_last, ·].
     const Index keep = std::min(s, k + (max_basis - k - b) / 3);
-    ColMatrix<double> kept = q.leftCols(s) * y.leftCols(keep);
+    ColMatrix<double> kept(n, keep);
+    detail::tall_times(q.leftCols(s), y.leftCols(keep), kept, 0.0);
     q.leftCols(keep) = kept;
     q.middleCols(keep, b) = aw;
     const Eigen::MatrixXd coupling = r * y.block(cur, 0, b, keep);
@@ -239,7 +274,8 @@ LanczosResult block_lanczos(const Op& op, const ColMatrix<double>& v0, const Lan
 
   const Index kk = std::min(k, s);
   out.values = theta.head(kk);
-  out.vectors = q.leftCols(s) * y.leftCols(kk);
+  out.vectors.resize(n, kk);
+  detail::tall_times(q.leftCols(s), y.leftCols(kk), out.vectors, 0.0);
   out.residuals = res.head(kk);
   return out;
 }

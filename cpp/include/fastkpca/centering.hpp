@@ -99,7 +99,7 @@ bool double_center(S* k, Index n, CenterInput what, double alpha, Eigen::VectorX
   if (!std::isfinite(m) || !r.allFinite() || !c.allFinite()) return false;
   const Eigen::Array<double, 1, Eigen::Dynamic> ct = c.transpose().array();
 
-#pragma omp parallel for schedule(static)
+#pragma omp parallel for schedule(dynamic, 16)
   for (Index i = 0; i < n; ++i) {
     if (interrupt.poll()) continue;
     auto row = Eigen::Map<Eigen::Array<S, 1, Eigen::Dynamic>>(k + i * n, n);
@@ -135,7 +135,7 @@ template <class S>
 void center_cross(S* k, Index rows, Index cols, const Eigen::VectorXd& fit_col_mean, double fit_grand_mean,
                   Interrupt& interrupt) {
   const Eigen::Array<double, 1, Eigen::Dynamic> fc = fit_col_mean.transpose().array();
-#pragma omp parallel for schedule(static)
+#pragma omp parallel for schedule(dynamic, 16)
   for (Index i = 0; i < rows; ++i) {
     if (interrupt.poll()) continue;
     auto row = Eigen::Map<Eigen::Array<S, 1, Eigen::Dynamic>>(k + i * cols, cols);

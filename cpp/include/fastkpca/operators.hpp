@@ -71,7 +71,8 @@ class DenseSymmetricOperator {
     RowMatrix<double> vr = RowMatrix<double>::Zero(n_, ldv), wr(n_, ldv);
     vr.leftCols(b) = v;
     const Index tasks = (n_ + rows_per_task - 1) / rows_per_task;
-#pragma omp parallel for schedule(static)
+    // Dynamic scheduling: a thread whose core is taken by another process does not hold up the rest.
+#pragma omp parallel for schedule(dynamic, 1)
     for (Index t = 0; t < tasks; ++t) {
       if (interrupt.poll()) continue;
       const Index begin = t * rows_per_task, end = std::min(n_, begin + rows_per_task);
