@@ -5,6 +5,7 @@ from __future__ import annotations
 import numbers
 import sys
 import time
+import warnings
 
 import numpy as np
 from scipy import linalg as sla
@@ -18,6 +19,7 @@ from . import _validation as v
 from . import linalg
 from ._eigenvalues import check_psd_eigenvalues
 from ._sklearn_compat import validate_data
+from .exceptions import ConvergenceWarning
 from .kernels import gram
 
 __all__ = ["KernelPCA"]
@@ -262,10 +264,12 @@ default="linear"
         n = K.shape[0]
         n_components = n if self.n_components is None else min(n, self.n_components)
         threads = v.n_threads(self.n_jobs)
-        finite, _, asym = _native.core.scan_square(K, self.kernel == "precomputed", threads)
-        if not finite:
-            raise ValueError("the kernel matrix contains NaN or infinity")
-        symmetric = asym == 0 or self.kernel != "precomputed"
+        symmetric, asym = True, 0.0  # gram builds exactly symmetric kernels
+        if self.kernel == "precomputed":
+            finite, _, asym = _native.core.scan_square(K, True, threads)
+            if not finite:
+                raise ValueError("the kernel matrix contains NaN or infinity")
+            symmetric = asym == 0
         solver = self._choose_solver(n, n_components, symmetric)
         if solver == "lanczos" and not symmetric:
             raise ValueError(
@@ -277,6 +281,8 @@ default="linear"
         if solver == "lanczos":
             # H K H is applied implicitly inside the solver: K is only read, never rewritten.
             col_mean, grand_mean = _native.core.kernel_means(K, threads)
+            if not (np.isfinite(grand_mean) and np.isfinite(col_mean).all()):  # the one read of K before solving
+                raise ValueError("the kernel matrix contains NaN or infinity (or its sums overflow)")
             self._report("center", seconds=time.perf_counter() - start, implicit=True)
             progress = None
             if self.callback is not None or self.verbose >= 2:
@@ -287,10 +293,6 @@ default="linear"
                 random_state=self.random_state, threads=threads, progress=progress,
             )
             if not info["converged"]:
-                import warnings
-
-                from .exceptions import ConvergenceWarning
-
                 warnings.warn(f"KernelPCA: the lanczos solver stopped after {info['n_passes']} passes before "
                               "every component converged", ConvergenceWarning, stacklevel=3)
             values = values.astype(K.dtype, copy=False)
@@ -324,7 +326,6 @@ default="linear"
             values, vectors = values[keep], vectors[:, keep]
         self.eigenvalues_ = values
         self.eigenvectors_ = vectors
-        return K
 
     def _sklearn_solver(self, solver, Kc, n_components):
         """scikit-learn's dense / arpack / randomized solvers on the explicitly centered kernel."""
