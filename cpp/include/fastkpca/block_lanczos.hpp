@@ -116,8 +116,12 @@ inline Eigen::MatrixXd project_out(const ConstTall& q, Tall w) {
 // against each other: W <- W_new with W_old = W_new R. Columns whose norm falls below `floor` are
 // replaced by random unit vectors orthogonal to q and to the earlier columns (R's column is then 0
 // below the diagonal entry, which is 0).
+// `before` holds the column norms before the caller projected out q: a column that lost most of its norm
+// there is mostly rounding noise relative to q, so once normalised it is projected out of q (and the
+// earlier columns) again, or orthogonality would be lost ("twice is enough" needs the second projection
+// after the cancellation).
 inline Eigen::MatrixXd orthonormalize_block(const Eigen::Ref<const ColMatrix<double>>& q, ColMatrix<double>& w,
-                                            double floor, SplitMix& rng) {
+                                            const Eigen::VectorXd& before, double floor, SplitMix& rng) {
   const Index b = w.cols(), n = w.rows();
   Eigen::MatrixXd r = Eigen::MatrixXd::Zero(b, b);
   for (Index c = 0; c < b; ++c) {
@@ -132,6 +136,13 @@ inline Eigen::MatrixXd orthonormalize_block(const Eigen::Ref<const ColMatrix<dou
     if (norm > floor) {
       r(c, c) = norm;
       col /= norm;
+      if (norm < 1e-3 * before[c]) {
+        for (int pass = 0; pass < 2; ++pass) {
+          if (q.cols() > 0) col.noalias() -= q * (q.transpose() * col);
+          if (c > 0) col.noalias() -= w.leftCols(c) * (w.leftCols(c).transpose() * col);
+        }
+        col /= col.norm();
+      }
       continue;
     }
     // Deflation: an invariant subspace was found; continue the Krylov space in a fresh direction.
@@ -194,7 +205,7 @@ LanczosResult block_lanczos(const Op& op, const ColMatrix<double>& v0, const Lan
 
   // Starting block.
   ColMatrix<double> start = v0;
-  detail::orthonormalize_block(q.leftCols(0), start, 0.0, rng);
+  detail::orthonormalize_block(q.leftCols(0), start, start.colwise().norm().transpose(), 0.0, rng);
   q.leftCols(b) = start;
   Index s = b, cur = 0;  // basis size; first column of the block to multiply next
 
@@ -212,7 +223,8 @@ LanczosResult block_lanczos(const Op& op, const ColMatrix<double>& v0, const Lan
     out.passes += 1;
     out.n_vectors += b;
     flops_since_rr += pass_flops + 4.0 * static_cast<double>(n) * static_cast<double>(s) * static_cast<double>(b);
-    const double scale = aw.colwise().norm().maxCoeff();
+    const Eigen::VectorXd before = aw.colwise().norm().transpose();
+    const double scale = before.maxCoeff();
 
     // Full reorthogonalization; the coefficients are column block `cur` of T = QᵀAQ.
     Eigen::MatrixXd h = detail::project_out(q.leftCols(s), aw);
@@ -220,7 +232,7 @@ LanczosResult block_lanczos(const Op& op, const ColMatrix<double>& v0, const Lan
     t.block(cur, 0, b, s) = h.transpose();
     t.block(cur, cur, b, b) = 0.5 * (h.middleRows(cur, b) + h.middleRows(cur, b).transpose());
 
-    Eigen::MatrixXd r = detail::orthonormalize_block(q.leftCols(s), aw, 1e-13 * scale + 1e-300, rng);
+    Eigen::MatrixXd r = detail::orthonormalize_block(q.leftCols(s), aw, before, 1e-13 * scale + 1e-300, rng);
 
     const bool must_restart = s + b > max_basis;
     const bool at_limit = out.passes >= opt.max_passes && s >= k;
