@@ -15,15 +15,12 @@ import inspect
 import sys
 
 from . import kernels
+from ._validation import is_sparse as _is_sparse
 
 # (module, name) -> original object, for everything patch_sklearn replaced.
 _originals: dict = {}
 # id(fastkpca replacement) -> (replacement, original); holding the replacement keeps its id valid.
 _replacements: dict = {}
-
-
-def _is_sparse(x) -> bool:
-    return hasattr(x, "tocsr") and hasattr(x, "nnz")
 
 
 def _kernel_wrapper(original, kernel: str, accepted: tuple[str, ...]):

@@ -15,18 +15,8 @@ import numpy as np
 KERNELS = ("linear", "poly", "polynomial", "rbf", "laplacian", "sigmoid", "cosine")
 _ALIASES = {"polynomial": "poly"}
 
-# Parameters each kernel takes, as in sklearn.metrics.pairwise.KERNEL_PARAMS.
-KERNEL_PARAMS = {
-    "linear": (),
-    "poly": ("gamma", "degree", "coef0"),
-    "rbf": ("gamma",),
-    "laplacian": ("gamma",),
-    "sigmoid": ("gamma", "coef0"),
-    "cosine": (),
-}
 
-
-def _is_sparse(x) -> bool:
+def is_sparse(x) -> bool:
     return hasattr(x, "tocsr") and hasattr(x, "nnz")
 
 
@@ -38,7 +28,7 @@ def as_float_array(x, name: str, dtype=None) -> np.ndarray:
     """
     if x is None:
         raise ValueError(f"{name} must be an array, got None")
-    if _is_sparse(x):
+    if is_sparse(x):
         # fastkpca's kernels are dense: densify once, after checking it fits.
         check_memory(int(np.prod(x.shape, dtype=np.float64)) * 8, f"densifying the sparse {name}")
         x = x.toarray()
@@ -89,7 +79,7 @@ def check_samples(x, name: str, dtype=None) -> np.ndarray:
 
 def common_dtype(*arrays) -> type:
     """float32 only if every array is float32 (or float16), float64 otherwise."""
-    kinds = [np.asarray(a).dtype if not _is_sparse(a) else a.dtype for a in arrays if a is not None]
+    kinds = [np.asarray(a).dtype if not is_sparse(a) else a.dtype for a in arrays if a is not None]
     return np.float32 if all(k in (np.float32, np.float16) for k in kinds) else np.float64
 
 
