@@ -124,6 +124,14 @@ inline Eigen::MatrixXd orthonormalize_block(const Eigen::Ref<const ColMatrix<dou
                                             const Eigen::VectorXd& before, double floor, SplitMix& rng) {
   const Index b = w.cols(), n = w.rows();
   Eigen::MatrixXd r = Eigen::MatrixXd::Zero(b, b);
+  // col -= its components along q and along the first c new columns, twice (without coefficients: used
+  // only where col is noise or a random direction, whose coupling to the basis is zero).
+  auto project_out_all = [&](auto& col, Index c) {
+    for (int pass = 0; pass < 2; ++pass) {
+      if (q.cols() > 0) col.noalias() -= q * (q.transpose() * col);
+      if (c > 0) col.noalias() -= w.leftCols(c) * (w.leftCols(c).transpose() * col);
+    }
+  };
   for (Index c = 0; c < b; ++c) {
     auto col = w.col(c);
     for (int pass = 0; pass < 2; ++pass) {
@@ -137,10 +145,7 @@ inline Eigen::MatrixXd orthonormalize_block(const Eigen::Ref<const ColMatrix<dou
       r(c, c) = norm;
       col /= norm;
       if (norm < 1e-3 * before[c]) {
-        for (int pass = 0; pass < 2; ++pass) {
-          if (q.cols() > 0) col.noalias() -= q * (q.transpose() * col);
-          if (c > 0) col.noalias() -= w.leftCols(c) * (w.leftCols(c).transpose() * col);
-        }
+        project_out_all(col, c);
         col /= col.norm();
       }
       continue;
@@ -150,10 +155,7 @@ inline Eigen::MatrixXd orthonormalize_block(const Eigen::Ref<const ColMatrix<dou
     for (int attempt = 0; attempt < 4 && !(norm > 0.5); ++attempt) {
       for (Index i = 0; i < n; ++i) col[i] = rng.uniform();
       col /= col.norm();
-      for (int pass = 0; pass < 2; ++pass) {
-        if (q.cols() > 0) col.noalias() -= q * (q.transpose() * col);
-        if (c > 0) col.noalias() -= w.leftCols(c) * (w.leftCols(c).transpose() * col);
-      }
+      project_out_all(col, c);
       norm = col.norm();
     }
     col /= norm;

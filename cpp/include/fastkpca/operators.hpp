@@ -88,13 +88,13 @@ void stream_rows_symmetric(const T* a, Index n, Index r0, Index j0, Index j1, co
     for (int c = 0; c < S; ++c) Eigen::Map<Slice>(w + (r0 + r) * ldv + 8 * c) = acc[r][c];
 }
 
-template <int S, class T>
+template <class T>
 void stream_row_range_symmetric(const T* a, Index n, Index begin, Index end, Index j0, Index j1,
                                 const double* v, Index ldv, double* w, double* wt) {
-  constexpr int R = S == 1 ? 8 : 4;
+  constexpr int R = 8;
   Index i = begin;
-  for (; i + R <= end; i += R) stream_rows_symmetric<R, S>(a, n, i, j0, j1, v, ldv, w, wt);
-  for (; i < end; ++i) stream_rows_symmetric<1, S>(a, n, i, j0, j1, v, ldv, w, wt);
+  for (; i + R <= end; i += R) stream_rows_symmetric<R, 1>(a, n, i, j0, j1, v, ldv, w, wt);
+  for (; i < end; ++i) stream_rows_symmetric<1, 1>(a, n, i, j0, j1, v, ldv, w, wt);
 }
 
 }  // namespace detail
@@ -184,7 +184,7 @@ class DenseSymmetricOperator {
       double* wt_p = wt.data() + offset[p];
       for (Index j0 = 0; j0 < begin; j0 += J) {
         const Index j1 = std::min(begin, j0 + J);
-        detail::stream_row_range_symmetric<1>(a_, n_, begin, end, j0, j1, v, ldv, w, wt_p);
+        detail::stream_row_range_symmetric(a_, n_, begin, end, j0, j1, v, ldv, w, wt_p);
       }
       for (Index c0 = 0; c0 < ldv; c0 += 8)
         detail::stream_row_range<1>(a_, n_, begin, end, begin, end, v, ldv, c0, w);
