@@ -23,8 +23,9 @@ reported under both names; ``dense`` (whoever runs it) is skipped above ``--max-
 Data: anisotropic Gaussian X (column j of a standard normal matrix scaled by 1/sqrt(j+1), normalised
 to mean variance 1 per feature), float64 or cast to float32, the same for every library.
 
-Every run is a fresh subprocess (``bench/_e2e_worker.py``) that warms up on 300 samples, resets its
-peak RSS, measures its RSS (the baseline), runs fit_transform, reads the peak
+Every run is a fresh subprocess (``bench/_e2e_worker.py``) that warms up on 300 samples, touches and
+frees 3·N²·8 bytes of memory (``--no-prefault`` skips it: on a VM whose host reclaims freed guest memory,
+first touches cost 1–2 s/GB and land on whichever run comes first), resets its peak RSS, measures its RSS (the baseline), runs fit_transform, reads the peak
 ``resource.getrusage(RUSAGE_SELF).ru_maxrss``, then times transform (median of 3). Reported: the
 median fit_transform and transform times over ``--repeats`` runs (runs alternate between libraries and
 solvers: A B C, C B A, ...), the peak RSS increase of the fit (peak − baseline, the largest over the
@@ -39,8 +40,9 @@ plus one, on the doubly centered float64 kernel (fastkpca.gram + fastkpca.double
 scipy.linalg.eigh(subset_by_index) for N <= ``--eigh-max-n`` (5000), else ARPACK
 (scipy.sparse.linalg.eigsh, tol=0). It is cached as ``refs/*.npy`` in the output folder, so a second
 run with the same --out and --seed reuses it. The float32 runs are compared with the float64 reference.
-For fastkpca's Lanczos runs the table also gives the passes over K and the solver's effective bandwidth
-N²·itemsize·passes / solve time (``solver_info_``).
+For fastkpca's Lanczos runs the table also gives the passes over K and the solver's bandwidth: bytes
+read per pass (the packed kernel's, about N²/2 entries, when the fit packed it; else N²) · passes /
+solve time (``solver_info_``).
 
 **Roofline and thread scaling** (one more subprocess; skip with ``--no-roofline``), for each thread
 count of ``--scaling-threads`` (default 1, 2, 4, ... up to the available cores, and that count):
@@ -50,9 +52,10 @@ count of ``--scaling-threads`` (default 1, 2, 4, ... up to the available cores, 
   BLAS syrk: one triangle, like fastkpca.gram), both best of 3. Flop convention: 2·N²·d for the full
   N×N matrix for both, although each computes one triangle; so ``of GEMM`` = t(GEMM) / t(gram).
   Also the entry rates N²/t.
-* Solver: ``KernelPCA(k=10, kernel="precomputed", eigen_solver="lanczos")`` on the N×N float64 rbf
-  kernel (implicit centering, as in a fit); effective bandwidth per pass N²·8 / (solve_seconds /
-  n_passes) (best of 3), against the read bandwidth of NumPy summing that same matrix (best of 5):
+* Solver: the block Lanczos solve of a k=10 fit (implicit centering) on the packed float64 rbf kernel
+  that KernelPCA builds for it; bandwidth per pass = the packed matrix's bytes (about N²·4) /
+  (solve seconds / n_passes) (best of 3), against the read bandwidth of NumPy summing the full N×N
+  matrix (best of 5):
   ``A.sum()`` on one thread, and the matrix split into p row blocks summed by p threads for p threads.
 * Parallel efficiency t1 / (p · tp) for both (per pass for the solver).
 
@@ -196,6 +199,8 @@ def parse_args(argv=None):
     p.add_argument("--roofline-dims", type=C.parse_ints, default=[64, 256],
                    help="d of the Gram roofline (default 64,256)")
     p.add_argument("--no-roofline", action="store_true", help="skip the roofline and thread scaling")
+    p.add_argument("--no-prefault", action="store_true",
+                   help="do not touch 3·N²·8 bytes of memory before each timed fit (see _e2e_worker.prefault)")
     p.add_argument("--transform-samples", type=int, default=500, help="new samples for transform (default 500)")
     p.add_argument("--seed", type=int, default=0)
     p.add_argument("--no-plots", action="store_true", help="write no PNG files")
@@ -377,7 +382,8 @@ def run_config(cfg: Config, runners, args, refs: References, failed: dict) -> tu
             lib, resolved = key
             spec = {"lib": lib, "solver": resolved, "kernel": cfg.kernel, "n": cfg.n, "d": cfg.d, "k": cfg.k,
                     "dtype": cfg.dtype, "seed": args.seed, "threads": args.threads,
-                    "transform_samples": args.transform_samples, "ref_prefix": ref_prefix}
+                    "transform_samples": args.transform_samples, "ref_prefix": ref_prefix,
+                    "prefault_bytes": 0 if args.no_prefault else 3 * cfg.n * cfg.n * 8}
             st, result = run_worker("fit", spec, args.timeout)
             raw.append({**spec, "repeat": r, "status": st, "result": result})
             if st == "ok":

@@ -48,6 +48,20 @@ py::tuple kernel_means(const CArray<S>& k, int n_threads) {
   return py::make_tuple(to_numpy(c), m);
 }
 
+// (column means, grand mean, trace) of a packed symmetric matrix: one read pass.
+template <class S>
+py::tuple packed_means(const CArray<S>& p, Index n, int n_threads) {
+  if (p.ndim() != 1 || p.shape(0) != packed_size(n)) throw py::value_error("p is not a packed n×n matrix");
+  const S* data = p.data();
+  Eigen::VectorXd c;
+  double m = 0, trace = 0;
+  release_and_run(n_threads, [&](Interrupt& interrupt) {
+    fastkpca::packed_means(data, n, c, m, trace, interrupt);
+    return 0;
+  });
+  return py::make_tuple(to_numpy(c), m, trace);
+}
+
 template <class S>
 void center_cross_inplace(CArray<S>& k, const CArray<double>& fit_col_mean, double fit_grand_mean, int n_threads) {
   if (fit_col_mean.size() != k.shape(1)) throw py::value_error("fit_col_mean does not match the kernel's columns");
@@ -70,10 +84,12 @@ py::tuple scan(const CArray<S>& a, bool check_symmetry, int n_threads) {
   return py::make_tuple(s.finite, s.max_abs, s.max_asymmetry);
 }
 
-template <class S>
-py::dict eigsh(const CArray<S>& a, const FArrayD& v0, Index k, double tol, Index max_basis, Index max_passes,
-               std::uint64_t seed, bool centered, bool dense, std::optional<py::function> progress, int n_threads) {
-  const Index n = a.shape(0), b = v0.shape(1);
+// Block Lanczos (or the dense fallback) on op, or on H·op·H when centered.
+template <class Op>
+py::dict run_eigsh(const Op& op, const FArrayD& v0, Index k, double tol, Index max_basis, Index max_passes,
+                   std::uint64_t seed, bool centered, bool dense, std::optional<py::function> progress,
+                   int n_threads) {
+  const Index n = op.rows(), b = v0.shape(1);
   if (v0.shape(0) != n) throw py::value_error("v0 does not match the matrix");
   LanczosOptions opt;
   opt.k = k;
@@ -88,10 +104,9 @@ py::dict eigsh(const CArray<S>& a, const FArrayD& v0, Index k, double tol, Index
     };
   }
   const ColMatrix<double> start = Eigen::Map<const ColMatrix<double>>(v0.data(), n, b);
-  DenseSymmetricOperator<S> op(a.data(), n);
   LanczosResult r = release_and_run(n_threads, [&](Interrupt& interrupt) {
     if (centered) {
-      CenteredOperator<DenseSymmetricOperator<S>> cop(op);
+      CenteredOperator<Op> cop(op);
       return dense ? dense_eigsh(cop, k, interrupt) : block_lanczos(cop, start, opt, interrupt);
     }
     return dense ? dense_eigsh(op, k, interrupt) : block_lanczos(op, start, opt, interrupt);
@@ -110,6 +125,22 @@ py::dict eigsh(const CArray<S>& a, const FArrayD& v0, Index k, double tol, Index
 }
 
 template <class S>
+py::dict eigsh(const CArray<S>& a, const FArrayD& v0, Index k, double tol, Index max_basis, Index max_passes,
+               std::uint64_t seed, bool centered, bool dense, std::optional<py::function> progress, int n_threads) {
+  DenseSymmetricOperator<S> op(a.data(), a.shape(0));
+  return run_eigsh(op, v0, k, tol, max_basis, max_passes, seed, centered, dense, progress, n_threads);
+}
+
+template <class S>
+py::dict eigsh_packed(const CArray<S>& p, Index n, const FArrayD& v0, Index k, double tol, Index max_basis,
+                      Index max_passes, std::uint64_t seed, bool centered, bool dense,
+                      std::optional<py::function> progress, int n_threads) {
+  if (p.ndim() != 1 || p.shape(0) != packed_size(n)) throw py::value_error("p is not a packed n×n matrix");
+  PackedSymmetricOperator<S> op(p.data(), n);
+  return run_eigsh(op, v0, k, tol, max_basis, max_passes, seed, centered, dense, progress, n_threads);
+}
+
+template <class S>
 void def_spectral(py::module_& m) {
   m.def("double_center_inplace", &double_center_inplace<S>, py::arg("k").noconvert(), py::arg("input"),
         py::arg("alpha"), py::arg("n_threads"), "K <- alpha · H f(K) H in place (f: identity or square).");
@@ -123,6 +154,12 @@ void def_spectral(py::module_& m) {
   m.def("eigsh", &eigsh<S>, py::arg("a").noconvert(), py::arg("v0").noconvert(), py::arg("k"), py::arg("tol"),
         py::arg("max_basis"), py::arg("max_passes"), py::arg("seed"), py::arg("centered"), py::arg("dense"),
         py::arg("progress"), py::arg("n_threads"), "Top-k eigenpairs of a symmetric matrix (block Lanczos).");
+  m.def("eigsh_packed", &eigsh_packed<S>, py::arg("p").noconvert(), py::arg("n"), py::arg("v0").noconvert(),
+        py::arg("k"), py::arg("tol"), py::arg("max_basis"), py::arg("max_passes"), py::arg("seed"),
+        py::arg("centered"), py::arg("dense"), py::arg("progress"), py::arg("n_threads"),
+        "eigsh on a symmetric matrix in packed lower-tile form (p: 1-D, packed_size(n) elements).");
+  m.def("packed_means", &packed_means<S>, py::arg("p").noconvert(), py::arg("n"), py::arg("n_threads"),
+        "(column means, grand mean, trace) of a packed symmetric n×n matrix.");
 }
 
 }  // namespace

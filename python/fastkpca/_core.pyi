@@ -24,6 +24,17 @@ def gram_into(
     out: NDArray[_F],
     n_threads: int,
 ) -> None: ...
+def packed_size(n: int) -> int: ...
+def gram_packed_into(
+    x: NDArray[_F],
+    kernel: Literal["linear", "poly", "rbf", "laplacian", "sigmoid", "cosine"],
+    gamma: float,
+    degree: float,
+    coef0: float,
+    out: NDArray[_F],
+    n_threads: int,
+) -> None: ...
+def packed_means(p: NDArray[_F], n: int, n_threads: int) -> tuple[NDArray[np.float64], float, float]: ...
 def double_center_inplace(
     k: NDArray[_F], input: Literal["kernel", "distances", "squared_distances"], alpha: float, n_threads: int
 ) -> tuple[bool, NDArray[np.float64], float]: ...
@@ -34,6 +45,20 @@ def center_cross_inplace(
 def scan_square(a: NDArray[_F], check_symmetry: bool, n_threads: int) -> tuple[bool, float, float]: ...
 def eigsh(
     a: NDArray[_F],
+    v0: NDArray[np.float64],
+    k: int,
+    tol: float,
+    max_basis: int,
+    max_passes: int,
+    seed: int,
+    centered: bool,
+    dense: bool,
+    progress: Callable[[int, int], None] | None,
+    n_threads: int,
+) -> dict[str, object]: ...
+def eigsh_packed(
+    p: NDArray[_F],
+    n: int,
     v0: NDArray[np.float64],
     k: int,
     tol: float,

@@ -20,7 +20,7 @@ from . import linalg
 from ._eigenvalues import check_psd_eigenvalues
 from ._sklearn_compat import validate_data
 from .exceptions import ConvergenceWarning
-from .kernels import gram
+from .kernels import _gram_packed, gram
 
 __all__ = ["KernelPCA"]
 
@@ -215,7 +215,13 @@ default="linear"
                     n_jobs=self.n_jobs)
 
     def _training_kernel(self, X):
-        """(K, owned): the training kernel, and whether this estimator owns it (may overwrite it)."""
+        """(K, owned): the training kernel, and whether this estimator owns it (may overwrite it).
+
+        When the block Lanczos solver will only read it, a native kernel is built in packed lower-tile form
+        (1-D, half the memory and half the traffic per pass; see ``_packs_kernel``)."""
+        if self._packs_kernel(X.shape[0]):
+            return _gram_packed(X, kernel=self.kernel, gamma=self.gamma_, degree=self.degree, coef0=self.coef0,
+                                n_jobs=self.n_jobs)[0], True
         if self.kernel != "precomputed":
             return self._get_kernel(X), True
         K = v.as_float_array(X, "X (the precomputed kernel)")  # sparse kernels are densified
@@ -242,12 +248,22 @@ default="linear"
         self.gamma_ = 1 / X.shape[1] if self.gamma is None else self.gamma
         start = time.perf_counter()
         K, owned = self._training_kernel(X)
-        self._report("kernel", seconds=time.perf_counter() - start, n_samples=K.shape[0])
-        self._fit_kernel(K, owned)
+        self._report("kernel", seconds=time.perf_counter() - start, n_samples=X.shape[0], packed=K.ndim == 1)
+        self._fit_kernel(K, owned, X.shape[0])
         if self.fit_inverse_transform:
             self._fit_inverse_transform(self.eigenvectors_ * np.sqrt(self.eigenvalues_), X)
         self.X_fit_ = X
         return self
+
+    def _packs_kernel(self, n):
+        """Whether fit keeps the kernel packed: a native kernel (symmetric by construction), solved by block
+        Lanczos with a block no wider than linalg.PACKED_MAX_BLOCK (wider blocks pass faster over the full
+        matrix)."""
+        if callable(self.kernel) or self.kernel == "precomputed":
+            return False
+        n_components = n if self.n_components is None else min(n, self.n_components)
+        return (self._choose_solver(n, n_components, True) == "lanczos"
+                and linalg.default_block_size(n_components, n) <= linalg.PACKED_MAX_BLOCK)
 
     def _choose_solver(self, n, n_components, symmetric):
         if self.eigen_solver != "auto":
@@ -258,10 +274,11 @@ default="linear"
             return "dense"
         return "lanczos"
 
-    def _fit_kernel(self, K, owned):
+    def _fit_kernel(self, K, owned, n):
         """Eigenpairs of H K H. Overwrites K only if ``owned``; never makes a second N×N array
-        for lanczos (implicit centering) and at most one copy of a precomputed kernel otherwise."""
-        n = K.shape[0]
+        for lanczos (implicit centering) and at most one copy of a precomputed kernel otherwise.
+        A 1-D K is an n×n kernel in packed form (see ``_training_kernel``), solved by lanczos."""
+        packed_n = n if K.ndim == 1 else None
         n_components = n if self.n_components is None else min(n, self.n_components)
         threads = v.n_threads(self.n_jobs)
         symmetric, asym = True, 0.0  # gram builds exactly symmetric kernels
@@ -277,10 +294,13 @@ default="linear"
                 f"max |K - K.T| = {asym:.3g}"
             )
         start = time.perf_counter()
-        trace_K = float(np.trace(K, dtype=np.float64))
         if solver == "lanczos":
             # H K H is applied implicitly inside the solver: K is only read, never rewritten.
-            col_mean, grand_mean = _native.core.kernel_means(K, threads)
+            if packed_n is None:
+                trace_K = float(np.trace(K, dtype=np.float64))
+                col_mean, grand_mean = _native.core.kernel_means(K, threads)
+            else:
+                col_mean, grand_mean, trace_K = _native.core.packed_means(K, packed_n, threads)
             if not (np.isfinite(grand_mean) and np.isfinite(col_mean).all()):  # the one read of K before solving
                 raise ValueError("the kernel matrix contains NaN or infinity (or its sums overflow)")
             self._report("center", seconds=time.perf_counter() - start, implicit=True)
@@ -290,7 +310,7 @@ default="linear"
             start = time.perf_counter()
             values, vectors, info = linalg.solve(
                 K, n_components, centered=True, tol=self.tol or None, maxiter=self.max_iter, block_size=None,
-                random_state=self.random_state, threads=threads, progress=progress,
+                random_state=self.random_state, threads=threads, progress=progress, packed_n=packed_n,
             )
             if not info["converged"]:
                 warnings.warn(f"KernelPCA: the lanczos solver stopped after {info['n_passes']} passes before "
@@ -298,6 +318,7 @@ default="linear"
             values = values.astype(K.dtype, copy=False)
             vectors = vectors.astype(K.dtype, copy=False)
         else:
+            trace_K = float(np.trace(K, dtype=np.float64))
             if not owned:
                 K = np.array(K, order="C", copy=True)
             ok, col_mean, grand_mean = _native.core.double_center_inplace(K, "kernel", 1.0, threads)

@@ -80,6 +80,21 @@ def gram(X, Y=None, *, kernel="linear", gamma=None, degree=3, coef0=1.0, n_jobs=
     return out
 
 
+def _gram_packed(X, *, kernel, gamma, degree, coef0, n_jobs):
+    """k(X, X) in the core's packed lower-tile form (see cpp/include/fastkpca/packed.hpp): a 1-D array of
+    about N²/2 entries, half the memory of :func:`gram`'s result, for solvers that only read the kernel.
+    Same validation as :func:`gram`; returns (packed, n)."""
+    kernel = v.check_kernel(kernel)
+    dtype = v.common_dtype(X, None)
+    X = v.check_samples(X, "X", dtype)
+    gamma, degree, coef0 = v.kernel_params(kernel, gamma, degree, coef0, X.shape[1])
+    n = X.shape[0]
+    out = v.empty((_native.core.packed_size(n),), dtype,
+                  f"the {n}×{n} {np.dtype(dtype).name} kernel matrix (packed lower triangle)")
+    _native.core.gram_packed_into(X, kernel, gamma, degree, coef0, out, v.n_threads(n_jobs))
+    return out, n
+
+
 # sklearn.metrics.pairwise.pairwise_kernels metric names served natively, and the keyword arguments each
 # of the corresponding scikit-learn kernel functions accepts.
 _NATIVE_METRICS = {

@@ -15,17 +15,22 @@ __all__ = ["eigsh"]
 #: Default relative residual tolerance: ‖Av − λv‖ ≤ tol·|λ₁| for every returned pair.
 DEFAULT_TOL = 1e-10
 _BASIS_BUDGET_BYTES = 256 * 2**20
+#: Largest block for which a pass over the packed (one-triangle) kernel is as fast as over the full matrix
+#: (measured at N = 20000 on 2 cores: equal up to 24 vectors, 1.5 times slower from 32 on).
+PACKED_MAX_BLOCK = 24
 
 
 def default_block_size(k: int, n: int) -> int:
-    """Vectors per block: min(k + 6, max(16, k/2 + 8)), rounded up to a multiple of 8.
+    """Vectors per block: 8 for k <= 12, else min(k + 6, max(16, k/2 + 8)) rounded up to a multiple of 8.
 
-    A pass costs max(reading A, 2·N²·b flops): up to b ≈ 16 the extra vectors ride along with the memory
-    traffic, beyond that each pass gets dearer in proportion to b while saving fewer passes (measured at
-    N = 12000 on 2 cores: 0.032, 0.036, 0.058, 0.068 s per pass for b = 8, 16, 24, 32). So small k gets
-    a block a little larger than k, large k about k/2 (with more passes).
+    A pass costs max(reading A, 2·N²·b flops). At b = 8 a pass over the packed (one-triangle) kernel is
+    bound by memory and about half the cost of a b = 16 pass, which is bound by arithmetic (measured at
+    N = 20000 on 2 cores: 0.043 s against 0.085–0.10 s), while b = 16 saves only 15–25% of the passes for
+    k <= 12 (rbf, poly and laplacian kernels, N = 5000 and 20000: k = 10 took 13–19 passes with b = 8,
+    10–14 with b = 16). Beyond that each pass gets dearer in proportion to b while saving fewer passes, so
+    larger k gets a block a little larger than k, or about k/2 (with more passes).
     """
-    b = min(k + 6, max(16, k // 2 + 8))
+    b = 8 if k <= 12 else min(k + 6, max(16, k // 2 + 8))
     return min(n, -(-b // 8) * 8)
 
 
@@ -41,12 +46,13 @@ def _sign_flip(vectors: np.ndarray) -> np.ndarray:
 
 
 def solve(A: np.ndarray, k: int, *, centered: bool, tol, maxiter, block_size, random_state,
-          threads: int, progress=None):
-    """Top-k pairs of A (or of H A H when ``centered``): A is a validated, C-contiguous symmetric matrix.
+          threads: int, progress=None, packed_n=None):
+    """Top-k pairs of A (or of H A H when ``centered``): A is a validated, C-contiguous symmetric matrix,
+    or (``packed_n`` given) the 1-D packed lower-tile form of a packed_n × packed_n one.
 
     Returns (values descending, vectors, info dict). No sign convention is applied.
     """
-    n = A.shape[0]
+    n = A.shape[0] if packed_n is None else packed_n
     b = default_block_size(k, n) if block_size is None else block_size
     tol = DEFAULT_TOL if tol is None else tol
     maxiter = 1000 if maxiter is None else maxiter
@@ -64,7 +70,11 @@ def solve(A: np.ndarray, k: int, *, centered: bool, tol, maxiter, block_size, ra
                        f"the eigensolver's basis ({n}×{max_basis + b} float64)")
         v0 = np.asfortranarray(rng.standard_normal((n, b)))
     seed = int(rng.randint(0, 2**62))
-    r = _native.core.eigsh(A, v0, k, float(tol), max_basis, maxiter, seed, centered, dense, progress, threads)
+    args = (v0, k, float(tol), max_basis, maxiter, seed, centered, dense, progress, threads)
+    if packed_n is None:
+        r = _native.core.eigsh(A, *args)
+    else:
+        r = _native.core.eigsh_packed(A, packed_n, *args)
     info = {
         "n_passes": int(r["passes"]),
         "n_vectors": int(r["n_vectors"]),
@@ -94,7 +104,8 @@ def eigsh(A, k, *, tol=None, maxiter=None, block_size=None, random_state=None, r
         Maximum number of passes (products of A with a block); ``None`` means 1000. When reached, the best
         pairs found are returned with a :class:`fastkpca.ConvergenceWarning`.
     block_size : int, default=None
-        Vectors per block; ``None`` means min(k + 6, max(16, k/2 + 8)) rounded up to a multiple of 8.
+        Vectors per block; ``None`` means 8 for k <= 12, else min(k + 6, max(16, k/2 + 8)) rounded up to a
+        multiple of 8.
     random_state : int, RandomState or None, default=None
         Seed of the random starting block; a given seed gives the same result on the same machine,
         whatever the thread count.

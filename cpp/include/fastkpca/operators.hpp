@@ -7,8 +7,10 @@
 
 #include <algorithm>
 #include <cmath>
+#include <type_traits>
 #include <vector>
 
+#include "fastkpca/packed.hpp"
 #include "fastkpca/parallel.hpp"
 #include "fastkpca/types.hpp"
 
@@ -39,6 +41,14 @@ void stream_rows(const T* a, Index n, Index r0, Index j0, Index j1, const double
   }
   for (int r = 0; r < R; ++r)
     for (int c = 0; c < S; ++c) Eigen::Map<Slice>(w + (r0 + r) * ldv + c0 + 8 * c) = acc[r][c];
+}
+
+// Boundaries of `blocks` runs of rows of a lower triangle with `count` rows, of equal area: row
+// count·sqrt(p/blocks) starts block p. bounds has blocks + 1 entries.
+inline void triangle_bounds(Index count, Index blocks, Index* bounds) {
+  for (Index p = 0; p <= blocks; ++p)
+    bounds[p] = static_cast<Index>(
+        std::llround(static_cast<double>(count) * std::sqrt(static_cast<double>(p) / static_cast<double>(blocks))));
 }
 
 // Rows [begin, end) of W += A[:, j0 .. j1] · V[j0 .. j1, :], in register blocks of R rows × S slices
@@ -95,6 +105,83 @@ void stream_row_range_symmetric(const T* a, Index n, Index begin, Index end, Ind
   Index i = begin;
   for (; i + R <= end; i += R) stream_rows_symmetric<R, 1>(a, n, i, j0, j1, v, ldv, w, wt);
   for (; i < end; ++i) stream_rows_symmetric<1, 1>(a, n, i, j0, j1, v, ldv, w, wt);
+}
+
+
+// Rows [r_off, r_off + R) of one 8-row panel of a packed tile (panel[j·8 + r] = A[r, j], see packed.hpp),
+// one slice of 8S columns of the block: w[r] += Σ_j A[r, j] vj[j] (accumulated in registers) and, for an
+// off-diagonal tile A_IJ (Mirror), wt[j] += Σ_r A[r, j] vi[r] (its mirror A_JI = A_IJᵀ, read-modify-write
+// of Wt's rows in L1). Pointers are at the panel's first row of each operand and at the slice's column.
+constexpr Index kPrefetchAhead = 1024;
+
+template <bool Mirror, int R, int S, class T>
+void panel_rows(const T* panel, int r_off, const double* vi, const double* vj, double* w, double* wt, Index ldv) {
+  using Slice = Eigen::Array<double, 8, 1>;
+  Slice acc[R][S], x[R][S];
+  for (int r = 0; r < R; ++r)
+    for (int c = 0; c < S; ++c) {
+      acc[r][c] = Eigen::Map<const Slice>(w + (r_off + r) * ldv + 8 * c);
+      if constexpr (Mirror) x[r][c] = Eigen::Map<const Slice>(vi + (r_off + r) * ldv + 8 * c);
+    }
+  for (Index j = 0; j < kPackedTile; ++j) {
+    const T* aj = panel + j * kPanelRows + r_off;
+    // A tile is one sequential run, and a single hardware stream keeps too few loads in flight to
+    // saturate memory: fetch kPrefetchAhead elements ahead (per column of a double panel: one line).
+    __builtin_prefetch(aj + kPrefetchAhead);
+    // Two partial sums per slice of the mirrored product halve its dependency chain.
+    Slice col[2][S];
+    if constexpr (Mirror)
+      for (int c = 0; c < S; ++c) {
+        col[0][c] = Eigen::Map<const Slice>(wt + j * ldv + 8 * c);
+        col[1][c].setZero();
+      }
+    for (int r = 0; r < R; ++r) {
+      const double arj = static_cast<double>(aj[r]);
+      for (int c = 0; c < S; ++c) {
+        acc[r][c] += arj * Eigen::Map<const Slice>(vj + j * ldv + 8 * c);
+        if constexpr (Mirror) col[r % 2][c] += arj * x[r][c];
+      }
+    }
+    if constexpr (Mirror)
+      for (int c = 0; c < S; ++c) Eigen::Map<Slice>(wt + j * ldv + 8 * c) = col[0][c] + col[1][c];
+  }
+  for (int r = 0; r < R; ++r)
+    for (int c = 0; c < S; ++c) Eigen::Map<Slice>(w + (r_off + r) * ldv + 8 * c) = acc[r][c];
+}
+
+// Rows per register block for S slices: R·S accumulators and R·S cached rows of V fit the 32 vector
+// registers (one slice: the whole panel).
+template <int S>
+constexpr int panel_rows_per_block() { return S == 1 ? 8 : S <= 3 ? 4 : 2; }
+
+// A whole tile of a packed symmetric matrix: off-diagonal (both directions) or diagonal (stored in full,
+// row direction only), panel after panel, so A streams from memory in one sequential run per tile. Each
+// panel (16 KiB) is swept once per register block of rows and slice of up to 32 columns, from L1.
+template <class T>
+void packed_tile_product(const T* a, bool diagonal, const double* vi, const double* vj, double* w, double* wt,
+                         Index ldv) {
+  constexpr Index TT = kPackedTile, P = kPanelRows;
+  auto panel = [&](auto slices_tag, const T* pa, Index r0, Index c0) {
+    constexpr int S = decltype(slices_tag)::value;
+    constexpr int R = panel_rows_per_block<S>();
+    for (int r = 0; r < P; r += R) {
+      if (diagonal)
+        panel_rows<false, R, S>(pa, r, nullptr, vj + c0, w + r0 * ldv + c0, nullptr, ldv);
+      else
+        panel_rows<true, R, S>(pa, r, vi + r0 * ldv + c0, vj + c0, w + r0 * ldv + c0, wt + c0, ldv);
+    }
+  };
+  for (Index r0 = 0; r0 < TT; r0 += P) {
+    const T* pa = a + r0 * TT;
+    for (Index c0 = 0; c0 < ldv; c0 += 32) {
+      switch (std::min<Index>(4, (ldv - c0) / 8)) {
+        case 1: panel(std::integral_constant<int, 1>{}, pa, r0, c0); break;
+        case 2: panel(std::integral_constant<int, 2>{}, pa, r0, c0); break;
+        case 3: panel(std::integral_constant<int, 3>{}, pa, r0, c0); break;
+        default: panel(std::integral_constant<int, 4>{}, pa, r0, c0); break;
+      }
+    }
+  }
 }
 
 }  // namespace detail
@@ -168,8 +255,7 @@ class DenseSymmetricOperator {
     const Index ldv = vr.cols();
     const Index J = std::clamp<Index>((Index{1} << 15) / ldv, 256, 4096);
     Index bounds[kBlocks + 1];
-    for (Index p = 0; p <= kBlocks; ++p)
-      bounds[p] = static_cast<Index>(std::llround(static_cast<double>(n_) * std::sqrt(static_cast<double>(p) / kBlocks)));
+    detail::triangle_bounds(n_, kBlocks, bounds);
     // Wt_p holds rows [0, bounds[p]) of block p's transposed contributions.
     std::vector<Index> offset(kBlocks + 1, 0);
     for (Index p = 0; p < kBlocks; ++p) offset[p + 1] = offset[p] + bounds[p] * ldv;
@@ -198,6 +284,60 @@ class DenseSymmetricOperator {
     }
   }
 
+  const S* a_;
+  Index n_;
+};
+
+// A symmetric matrix in the packed lower-tile form of packed.hpp (N²/2 entries). A pass reads each
+// stored tile once: an off-diagonal tile A_IJ gives W_I += A_IJ V_J and W_J += A_IJᵀ V_I, a diagonal
+// tile W_I += A_II V_I. The tile rows are cut into kBlocks fixed blocks of equal area (boundaries at
+// nt·sqrt(p/P) tiles); block p owns the rows of its tile rows, adds the mirrored contributions that fall
+// into its own rows directly and collects those for earlier rows in its buffer Wt_p. Then
+// W[i] += Σ_q Wt_q[i] in block order: fixed work units, so the rounding does not depend on the threads.
+template <class S>
+class PackedSymmetricOperator {
+ public:
+  PackedSymmetricOperator(const S* packed, Index n) : a_(packed), n_(n) {}
+  Index rows() const { return n_; }
+
+  void apply(const ColMatrix<double>& v, ColMatrix<double>& w, Interrupt& interrupt) const {
+    constexpr Index T = kPackedTile, kBlocks = 16;
+    const Index nt = packed_tiles(n_), b = v.cols(), ldv = (b + 7) / 8 * 8;
+    // Zero-padded to whole tiles: the padding of the edge tiles is zero too, so it adds nothing.
+    RowMatrix<double> vr = RowMatrix<double>::Zero(nt * T, ldv), wr = RowMatrix<double>::Zero(nt * T, ldv);
+    vr.topLeftCorner(n_, b) = v;
+    Index bounds[kBlocks + 1];
+    detail::triangle_bounds(nt, kBlocks, bounds);
+    std::vector<Index> offset(kBlocks + 1, 0);
+    for (Index p = 0; p < kBlocks; ++p) offset[p + 1] = offset[p] + bounds[p] * T * ldv;
+    std::vector<double> wt(static_cast<size_t>(offset[kBlocks]), 0.0);
+    const double* vd = vr.data();
+    double* wd = wr.data();
+    auto tile = [&](Index I, Index J, double* wtj) {
+      detail::packed_tile_product(a_ + packed_tile_offset(I, J), I == J, vd + I * T * ldv, vd + J * T * ldv,
+                                  wd + I * T * ldv, wtj, ldv);
+    };
+#pragma omp parallel for schedule(dynamic, 1)
+    for (Index p = kBlocks - 1; p >= 0; --p) {  // largest blocks first
+      double* wt_p = wt.data() + offset[p];
+      for (Index I = bounds[p]; I < bounds[p + 1]; ++I) {
+        if (interrupt.poll()) break;
+        for (Index J = 0; J < I; ++J) tile(I, J, (J < bounds[p] ? wt_p : wd) + J * T * ldv);
+        tile(I, I, nullptr);
+      }
+    }
+    interrupt.throw_if_stopped();
+#pragma omp parallel for schedule(static)
+    for (Index i = 0; i < n_; ++i) {
+      auto row = wr.row(i);
+      for (Index q = 0; q < kBlocks; ++q)
+        if (i < bounds[q] * T)
+          row += Eigen::Map<const Eigen::Matrix<double, 1, Eigen::Dynamic>>(wt.data() + offset[q] + i * ldv, ldv);
+    }
+    w = wr.topLeftCorner(n_, b);
+  }
+
+ private:
   const S* a_;
   Index n_;
 };
