@@ -257,7 +257,9 @@ def fit(spec: dict) -> dict:
         if "n_passes" in info:
             out["passes"] = info["n_passes"]
             # Bytes read per pass: the packed kernel (about N²/2 entries) when the fit packed it.
-            read = fastkpca._native.core.packed_size(n) if stages.get("kernel", {}).get("packed") else n * n
+            from fastkpca import _native
+
+            read = _native.core.packed_size(n) if stages.get("kernel", {}).get("packed") else n * n
             out["solver_gbs"] = read * dtype.itemsize * info["n_passes"] / info["solve_seconds"] / 1e9
         out["solver_info"] = {key: val for key, val in info.items() if key != "residual_norms"}
     if spec.get("ref_prefix"):

@@ -53,7 +53,7 @@ def test_packed_gram_is_half_the_memory_and_does_not_touch_the_input():
 
 @pytest.mark.parametrize("n", [3, 300, 700])
 @pytest.mark.parametrize("dtype", [np.float64, np.float32])
-def test_packed_means_and_trace(n, dtype):
+def test_packed_means_and_trace(n, dtype, isa):
     X = np.random.default_rng(1).standard_normal((n, 3)).astype(dtype)
     p, _ = _gram_packed(X, kernel="poly", gamma=0.5, degree=2, coef0=1.0, n_jobs=2)
     K = fastkpca.gram(X, kernel="poly", gamma=0.5, degree=2).astype(np.float64)
@@ -79,8 +79,9 @@ def test_packed_operator_through_the_dense_solve(n, centered):
 
 
 @pytest.mark.parametrize("block", [1, 3, 8, 9, 16, 17, 24, 32, 40, 70])
-def test_packed_lanczos_every_block_width(block):
-    """Every register-blocking path of the packed product: 1 to 4 slices of 8 columns, and more than 32."""
+def test_packed_lanczos_every_block_width(block, isa):
+    """Every register-blocking path of the packed product (1 to 4 slices of 8 columns, and more than 32),
+    in every native module this CPU runs."""
     n, k = 900, 4
     X = np.random.default_rng(3).standard_normal((n, 8))
     p, _ = _gram_packed(X, kernel="laplacian", gamma=0.1, degree=3, coef0=1.0, n_jobs=2)
