@@ -77,20 +77,6 @@ def rss_peak() -> int:
     return peak if sys.platform == "darwin" else peak * 1024
 
 
-def available_memory() -> int:
-    """MemAvailable from /proc/meminfo in bytes (psutil elsewhere)."""
-    try:
-        with open("/proc/meminfo") as f:
-            for line in f:
-                if line.startswith("MemAvailable:"):
-                    return int(line.split()[1]) * 1024
-    except OSError:
-        pass
-    import psutil
-
-    return psutil.virtual_memory().available
-
-
 def reset_peak() -> bool:
     """Reset the peak RSS to the current RSS (Linux >= 4.0: ``5 > /proc/self/clear_refs``), so that the
     peak read after a call belongs to that call and not to an earlier allocation (or to the parent
@@ -200,6 +186,8 @@ def prefault(nbytes: int) -> None:
     """
     if nbytes <= 0:
         return
+    from fastkpca._validation import available_memory
+
     nbytes = min(int(nbytes), int(0.6 * available_memory()))
     buf = np.empty(nbytes // 8)
     buf[::512] = 1.0  # one write per 4 KiB page

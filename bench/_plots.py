@@ -30,6 +30,14 @@ def _lines(ax, rows, y, style=None) -> None:
                     label=label, **(style or {}))
 
 
+def _save(fig, path: Path) -> Path:
+    """Lay out, write at 110 dpi and close a figure; returns its path."""
+    fig.tight_layout()
+    fig.savefig(path, dpi=110)
+    plt.close(fig)
+    return path
+
+
 def time_vs_n(rows: list[dict], out: Path) -> list[Path]:
     """fit_transform time vs N, log-log; one file per (d, dtype), one panel per (kernel, k)."""
     files = []
@@ -49,11 +57,7 @@ def time_vs_n(rows: list[dict], out: Path) -> list[Path]:
                 ax.grid(True, which="both", alpha=0.3)
                 ax.legend(fontsize=7)
         fig.suptitle(f"KernelPCA.fit_transform time, d={d}, {dtype}")
-        fig.tight_layout()
-        path = out / f"time_vs_n_d{d}_{dtype}.png"
-        fig.savefig(path, dpi=110)
-        plt.close(fig)
-        files.append(path)
+        files.append(_save(fig, out / f"time_vs_n_d{d}_{dtype}.png"))
     return files
 
 
@@ -86,11 +90,7 @@ def memory_vs_n(rows: list[dict], out: Path) -> list[Path]:
                title=f"{dtype} input (worst over kernels, d, k)")
         ax.grid(True, which="both", alpha=0.3)
         ax.legend(fontsize=7)
-    fig.tight_layout()
-    path = out / "memory_vs_n.png"
-    fig.savefig(path, dpi=110)
-    plt.close(fig)
-    return [path]
+    return [_save(fig, out / "memory_vs_n.png")]
 
 
 def speedup_bars(rows: list[dict], out: Path) -> list[Path]:
@@ -115,11 +115,7 @@ def speedup_bars(rows: list[dict], out: Path) -> list[Path]:
     ax.set_xlabel("speedup of fit_transform (sklearn fastest / fastkpca auto); orange: lower bound (sklearn timed out)")
     ax.set_title("fastkpca vs scikit-learn's fastest solver")
     ax.grid(True, axis="x", which="both", alpha=0.3)
-    fig.tight_layout()
-    path = out / "speedup.png"
-    fig.savefig(path, dpi=110)
-    plt.close(fig)
-    return [path]
+    return [_save(fig, out / "speedup.png")]
 
 
 def scaling(roof: dict | None, out: Path) -> list[Path]:
@@ -140,11 +136,7 @@ def scaling(roof: dict | None, out: Path) -> list[Path]:
     ax.set_xticks(threads, [str(t) for t in threads])
     ax.grid(True, alpha=0.3)
     ax.legend(fontsize=8)
-    fig.tight_layout()
-    path = out / "scaling.png"
-    fig.savefig(path, dpi=110)
-    plt.close(fig)
-    return [path]
+    return [_save(fig, out / "scaling.png")]
 
 
 def make_all(rows: list[dict], roof: dict | None, out: Path) -> list[Path]:

@@ -255,13 +255,17 @@ default="linear"
         self.X_fit_ = X
         return self
 
+    def _n_components(self, n):
+        """Components computed for n samples: all of them when n_components is None."""
+        return n if self.n_components is None else min(n, self.n_components)
+
     def _packs_kernel(self, n):
         """Whether fit keeps the kernel packed: a native kernel (symmetric by construction), solved by block
         Lanczos with a block no wider than linalg.PACKED_MAX_BLOCK (wider blocks pass faster over the full
         matrix)."""
         if callable(self.kernel) or self.kernel == "precomputed":
             return False
-        n_components = n if self.n_components is None else min(n, self.n_components)
+        n_components = self._n_components(n)
         return (self._choose_solver(n, n_components, True) == "lanczos"
                 and linalg.default_block_size(n_components, n) <= linalg.PACKED_MAX_BLOCK)
 
@@ -279,7 +283,7 @@ default="linear"
         for lanczos (implicit centering) and at most one copy of a precomputed kernel otherwise.
         A 1-D K is an n×n kernel in packed form (see ``_training_kernel``), solved by lanczos."""
         packed_n = n if K.ndim == 1 else None
-        n_components = n if self.n_components is None else min(n, self.n_components)
+        n_components = self._n_components(n)
         threads = v.n_threads(self.n_jobs)
         symmetric, asym = True, 0.0  # gram builds exactly symmetric kernels
         if self.kernel == "precomputed":

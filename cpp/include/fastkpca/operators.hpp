@@ -128,22 +128,18 @@ void panel_rows(const T* panel, int r_off, const double* vi, const double* vj, d
     // A tile is one sequential run, and a single hardware stream keeps too few loads in flight to
     // saturate memory: fetch kPrefetchAhead elements ahead (per column of a double panel: one line).
     __builtin_prefetch(aj + kPrefetchAhead);
-    // Two partial sums per slice of the mirrored product halve its dependency chain.
-    Slice col[2][S];
+    Slice col[S];
     if constexpr (Mirror)
-      for (int c = 0; c < S; ++c) {
-        col[0][c] = Eigen::Map<const Slice>(wt + j * ldv + 8 * c);
-        col[1][c].setZero();
-      }
+      for (int c = 0; c < S; ++c) col[c] = Eigen::Map<const Slice>(wt + j * ldv + 8 * c);
     for (int r = 0; r < R; ++r) {
       const double arj = static_cast<double>(aj[r]);
       for (int c = 0; c < S; ++c) {
         acc[r][c] += arj * Eigen::Map<const Slice>(vj + j * ldv + 8 * c);
-        if constexpr (Mirror) col[r % 2][c] += arj * x[r][c];
+        if constexpr (Mirror) col[c] += arj * x[r][c];
       }
     }
     if constexpr (Mirror)
-      for (int c = 0; c < S; ++c) Eigen::Map<Slice>(wt + j * ldv + 8 * c) = col[0][c] + col[1][c];
+      for (int c = 0; c < S; ++c) Eigen::Map<Slice>(wt + j * ldv + 8 * c) = col[c];
   }
   for (int r = 0; r < R; ++r)
     for (int c = 0; c < S; ++c) Eigen::Map<Slice>(w + (r_off + r) * ldv + 8 * c) = acc[r][c];
@@ -183,6 +179,36 @@ void packed_tile_product(const T* a, bool diagonal, const double* vi, const doub
     }
   }
 }
+
+// The transposed contributions of a one-triangle pass split into fixed row blocks: block p keeps, for
+// rows [0, start_p) (the rows of earlier blocks), what its entries below the diagonal add there. add_to
+// then folds them into W in block order, so the sum's rounding does not depend on the thread count.
+class TransposedParts {
+ public:
+  // starts[p] = first row of block p, for p = 0 .. blocks - 1.
+  TransposedParts(const Index* starts, Index blocks, Index ldv)
+      : starts_(starts, starts + blocks), offset_(static_cast<size_t>(blocks) + 1, 0), ldv_(ldv) {
+    for (Index p = 0; p < blocks; ++p) offset_[p + 1] = offset_[p] + starts_[p] * ldv;
+    parts_.assign(static_cast<size_t>(offset_.back()), 0.0);
+  }
+  double* part(Index p) { return parts_.data() + offset_[p]; }
+
+  // W[i] += Σ_q part_q[i] for the first n rows of W.
+  void add_to(RowMatrix<double>& w, Index n) const {
+#pragma omp parallel for schedule(static)
+    for (Index i = 0; i < n; ++i) {
+      auto row = w.row(i);
+      for (size_t q = 0; q < starts_.size(); ++q)
+        if (i < starts_[q])
+          row += Eigen::Map<const Eigen::Matrix<double, 1, Eigen::Dynamic>>(parts_.data() + offset_[q] + i * ldv_, ldv_);
+    }
+  }
+
+ private:
+  std::vector<Index> starts_, offset_;
+  Index ldv_;
+  std::vector<double> parts_;
+};
 
 }  // namespace detail
 
@@ -256,10 +282,7 @@ class DenseSymmetricOperator {
     const Index J = std::clamp<Index>((Index{1} << 15) / ldv, 256, 4096);
     Index bounds[kBlocks + 1];
     detail::triangle_bounds(n_, kBlocks, bounds);
-    // Wt_p holds rows [0, bounds[p]) of block p's transposed contributions.
-    std::vector<Index> offset(kBlocks + 1, 0);
-    for (Index p = 0; p < kBlocks; ++p) offset[p + 1] = offset[p] + bounds[p] * ldv;
-    std::vector<double> wt(static_cast<size_t>(offset[kBlocks]), 0.0);
+    detail::TransposedParts wt(bounds, kBlocks, ldv);
     const double* v = vr.data();
     double* w = wr.data();
 #pragma omp parallel for schedule(dynamic, 1)
@@ -267,7 +290,7 @@ class DenseSymmetricOperator {
       if (interrupt.poll()) continue;
       const Index begin = bounds[p], end = bounds[p + 1];
       if (begin == end) continue;
-      double* wt_p = wt.data() + offset[p];
+      double* wt_p = wt.part(p);
       for (Index j0 = 0; j0 < begin; j0 += J) {
         const Index j1 = std::min(begin, j0 + J);
         detail::stream_row_range_symmetric(a_, n_, begin, end, j0, j1, v, ldv, w, wt_p);
@@ -276,12 +299,7 @@ class DenseSymmetricOperator {
         detail::stream_row_range<1>(a_, n_, begin, end, begin, end, v, ldv, c0, w);
     }
     if (interrupt.stopped()) return;
-#pragma omp parallel for schedule(static)
-    for (Index i = 0; i < n_; ++i) {
-      auto row = wr.row(i);
-      for (Index q = 0; q < kBlocks; ++q)
-        if (i < bounds[q]) row += Eigen::Map<const Eigen::Matrix<double, 1, Eigen::Dynamic>>(wt.data() + offset[q] + i * ldv, ldv);
-    }
+    wt.add_to(wr, n_);
   }
 
   const S* a_;
@@ -308,9 +326,9 @@ class PackedSymmetricOperator {
     vr.topLeftCorner(n_, b) = v;
     Index bounds[kBlocks + 1];
     detail::triangle_bounds(nt, kBlocks, bounds);
-    std::vector<Index> offset(kBlocks + 1, 0);
-    for (Index p = 0; p < kBlocks; ++p) offset[p + 1] = offset[p] + bounds[p] * T * ldv;
-    std::vector<double> wt(static_cast<size_t>(offset[kBlocks]), 0.0);
+    Index starts[kBlocks];  // in rows
+    for (Index p = 0; p < kBlocks; ++p) starts[p] = bounds[p] * T;
+    detail::TransposedParts wt(starts, kBlocks, ldv);
     const double* vd = vr.data();
     double* wd = wr.data();
     auto tile = [&](Index I, Index J, double* wtj) {
@@ -319,7 +337,7 @@ class PackedSymmetricOperator {
     };
 #pragma omp parallel for schedule(dynamic, 1)
     for (Index p = kBlocks - 1; p >= 0; --p) {  // largest blocks first
-      double* wt_p = wt.data() + offset[p];
+      double* wt_p = wt.part(p);
       for (Index I = bounds[p]; I < bounds[p + 1]; ++I) {
         if (interrupt.poll()) break;
         for (Index J = 0; J < I; ++J) tile(I, J, (J < bounds[p] ? wt_p : wd) + J * T * ldv);
@@ -327,13 +345,7 @@ class PackedSymmetricOperator {
       }
     }
     interrupt.throw_if_stopped();
-#pragma omp parallel for schedule(static)
-    for (Index i = 0; i < n_; ++i) {
-      auto row = wr.row(i);
-      for (Index q = 0; q < kBlocks; ++q)
-        if (i < bounds[q] * T)
-          row += Eigen::Map<const Eigen::Matrix<double, 1, Eigen::Dynamic>>(wt.data() + offset[q] + i * ldv, ldv);
-    }
+    wt.add_to(wr, n_);
     w = wr.topLeftCorner(n_, b);
   }
 
