@@ -7,4 +7,5 @@ PYBIND11_MODULE(FASTKPCA_MODULE_NAME, m) {
   fastkpca::bindings::init_info(m);
   fastkpca::bindings::init_gram(m);
   fastkpca::bindings::init_spectral(m);
+  fastkpca::bindings::init_operators(m);
 }

@@ -1,8 +1,9 @@
 """fastkpca: fast, exact kernel PCA.
 
-Blocked, multithreaded kernel (Gram) matrices, in-place double centering and a block Lanczos top-k
-eigensolver in a C++ core, under a scikit-learn compatible API. ``import fastkpca`` does not import
-scikit-learn; the estimators load it on first use.
+Blocked, multithreaded kernel (Gram) matrices, kernel operators in full, packed, cached or matrix-free
+storage under a memory limit, in-place double centering and a block Lanczos top-k eigensolver in a C++
+core, under a scikit-learn compatible API. ``import fastkpca`` imports neither scikit-learn nor SciPy;
+the estimators and operators load them on first use.
 """
 
 from __future__ import annotations
@@ -23,7 +24,10 @@ __all__ = [
     "double_center",
     "double_center_distances",
     "eigsh",
+    "get_include",
     "gram",
+    "kernel_operator",
+    "KernelOperator",
     "pairwise_kernels",
     "patch_sklearn",
     "sklearn_patched",
@@ -40,6 +44,8 @@ _LAZY = {
     "sklearn_patched": "_sklearn_patch",
     "classical_mds": "manifold",
     "ClassicalMDS": "manifold",
+    "kernel_operator": "operators",
+    "KernelOperator": "operators",
 }
 
 
@@ -55,6 +61,27 @@ def __getattr__(name):
 
 def __dir__():
     return sorted(set(globals()) | set(_LAZY))
+
+
+def get_include() -> str:
+    """The directory of fastkpca's C++ headers, for extension modules that build on its kernel functors,
+    operators and block Lanczos solver (``#include <fastkpca/block_lanczos.hpp>``; they need Eigen 3.4
+    and OpenMP).
+
+    Examples
+    --------
+    >>> import os, fastkpca
+    >>> os.path.exists(os.path.join(fastkpca.get_include(), "fastkpca", "operator.hpp"))
+    True
+    """
+    import os
+
+    here = os.path.dirname(os.path.abspath(__file__))
+    installed = os.path.join(here, "include")
+    if os.path.isdir(installed):
+        return installed
+    # A development tree (PYTHONPATH=python): the sources' headers.
+    return os.path.normpath(os.path.join(here, "..", "..", "cpp", "include"))
 
 
 def show_config(file=None) -> None:

@@ -10,6 +10,12 @@ _F = TypeVar("_F", np.float32, np.float64)
 
 ISA: str
 VERSION: str
+#: The kernel registry (cpp/include/fastkpca/kernel_list.hpp): name, parameters, unit_diagonal,
+#: positive_semidefinite, aliases for each kernel.
+KERNELS: list[dict[str, object]]
+
+# Every name and alias of KERNELS (tests/test_registry.py checks this against the registry).
+_Kernel = Literal["linear", "poly", "polynomial", "rbf", "laplacian", "sigmoid", "cosine"]
 
 def supported_isas() -> list[str]: ...
 def build_info() -> dict[str, object]: ...
@@ -17,24 +23,13 @@ def omp_max_threads() -> int: ...
 def gram_into(
     x: NDArray[_F],
     y: NDArray[_F] | None,
-    kernel: Literal["linear", "poly", "rbf", "laplacian", "sigmoid", "cosine"],
+    kernel: _Kernel,
     gamma: float,
     degree: float,
     coef0: float,
     out: NDArray[_F],
     n_threads: int,
 ) -> None: ...
-def packed_size(n: int) -> int: ...
-def gram_packed_into(
-    x: NDArray[_F],
-    kernel: Literal["linear", "poly", "rbf", "laplacian", "sigmoid", "cosine"],
-    gamma: float,
-    degree: float,
-    coef0: float,
-    out: NDArray[_F],
-    n_threads: int,
-) -> None: ...
-def packed_means(p: NDArray[_F], n: int, n_threads: int) -> tuple[NDArray[np.float64], float, float]: ...
 def double_center_inplace(
     k: NDArray[_F], input: Literal["kernel", "distances", "squared_distances"], alpha: float, n_threads: int
 ) -> tuple[bool, NDArray[np.float64], float]: ...
@@ -43,30 +38,45 @@ def center_cross_inplace(
     k: NDArray[_F], fit_col_mean: NDArray[np.float64], fit_grand_mean: float, n_threads: int
 ) -> None: ...
 def scan_square(a: NDArray[_F], check_symmetry: bool, n_threads: int) -> tuple[bool, float, float]: ...
-def eigsh(
-    a: NDArray[_F],
-    v0: NDArray[np.float64],
-    k: int,
-    tol: float,
-    max_basis: int,
-    max_passes: int,
-    seed: int,
-    centered: bool,
-    dense: bool,
-    progress: Callable[[int, int], None] | None,
+class Operator:
+    @property
+    def n(self) -> int: ...
+    @property
+    def storage(self) -> Literal["full", "packed", "cached", "matrix_free", "python"]: ...
+    @property
+    def nbytes(self) -> int: ...
+    @property
+    def scalar_bytes(self) -> int: ...
+    def pass_cost(self, b: int) -> dict[str, float]: ...
+    def matmat(self, v: NDArray[np.float64], n_threads: int) -> NDArray[np.float64]: ...
+    def row_sums(self, n_threads: int) -> NDArray[np.float64]: ...
+    def trace(self, n_threads: int) -> float: ...
+    def centered(self) -> Operator: ...
+    def shifted(self, alpha: float) -> Operator: ...
+
+TILE: int
+
+def packed_prefix_size(tile_rows: int) -> int: ...
+def dense_operator(a: NDArray[_F]) -> Operator: ...
+def kernel_operator(
+    x: NDArray[_F],
+    kernel: _Kernel,
+    gamma: float,
+    degree: float,
+    coef0: float,
+    cached_tile_rows: int,
     n_threads: int,
-) -> dict[str, object]: ...
-def eigsh_packed(
-    p: NDArray[_F],
-    n: int,
+) -> Operator: ...
+def python_operator(matmat: Callable[[NDArray[np.float64]], NDArray[np.float64]], n: int) -> Operator: ...
+def eigsh(
+    op: Operator,
     v0: NDArray[np.float64],
     k: int,
     tol: float,
     max_basis: int,
     max_passes: int,
     seed: int,
-    centered: bool,
     dense: bool,
-    progress: Callable[[int, int], None] | None,
+    progress: Callable[[int, int, float], None] | None,
     n_threads: int,
 ) -> dict[str, object]: ...

@@ -14,7 +14,7 @@ import functools
 import inspect
 import sys
 
-from . import kernels
+from . import _registry, kernels
 from ._validation import is_sparse as _is_sparse
 
 # (module, name) -> original object, for everything patch_sklearn replaced.
@@ -68,16 +68,14 @@ def _replacement_table():
         ("sklearn.decomposition", "KernelPCA"): KernelPCA,
         ("sklearn.preprocessing", "KernelCenterer"): KernelCenterer,
     }
-    specs = {
-        "rbf_kernel": ("rbf", ("gamma",)),
-        "laplacian_kernel": ("laplacian", ("gamma",)),
-        "polynomial_kernel": ("poly", ("degree", "gamma", "coef0")),
-        "linear_kernel": ("linear", ()),
-        "sigmoid_kernel": ("sigmoid", ("gamma", "coef0")),
-        "cosine_similarity": ("cosine", ()),
-    }
-    for name, (kernel, accepted) in specs.items():
-        table[("sklearn.metrics.pairwise", name)] = _kernel_wrapper(getattr(skp, name), kernel, accepted)
+    # scikit-learn's function for each kernel of the registry: <name>_kernel for the name or an alias
+    # (rbf_kernel, polynomial_kernel, ...), except cosine's, which scikit-learn calls cosine_similarity.
+    for spec in _registry.KERNELS.values():
+        names = ["cosine_similarity"] if spec.name == "cosine" else [f"{n}_kernel" for n in (spec.name, *spec.aliases)]
+        for name in names:
+            if hasattr(skp, name):
+                table[("sklearn.metrics.pairwise", name)] = _kernel_wrapper(getattr(skp, name), spec.name,
+                                                                            spec.parameters)
     table[("sklearn.metrics.pairwise", "pairwise_kernels")] = _pairwise_kernels_wrapper(skp.pairwise_kernels)
     del sklearn  # the names above are looked up through sys.modules
     return table

@@ -12,8 +12,10 @@ import os
 
 import numpy as np
 
-KERNELS = ("linear", "poly", "polynomial", "rbf", "laplacian", "sigmoid", "cosine")
-_ALIASES = {"polynomial": "poly"}
+from . import _registry
+
+#: Every kernel name fastkpca evaluates natively, aliases included, from the core's registry.
+KERNELS = tuple(_registry.NAMES)
 
 
 def is_sparse(x) -> bool:
@@ -27,7 +29,7 @@ def as_float_array(x, name: str, dtype=None) -> np.ndarray:
     TypeError. ``dtype`` forces float32/float64. No copy is made if ``x`` already fits.
     """
     if x is None:
-        raise ValueError(f"{name} must be an array, got None")
+        raise TypeError(f"{name} must be an array, got None")
     if is_sparse(x):
         # fastkpca's kernels are dense: densify once, after checking it fits.
         check_memory(int(np.prod(x.shape, dtype=np.float64)) * 8, f"densifying the sparse {name}")
@@ -91,9 +93,21 @@ def check_square(arr: np.ndarray, name: str) -> None:
 
 
 def check_kernel(kernel) -> str:
-    if not isinstance(kernel, str) or kernel not in KERNELS:
+    """The registry name of a native kernel (aliases resolved)."""
+    if not isinstance(kernel, str):
+        raise TypeError(f"kernel must be a string, got {kernel!r}; valid kernels are: {', '.join(KERNELS)}")
+    if kernel not in _registry.NAMES:
         raise ValueError(f"unknown kernel {kernel!r}; valid kernels are: {', '.join(KERNELS)}")
-    return _ALIASES.get(kernel, kernel)
+    return _registry.spec(kernel).name
+
+
+def check_choice(value, name: str, choices) -> str:
+    """One of a fixed set of strings: TypeError for a non-string, ValueError for another string."""
+    if not isinstance(value, str):
+        raise TypeError(f"{name} must be one of {', '.join(map(repr, choices))}, got {value!r}")
+    if value not in choices:
+        raise ValueError(f"{name} must be one of {', '.join(map(repr, choices))}, got {value!r}")
+    return value
 
 
 def check_real(value, name: str, *, minimum=None, allow_none=False):
@@ -111,7 +125,7 @@ def check_real(value, name: str, *, minimum=None, allow_none=False):
 
 def check_int(value, name: str, *, minimum=None, maximum=None) -> int:
     if isinstance(value, bool) or not isinstance(value, numbers.Integral):
-        raise ValueError(f"{name} must be an integer, got {value!r}")
+        raise TypeError(f"{name} must be an integer, got {value!r}")
     value = int(value)
     if minimum is not None and value < minimum:
         raise ValueError(f"{name} must be >= {minimum}, got {value}")
@@ -142,7 +156,7 @@ def n_threads(n_jobs) -> int:
     if n_jobs is None:
         return 0
     if isinstance(n_jobs, bool) or not isinstance(n_jobs, numbers.Integral):
-        raise ValueError(f"n_jobs must be None or a non-zero integer, got {n_jobs!r}")
+        raise TypeError(f"n_jobs must be None or a non-zero integer, got {n_jobs!r}")
     n_jobs = int(n_jobs)
     if n_jobs == 0:
         raise ValueError("n_jobs must be None or a non-zero integer, got 0")
@@ -184,6 +198,34 @@ def available_memory() -> int:
     return avail
 
 
+#: Share of the available memory a fit may plan for when no memory_limit is given: the rest is left to
+#: the interpreter, the caller's arrays and other processes.
+DEFAULT_MEMORY_FRACTION = 0.8
+_UNITS = {"": 1, "b": 1, "k": 10**3, "kb": 10**3, "m": 10**6, "mb": 10**6, "g": 10**9, "gb": 10**9,
+          "t": 10**12, "tb": 10**12, "kib": 2**10, "mib": 2**20, "gib": 2**30, "tib": 2**40}
+
+
+def memory_limit(value, name: str = "memory_limit") -> int:
+    """Bytes from ``value``: None (a safe fraction of the available memory), a number of bytes, or a string
+    such as "4GB", "512 MiB" or "1.5e9"."""
+    if value is None:
+        return int(DEFAULT_MEMORY_FRACTION * available_memory())
+    if isinstance(value, str):
+        import re
+
+        match = re.fullmatch(r"\s*([0-9]*\.?[0-9]+(?:[eE][+-]?[0-9]+)?)\s*([a-zA-Z]*)\s*", value)
+        if not match or match.group(2).lower() not in _UNITS:
+            raise ValueError(f"{name} must be a number of bytes or a size such as '4GB' or '512MiB', got {value!r}")
+        nbytes = float(match.group(1)) * _UNITS[match.group(2).lower()]
+    elif isinstance(value, numbers.Real) and not isinstance(value, bool):
+        nbytes = float(value)
+    else:
+        raise TypeError(f"{name} must be None, a number of bytes or a string such as '4GB', got {value!r}")
+    if not math.isfinite(nbytes) or nbytes <= 0:
+        raise ValueError(f"{name} must be a positive size, got {value!r}")
+    return int(nbytes)
+
+
 def check_memory(nbytes: int, what: str) -> None:
     """Raise MemoryError, before allocating, if ``nbytes`` cannot fit in the memory available."""
     avail = available_memory()
@@ -208,4 +250,4 @@ def check_random_state(seed) -> np.random.RandomState:
         return np.random.RandomState(int(seed))
     if isinstance(seed, np.random.RandomState):
         return seed
-    raise ValueError(f"random_state must be None, an int or a numpy RandomState, got {seed!r}")
+    raise TypeError(f"random_state must be None, an int or a numpy RandomState, got {seed!r}")

@@ -14,20 +14,21 @@ from sklearn.base import BaseEstimator, ClassNamePrefixFeaturesOutMixin, Transfo
 from sklearn.exceptions import NotFittedError
 from sklearn.utils.validation import check_is_fitted
 
-from . import _native
+from . import _native, _registry, linalg, operators
 from . import _validation as v
-from . import linalg
 from ._eigenvalues import check_psd_eigenvalues
 from ._sklearn_compat import validate_data
 from .exceptions import ConvergenceWarning
-from .kernels import _gram_packed, gram
+from .kernels import gram
 
 __all__ = ["KernelPCA"]
 
-_KERNELS = ("linear", "poly", "rbf", "laplacian", "sigmoid", "cosine", "precomputed")
+_KERNELS = (*_registry.NAMES, "precomputed")
 _SOLVERS = ("auto", "dense", "arpack", "randomized", "lanczos")
 # Below this many samples a dense LAPACK solve is as fast as anything and exactly scikit-learn's path.
 _DENSE_BELOW = 200
+#: Largest piece of a cross kernel that transform builds at once (also at most a quarter of the limit).
+TRANSFORM_CHUNK_BYTES = 256 * 2**20
 
 
 class KernelPCA(ClassNamePrefixFeaturesOutMixin, TransformerMixin, BaseEstimator):
@@ -80,7 +81,15 @@ default="linear"
         1: print the time of each stage to stderr; 2: also the solver's progress after every pass.
     callback : callable, default=None
         Called as ``callback(stage, info)`` with stage in ``"kernel"``, ``"center"``, ``"pass"``,
-        ``"done"`` and a dict of figures; for progress displays.
+        ``"done"`` and a dict of figures; for progress displays. After every pass of the lanczos solver
+        ``info`` has ``passes``, ``converged``, ``residual``, ``seconds``, ``seconds_per_pass`` and
+        ``eta_seconds`` (an estimate of the time left, None until two residuals are known).
+    memory_limit : int or str, default=None
+        Bytes the fit may use beyond X, or a size such as ``"4GB"``; None means 80% of the memory
+        available. With the lanczos solver the kernel is held in the fastest storage that fits (full or
+        packed, else the tiles that fit with the rest recomputed on every pass, else nothing: matrix-free),
+        so any number of samples can be fitted; ``solver_info_`` says what was chosen and why. transform
+        builds the cross kernel in chunks of at most 256 MiB (and a quarter of the limit).
 
     Attributes
     ----------
@@ -101,7 +110,9 @@ default="linear"
     gamma_ : float
         The gamma used.
     solver_info_ : dict
-        What the eigensolver did (solver, passes over K for lanczos, time per stage).
+        What the eigensolver did: ``solver``; for lanczos also ``storage`` (full, packed, cached or
+        matrix_free), ``storage_reason``, ``kernel_bytes`` (bytes of kernel held), ``memory_limit``,
+        ``block_size``, ``n_passes``, ``seconds_per_pass``, ``residual_norms`` and the time of each stage.
     n_features_in_ : int
     feature_names_in_ : ndarray of shape (n_features_in_,)
 
@@ -112,7 +123,8 @@ default="linear"
     and multiplying by ``U Λ^(-½)``: for a training sample this gives back ``U Λ^½`` because
     ``(H K H) U Λ^(-½) = U Λ^½``. Components with λ = 0 project to 0.
 
-    Peak memory of ``fit`` is one N×N kernel in the input's float type plus O(N·(d + k)).
+    Peak memory of ``fit`` with the lanczos solver is what ``solver_info_["kernel_bytes"]`` says (at most
+    the memory limit) plus O(N·(d + k)); the other solvers hold one N×N kernel.
 
     Examples
     --------
@@ -145,6 +157,7 @@ default="linear"
         n_jobs=None,
         verbose=0,
         callback=None,
+        memory_limit=None,
     ):
         self.n_components = n_components
         self.kernel = kernel
@@ -164,14 +177,14 @@ default="linear"
         self.n_jobs = n_jobs
         self.verbose = verbose
         self.callback = callback
+        self.memory_limit = memory_limit
 
     # ----------------------------------------------------------------------------------------- checks
 
     def _check_params(self):
-        if not (callable(self.kernel) or (isinstance(self.kernel, str) and self.kernel in _KERNELS)):
-            raise ValueError(f"kernel must be one of {', '.join(_KERNELS)} or a callable, got {self.kernel!r}")
-        if self.eigen_solver not in _SOLVERS:
-            raise ValueError(f"eigen_solver must be one of {', '.join(_SOLVERS)}, got {self.eigen_solver!r}")
+        if not callable(self.kernel):
+            v.check_choice(self.kernel, "kernel", _KERNELS)
+        v.check_choice(self.eigen_solver, "eigen_solver", _SOLVERS)
         if self.n_components is not None:
             v.check_int(self.n_components, "n_components", minimum=1)
         v.check_real(self.gamma, "gamma", minimum=0.0, allow_none=True)
@@ -184,14 +197,15 @@ default="linear"
         if self.iterated_power != "auto":
             v.check_int(self.iterated_power, "iterated_power", minimum=0)
         if self.kernel_params is not None and not isinstance(self.kernel_params, dict):
-            raise ValueError(f"kernel_params must be a dict or None, got {self.kernel_params!r}")
+            raise TypeError(f"kernel_params must be a dict or None, got {self.kernel_params!r}")
         v.n_threads(self.n_jobs)
         if not isinstance(self.verbose, numbers.Integral):
-            raise ValueError(f"verbose must be an integer, got {self.verbose!r}")
+            raise TypeError(f"verbose must be an integer, got {self.verbose!r}")
         if self.callback is not None and not callable(self.callback):
-            raise ValueError("callback must be callable or None")
+            raise TypeError("callback must be callable or None")
         if self.fit_inverse_transform and self.kernel == "precomputed":
             raise ValueError("Cannot fit_inverse_transform with a precomputed kernel.")
+        return v.memory_limit(self.memory_limit)
 
     # ------------------------------------------------------------------------------------ reporting
 
@@ -214,19 +228,15 @@ default="linear"
         return gram(X, Y, kernel=self.kernel, gamma=self.gamma_, degree=self.degree, coef0=self.coef0,
                     n_jobs=self.n_jobs)
 
-    def _training_kernel(self, X):
-        """(K, owned): the training kernel, and whether this estimator owns it (may overwrite it).
-
-        When the block Lanczos solver will only read it, a native kernel is built in packed lower-tile form
-        (1-D, half the memory and half the traffic per pass; see ``_packs_kernel``)."""
-        if self._packs_kernel(X.shape[0]):
-            return _gram_packed(X, kernel=self.kernel, gamma=self.gamma_, degree=self.degree, coef0=self.coef0,
-                                n_jobs=self.n_jobs)[0], True
-        if self.kernel != "precomputed":
-            return self._get_kernel(X), True
+    def _precomputed(self, X):
+        """(K, symmetric, max |K - Kᵀ|): the user's precomputed kernel, C-contiguous, checked finite."""
         K = v.as_float_array(X, "X (the precomputed kernel)")  # sparse kernels are densified
         v.check_square(K, "X (the precomputed kernel)")
-        return np.ascontiguousarray(K), False
+        K = np.ascontiguousarray(K)
+        finite, _, asym = _native.core.scan_square(K, True, v.n_threads(self.n_jobs))
+        if not finite:
+            raise ValueError("the kernel matrix contains NaN or infinity")
+        return K, asym == 0, asym
 
     # ------------------------------------------------------------------------------------------ fit
 
@@ -243,13 +253,33 @@ default="linear"
         -------
         self : KernelPCA
         """
-        self._check_params()
+        limit = self._check_params()
         X = validate_data(self, X, accept_sparse="csr", copy=self.copy_X, dtype=[np.float64, np.float32])
         self.gamma_ = 1 / X.shape[1] if self.gamma is None else self.gamma
+        n = X.shape[0]
+        n_components = self._n_components(n)
+        K, symmetric, asym = (self._precomputed(X) if self.kernel == "precomputed" else (None, True, 0.0))
+        solver = self._choose_solver(n, n_components, symmetric)
+        if solver == "lanczos" and not symmetric:
+            raise ValueError(
+                f"eigen_solver='lanczos' needs a symmetric kernel; the precomputed kernel has "
+                f"max |K - K.T| = {asym:.3g}"
+            )
         start = time.perf_counter()
-        K, owned = self._training_kernel(X)
-        self._report("kernel", seconds=time.perf_counter() - start, n_samples=X.shape[0], packed=K.ndim == 1)
-        self._fit_kernel(K, owned, X.shape[0])
+        if solver == "lanczos":
+            op = self._training_operator(X, K, n_components, limit)
+            self._report("kernel", seconds=time.perf_counter() - start, n_samples=n, storage=op.storage,
+                         kernel_bytes=op.nbytes)
+            self._fit_operator(op, n_components, limit)
+        else:
+            owned = K is None
+            if owned:
+                v.check_memory(n * n * X.dtype.itemsize, f"the {n}×{n} kernel matrix of eigen_solver={solver!r}")
+                K = self._get_kernel(X)
+            self._report("kernel", seconds=time.perf_counter() - start, n_samples=n, storage="full",
+                         kernel_bytes=K.nbytes)
+            self._fit_centered_dense(K, owned, solver, n_components)
+        self._finish_eigenpairs(self._values, self._vectors)
         if self.fit_inverse_transform:
             self._fit_inverse_transform(self.eigenvectors_ * np.sqrt(self.eigenvalues_), X)
         self.X_fit_ = X
@@ -258,16 +288,6 @@ default="linear"
     def _n_components(self, n):
         """Components computed for n samples: all of them when n_components is None."""
         return n if self.n_components is None else min(n, self.n_components)
-
-    def _packs_kernel(self, n):
-        """Whether fit keeps the kernel packed: a native kernel (symmetric by construction), solved by block
-        Lanczos with a block no wider than linalg.PACKED_MAX_BLOCK (wider blocks pass faster over the full
-        matrix)."""
-        if callable(self.kernel) or self.kernel == "precomputed":
-            return False
-        n_components = self._n_components(n)
-        return (self._choose_solver(n, n_components, True) == "lanczos"
-                and linalg.default_block_size(n_components, n) <= linalg.PACKED_MAX_BLOCK)
 
     def _choose_solver(self, n, n_components, symmetric):
         if self.eigen_solver != "auto":
@@ -278,70 +298,85 @@ default="linear"
             return "dense"
         return "lanczos"
 
-    def _fit_kernel(self, K, owned, n):
-        """Eigenpairs of H K H. Overwrites K only if ``owned``; never makes a second N×N array
-        for lanczos (implicit centering) and at most one copy of a precomputed kernel otherwise.
-        A 1-D K is an n×n kernel in packed form (see ``_training_kernel``), solved by lanczos."""
-        packed_n = n if K.ndim == 1 else None
-        n_components = self._n_components(n)
+    def _training_operator(self, X, K, n_components, limit):
+        """The training kernel as an operator the lanczos solver reads: the user's precomputed kernel in
+        place, a callable kernel's full matrix, or a native kernel in the storage the memory limit allows
+        (operators.plan_storage)."""
         threads = v.n_threads(self.n_jobs)
-        symmetric, asym = True, 0.0  # gram builds exactly symmetric kernels
-        if self.kernel == "precomputed":
-            finite, _, asym = _native.core.scan_square(K, True, threads)
-            if not finite:
-                raise ValueError("the kernel matrix contains NaN or infinity")
-            symmetric = asym == 0
-        solver = self._choose_solver(n, n_components, symmetric)
-        if solver == "lanczos" and not symmetric:
-            raise ValueError(
-                f"eigen_solver='lanczos' needs a symmetric kernel; the precomputed kernel has "
-                f"max |K - K.T| = {asym:.3g}"
-            )
+        if K is not None or callable(self.kernel):
+            if K is None:
+                v.check_memory(X.shape[0] ** 2 * X.dtype.itemsize, "the kernel matrix of a callable kernel")
+                K = np.ascontiguousarray(self._get_kernel(X))
+            plan = operators.StoragePlan("full", 0, K.nbytes, limit, "a precomputed or callable kernel is a "
+                                         "full matrix")
+            return operators.KernelOperator(_native.core.dense_operator(K), n_jobs=self.n_jobs, plan=plan, _keep=K)
+        n = X.shape[0]
+        widest = linalg.default_block_size(n_components, n, compute_bound=True)
+        plan = operators.plan_storage(
+            n, X.shape[1], X.dtype.itemsize, block_size=linalg.default_block_size(n_components, n),
+            memory_limit=limit, other_bytes=linalg.solver_bytes(n_components, widest, n),
+        )
+        return operators.build(X, self.kernel, self.gamma_, self.degree, self.coef0, plan, threads)
+
+    def _fit_operator(self, op, n_components, limit):
+        """Eigenpairs of H K H by block Lanczos on the implicitly centered operator: K is never rewritten,
+        and its row sums (the centering means) come with the first pass."""
+        n = op.shape[0]
+        threads = v.n_threads(self.n_jobs)
+        progress = None
+        if self.callback is not None or self.verbose >= 2:
+            progress = lambda figures: self._report("pass", **figures)  # noqa: E731
+        values, vectors, info = linalg.solve(
+            op.centered()._native_operator, n_components, tol=self.tol or None, maxiter=self.max_iter,
+            block_size=None, random_state=self.random_state, threads=threads, progress=progress,
+        )
+        if not info["converged"]:
+            warnings.warn(f"KernelPCA: the lanczos solver stopped after {info['n_passes']} passes before "
+                          "every component converged", ConvergenceWarning, stacklevel=3)
         start = time.perf_counter()
-        if solver == "lanczos":
-            # H K H is applied implicitly inside the solver: K is only read, never rewritten.
-            if packed_n is None:
-                trace_K = float(np.trace(K, dtype=np.float64))
-                col_mean, grand_mean = _native.core.kernel_means(K, threads)
-            else:
-                col_mean, grand_mean, trace_K = _native.core.packed_means(K, packed_n, threads)
-            if not (np.isfinite(grand_mean) and np.isfinite(col_mean).all()):  # the one read of K before solving
-                raise ValueError("the kernel matrix contains NaN or infinity (or its sums overflow)")
-            self._report("center", seconds=time.perf_counter() - start, implicit=True)
-            progress = None
-            if self.callback is not None or self.verbose >= 2:
-                progress = lambda passes, converged: self._report("pass", passes=passes, converged=converged)  # noqa: E731
-            start = time.perf_counter()
-            values, vectors, info = linalg.solve(
-                K, n_components, centered=True, tol=self.tol or None, maxiter=self.max_iter, block_size=None,
-                random_state=self.random_state, threads=threads, progress=progress, packed_n=packed_n,
-            )
-            if not info["converged"]:
-                warnings.warn(f"KernelPCA: the lanczos solver stopped after {info['n_passes']} passes before "
-                              "every component converged", ConvergenceWarning, stacklevel=3)
-            values = values.astype(K.dtype, copy=False)
-            vectors = vectors.astype(K.dtype, copy=False)
-        else:
-            trace_K = float(np.trace(K, dtype=np.float64))
-            if not owned:
-                K = np.array(K, order="C", copy=True)
-            ok, col_mean, grand_mean = _native.core.double_center_inplace(K, "kernel", 1.0, threads)
-            if not ok:
-                raise ValueError("the kernel matrix contains NaN or infinity")
-            self._report("center", seconds=time.perf_counter() - start, implicit=False)
-            start = time.perf_counter()
-            values, vectors = self._sklearn_solver(solver, K, n_components)
-            info = {"method": solver}
-        info["solver"] = solver
-        info["solve_seconds"] = time.perf_counter() - start
+        sums = op.row_sums()
+        if not np.isfinite(sums).all():
+            raise ValueError("the kernel matrix contains NaN or infinity (or its sums overflow)")
+        self.K_fit_rows_ = sums / n
+        self.K_fit_all_ = float(sums.sum()) / (float(n) * float(n))
+        # trace(H K H) = trace(K) - sum(K)/N = trace(K) - N·m.
+        self._total_variance = op.trace() - n * self.K_fit_all_
+        self._report("center", seconds=time.perf_counter() - start, implicit=True)
+        info.update(solver="lanczos", storage=op.storage, storage_reason=op.plan.reason if op.plan else "",
+                    kernel_bytes=op.nbytes, memory_limit=limit)
         self.solver_info_ = info
-        self._report("done", solver=solver, seconds=info["solve_seconds"],
-                     **({"passes": info["n_passes"]} if "n_passes" in info else {}))
+        self._report("done", solver="lanczos", storage=op.storage, seconds=info["solve_seconds"],
+                     passes=info["n_passes"], block_size=info["block_size"])
+        dtype = op.storage_dtype
+        self._values, self._vectors = values.astype(dtype, copy=False), vectors.astype(dtype, copy=False)
+
+    def _fit_centered_dense(self, K, owned, solver, n_components):
+        """scikit-learn's dense, arpack or randomized solver on K centered in place (a copy of a
+        precomputed kernel, so the user's array is never changed)."""
+        threads = v.n_threads(self.n_jobs)
+        start = time.perf_counter()
+        trace_K = float(np.trace(K, dtype=np.float64))
+        if not owned:
+            v.check_memory(K.nbytes, "a copy of the precomputed kernel to center")
+            K = np.array(K, order="C", copy=True)
+        ok, col_mean, grand_mean = _native.core.double_center_inplace(K, "kernel", 1.0, threads)
+        if not ok:
+            raise ValueError("the kernel matrix contains NaN or infinity")
+        self._report("center", seconds=time.perf_counter() - start, implicit=False)
+        start = time.perf_counter()
+        values, vectors = self._sklearn_solver(solver, K, n_components)
+        seconds = time.perf_counter() - start
+        self.solver_info_ = {"method": solver, "solver": solver, "storage": "full", "kernel_bytes": K.nbytes,
+                             "solve_seconds": seconds}
+        self._report("done", solver=solver, seconds=seconds)
         self.K_fit_rows_ = np.asarray(col_mean, dtype=np.float64)
         self.K_fit_all_ = float(grand_mean)
-        # trace(H K H) = trace(K) - sum(K)/N = trace(K) - N·m.
-        self._total_variance = trace_K - n * self.K_fit_all_
+        self._total_variance = trace_K - K.shape[0] * self.K_fit_all_
+        self._values, self._vectors = values, vectors
 
+    def _finish_eigenpairs(self, values, vectors):
+        """scikit-learn's post-processing: PSD check, sign convention, descending order, zero removal."""
+        del self._values, self._vectors
         values = check_psd_eigenvalues(values)
         vectors = linalg._sign_flip(np.array(vectors, copy=True))
         order = values.argsort()[::-1]
@@ -356,7 +391,15 @@ default="linear"
         """scikit-learn's dense / arpack / randomized solvers on the explicitly centered kernel."""
         n = Kc.shape[0]
         if solver == "dense":
-            return sla.eigh(Kc, subset_by_index=(n - n_components, n - 1))
+            values, vectors = sla.eigh(Kc, subset_by_index=(n - n_components, n - 1))
+            if values.shape[0] < n_components:
+                # LAPACK's subset-by-index driver can return fewer pairs than asked for (none at all on a
+                # matrix with a highly repeated eigenvalue); the full decomposition always returns n.
+                values, vectors = sla.eigh(Kc)
+                values, vectors = values[n - n_components:], vectors[:, n - n_components:]
+            if values.shape[0] < n_components:
+                raise RuntimeError(f"the dense eigensolver returned {values.shape[0]} of {n_components} pairs")
+            return values, vectors
         rng = v.check_random_state(self.random_state)
         if solver == "arpack":
             v0 = rng.uniform(-1, 1, n)
@@ -407,18 +450,43 @@ default="linear"
         """
         check_is_fitted(self)
         X = validate_data(self, X, accept_sparse="csr", reset=False, dtype=[np.float64, np.float32])
-        if self.kernel == "precomputed":
-            K = np.array(v.as_float_array(X, "X (the precomputed kernel)"), order="C")
-        else:
-            K = self._get_kernel(X, self.X_fit_)
-            if not (isinstance(K, np.ndarray) and K.flags.c_contiguous and K.flags.writeable):
-                K = np.array(K, order="C")
-        # Out-of-sample centering in place on the freshly built cross kernel: no copy of it.
-        _native.core.center_cross_inplace(K, self.K_fit_rows_, self.K_fit_all_, v.n_threads(self.n_jobs))
         non_zeros = np.flatnonzero(self.eigenvalues_)
         scaled = np.zeros_like(self.eigenvectors_)
         scaled[:, non_zeros] = self.eigenvectors_[:, non_zeros] / np.sqrt(self.eigenvalues_[non_zeros])
-        return K @ scaled
+        return self._centered_cross_kernel_times(X, scaled)
+
+    def _transform_chunk_rows(self, n_fit, itemsize):
+        """Rows of X_new per piece of the cross kernel: at most TRANSFORM_CHUNK_BYTES and a quarter of the
+        memory limit."""
+        limit = v.memory_limit(self.memory_limit)
+        chunk_bytes = min(TRANSFORM_CHUNK_BYTES, limit // 4)
+        return max(1, chunk_bytes // max(1, n_fit * itemsize))
+
+    def _centered_cross_kernel_times(self, X, M):
+        """center(K(X, X_fit_)) @ M, with the cross kernel built and centered in row chunks: a new row's
+        kernel, its centering (against the training means and its own row mean) and its product depend
+        on that row alone, so the chunks give what one piece would."""
+        n_fit = self.eigenvectors_.shape[0]
+        m = X.shape[0]
+        itemsize = 8 if self.kernel == "precomputed" else np.dtype(X.dtype).itemsize
+        rows = self._transform_chunk_rows(n_fit, itemsize)
+        out = None
+        threads = v.n_threads(self.n_jobs)
+        for start in range(0, m, rows):
+            part = X[start:start + rows]
+            if self.kernel == "precomputed":
+                K = np.array(v.as_float_array(part, "X (the precomputed kernel)"), order="C")
+            else:
+                K = self._get_kernel(part, self.X_fit_)
+                if not (isinstance(K, np.ndarray) and K.flags.c_contiguous and K.flags.writeable):
+                    K = np.array(K, order="C")
+            # Out-of-sample centering in place on the freshly built piece: no copy of it.
+            _native.core.center_cross_inplace(K, self.K_fit_rows_, self.K_fit_all_, threads)
+            product = K @ M
+            if out is None:
+                out = np.empty((m, M.shape[1]), dtype=product.dtype)
+            out[start:start + rows] = product
+        return out
 
     def inverse_transform(self, X):
         """Map scores back to the input space (pre-image by kernel ridge, Bakır et al. 2004).

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from . import _native
+from . import _native, _registry
 from . import _validation as v
 
 __all__ = ["gram", "pairwise_kernels"]
@@ -80,31 +80,10 @@ def gram(X, Y=None, *, kernel="linear", gamma=None, degree=3, coef0=1.0, n_jobs=
     return out
 
 
-def _gram_packed(X, *, kernel, gamma, degree, coef0, n_jobs):
-    """k(X, X) in the core's packed lower-tile form (see cpp/include/fastkpca/packed.hpp): a 1-D array of
-    about N²/2 entries, half the memory of :func:`gram`'s result, for solvers that only read the kernel.
-    Same validation as :func:`gram`; returns (packed, n)."""
-    kernel = v.check_kernel(kernel)
-    dtype = v.common_dtype(X, None)
-    X = v.check_samples(X, "X", dtype)
-    gamma, degree, coef0 = v.kernel_params(kernel, gamma, degree, coef0, X.shape[1])
-    n = X.shape[0]
-    out = v.empty((_native.core.packed_size(n),), dtype,
-                  f"the {n}×{n} {np.dtype(dtype).name} kernel matrix (packed lower triangle)")
-    _native.core.gram_packed_into(X, kernel, gamma, degree, coef0, out, v.n_threads(n_jobs))
-    return out, n
-
-
-# sklearn.metrics.pairwise.pairwise_kernels metric names served natively, and the keyword arguments each
-# of the corresponding scikit-learn kernel functions accepts.
+# sklearn.metrics.pairwise.pairwise_kernels metric names served natively (every name and alias of the
+# core's registry) -> (kernel, the keyword arguments scikit-learn's function for it accepts).
 _NATIVE_METRICS = {
-    "linear": ("linear", ("dense_output",)),
-    "poly": ("poly", ("gamma", "degree", "coef0")),
-    "polynomial": ("poly", ("gamma", "degree", "coef0")),
-    "rbf": ("rbf", ("gamma",)),
-    "laplacian": ("laplacian", ("gamma",)),
-    "sigmoid": ("sigmoid", ("gamma", "coef0")),
-    "cosine": ("cosine", ("dense_output",)),
+    name: (spec.name, spec.parameters or ("dense_output",)) for name, spec in _registry.NAMES.items()
 }
 
 
@@ -149,6 +128,6 @@ def pairwise_kernels(X, Y=None, metric="linear", *, filter_params=False, n_jobs=
     if unknown:
         raise TypeError(f"{metric} kernel got unexpected keyword argument(s): {', '.join(sorted(unknown))}")
     kwds.pop("dense_output", None)
-    params = {"gamma": None, "degree": 3, "coef0": 1.0}
+    params = dict(_registry.PARAMETER_DEFAULTS)
     params.update(kwds)
     return gram(X, Y, kernel=kernel, n_jobs=n_jobs, **params)

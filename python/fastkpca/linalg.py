@@ -1,7 +1,14 @@
-"""Top-k symmetric eigensolver: block Lanczos in the native core."""
+"""Top-k symmetric eigensolver: block Lanczos in the native core, on any operator.
+
+The solver's policies live here, once: the default tolerance and pass limit, the block width, the basis
+size and when a problem is small enough to solve densely. The C++ solver takes them as given and only
+checks that they are consistent.
+"""
 
 from __future__ import annotations
 
+import math
+import time
 import warnings
 
 import numpy as np
@@ -14,24 +21,54 @@ __all__ = ["eigsh"]
 
 #: Default relative residual tolerance: ‖Av − λv‖ ≤ tol·|λ₁| for every returned pair.
 DEFAULT_TOL = 1e-10
-_BASIS_BUDGET_BYTES = 256 * 2**20
+#: Default limit on the number of passes (products of the operator with a block).
+DEFAULT_MAX_PASSES = 1000
+#: Memory the Krylov basis may take before the solver restarts sooner (at least k + 4 blocks are kept).
+BASIS_BUDGET_BYTES = 256 * 2**20
 #: Largest block for which a pass over the packed (one-triangle) kernel is as fast as over the full matrix
 #: (measured at N = 20000 on 2 cores: equal up to 24 vectors, 1.5 times slower from 32 on).
 PACKED_MAX_BLOCK = 24
 
 
-def default_block_size(k: int, n: int) -> int:
-    """Vectors per block: 8 for k <= 12, else min(k + 6, max(16, k/2 + 8)) rounded up to a multiple of 8.
+def default_block_size(k: int, n: int, compute_bound: bool = False) -> int:
+    """Vectors per block.
 
-    A pass costs max(reading A, 2·N²·b flops). At b = 8 a pass over the packed (one-triangle) kernel is
-    bound by memory and about half the cost of a b = 16 pass, which is bound by arithmetic (measured at
-    N = 20000 on 2 cores: 0.043 s against 0.085–0.10 s), while b = 16 saves only 15–25% of the passes for
-    k <= 12 (rbf, poly and laplacian kernels, N = 5000 and 20000: k = 10 took 13–19 passes with b = 8,
-    10–14 with b = 16). Beyond that each pass gets dearer in proportion to b while saving fewer passes, so
-    larger k gets a block a little larger than k, or about k/2 (with more passes).
+    Memory-bound operators (a stored kernel): 8 for k <= 12, else min(k + 6, max(16, k/2 + 8)), rounded up
+    to a multiple of 8. A pass costs max(reading A, 2·N²·b flops). At b = 8 a pass over the packed
+    (one-triangle) kernel is bound by memory and about half the cost of a b = 16 pass, which is bound by
+    arithmetic (measured at N = 20000 on 2 cores: 0.043 s against 0.085–0.10 s), while b = 16 saves only
+    15–25% of the passes for k <= 12 (rbf, poly and laplacian kernels, N = 5000 and 20000).
+
+    Compute-bound operators (``compute_bound``: tiles recomputed on every pass): a pass pays a kernel
+    evaluation per entry whatever b is, and the block product adds only 4·b flops per entry, so a wider
+    block that saves passes pays: k + 6 rounded up to a multiple of 8 (16 for k = 10).
     """
-    b = 8 if k <= 12 else min(k + 6, max(16, k // 2 + 8))
+    if compute_bound:
+        b = k + 6
+    else:
+        b = 8 if k <= 12 else min(k + 6, max(16, k // 2 + 8))
     return min(n, -(-b // 8) * 8)
+
+
+def solves_densely(k: int, b: int, n: int) -> bool:
+    """Whether the problem is solved densely: the Krylov basis (k + 3 blocks) would not fit in n."""
+    return k + 3 * b > n
+
+
+def basis_size(k: int, b: int, n: int) -> int:
+    """Basis columns kept before a restart: about 20 blocks, at least k + 4 blocks, within
+    BASIS_BUDGET_BYTES, at most n - b."""
+    size = max(k + 4 * b, min(20 * b, BASIS_BUDGET_BYTES // (8 * n)))
+    return max(k + 2 * b, min(size, n - b))
+
+
+def solver_bytes(k: int, b: int, n: int) -> int:
+    """Memory the eigensolver needs besides the operator: the basis, the block products, T and its
+    eigendecomposition (or, dense, three n×n float64 arrays)."""
+    if solves_densely(k, b, n):
+        return 8 * n * n * 3
+    m = basis_size(k, b, n)
+    return 8 * n * (m + 6 * b + k) + 8 * m * m * 3
 
 
 def _sign_flip(vectors: np.ndarray) -> np.ndarray:
@@ -45,36 +82,67 @@ def _sign_flip(vectors: np.ndarray) -> np.ndarray:
     return vectors
 
 
-def solve(A: np.ndarray, k: int, *, centered: bool, tol, maxiter, block_size, random_state,
-          threads: int, progress=None, packed_n=None):
-    """Top-k pairs of A (or of H A H when ``centered``): A is a validated, C-contiguous symmetric matrix,
-    or (``packed_n`` given) the 1-D packed lower-tile form of a packed_n × packed_n one.
+class PassClock:
+    """Times the passes of a solve and estimates the time left from the residual's decay.
+
+    Block Krylov residuals fall roughly geometrically with the passes; from the residual at the last two
+    Rayleigh-Ritz steps, the passes still needed to reach ``tol`` are log(r/tol) / (rate per pass).
+    """
+
+    def __init__(self, tol: float):
+        self.tol = tol
+        self.start = time.perf_counter()
+        self.points: list[tuple[int, float]] = []
+
+    def __call__(self, passes: int, converged: int, residual: float) -> dict:
+        elapsed = time.perf_counter() - self.start
+        per_pass = elapsed / max(passes, 1)
+        if math.isfinite(residual) and residual > 0 and (not self.points or self.points[-1][1] != residual):
+            self.points.append((passes, residual))
+        eta = None
+        if len(self.points) >= 2:
+            (p0, r0), (p1, r1) = self.points[-2], self.points[-1]
+            rate = math.log(r0 / r1) / max(p1 - p0, 1)
+            if rate > 0:
+                remaining = max(0.0, math.log(max(r1, self.tol) / self.tol) / rate - (passes - p1))
+                eta = remaining * per_pass
+        return {"passes": passes, "converged": max(converged, 0), "residual": residual,
+                "seconds": elapsed, "seconds_per_pass": per_pass, "eta_seconds": eta}
+
+
+def solve(op, k: int, *, tol, maxiter, block_size, random_state, threads: int, progress=None):
+    """Top-k pairs of the native operator ``op`` (a ``_core.Operator``; centered or shifted views
+    included). ``progress(figures)`` gets the PassClock's figures after every pass.
 
     Returns (values descending, vectors, info dict). No sign convention is applied.
     """
-    n = A.shape[0] if packed_n is None else packed_n
-    b = default_block_size(k, n) if block_size is None else block_size
+    n = op.n
+    compute_bound = op.pass_cost(8)["kernel_entries"] > 0
+    b = default_block_size(k, n, compute_bound) if block_size is None else block_size
     tol = DEFAULT_TOL if tol is None else tol
-    maxiter = 1000 if maxiter is None else maxiter
+    maxiter = DEFAULT_MAX_PASSES if maxiter is None else maxiter
     rng = v.check_random_state(random_state)
-    dense = k + 3 * b > n
+    dense = solves_densely(k, b, n)
+    v.check_memory(solver_bytes(k, b, n),
+                   f"the dense eigensolver on a {n}×{n} matrix" if dense
+                   else f"the eigensolver's basis ({n}×{basis_size(k, b, n) + b} float64)")
     if dense:
-        v.check_memory(8 * n * n * 3, f"the dense eigensolver on a {n}×{n} matrix")
-        max_basis = 0
-        v0 = np.zeros((n, 1), order="F")
+        max_basis, v0 = 0, np.zeros((n, 1), order="F")
     else:
-        # Basis columns kept before a restart: enough for ~20 blocks, within a memory budget.
-        max_basis = max(k + 4 * b, min(20 * b, _BASIS_BUDGET_BYTES // (8 * n)))
-        max_basis = min(max_basis, n - b)
-        v.check_memory(8 * n * (max_basis + 3 * b) + 8 * max_basis**2 * 3,
-                       f"the eigensolver's basis ({n}×{max_basis + b} float64)")
+        max_basis = basis_size(k, b, n)
         v0 = np.asfortranarray(rng.standard_normal((n, b)))
     seed = int(rng.randint(0, 2**62))
-    args = (v0, k, float(tol), max_basis, maxiter, seed, centered, dense, progress, threads)
-    if packed_n is None:
-        r = _native.core.eigsh(A, *args)
-    else:
-        r = _native.core.eigsh_packed(A, packed_n, *args)
+    clock = PassClock(tol)
+    callback = None
+    if progress is not None:
+        def callback(passes, converged, residual):
+            progress(clock(passes, converged, residual))
+    start = time.perf_counter()
+    r = _native.core.eigsh(op, v0, k, float(tol), max_basis, maxiter, seed, dense, callback, threads)
+    seconds = time.perf_counter() - start
+    values = r["values"]
+    if values.shape[0] < k:  # never a silently short result
+        raise RuntimeError(f"the eigensolver returned {values.shape[0]} of the {k} eigenpairs asked for")
     info = {
         "n_passes": int(r["passes"]),
         "n_vectors": int(r["n_vectors"]),
@@ -83,18 +151,59 @@ def solve(A: np.ndarray, k: int, *, centered: bool, tol, maxiter, block_size, ra
         "n_restarts": int(r["restarts"]),
         "block_size": int(b),
         "method": "dense" if dense else "block_lanczos",
+        "solve_seconds": seconds,
+        "seconds_per_pass": seconds / max(int(r["passes"]), 1),
     }
-    return r["values"], r["vectors"], info
+    return values, r["vectors"], info
+
+
+def as_native_operator(A, threads: int):
+    """(native operator, dtype of the result) for an array-like or an operator.
+
+    Arrays are validated (square, finite, symmetric) and read in place when C- or F-contiguous. A fastkpca
+    operator is used as it is; any other object with ``shape`` and ``matmat`` (a SciPy LinearOperator,
+    say) is wrapped, and its products run in Python.
+    """
+    native = getattr(A, "_native_operator", None)
+    if native is not None:
+        return native, np.dtype(np.float64)
+    if hasattr(A, "matmat") and hasattr(A, "shape") and not v.is_sparse(A):
+        shape = tuple(A.shape)
+        if len(shape) != 2 or shape[0] != shape[1] or shape[0] < 1:
+            raise ValueError(f"A must be a square operator, got shape {shape}")
+
+        def matmat(V):
+            return np.asarray(A.matmat(V), dtype=np.float64)
+
+        return _native.core.python_operator(matmat, int(shape[0])), np.dtype(np.float64)
+    arr = v.as_float_array(A, "A")
+    v.check_square(arr, "A")
+    if not arr.flags.c_contiguous:
+        # A symmetric matrix in Fortran order is its own transpose in C order; otherwise copy once.
+        arr = arr.T if arr.flags.f_contiguous else np.ascontiguousarray(arr)
+    finite, max_abs, asym = _native.core.scan_square(arr, True, threads)
+    if not finite:
+        raise ValueError("A contains NaN or infinity")
+    rtol = 1e-4 if arr.dtype == np.float32 else 1e-8
+    if asym > rtol * max_abs:
+        raise ValueError(
+            f"A is not symmetric: max |A - A.T| = {asym:.3g} ({asym / max_abs:.3g} relative to max |A|); "
+            f"eigsh needs a symmetric matrix (tolerance {rtol:g} relative)"
+        )
+    return _native.core.dense_operator(arr), arr.dtype
 
 
 def eigsh(A, k, *, tol=None, maxiter=None, block_size=None, random_state=None, return_info=False, n_jobs=None):
-    """The k algebraically largest eigenpairs of a symmetric matrix, by block Lanczos.
+    """The k algebraically largest eigenpairs of a symmetric matrix or operator, by block Lanczos.
 
     Parameters
     ----------
-    A : ndarray of shape (N, N)
-        Symmetric matrix, float32 or float64 (integers are converted to float64). Read, never modified.
-        float32 matrices are multiplied in float32 but accumulate and orthogonalise in float64.
+    A : ndarray of shape (N, N), or an operator
+        A symmetric matrix, float32 or float64 (integers are converted to float64), read and never
+        modified; float32 matrices are multiplied in float32 but accumulate and orthogonalise in float64.
+        Or an operator: one from :func:`fastkpca.kernel_operator` (run natively, whatever its storage), or
+        any object with ``shape`` and ``matmat`` such as a ``scipy.sparse.linalg.LinearOperator`` (its
+        products run in Python, the rest of the solver natively). Operators are assumed symmetric.
     k : int
         Number of eigenpairs, 1 <= k <= N.
     tol : float, default=None
@@ -104,15 +213,16 @@ def eigsh(A, k, *, tol=None, maxiter=None, block_size=None, random_state=None, r
         Maximum number of passes (products of A with a block); ``None`` means 1000. When reached, the best
         pairs found are returned with a :class:`fastkpca.ConvergenceWarning`.
     block_size : int, default=None
-        Vectors per block; ``None`` means 8 for k <= 12, else min(k + 6, max(16, k/2 + 8)) rounded up to a
-        multiple of 8.
+        Vectors per block; ``None`` chooses from k and the operator's cost per pass (see
+        ``linalg.default_block_size``).
     random_state : int, RandomState or None, default=None
         Seed of the random starting block; a given seed gives the same result on the same machine,
         whatever the thread count.
     return_info : bool, default=False
         Also return a dict with ``n_passes`` (products of A with a block: each reads A once),
         ``n_vectors`` (products with single vectors), ``converged``, ``residual_norms`` (‖Av − λv‖ per
-        pair, from the Lanczos relation), ``n_restarts``, ``block_size`` and ``method``.
+        pair, from the Lanczos relation), ``n_restarts``, ``block_size``, ``method``, ``solve_seconds``
+        and ``seconds_per_pass``.
     n_jobs : int, default=None
         Threads, as in :func:`fastkpca.gram`.
 
@@ -128,8 +238,10 @@ def eigsh(A, k, *, tol=None, maxiter=None, block_size=None, random_state=None, r
     Raises
     ------
     ValueError
-        k not an integer in [1, N]; A not square, not symmetric (the message gives max |A − Aᵀ|), or with
-        NaN/inf; negative tol.
+        k not in [1, N]; A not square, not symmetric (the message gives max |A − Aᵀ|), or with NaN/inf;
+        negative tol.
+    TypeError
+        k, maxiter or block_size not an integer; A of a non-numeric type.
 
     Notes
     -----
@@ -146,9 +258,9 @@ def eigsh(A, k, *, tol=None, maxiter=None, block_size=None, random_state=None, r
     >>> vals
     array([3., 2.])
     """
-    arr = v.as_float_array(A, "A")
-    v.check_square(arr, "A")
-    n = arr.shape[0]
+    threads = v.n_threads(n_jobs)
+    op, dtype = as_native_operator(A, threads)
+    n = op.n
     k = v.check_int(k, "k", minimum=1, maximum=n)
     if tol is not None:
         tol = v.check_real(tol, "tol", minimum=0.0)
@@ -156,20 +268,7 @@ def eigsh(A, k, *, tol=None, maxiter=None, block_size=None, random_state=None, r
         maxiter = v.check_int(maxiter, "maxiter", minimum=1)
     if block_size is not None:
         block_size = v.check_int(block_size, "block_size", minimum=1, maximum=n)
-    threads = v.n_threads(n_jobs)
-    if not arr.flags.c_contiguous:
-        # A symmetric matrix in Fortran order is its own transpose in C order; otherwise copy once.
-        arr = arr.T if arr.flags.f_contiguous else np.ascontiguousarray(arr)
-    finite, max_abs, asym = _native.core.scan_square(arr, True, threads)
-    if not finite:
-        raise ValueError("A contains NaN or infinity")
-    rtol = 1e-4 if arr.dtype == np.float32 else 1e-8
-    if asym > rtol * max_abs:
-        raise ValueError(
-            f"A is not symmetric: max |A - A.T| = {asym:.3g} ({asym / max_abs:.3g} relative to max |A|); "
-            f"eigsh needs a symmetric matrix (tolerance {rtol:g} relative)"
-        )
-    values, vectors, info = solve(arr, k, centered=False, tol=tol, maxiter=maxiter, block_size=block_size,
+    values, vectors, info = solve(op, k, tol=tol, maxiter=maxiter, block_size=block_size,
                                   random_state=random_state, threads=threads)
     if not info["converged"]:
         warnings.warn(
@@ -180,8 +279,8 @@ def eigsh(A, k, *, tol=None, maxiter=None, block_size=None, random_state=None, r
             stacklevel=2,
         )
     vectors = _sign_flip(np.ascontiguousarray(vectors))
-    values = values.astype(arr.dtype, copy=False)
-    vectors = vectors.astype(arr.dtype, copy=False)
+    values = values.astype(dtype, copy=False)
+    vectors = vectors.astype(dtype, copy=False)
     if return_info:
         return values, vectors, info
     return values, vectors

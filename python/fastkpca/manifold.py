@@ -23,7 +23,8 @@ NEGATIVE_EIGENVALUE_RATIO = 1e-6
 def _top_and_bottom(B, n_components, random_state, n_jobs, euclidean):
     """(top eigenvalues, their vectors, smallest eigenvalue) of the symmetric B (C-contiguous)."""
     threads = v.n_threads(n_jobs)
-    values, vectors, _ = linalg.solve(B, n_components, centered=False, tol=None, maxiter=None, block_size=None,
+    op = _native.core.dense_operator(B)  # reads B in place, also after the negation below
+    values, vectors, _ = linalg.solve(op, n_components, tol=None, maxiter=None, block_size=None,
                                       random_state=random_state, threads=threads)
     vectors = linalg._sign_flip(np.ascontiguousarray(vectors))
     if euclidean:  # B = Xc Xcᵀ is PSD by construction
@@ -31,7 +32,7 @@ def _top_and_bottom(B, n_components, random_state, n_jobs, euclidean):
     # The most negative eigenvalue: the largest of -B, to a loose tolerance (it only decides a warning).
     np.negative(B, out=B)
     try:
-        low, _, _ = linalg.solve(B, 1, centered=False, tol=1e-4, maxiter=200, block_size=8,
+        low, _, _ = linalg.solve(op, 1, tol=1e-4, maxiter=200, block_size=8,
                                  random_state=random_state, threads=threads)
     finally:
         np.negative(B, out=B)

@@ -20,6 +20,7 @@
 #include <cstdint>
 #include <functional>
 #include <limits>
+#include <stdexcept>
 #include <vector>
 
 #include <Eigen/Dense>
@@ -29,14 +30,17 @@
 
 namespace fastkpca {
 
+// The policies (default tolerance, basis size, pass limit, when to solve densely) are set in one place,
+// the Python layer (fastkpca/linalg.py); the solver checks only that they are consistent.
 struct LanczosOptions {
   Index k = 1;           // wanted pairs
-  Index max_basis = 0;   // basis columns before a restart (0: chosen from k and b)
-  Index max_passes = 1000;
-  double tol = 1e-10;
+  Index max_basis = 0;   // basis columns before a restart: k + 2b <= max_basis <= n - b
+  Index max_passes = 0;  // >= 1
+  double tol = 0;        // >= 0
   std::uint64_t seed = 0;
-  // Called after each pass with (passes, converged pairs); may be empty.
-  std::function<void(Index, Index)> progress;
+  // Called after each pass with (passes, converged pairs, largest residual of the wanted pairs relative
+  // to |θ_1|), the last two as of the latest Rayleigh-Ritz step (-1 and NaN before the first); may be empty.
+  std::function<void(Index, Index, double)> progress;
 };
 
 struct LanczosResult {
@@ -183,6 +187,7 @@ LanczosResult dense_eigsh(const Op& op, Index k, Interrupt& interrupt) {
   }
   a = (a + a.transpose()).eval() * 0.5;
   Eigen::SelfAdjointEigenSolver<Eigen::MatrixXd> eig(a);
+  if (eig.info() != Eigen::Success) throw std::runtime_error("dense eigensolver did not converge");
   out.values = eig.eigenvalues().reverse().head(k);
   out.vectors = eig.eigenvectors().rowwise().reverse().leftCols(k);
   out.residuals = (a * out.vectors - out.vectors * out.values.asDiagonal()).colwise().norm().transpose();
@@ -194,10 +199,10 @@ LanczosResult dense_eigsh(const Op& op, Index k, Interrupt& interrupt) {
 template <class Op>
 LanczosResult block_lanczos(const Op& op, const ColMatrix<double>& v0, const LanczosOptions& opt,
                             Interrupt& interrupt) {
-  const Index n = op.rows(), b = v0.cols(), k = opt.k;
-  Index max_basis = opt.max_basis > 0 ? opt.max_basis : std::max(k + 4 * b, 20 * b);
-  max_basis = std::min(max_basis, n - b);
-  max_basis = std::max(max_basis, k + 2 * b);  // the caller guarantees k + 3b <= n
+  const Index n = op.rows(), b = v0.cols(), k = opt.k, max_basis = opt.max_basis;
+  if (v0.rows() != n || b < 1 || k < 1 || max_basis < k + 2 * b || max_basis > n - b || opt.max_passes < 1 ||
+      !(opt.tol >= 0))
+    throw std::invalid_argument("block_lanczos: inconsistent options (need k + 2b <= max_basis <= n - b)");
   const double eps = std::numeric_limits<double>::epsilon();
 
   detail::SplitMix rng(opt.seed ^ 0x5eedf00dULL);
@@ -220,8 +225,12 @@ LanczosResult block_lanczos(const Op& op, const ColMatrix<double>& v0, const Lan
   // before a restart or at the pass limit. A cost model rather than a clock keeps results deterministic.
   const double pass_flops = 2.0 * static_cast<double>(n) * static_cast<double>(n) * static_cast<double>(b);
   double flops_since_rr = 0;
+  Index last_converged = -1;
+  double last_residual = std::numeric_limits<double>::quiet_NaN();
   while (true) {
     op.apply(q.middleCols(cur, b), aw, interrupt);
+    // NaN or infinity in the operator (a kernel that overflows, say) would otherwise run to the pass limit.
+    if (!aw.allFinite()) throw std::domain_error("the operator's products contain NaN or infinity");
     out.passes += 1;
     out.n_vectors += b;
     flops_since_rr += pass_flops + 4.0 * static_cast<double>(n) * static_cast<double>(s) * static_cast<double>(b);
@@ -252,12 +261,15 @@ LanczosResult block_lanczos(const Op& op, const ColMatrix<double>& v0, const Lan
       Index n_conv = 0;
       if (s >= k)
         while (n_conv < k && res[n_conv] <= threshold) ++n_conv;
-      if (opt.progress) opt.progress(out.passes, n_conv);
+      last_converged = n_conv;
+      last_residual = res.head(std::min(k, s)).maxCoeff() / std::max(top, 1e-300);
       if (n_conv == k || at_limit) {
         out.converged = n_conv == k;
+        if (opt.progress) opt.progress(out.passes, last_converged, last_residual);
         break;
       }
     }
+    if (opt.progress) opt.progress(out.passes, last_converged, last_residual);
 
     if (s + b <= max_basis) {
       // Append the new block; its coupling to the block just multiplied is R.

@@ -15,8 +15,6 @@
 #include <cmath>
 #include <vector>
 
-#include "fastkpca/operators.hpp"
-#include "fastkpca/packed.hpp"
 #include "fastkpca/parallel.hpp"
 #include "fastkpca/types.hpp"
 
@@ -89,25 +87,6 @@ void center_means(const S* k, Index n, CenterInput what, Eigen::VectorXd& row_me
   double total = 0;
   for (Index i = 0; i < n; ++i) total += row_sum[i];
   grand_mean = total / (static_cast<double>(n) * static_cast<double>(n));
-}
-
-// Column means (= row means), grand mean and trace of a symmetric matrix in packed lower-tile form: the
-// means are A·1/n, one pass of the packed operator (deterministic whatever the thread count).
-template <class S>
-void packed_means(const S* packed, Index n, Eigen::VectorXd& col_mean, double& grand_mean, double& trace,
-                  Interrupt& interrupt) {
-  PackedSymmetricOperator<S> op(packed, n);
-  ColMatrix<double> ones = ColMatrix<double>::Ones(n, 1), sums;
-  op.apply(ones, sums, interrupt);
-  col_mean = sums.col(0) / static_cast<double>(n);
-  double total = 0;
-  for (Index i = 0; i < n; ++i) total += sums(i, 0);
-  grand_mean = total / (static_cast<double>(n) * static_cast<double>(n));
-  trace = 0;
-  for (Index i = 0; i < n; ++i) {
-    const Index I = i / kPackedTile, r = i % kPackedTile;
-    trace += static_cast<double>(packed[packed_tile_offset(I, I) + packed_in_tile(r, r)]);
-  }
 }
 
 // K <- alpha · (f(K) - r 1ᵀ - 1 cᵀ + m), in place; c and m are returned for out-of-sample centering.

@@ -3,15 +3,15 @@
 // Tiles are square blocks of T×T outputs; each is produced by one thread from the prepared operands, so
 // a tile's values do not depend on the thread count (1 and n threads agree bit for bit). When Y is X only
 // the lower triangle of tiles is computed and each tile is mirrored into the upper triangle, so K == K.T
-// exactly; diagonal tiles are symmetrised and, for distance kernels, get an exact unit diagonal.
-// gram_packed builds the same tiles (bit for bit) into the packed lower-tile form of packed.hpp instead.
+// exactly; diagonal tiles are symmetrised and, for unit-diagonal kernels, get an exact unit diagonal.
+// kernel_tiles.hpp computes the same tiles (bit for bit) for the packed, cached and matrix-free operators.
 #pragma once
 
 #include <algorithm>
 #include <cmath>
 #include <vector>
 
-#include "fastkpca/kernels.hpp"
+#include "fastkpca/kernel_registry.hpp"
 #include "fastkpca/packed.hpp"
 #include "fastkpca/parallel.hpp"
 
@@ -32,20 +32,23 @@ void transpose_block(const S* src, Index lds, S* dst, Index ldd, Index n_rows, I
         for (Index c = c0; c < std::min(c0 + B, n_cols); ++c) dst[c * ldd + r] = src[r * lds + c];
 }
 
-// Zero the padding of an edge tile (rows >= ni, columns >= nj of a row-major T×T block).
-template <class S>
-void zero_tile_padding(S* tile, Index ni, Index nj) {
-  const Index T = kGramTile;
-  if (nj < T)
-    for (Index r = 0; r < ni; ++r) std::fill(tile + r * T + nj, tile + (r + 1) * T, S(0));
-  if (ni < T) std::fill(tile + ni * T, tile + T * T, S(0));
+// One tile k(X[i0 .. i0+ni], Y[j0 .. j0+nj]) into the row-major block at `out` (leading dimension ld).
+// A tile on the diagonal of a symmetric kernel (`diagonal`) is made exactly symmetric from its lower
+// triangle and, for a unit-diagonal kernel, gets exact ones on its diagonal.
+template <class S, class Kernel>
+void kernel_tile(const Kernel& kernel, const Operands<S>& op, Index i0, Index ni, Index j0, Index nj,
+                 bool diagonal, bool unit_diagonal, S* out, Index ld, S* scratch) {
+  kernel.tile(op, i0, ni, j0, nj, out, ld, scratch);
+  if (!diagonal) return;
+  for (Index r = 0; r < ni; ++r) {
+    for (Index c = 0; c < r; ++c) out[c * ld + r] = out[r * ld + c];
+    if (unit_diagonal) out[r * ld + r] = S(1);
+  }
 }
 
-// Fills the tiles of `out`: a row-major matrix with leading dimension ld, or (packed) the packed
-// lower-tile form of packed.hpp, which implies symmetric; packed tiles are made row-major in a per-thread
-// T×T buffer (the same values as in the full matrix) and then written in panel order.
+// Fills the row-major `out` (leading dimension ld) with k(X, Y), or with k(X, X) when `symmetric`.
 template <class S, class Kernel>
-void gram_tiles(Kernel& kernel, Operands<S>& op, bool symmetric, bool unit_diagonal, bool packed, S* out,
+void gram_tiles(const Kernel& kernel, const Operands<S>& op, bool symmetric, bool unit_diagonal, S* out,
                 Index ld, Interrupt& interrupt) {
   const Index n = op.x.rows(), m = op.rhs().rows();
   const Index T = kGramTile;
@@ -60,49 +63,17 @@ void gram_tiles(Kernel& kernel, Operands<S>& op, bool symmetric, bool unit_diago
 #pragma omp parallel
   {
   alignas(64) S scratch[kTileScratch];  // per thread
-  std::vector<S> staging(packed ? static_cast<size_t>(T * T) : 0);
 #pragma omp for schedule(dynamic, 1)
   for (Index t = 0; t < count; ++t) {
     if (interrupt.poll()) continue;
     const Index I = tiles[t].first, J = tiles[t].second;
     const Index i0 = I * T, j0 = J * T, ni = std::min(T, n - i0), nj = std::min(T, m - j0);
-    const Index ldt = packed ? T : ld;
-    S* tile = packed ? staging.data() : out + i0 * ld + j0;
-    kernel.tile(op, i0, ni, j0, nj, tile, ldt, scratch);
-    if (packed) zero_tile_padding(tile, ni, nj);
-    if (symmetric && I != J && !packed) transpose_block(tile, ld, out + j0 * ld + i0, ld, ni, nj);
-    if (symmetric && I == J) {
-      for (Index r = 0; r < ni; ++r) {
-        for (Index c = 0; c < r; ++c) tile[c * ldt + r] = tile[r * ldt + c];
-        if (unit_diagonal) tile[r * ldt + r] = S(1);
-      }
-    }
-    if (packed) pack_tile(tile, T, out + packed_tile_offset(I, J));
+    S* tile = out + i0 * ld + j0;
+    kernel_tile(kernel, op, i0, ni, j0, nj, symmetric && I == J, unit_diagonal, tile, ld, scratch);
+    if (symmetric && I != J) transpose_block(tile, ld, out + j0 * ld + i0, ld, ni, nj);
   }
   }
   interrupt.throw_if_stopped();
-}
-
-}  // namespace detail
-
-namespace detail {
-
-template <class S>
-void gram_dispatch(const ConstRowMatrixMap<S>& x, const ConstRowMatrixMap<S>* y, const KernelParams& params,
-                   bool packed, S* out, Index ld, Interrupt& interrupt) {
-  Operands<S> op;
-  op.has_y = y != nullptr;
-  op.x = x;
-  if (op.has_y) op.y = *y;
-  auto run = [&](auto kernel, bool unit_diagonal) {
-    kernel.prepare(op);
-    gram_tiles<S>(kernel, op, !op.has_y, unit_diagonal, packed, out, ld, interrupt);
-  };
-  switch (params.kind) {
-    case KernelKind::rbf: run(RbfKernel<S>{params}, true); break;
-    case KernelKind::laplacian: run(LaplacianKernel<S>{params}, true); break;
-    default: run(DotKernel<S>{params}, false); break;
-  }
 }
 
 }  // namespace detail
@@ -111,13 +82,15 @@ void gram_dispatch(const ConstRowMatrixMap<S>& x, const ConstRowMatrixMap<S>* y,
 template <class S>
 void gram(const ConstRowMatrixMap<S>& x, const ConstRowMatrixMap<S>* y, const KernelParams& params,
           RowMatrixMap<S>& out, Interrupt& interrupt) {
-  detail::gram_dispatch<S>(x, y, params, false, out.data(), out.cols(), interrupt);
-}
-
-// k(X, X) in the packed lower-tile form; `packed` holds packed_size(n_X) elements (preallocated).
-template <class S>
-void gram_packed(const ConstRowMatrixMap<S>& x, const KernelParams& params, S* packed, Interrupt& interrupt) {
-  detail::gram_dispatch<S>(x, nullptr, params, true, packed, kPackedTile, interrupt);
+  Operands<S> op;
+  op.has_y = y != nullptr;
+  op.x = x;
+  if (op.has_y) op.y = *y;
+  with_kernel<S>(params, [&](auto kernel, bool unit_diagonal) {
+    kernel.prepare(op);
+    detail::gram_tiles<S>(kernel, op, !op.has_y, unit_diagonal, out.data(), out.cols(), interrupt);
+    return 0;
+  });
 }
 
 }  // namespace fastkpca

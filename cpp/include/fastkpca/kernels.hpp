@@ -6,7 +6,8 @@
 //                     transposed as the kernel needs), O((n_X + n_Y)·d) memory;
 //   tile(...)      -> fills out[i, j] = k(x_i, y_j) for one rectangular tile (with a 64-byte aligned
 //                     scratch of detail::kTileScratch elements, two tile rows).
-// gram.hpp drives them over the tiles of the output; adding a kernel means adding one functor here.
+// gram.hpp and kernel_tiles.hpp drive them over tiles; adding a kernel means adding one functor here and
+// one line to kernel_list.hpp.
 #pragma once
 
 #include <algorithm>
@@ -15,18 +16,12 @@
 #include <stdexcept>
 #include <string>
 
+#include <type_traits>
+
+#include "fastkpca/kernel_list.hpp"
 #include "fastkpca/types.hpp"
 
 namespace fastkpca {
-
-enum class KernelKind { linear, poly, rbf, laplacian, sigmoid, cosine };
-
-struct KernelParams {
-  KernelKind kind = KernelKind::linear;
-  double gamma = 1.0;
-  double degree = 3.0;
-  double coef0 = 1.0;
-};
 
 // Rows of the left (X) and right (Y) operands as a tile kernel reads them.
 // When Y is X (symmetric), y and y_sq stay empty and the right-hand accessors return X's.
@@ -78,18 +73,21 @@ void int_power_row(S* row, Index n, S* scratch, S g, S c0, int degree) {
   Eigen::Map<Eigen::Array<S, Eigen::Dynamic, 1>>(row, n) = power;
 }
 
-// Shift the rows of X (and Y) by the column means of X, computed in double. Squared Euclidean
-// distances do not notice the shift, but the expansion |x|^2 + |y|^2 - 2 x.y loses far less to
-// cancellation when the data sit far from the origin (features near 100 ± 1 leave float32 with
-// nothing but rounding otherwise).
+// Shift the rows of X and Y by the column means of the right operand (Y, or X when Y is X), computed in
+// double. Squared Euclidean distances do not notice the shift, but the expansion |x|^2 + |y|^2 - 2 x.y
+// loses far less to cancellation when the data sit far from the origin (features near 100 ± 1 leave
+// float32 with nothing but rounding otherwise). Shifting by the right operand's means makes a cross
+// kernel's rows independent of which other rows of X are in the same call (a transform computed in
+// chunks equals the one-shot one).
 template <class S>
 void center_rows(Operands<S>& op) {
   RowMatrix<S>& x = op.x;
   RowMatrix<S>& y = op.y;
+  const RowMatrix<S>& ref = op.has_y ? y : x;
   const Index d = x.cols();
   Eigen::VectorXd mean = Eigen::VectorXd::Zero(d);
-  for (Index i = 0; i < x.rows(); ++i) mean += x.row(i).transpose().template cast<double>();
-  mean /= static_cast<double>(x.rows());
+  for (Index i = 0; i < ref.rows(); ++i) mean += ref.row(i).transpose().template cast<double>();
+  mean /= static_cast<double>(ref.rows());
   const Eigen::Matrix<double, 1, Eigen::Dynamic> m = mean.transpose();
   for (Index i = 0; i < x.rows(); ++i) x.row(i) = (x.row(i).template cast<double>() - m).template cast<S>();
   if (op.has_y)
@@ -157,17 +155,39 @@ struct RbfKernel {
     if (op.has_y) op.y_sq = op.y.rowwise().squaredNorm();
   }
 
+  // Squared distances whose expansion cancelled heavily: in float32 the expansion's rounding, a few
+  // ε·(|x|² + |y|²), can be most of a small distance (γ = 1, |x - m|² ≈ 250 gave k(x, x) = 0.99997).
+  // Entries with d² < (|x|² + |y|²)/8 are recomputed as Σ (x_k - y_k)² accumulated in double; the others
+  // keep a relative error below about 8·(2 + √d)·ε, so |Δk| ≤ γ d² e^(-γ d²)·that ≤ 1e-5 at d ≤ 256.
+  // In float64 the same bound is about 1e-13 and nothing is recomputed.
+  static constexpr double kCancellationRatio = 0.125;
+
   void tile(const Operands<S>& op, Index i0, Index ni, Index j0, Index nj, S* out, Index ld, S* scratch) const {
     detail::tile_dot(op, i0, ni, j0, nj, out, ld);
     const S ng = static_cast<S>(-gamma_eff);
     const auto ysq = op.rhs_sq().segment(j0, nj).array();
+    using Strip = Eigen::Map<Eigen::Array<S, Eigen::Dynamic, 1>, Eigen::AlignedMax>;
+    Strip d2(scratch, nj);
     for (Index r = 0; r < ni; ++r) {
+      S* row = out + r * ld;
       const S xsq = op.x_sq[i0 + r];
-      detail::transform_row(out + r * ld, nj, scratch, [&](const auto& dot) {
-        const auto d2 = (xsq + ysq - S(2) * dot).max(S(0));
-        // (d2 > 0 ? -gamma d2 : 0): keeps 0 * inf from producing NaN when gamma overflowed.
-        return (d2 > S(0)).select(ng * d2, S(0)).exp();
-      });
+      d2 = (xsq + ysq - S(2) * Eigen::Map<const Eigen::Array<S, Eigen::Dynamic, 1>>(row, nj)).max(S(0));
+      if constexpr (std::is_same_v<S, float>) {
+        const S* x = op.x.data() + (i0 + r) * op.x.cols();
+        for (Index j = 0; j < nj; ++j) {
+          if (d2[j] >= static_cast<S>(kCancellationRatio) * (xsq + ysq[j])) continue;
+          const S* y = op.rhs().data() + (j0 + j) * op.x.cols();
+          double exact = 0;
+          for (Index k = 0; k < op.x.cols(); ++k) {
+            const double diff = static_cast<double>(x[k]) - static_cast<double>(y[k]);
+            exact += diff * diff;
+          }
+          d2[j] = static_cast<S>(exact);
+        }
+      }
+      // (d2 > 0 ? -gamma d2 : 0): keeps 0 * inf from producing NaN when gamma overflowed.
+      d2 = (d2 > S(0)).select(ng * d2, S(0)).exp();
+      Eigen::Map<Eigen::Array<S, Eigen::Dynamic, 1>>(row, nj) = d2;
     }
   }
 };

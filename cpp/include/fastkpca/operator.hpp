@@ -1,0 +1,151 @@
+// The runtime operator: "multiply by A" for the solvers, whatever A's storage.
+//
+// Every storage mode (a dense matrix, the packed triangle, cached or recomputed kernel tiles), every view
+// (centered H·A·H, shifted A + αI) and every foreign operator (a Python object with `matmat`, a
+// distributed one) is one subclass of Operator. The solvers (block_lanczos.hpp) take an Operator and
+// never know the storage; the bindings expose this one class.
+//
+// An operator is symmetric: A·1 gives both its row and its column sums.
+#pragma once
+
+#include <cstddef>
+#include <memory>
+#include <mutex>
+#include <optional>
+#include <stdexcept>
+
+#include "fastkpca/parallel.hpp"
+#include "fastkpca/types.hpp"
+
+namespace fastkpca {
+
+// What one product with a block of b vectors costs: the bytes of stored matrix it reads, the kernel
+// entries it evaluates (matrix-free tiles) and its multiply-add flops. The Python layer turns this into
+// the block width and its time estimates.
+struct PassCost {
+  double bytes_read = 0;
+  double kernel_entries = 0;
+  double flops = 0;
+};
+
+class Operator {
+ public:
+  Operator() = default;
+  Operator(const Operator&) = delete;
+  Operator& operator=(const Operator&) = delete;
+  virtual ~Operator() = default;
+
+  virtual Index rows() const = 0;
+
+  // W = A·V for V, W of n × b (W is resized).
+  virtual void apply(const ColMatrix<double>& v, ColMatrix<double>& w, Interrupt& interrupt) const = 0;
+
+  virtual double trace(Interrupt& interrupt) const = 0;
+
+  // "full", "packed", "cached", "matrix_free", "python", or the inner storage for a view.
+  virtual const char* storage() const = 0;
+
+  // Bytes the operator holds (stored matrix and working copies of the data), not counting the caller's.
+  virtual std::size_t bytes() const = 0;
+
+  // 4 when the stored or evaluated entries are float32 (products still accumulate in float64).
+  virtual int scalar_bytes() const { return 8; }
+
+  virtual PassCost pass_cost(Index b) const = 0;
+
+  // A·1, computed once: by one pass, unless the storage found it on the way (see remember_row_sums).
+  Eigen::VectorXd row_sums(Interrupt& interrupt) const {
+    if (auto known = known_row_sums()) return *known;
+    Eigen::VectorXd sums = compute_row_sums(interrupt);
+    remember_row_sums(sums);
+    return sums;
+  }
+
+ protected:
+  virtual Eigen::VectorXd compute_row_sums(Interrupt& interrupt) const {
+    ColMatrix<double> ones = ColMatrix<double>::Ones(rows(), 1), w;
+    apply(ones, w, interrupt);
+    return w.col(0);
+  }
+
+  std::optional<Eigen::VectorXd> known_row_sums() const {
+    std::lock_guard<std::mutex> lock(sums_mutex_);
+    return sums_;
+  }
+  bool row_sums_known() const {
+    std::lock_guard<std::mutex> lock(sums_mutex_);
+    return sums_.has_value();
+  }
+  void remember_row_sums(const Eigen::VectorXd& sums) const {
+    std::lock_guard<std::mutex> lock(sums_mutex_);
+    if (!sums_) sums_ = sums;
+  }
+
+ private:
+  mutable std::mutex sums_mutex_;
+  mutable std::optional<Eigen::VectorXd> sums_;
+};
+
+using OperatorPtr = std::shared_ptr<const Operator>;
+
+// H·A·H applied without forming it (H = I - 11ᵀ/n): U = V - 1(1ᵀV)/n; W = A·U; W -= 1(1ᵀW)/n.
+// O(n·b) extra work per pass and no rewrite of A. Its row sums are 0; trace(HAH) = trace(A) - 1ᵀA1/n.
+class CenteredOperator final : public Operator {
+ public:
+  explicit CenteredOperator(OperatorPtr inner) : inner_(std::move(inner)) {}
+  Index rows() const override { return inner_->rows(); }
+
+  void apply(const ColMatrix<double>& v, ColMatrix<double>& w, Interrupt& interrupt) const override {
+    const double n = static_cast<double>(rows());
+    ColMatrix<double> u = v.rowwise() - v.colwise().sum() / n;
+    inner_->apply(u, w, interrupt);
+    w.rowwise() -= w.colwise().sum() / n;
+  }
+
+  double trace(Interrupt& interrupt) const override {
+    return inner_->trace(interrupt) - inner_->row_sums(interrupt).sum() / static_cast<double>(rows());
+  }
+  const char* storage() const override { return inner_->storage(); }
+  std::size_t bytes() const override { return inner_->bytes(); }
+  int scalar_bytes() const override { return inner_->scalar_bytes(); }
+  PassCost pass_cost(Index b) const override { return inner_->pass_cost(b); }
+  const OperatorPtr& inner() const { return inner_; }
+
+ protected:
+  Eigen::VectorXd compute_row_sums(Interrupt&) const override { return Eigen::VectorXd::Zero(rows()); }
+
+ private:
+  OperatorPtr inner_;
+};
+
+// A + αI: W = A·V + α·V (the systems of kernel ridge regression).
+class ShiftedOperator final : public Operator {
+ public:
+  ShiftedOperator(OperatorPtr inner, double alpha) : inner_(std::move(inner)), alpha_(alpha) {}
+  Index rows() const override { return inner_->rows(); }
+
+  void apply(const ColMatrix<double>& v, ColMatrix<double>& w, Interrupt& interrupt) const override {
+    inner_->apply(v, w, interrupt);
+    w += alpha_ * v;
+  }
+
+  double trace(Interrupt& interrupt) const override {
+    return inner_->trace(interrupt) + alpha_ * static_cast<double>(rows());
+  }
+  const char* storage() const override { return inner_->storage(); }
+  std::size_t bytes() const override { return inner_->bytes(); }
+  int scalar_bytes() const override { return inner_->scalar_bytes(); }
+  PassCost pass_cost(Index b) const override { return inner_->pass_cost(b); }
+  double alpha() const { return alpha_; }
+
+ protected:
+  Eigen::VectorXd compute_row_sums(Interrupt& interrupt) const override {
+    return (inner_->row_sums(interrupt).array() + alpha_).matrix();
+  }
+
+ private:
+  OperatorPtr inner_;
+  double alpha_;
+};
+
+}  // namespace fastkpca

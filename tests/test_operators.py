@@ -1,0 +1,273 @@
+"""Kernel operators (cpp/include/fastkpca/operator.hpp, tiled_operator.hpp; python/fastkpca/operators.py):
+every storage mode against the NumPy reference and against each other, the views, the storage planner,
+and the operator as a SciPy LinearOperator."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+import scipy.sparse.linalg as spla
+from hypothesis import given
+from hypothesis import strategies as st
+
+import fastkpca
+from fastkpca import _native, linalg, operators
+
+from reference import kernel as reference_kernel
+
+TILE = 256
+TILED = ("packed", "cached", "matrix_free")
+
+
+def make(X, storage, kernel="rbf", gamma=0.3, **kw):
+    """An operator in `storage`; "cached" keeps about half of the packed form's tile rows."""
+    if storage == "cached":
+        nt = -(-X.shape[0] // TILE)
+        rows = max(1, nt // 2)
+        native = _native.core.kernel_operator(np.ascontiguousarray(X), kernel, gamma, 3.0, 1.0, rows, 2)
+        return operators.KernelOperator(native, n_jobs=2)
+    return fastkpca.kernel_operator(X, kernel=kernel, gamma=gamma, storage=storage, n_jobs=2, **kw)
+
+
+@pytest.mark.parametrize("n", [1, 5, 255, 256, 257, 600])
+@pytest.mark.parametrize("dtype", [np.float64, np.float32])
+@pytest.mark.parametrize("kernel", ["rbf", "poly", "laplacian", "linear", "cosine", "sigmoid"])
+def test_tiled_storage_holds_the_gram_matrix_bit_for_bit(n, dtype, kernel):
+    """K @ I gives K's columns exactly (each output is one entry plus exact zeros): every tiled mode
+    multiplies by exactly the entries gram() builds, padding included (it would add to the sums)."""
+    X = np.random.default_rng(n).standard_normal((n, 6)).astype(dtype)
+    K = fastkpca.gram(X, kernel=kernel, gamma=0.3, n_jobs=2).astype(np.float64)
+    eye = np.eye(n)
+    for storage in TILED:
+        op = make(X, storage, kernel=kernel)
+        np.testing.assert_array_equal(op @ eye, K, err_msg=storage)
+        assert op.storage_dtype == dtype
+
+
+def test_cached_mode_really_mixes_stored_and_recomputed_tiles():
+    X = np.random.default_rng(0).standard_normal((1100, 4))  # 5 tile rows
+    op = make(X, "cached")
+    assert op.storage == "cached"
+    packed = make(X, "packed")
+    assert 0 < op.nbytes < packed.nbytes
+    V = np.random.default_rng(1).standard_normal((1100, 13))
+    np.testing.assert_array_equal(op @ V, packed @ V)
+    np.testing.assert_array_equal(make(X, "matrix_free") @ V, packed @ V)
+
+
+@pytest.mark.parametrize("storage", ["full", *TILED])
+@pytest.mark.parametrize("dtype", [np.float64, np.float32])
+def test_products_row_sums_and_trace_against_the_reference(storage, dtype):
+    X = np.random.default_rng(2).standard_normal((700, 5)).astype(dtype)
+    K = reference_kernel(X.astype(np.float64), None, "poly", gamma=0.5, degree=2, coef0=1.0)
+    op = make(X, storage, kernel="poly", gamma=0.5, degree=2) if storage != "cached" else \
+        operators.KernelOperator(_native.core.kernel_operator(X, "poly", 0.5, 2.0, 1.0, 2, 2))
+    V = np.random.default_rng(3).standard_normal((700, 9))
+    rtol = 1e-12 if dtype == np.float64 else 1e-5
+    np.testing.assert_allclose(op @ V, K @ V, rtol=rtol, atol=rtol * np.abs(K).sum(1).max())
+    np.testing.assert_allclose(op.row_sums(), K.sum(axis=1), rtol=rtol)
+    assert op.trace() == pytest.approx(np.trace(K), rel=rtol)
+    assert (op @ V).dtype == np.float64
+
+
+def test_row_sums_come_free_with_the_first_product():
+    """A tiled operator multiplies a column of ones along with its first block: the sums equal those of a
+    separate pass, bit for bit, and asking for them first costs that pass instead."""
+    X = np.random.default_rng(4).standard_normal((900, 3))
+    V = np.random.default_rng(5).standard_normal((900, 8))
+    first = make(X, "matrix_free")
+    W = first @ V
+    sums_after = first.row_sums()
+    second = make(X, "matrix_free")
+    sums_alone = second.row_sums()
+    np.testing.assert_array_equal(sums_after, sums_alone)
+    np.testing.assert_array_equal(second @ V, W)  # the extra column does not change the others
+
+
+@pytest.mark.parametrize("block", [1, 3, 8, 9, 16, 17, 24, 32, 40, 70])
+def test_every_block_width_in_every_isa(block, isa):
+    """Every register-blocking path of the tile product (1 to 4 slices of 8 columns, and more than 32),
+    in every native module this CPU runs, through the centered eigensolve."""
+    n, k = 900, 4
+    X = np.random.default_rng(6).standard_normal((n, 8))
+    H = np.eye(n) - 1.0 / n
+    exact = np.linalg.eigh(H @ fastkpca.gram(X, kernel="laplacian", gamma=0.1) @ H)
+    for storage in ("packed", "matrix_free"):
+        op = fastkpca.kernel_operator(X, kernel="laplacian", gamma=0.1, storage=storage).centered()
+        vals, vecs, info = linalg.solve(op._native_operator, k, tol=None, maxiter=None, block_size=block,
+                                        random_state=0, threads=2)
+        assert info["converged"]
+        np.testing.assert_allclose(vals, exact[0][::-1][:k], rtol=1e-10)
+        overlap = np.linalg.svd(exact[1][:, ::-1][:, :k].T @ vecs, compute_uv=False)
+        assert overlap.min() > 1 - 1e-10
+
+
+@pytest.mark.parametrize("storage", TILED)
+def test_results_do_not_depend_on_the_thread_count(storage):
+    n = 1500
+    X = np.random.default_rng(7).standard_normal((n, 3)).astype(np.float32)
+    V = np.random.default_rng(8).standard_normal((n, 16))
+    products = []
+    for threads in (1, 2, 3):
+        nt = -(-n // TILE)
+        rows = {"packed": nt, "cached": 3, "matrix_free": 0}[storage]
+        native = _native.core.kernel_operator(X, "rbf", 1.0, 3.0, 1.0, rows, threads)
+        products.append(native.matmat(np.asfortranarray(V), threads))
+        vals = linalg.solve(native.centered(), 5, tol=None, maxiter=None, block_size=8, random_state=0,
+                            threads=threads)[0]
+        products.append(vals)
+    for a, b in zip(products[2:], products[:-2]):
+        np.testing.assert_array_equal(a, b)
+
+
+@pytest.mark.parametrize("n", [40, 300, 777])
+def test_views_through_the_dense_solve(n):
+    """dense=True materialises the operator by applying it to blocks of the identity: all eigenvalues of
+    H K H and of K + αI."""
+    X = np.random.default_rng(9).standard_normal((n, 5))
+    K = fastkpca.gram(X, kernel="rbf", gamma=0.2)
+    H = np.eye(n) - 1.0 / n
+    op = fastkpca.kernel_operator(X, kernel="rbf", gamma=0.2, storage="matrix_free")
+    for view, reference in ((op.centered(), H @ K @ H), (op.shifted(0.7), K + 0.7 * np.eye(n))):
+        r = _native.core.eigsh(view._native_operator, np.zeros((n, 1), order="F"), n, 1e-12, 0, 1, 0, True,
+                               None, 2)
+        np.testing.assert_allclose(r["values"], np.linalg.eigvalsh(reference)[::-1], rtol=0, atol=1e-12 * n)
+    assert op.centered().trace() == pytest.approx(np.trace(H @ K @ H), rel=1e-12)
+    np.testing.assert_allclose(op.centered().row_sums(), 0)
+    np.testing.assert_allclose(op.shifted(2.0).row_sums(), K.sum(1) + 2.0, rtol=1e-12)
+
+
+def test_scipy_solvers_accept_the_operator():
+    X = np.random.default_rng(10).standard_normal((600, 4))
+    K = fastkpca.gram(X, kernel="rbf", gamma=0.5)
+    op = fastkpca.kernel_operator(X, kernel="rbf", gamma=0.5, storage="matrix_free")
+    assert isinstance(op, spla.LinearOperator) and op.shape == (600, 600) and op.dtype == np.float64
+    vals = spla.eigsh(op, k=4, which="LA", return_eigenvectors=False)
+    np.testing.assert_allclose(np.sort(vals)[::-1], np.linalg.eigvalsh(K)[::-1][:4], rtol=1e-10)
+    y = np.random.default_rng(11).standard_normal(600)
+    x, status = spla.cg(op.shifted(1.0), y, rtol=1e-12, maxiter=2000)
+    assert status == 0
+    np.testing.assert_allclose(x, np.linalg.solve(K + np.eye(600), y), rtol=1e-8, atol=1e-10)
+    lob, _ = spla.lobpcg(op, np.random.default_rng(12).standard_normal((600, 3)), tol=1e-9, maxiter=500)
+    np.testing.assert_allclose(np.sort(lob)[::-1], np.linalg.eigvalsh(K)[::-1][:3], rtol=1e-6)
+    np.testing.assert_allclose(op.matvec(y), K @ y, rtol=1e-12)
+    np.testing.assert_allclose(op.T @ y, K @ y, rtol=1e-12)
+
+
+def test_fastkpca_eigsh_accepts_operators_and_foreign_linear_operators():
+    X = np.random.default_rng(13).standard_normal((800, 6))
+    K = fastkpca.gram(X, kernel="rbf", gamma=0.2)
+    ref = np.linalg.eigvalsh(K)[::-1][:5]
+    op = fastkpca.kernel_operator(X, kernel="rbf", gamma=0.2, storage="matrix_free")
+    vals, _, info = fastkpca.eigsh(op, 5, random_state=0, return_info=True)
+    np.testing.assert_allclose(vals, ref, rtol=1e-10)
+    assert info["block_size"] == 16  # compute-bound operator: a wider block
+    calls = []
+
+    def matmat(V):
+        calls.append(V.shape[1])
+        return K @ V
+
+    foreign = spla.LinearOperator((800, 800), matvec=lambda v: K @ v, matmat=matmat, dtype=np.float64)
+    vals2, vecs2 = fastkpca.eigsh(foreign, 5, random_state=0)
+    np.testing.assert_allclose(vals2, ref, rtol=1e-10)
+    assert calls and np.linalg.norm(K @ vecs2 - vecs2 * vals2, axis=0).max() < 1e-8 * ref[0]
+
+
+def test_python_operator_errors_propagate():
+    bad = spla.LinearOperator((50, 50), matvec=lambda v: v[:3], matmat=lambda V: V[:3], dtype=np.float64)
+    with pytest.raises(ValueError, match="wrong shape"):
+        fastkpca.eigsh(bad, 2)
+
+    def boom(V):
+        raise ZeroDivisionError("from matmat")
+
+    with pytest.raises(ZeroDivisionError, match="from matmat"):
+        fastkpca.eigsh(spla.LinearOperator((50, 50), matvec=boom, matmat=boom, dtype=np.float64), 2)
+    with pytest.raises(ValueError, match="square"):
+        fastkpca.eigsh(spla.LinearOperator((50, 40), matvec=lambda v: v[:50], dtype=np.float64), 2)
+
+
+def test_non_finite_products_stop_the_solver():
+    X = np.random.default_rng(14).standard_normal((400, 3)) * 1e3
+    op = fastkpca.kernel_operator(X, kernel="poly", gamma=1e3, degree=200)  # overflows to inf
+    with pytest.raises(ValueError, match="NaN or infinity"):
+        fastkpca.eigsh(op, 3)
+
+
+@given(n=st.integers(1, 700), d=st.integers(1, 9), b=st.integers(1, 20), seed=st.integers(0, 2**16),
+       kernel=st.sampled_from(["rbf", "laplacian", "poly", "cosine"]))
+def test_property_every_mode_equals_the_reference(n, d, b, seed, kernel):
+    rng = np.random.default_rng(seed)
+    X = rng.standard_normal((n, d))
+    V = rng.standard_normal((n, b))
+    K = reference_kernel(X, None, kernel, gamma=0.4, degree=2, coef0=1.0)
+    expected = K @ V
+    results = [make(X, s, kernel=kernel, gamma=0.4, degree=2) @ V if s != "cached" else
+               operators.KernelOperator(_native.core.kernel_operator(X, kernel, 0.4, 2.0, 1.0, 1, 2)) @ V
+               for s in ("full", *TILED)]
+    scale = np.abs(K).sum(1).max() * np.abs(V).max()
+    for r in results:
+        np.testing.assert_allclose(r, expected, rtol=1e-11, atol=1e-12 * scale)
+    for r in results[2:]:
+        np.testing.assert_array_equal(r, results[1])
+
+
+# ------------------------------------------------------------------------------------ storage planning
+
+
+def test_plan_storage_follows_the_memory_limit():
+    n, d = 50_000, 64
+    packed = int(_native.core.packed_prefix_size(-(-n // TILE))) * 8
+    big = operators.plan_storage(n, d, 8, block_size=8, memory_limit=packed * 2)
+    assert big.storage == "packed" and big.kernel_bytes == packed
+    wide = operators.plan_storage(n, d, 8, block_size=32, memory_limit=n * n * 8 * 2)
+    assert wide.storage == "full"
+    four = operators.plan_storage(n, d, 8, block_size=8, memory_limit=4 * 10**9)
+    assert four.storage == "cached" and 0 < four.kernel_bytes <= four.budget_bytes < 4 * 10**9
+    assert "recomputed" in four.reason
+    tiny = operators.plan_storage(n, d, 8, block_size=8, memory_limit=100 * 2**20)  # < X + slack
+    assert tiny.storage == "matrix_free" and tiny.kernel_bytes == 0
+    with pytest.raises(MemoryError, match="GiB"):
+        operators.plan_storage(n, d, 8, block_size=8, memory_limit=4 * 10**9, storage="packed")
+    assert operators.plan_storage(n, d, 8, block_size=8, memory_limit=packed * 2,
+                                  storage="matrix_free").storage == "matrix_free"
+
+
+def test_kernel_operator_validation():
+    X = np.random.default_rng(0).standard_normal((20, 3))
+    with pytest.raises(ValueError, match="storage"):
+        fastkpca.kernel_operator(X, storage="disk")
+    with pytest.raises(TypeError, match="storage"):
+        fastkpca.kernel_operator(X, storage=3)
+    with pytest.raises(ValueError, match="memory_limit"):
+        fastkpca.kernel_operator(X, memory_limit="lots")
+    with pytest.raises(ValueError, match="memory_limit"):
+        fastkpca.kernel_operator(X, memory_limit=-5)
+    with pytest.raises(TypeError, match="memory_limit"):
+        fastkpca.kernel_operator(X, memory_limit=[1])
+    with pytest.raises(ValueError, match="unknown kernel"):
+        fastkpca.kernel_operator(X, kernel="gaussian")
+    with pytest.raises(MemoryError, match="full"):
+        fastkpca.kernel_operator(np.zeros((3000, 2)), storage="full", memory_limit="1MB")
+    with pytest.raises(ValueError, match="dimension mismatch"):
+        fastkpca.kernel_operator(X) @ np.ones((5, 2))
+
+
+@pytest.mark.parametrize("text, expected", [("4GB", 4 * 10**9), ("512 MiB", 512 * 2**20), ("1.5e9", 1.5e9),
+                                            ("2gib", 2 * 2**30), (10**6, 10**6), (2.5e6, 2.5e6)])
+def test_memory_limit_sizes(text, expected):
+    from fastkpca._validation import memory_limit
+
+    assert memory_limit(text) == int(expected)
+
+
+def test_operator_keeps_the_array_it_reads_alive():
+    import gc
+
+    X = np.random.default_rng(1).standard_normal((300, 3))
+    op = fastkpca.kernel_operator(X, kernel="rbf", storage="full")
+    expected = fastkpca.gram(X, kernel="rbf") @ np.ones(300)
+    del X
+    gc.collect()
+    np.testing.assert_allclose(op @ np.ones(300), expected, rtol=1e-13)
