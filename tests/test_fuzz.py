@@ -118,5 +118,21 @@ def test_native_invariants_raise_instead_of_crashing():
         core.gram_into(np.ones((3, 4))[:, ::2], None, "rbf", 1.0, 3.0, 1.0, np.empty((3, 3)), 0)  # strided
     with pytest.raises(ValueError):
         core.center_cross_inplace(np.ones((2, 3)), np.ones(4), 0.0, 0)
-    with pytest.raises(ValueError):
-        core.eigsh(np.eye(4), np.ones((3, 2), order="F"), 1, 1e-10, 0, 10, 0, False, False, None, 0)
+    op = core.dense_operator(np.eye(4))
+    with pytest.raises(ValueError):  # v0 of the wrong height
+        core.eigsh(op, np.ones((3, 2), order="F"), 1, 1e-10, 2, 10, 0, False, None, 0)
+    with pytest.raises(ValueError):  # basis size outside k + 2b <= m <= n - b
+        core.eigsh(op, np.ones((4, 2), order="F"), 1, 1e-10, 0, 10, 0, False, None, 0)
+    with pytest.raises(ValueError):  # k out of range
+        core.eigsh(op, np.ones((4, 1), order="F"), 5, 1e-10, 0, 10, 0, True, None, 0)
+    # Shapes are checked at the boundary: non-square or 1-D arrays never reach the core.
+    for call in (lambda: core.dense_operator(np.ones((3, 4))),
+                 lambda: core.scan_square(np.ones((3, 4)), True, 0),
+                 lambda: core.kernel_means(np.ones((3, 4)), 0),
+                 lambda: core.double_center_inplace(np.ones((3, 4)), "kernel", 1.0, 0),
+                 lambda: core.kernel_operator(np.ones(4), "rbf", 1.0, 3.0, 1.0, 0, 0),
+                 lambda: core.gram_into(np.ones(3), None, "rbf", 1.0, 3.0, 1.0, np.empty((3, 3)), 0),
+                 lambda: core.center_cross_inplace(np.ones(3), np.ones(3), 0.0, 0),
+                 lambda: op.matmat(np.ones((3, 2), order="F"), 0)):
+        with pytest.raises(ValueError):
+            call()

@@ -250,8 +250,10 @@ def test_bad_arguments():
         fastkpca.gram(X, kernel="gaussian")
     with pytest.raises(ValueError, match="n_jobs"):
         fastkpca.gram(X, n_jobs=0)
-    with pytest.raises(ValueError, match="n_jobs"):
+    with pytest.raises(TypeError, match="n_jobs"):
         fastkpca.gram(X, n_jobs=1.5)
+    with pytest.raises(TypeError, match="kernel"):
+        fastkpca.gram(X, kernel=3)
 
 
 @pytest.mark.parametrize("X", [np.ones((3, 2), dtype=complex), np.array([["a", "b"]]),

@@ -130,19 +130,21 @@ def test_eigsh_k_rules():
         with pytest.raises(ValueError, match="k must be"):
             fastkpca.eigsh(GRAM, k)
     for k in (1.0, 2.5, "2"):
-        with pytest.raises(ValueError, match="k must be an integer"):
+        with pytest.raises(TypeError, match="k must be an integer"):
             fastkpca.eigsh(GRAM, k)
     vals, _ = fastkpca.eigsh(GRAM, 12)  # k = N
     np.testing.assert_allclose(vals, np.linalg.eigvalsh(GRAM)[::-1], rtol=1e-10, atol=1e-12)
 
 
-@pytest.mark.parametrize("n_jobs", [0, 1.5, "2", True])
-def test_bad_n_jobs_everywhere(n_jobs):
+@pytest.mark.parametrize("n_jobs, error", [(0, ValueError), (1.5, TypeError), ("2", TypeError), (True, TypeError)])
+def test_bad_n_jobs_everywhere(n_jobs, error):
+    """One exception type per kind of mistake: TypeError for a wrong type, ValueError for a wrong value."""
     for call in (lambda: fastkpca.gram(DATA, n_jobs=n_jobs),
                  lambda: fastkpca.double_center(GRAM.copy(), n_jobs=n_jobs),
                  lambda: fastkpca.eigsh(GRAM, 2, n_jobs=n_jobs),
+                 lambda: fastkpca.kernel_operator(DATA, n_jobs=n_jobs),
                  lambda: fastkpca.KernelPCA(2, n_jobs=n_jobs).fit(DATA)):
-        with pytest.raises(ValueError, match="n_jobs"):
+        with pytest.raises(error, match="n_jobs"):
             call()
 
 

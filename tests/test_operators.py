@@ -226,8 +226,11 @@ def test_plan_storage_follows_the_memory_limit():
     four = operators.plan_storage(n, d, 8, block_size=8, memory_limit=4 * 10**9)
     assert four.storage == "cached" and 0 < four.kernel_bytes <= four.budget_bytes < 4 * 10**9
     assert "recomputed" in four.reason
-    tiny = operators.plan_storage(n, d, 8, block_size=8, memory_limit=100 * 2**20)  # < X + slack
+    floor = 2 * n * d * 8 + 16 * n + operators.PLAN_SLACK_BYTES  # working copies of X, and the slack
+    tiny = operators.plan_storage(n, d, 8, block_size=8, memory_limit=floor + 100_000)  # < one tile row
     assert tiny.storage == "matrix_free" and tiny.kernel_bytes == 0
+    with pytest.raises(MemoryError, match="even matrix-free"):
+        operators.plan_storage(n, d, 8, block_size=8, memory_limit=floor - 1)
     with pytest.raises(MemoryError, match="GiB"):
         operators.plan_storage(n, d, 8, block_size=8, memory_limit=4 * 10**9, storage="packed")
     assert operators.plan_storage(n, d, 8, block_size=8, memory_limit=packed * 2,
@@ -249,7 +252,7 @@ def test_kernel_operator_validation():
     with pytest.raises(ValueError, match="unknown kernel"):
         fastkpca.kernel_operator(X, kernel="gaussian")
     with pytest.raises(MemoryError, match="full"):
-        fastkpca.kernel_operator(np.zeros((3000, 2)), storage="full", memory_limit="1MB")
+        fastkpca.kernel_operator(np.zeros((3000, 2)), storage="full", memory_limit="100MB")
     with pytest.raises(ValueError, match="dimension mismatch"):
         fastkpca.kernel_operator(X) @ np.ones((5, 2))
 

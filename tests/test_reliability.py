@@ -52,6 +52,10 @@ INTERRUPT_CASES = {
               "fastkpca.eigsh(A, 60, tol=0.0, maxiter=100000)"),
     "fit": ("import fastkpca.decomposition; X = rng.standard_normal((16000, 512))",
             "fastkpca.KernelPCA(5, kernel='laplacian').fit(X)"),
+    # Every pass recomputes the kernel (about 2 s a pass here): the interrupt lands inside a pass.
+    "matrix_free": ("import fastkpca.operators; X = rng.standard_normal((40000, 256)); "
+                    "op = fastkpca.kernel_operator(X, kernel='rbf', storage='matrix_free')",
+                    "fastkpca.eigsh(op, 10, tol=0.0, maxiter=100000)"),
 }
 
 
@@ -146,12 +150,14 @@ def test_memory_errors_before_allocating(rng):
     huge = np.zeros((3_000_000, 1))
     with pytest.raises(MemoryError, match="GiB"):
         fastkpca.gram(huge)
+    # The lanczos fit of any N plans within the memory limit (matrix-free at worst), but the solver's
+    # basis alone (about 2 GiB here) must fit in it.
     with pytest.raises(MemoryError, match="GiB"):
-        fastkpca.KernelPCA(2, kernel="rbf").fit(huge)
-    kp = fastkpca.KernelPCA(2, kernel="rbf").fit(rng.standard_normal((50, 1)))
-    kp.X_fit_ = huge  # a model fitted on many samples, asked to transform many more
+        fastkpca.KernelPCA(2, kernel="rbf", memory_limit="100MB").fit(huge)
+    with pytest.raises(MemoryError, match="GiB"):  # the other solvers need the whole kernel
+        fastkpca.KernelPCA(2, kernel="rbf", eigen_solver="arpack").fit(huge)
     with pytest.raises(MemoryError, match="GiB"):
-        kp.transform(huge)
+        fastkpca.kernel_operator(huge, storage="packed")
 
 
 # ------------------------------------------------------------------------------------- extreme values

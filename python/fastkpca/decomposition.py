@@ -310,6 +310,7 @@ default="linear"
             plan = operators.StoragePlan("full", 0, K.nbytes, limit, "a precomputed or callable kernel is a "
                                          "full matrix")
             return operators.KernelOperator(_native.core.dense_operator(K), n_jobs=self.n_jobs, plan=plan, _keep=K)
+        X = v.check_samples(X, "X", X.dtype)  # sparse data is densified (after a memory check)
         n = X.shape[0]
         widest = linalg.default_block_size(n_components, n, compute_bound=True)
         plan = operators.plan_storage(
@@ -323,6 +324,8 @@ default="linear"
         and its row sums (the centering means) come with the first pass."""
         n = op.shape[0]
         threads = v.n_threads(self.n_jobs)
+        # Implicit centering: nothing to do before solving; the means come with the first pass.
+        self._report("center", seconds=0.0, implicit=True)
         progress = None
         if self.callback is not None or self.verbose >= 2:
             progress = lambda figures: self._report("pass", **figures)  # noqa: E731
@@ -333,7 +336,6 @@ default="linear"
         if not info["converged"]:
             warnings.warn(f"KernelPCA: the lanczos solver stopped after {info['n_passes']} passes before "
                           "every component converged", ConvergenceWarning, stacklevel=3)
-        start = time.perf_counter()
         sums = op.row_sums()
         if not np.isfinite(sums).all():
             raise ValueError("the kernel matrix contains NaN or infinity (or its sums overflow)")
@@ -341,7 +343,6 @@ default="linear"
         self.K_fit_all_ = float(sums.sum()) / (float(n) * float(n))
         # trace(H K H) = trace(K) - sum(K)/N = trace(K) - N·m.
         self._total_variance = op.trace() - n * self.K_fit_all_
-        self._report("center", seconds=time.perf_counter() - start, implicit=True)
         info.update(solver="lanczos", storage=op.storage, storage_reason=op.plan.reason if op.plan else "",
                     kernel_bytes=op.nbytes, memory_limit=limit)
         self.solver_info_ = info
