@@ -185,8 +185,12 @@ struct RbfKernel {
           d2[j] = static_cast<S>(exact);
         }
       }
-      // (d2 > 0 ? -gamma d2 : 0): keeps 0 * inf from producing NaN when gamma overflowed.
-      d2 = (d2 > S(0)).select(ng * d2, S(0)).exp();
+      // Eigen's select() is not vectorised and would send every entry to the scalar exp, so the guard
+      // (d2 > 0 ? -gamma d2 : 0), which keeps 0 · inf from giving NaN, runs only when gamma overflowed.
+      if (std::isfinite(ng))
+        d2 = (ng * d2).exp();
+      else
+        d2 = (d2 > S(0)).select(ng * d2, S(0)).exp();
       Eigen::Map<Eigen::Array<S, Eigen::Dynamic, 1>>(row, nj) = d2;
     }
   }
@@ -237,9 +241,19 @@ struct LaplacianKernel {
       }
     }
     const S ng = static_cast<S>(-p.gamma);
-    for (Index r = 0; r < ni; ++r)
-      detail::transform_row(out + r * ld, nj, scratch,
-                            [&](const auto& dist) { return (dist > S(0)).select(ng * dist, S(0)).exp(); });
+    // As in RbfKernel: the unvectorised select() only where gamma overflowed.
+    const bool finite = std::isfinite(ng);
+    using Strip = Eigen::Map<Eigen::Array<S, Eigen::Dynamic, 1>, Eigen::AlignedMax>;
+    Strip dist(scratch, nj);
+    for (Index r = 0; r < ni; ++r) {
+      Eigen::Map<Eigen::Array<S, Eigen::Dynamic, 1>> row(out + r * ld, nj);
+      dist = row;
+      if (finite)
+        dist = (ng * dist).exp();
+      else
+        dist = (dist > S(0)).select(ng * dist, S(0)).exp();
+      row = dist;
+    }
   }
 };
 
