@@ -166,8 +166,14 @@ def test_bad_parameters(rng):
     X = rng.standard_normal((20, 3))
     for bad, match in [({"kernel": "gauss"}, "kernel"), ({"eigen_solver": "qr"}, "eigen_solver"),
                        ({"n_components": 0}, "n_components"), ({"gamma": -1.0}, "gamma"),
-                       ({"n_jobs": 0}, "n_jobs")]:
+                       ({"n_jobs": 0}, "n_jobs"), ({"memory_limit": "4 parsecs"}, "memory_limit"),
+                       ({"memory_limit": 0}, "memory_limit")]:
         with pytest.raises(ValueError, match=match):
+            KernelPCA(**bad).fit(X)
+    for bad, match in [({"kernel": 3}, "kernel"), ({"n_components": 2.0}, "n_components"),
+                       ({"n_jobs": 1.5}, "n_jobs"), ({"memory_limit": [4]}, "memory_limit"),
+                       ({"kernel_params": 3}, "kernel_params"), ({"callback": 3}, "callback")]:
+        with pytest.raises(TypeError, match=match):
             KernelPCA(**bad).fit(X)
     K = ref.kernel(X, None, "rbf", 0.3)
     K[0, 1] += 1.0
@@ -199,3 +205,139 @@ def test_fit_peak_memory(dtype, bound):
     )
     allowance = 40 * 2**20
     assert growth <= bound * n * n * 8 + allowance, f"fit grew peak RSS by {growth / (n * n * 8):.2f} × N²·8"
+
+
+# ------------------------------------------------------------------------------- storage and memory limit
+
+
+def _limit_for(X, k, kernel_bytes):
+    """A memory_limit that leaves `kernel_bytes` for the kernel once the planner has set aside the
+    solver, the working copies of X and its slack (operators.plan_storage)."""
+    from fastkpca import linalg, operators
+
+    n, d = X.shape
+    solver = linalg.solver_bytes(k, linalg.default_block_size(k, n, compute_bound=True), n)
+    return int(kernel_bytes + solver + 2 * n * d * X.itemsize + 16 * n + operators.PLAN_SLACK_BYTES)
+
+
+@pytest.mark.parametrize("dtype", [np.float64, np.float32])
+def test_same_answers_in_every_storage_mode(dtype):
+    from fastkpca import _native
+
+    X = np.random.default_rng(0).standard_normal((1400, 6)).astype(dtype)
+    packed_bytes = int(_native.core.packed_prefix_size(6)) * X.itemsize
+    limits = {"packed": None, "cached": _limit_for(X, 6, packed_bytes // 2), "matrix_free": _limit_for(X, 6, 1000)}
+    fits = {}
+    for storage, limit in limits.items():
+        model = KernelPCA(6, kernel="rbf", gamma=0.2, random_state=0, memory_limit=limit)
+        scores = model.fit_transform(X)
+        assert model.solver_info_["storage"] == storage, model.solver_info_["storage_reason"]
+        assert model.solver_info_["kernel_bytes"] <= (limit or np.inf)
+        fits[storage] = (model, scores)
+    dense = KernelPCA(6, kernel="rbf", gamma=0.2, eigen_solver="dense").fit(X)
+    ref_model, ref_scores = fits["packed"]
+    rtol = 1e-10 if dtype == np.float64 else 1e-5
+    for storage, (model, scores) in fits.items():
+        # The same tiles in the same order: the same means bit for bit; the compute-bound modes solve with
+        # a wider block (a different Krylov path), so their eigenpairs agree to the solver's tolerance.
+        np.testing.assert_array_equal(model.K_fit_rows_, ref_model.K_fit_rows_, err_msg=storage)
+        np.testing.assert_allclose(model.eigenvalues_, ref_model.eigenvalues_, rtol=rtol, err_msg=storage)
+        np.testing.assert_allclose(np.abs(scores), np.abs(ref_scores), rtol=0,
+                                   atol=1e-8 if dtype == np.float64 else 1e-4, err_msg=storage)
+    np.testing.assert_array_equal(fits["cached"][1], fits["matrix_free"][1])  # same block: same path
+    np.testing.assert_allclose(ref_model.eigenvalues_, dense.eigenvalues_, rtol=rtol)
+    np.testing.assert_allclose(np.abs(ref_model.transform(X[:100])), np.abs(dense.transform(X[:100])),
+                               rtol=rtol, atol=rtol * np.abs(ref_scores).max())
+    np.testing.assert_allclose(ref_model.explained_variance_ratio_, dense.explained_variance_ratio_, rtol=rtol)
+
+
+def test_solver_info_says_what_was_chosen_and_why(rng):
+    X = rng.standard_normal((900, 4))
+    passes = []
+    model = KernelPCA(4, kernel="rbf", random_state=0, memory_limit=_limit_for(X, 4, 0),
+                      callback=lambda stage, info: passes.append(info) if stage == "pass" else None).fit(X)
+    info = model.solver_info_
+    assert info["storage"] == "matrix_free" and "recompute" in info["storage_reason"]
+    assert info["kernel_bytes"] < 900 * 4 * 8 * 3 and info["block_size"] == 24  # compute-bound: wider
+    assert info["n_passes"] == len(passes) and info["seconds_per_pass"] > 0 and info["converged"]
+    assert all(p["seconds_per_pass"] > 0 for p in passes)
+    assert passes[-1]["eta_seconds"] is not None and passes[-1]["residual"] <= 1e-10
+    wide = KernelPCA(40, kernel="rbf", random_state=0).fit(X)  # block 32 > 24: the full matrix passes faster
+    assert wide.solver_info_["storage"] == "full"
+    assert KernelPCA(4, kernel="rbf").fit(X).solver_info_["storage"] == "packed"
+
+
+def test_chunked_transform_equals_one_shot(rng, monkeypatch):
+    from fastkpca import decomposition
+
+    X = rng.standard_normal((700, 5))
+    model = KernelPCA(5, kernel="laplacian", random_state=0).fit(X)
+    new = rng.standard_normal((450, 5))
+    one_shot = model.transform(new)
+    shapes = []
+    original = decomposition.gram
+
+    def recording_gram(A, B=None, **kw):
+        shapes.append(np.shape(A))
+        return original(A, B, **kw)
+
+    monkeypatch.setattr(decomposition, "gram", recording_gram)
+    monkeypatch.setattr(decomposition, "TRANSFORM_CHUNK_BYTES", 100 * 700 * 8)  # 100 rows a chunk
+    chunked = model.transform(new)
+    assert shapes == [(100, 5)] * 4 + [(50, 5)]
+    np.testing.assert_allclose(chunked, one_shot, rtol=1e-13, atol=1e-15)
+    K = ref.kernel(X, None, "rbf", 0.3)
+    pre = KernelPCA(3, kernel="precomputed", random_state=0).fit(K)
+    Knew = ref.kernel(new, X, "rbf", 0.3)
+    np.testing.assert_allclose(pre.transform(Knew), KernelPCA(3, kernel="precomputed", random_state=0).fit(K)
+                               .transform(Knew), rtol=1e-13)
+
+
+def test_dense_solver_falls_back_when_lapack_returns_too_few_pairs(rng, monkeypatch):
+    """LAPACK's subset-by-index driver can return no pairs for a highly repeated eigenvalue; the fit must
+    then take the full decomposition, never end with fewer components than asked for."""
+    from fastkpca import decomposition
+
+    X = rng.standard_normal((150, 4))
+    expected = KernelPCA(5, kernel="rbf", eigen_solver="dense").fit(X).eigenvalues_
+    original = decomposition.sla.eigh
+
+    def short_subset(a, *args, **kwargs):
+        if "subset_by_index" in kwargs:
+            return np.empty(0), np.empty((a.shape[0], 0))
+        return original(a, *args, **kwargs)
+
+    monkeypatch.setattr(decomposition.sla, "eigh", short_subset)
+    model = KernelPCA(5, kernel="rbf", eigen_solver="dense").fit(X)
+    assert model.eigenvalues_.shape == (5,)
+    np.testing.assert_allclose(model.eigenvalues_, expected, rtol=1e-12)
+
+
+def test_dense_solver_on_a_highly_repeated_eigenvalue():
+    """The case itself: a centered kernel whose spectrum is one value repeated (points of a simplex)."""
+    n = 240
+    K = np.eye(n) * 2.0 + 1.0  # H K H = 2H: eigenvalue 2 repeated n - 1 times, and 0
+    model = KernelPCA(7, kernel="precomputed", eigen_solver="dense").fit(K)
+    assert model.eigenvalues_.shape == (7,)
+    np.testing.assert_allclose(model.eigenvalues_, 2.0, rtol=1e-12)
+
+
+def test_fit_within_a_memory_limit():
+    """A fit whose packed kernel (72 MiB in float64) does not fit in its memory_limit caches what fits and
+    recomputes the rest: peak RSS grows by less than the limit."""
+    n, d, k = 6000, 16, 5
+    limit = 150 * 2**20
+    growth = _peak_growth(
+        f"""
+        import resource, numpy as np
+        from fastkpca import KernelPCA
+        X = np.random.default_rng(0).standard_normal(({n}, {d}))
+        KernelPCA(2, kernel="rbf").fit(X[:300])
+        before = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024
+        model = KernelPCA({k}, kernel="rbf", random_state=0, memory_limit={limit}).fit(X)
+        assert model.solver_info_["storage"] == "cached", model.solver_info_
+        after = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024
+        print(after - before)
+        """
+    )
+    assert growth <= limit, f"fit grew peak RSS by {growth / 2**20:.0f} MiB, over its {limit / 2**20:.0f} MiB limit"

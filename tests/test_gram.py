@@ -30,10 +30,13 @@ def tolerance(X, Y, kernel, gamma, degree, coef0, dtype):
     """(rtol, atol): rounding in the products is relative to the magnitudes they go through."""
     rtol = 1e-12 if dtype == np.float64 else 1e-5
     if kernel == "rbf":
-        # ‖x−y‖² comes from ‖x‖² + ‖y‖² − 2x·y on rows shifted by X's column means: its rounding is a few
-        # ε·(‖x−m‖² + ‖y−m‖²), which γ carries into K (|dK| <= γ·|d(‖x−y‖²)|). In float32 with γ = 1 and
-        # rows of norm² ~250 that reaches 3e-5 near the diagonal of a cross kernel (a hypothesis find).
-        m = X.astype(np.float64).mean(axis=0)
+        if dtype == np.float32:
+            # Entries whose expansion ‖x‖² + ‖y‖² − 2x·y cancels are recomputed directly (kernels.hpp), so
+            # float32 is accurate to a flat tolerance (it was 3e-5 off near a cross kernel's diagonal).
+            return rtol, rtol
+        # float64 keeps the expansion: its rounding is a few ε·(‖x−m‖² + ‖y−m‖²) (m: the column means of
+        # the right operand), which γ carries into K (|dK| <= γ·|d(‖x−y‖²)|).
+        m = Y.astype(np.float64).mean(axis=0)
         sx = (np.linalg.norm(X.astype(np.float64) - m, axis=1) ** 2).max()
         sy = (np.linalg.norm(Y.astype(np.float64) - m, axis=1) ** 2).max()
         eps = np.finfo(dtype).eps
@@ -275,3 +278,15 @@ def test_cosine_of_tiny_and_huge_rows():
     K = fastkpca.gram(X, kernel="cosine")
     np.testing.assert_allclose(K, ref.kernel(X, None, "cosine"), rtol=1e-12, atol=1e-15)
     assert K[0, 0] == pytest.approx(1.0) and K[3, 3] == 0.0
+
+
+def test_float32_rbf_cross_kernel_is_accurate_where_the_expansion_cancels():
+    """Regression (issue 5's note): float32 data in ±10, 23 features, γ = 1, rows of norm² ~250 gave
+    k(x, x) = 0.99997 through a cross kernel; entries that cancel are now recomputed directly."""
+    rng = np.random.default_rng(3)
+    X = rng.uniform(-10, 10, (200, 23)).astype(np.float32)
+    Y = np.concatenate([X[:50] + rng.normal(0, 1e-3, (50, 23)).astype(np.float32), X[50:100]])
+    K = fastkpca.gram(X, Y, kernel="rbf", gamma=1.0)
+    exact = ref.kernel(X.astype(np.float64), Y.astype(np.float64), "rbf", 1.0)
+    np.testing.assert_allclose(K.astype(np.float64), exact, rtol=0, atol=2e-6)
+    np.testing.assert_array_less(0.99999, np.diag(fastkpca.gram(X, X.copy(), kernel="rbf", gamma=1.0)))
