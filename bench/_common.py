@@ -18,7 +18,8 @@ import subprocess
 import sys
 import time
 from pathlib import Path
-from typing import Callable, Sequence
+from typing import Callable
+from collections.abc import Sequence
 
 
 # --------------------------------------------------------------------------------------------- machine

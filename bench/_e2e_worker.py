@@ -289,9 +289,9 @@ def roofline(spec: dict) -> dict:
         _ = X[:500] @ X[:500].T
         t1 = {}
         for p in threads_list:
-            t_gram = _best(lambda: fastkpca.gram(X, **kw, n_jobs=p), repeats)
+            t_gram = _best(lambda: fastkpca.gram(X, **kw, n_jobs=p), repeats)  # noqa: F821 (a closure over a loop variable, deleted after its call)
             with threadpool_limits(p, user_api="blas"):
-                t_gemm = _best(lambda: X @ X.T, repeats)
+                t_gemm = _best(lambda: X @ X.T, repeats)  # noqa: F821 (a closure over a loop variable, deleted after its call)
             t1.setdefault("gram", t_gram)
             flops = 2.0 * n * n * d
             gram_rows.append({

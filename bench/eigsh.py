@@ -253,7 +253,7 @@ def run_matrix(K, meta, args, print_row) -> tuple[list[dict], dict]:
         results = {}
 
         def keep(name, result):
-            results[name] = result
+            results[name] = result  # noqa: F821 (a closure over a loop variable, deleted after its call)
 
         def call(name):
             def run():
@@ -345,7 +345,7 @@ def main(argv=None) -> int:
                 rng = np.random.default_rng([args.seed, n, args.data.index(data)])
                 X = make_data(data, n, args.dim, rng)
                 gamma = m / args.dim
-                t_build, K = C.timed(lambda: centered_rbf(X, gamma, args.threads))
+                t_build, K = C.timed(lambda: centered_rbf(X, gamma, args.threads))  # noqa: F821 (a closure over a loop variable, deleted after its call)
                 del X
                 meta = {"data": data, "gamma_d": m, "gamma": gamma, "N": n}
                 new_rows, reference = run_matrix(K, meta, args, print_row)

@@ -25,7 +25,8 @@ to mean variance 1 per feature), float64 or cast to float32, the same for every 
 
 Every run is a fresh subprocess (``bench/_e2e_worker.py``) that warms up on 300 samples, touches and
 frees 3·N²·8 bytes of memory (``--no-prefault`` skips it: on a VM whose host reclaims freed guest memory,
-first touches cost 1–2 s/GB and land on whichever run comes first), resets its peak RSS, measures its RSS (the baseline), runs fit_transform, reads the peak
+first touches cost 1–2 s/GB and land on whichever run comes first), resets its peak RSS, measures its RSS
+(the baseline), runs fit_transform, reads the peak
 ``resource.getrusage(RUSAGE_SELF).ru_maxrss``, then times transform (median of 3). Reported: the
 median fit_transform and transform times over ``--repeats`` runs (runs alternate between libraries and
 solvers: A B C, C B A, ...), the peak RSS increase of the fit (peak − baseline, the largest over the

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import os
 import subprocess
 import sys
 
@@ -48,7 +47,8 @@ def test_fit(tmp_path, rng, src, dst):
     assert "variance" in out.stdout and "wrote" in out.stdout and " s " in out.stdout
     assert out.stderr == ""  # no progress display when stderr is not a terminal
     scores = np.load(out_path) if dst == "npy" else np.loadtxt(out_path, delimiter=",")
-    expected = KernelPCA(2, kernel="rbf", gamma=0.1, random_state=0).fit_transform(np.loadtxt(path, delimiter="," if src == "csv" else None) if src != "npy" else X)
+    data = np.loadtxt(path, delimiter="," if src == "csv" else None) if src != "npy" else X
+    expected = KernelPCA(2, kernel="rbf", gamma=0.1, random_state=0).fit_transform(data)
     np.testing.assert_allclose(np.abs(scores), np.abs(expected), rtol=1e-6, atol=1e-9)
 
 

@@ -20,7 +20,6 @@ from sklearn.model_selection import GridSearchCV  # noqa: E402
 from sklearn.pipeline import Pipeline  # noqa: E402
 from sklearn.linear_model import LogisticRegression  # noqa: E402
 
-import fastkpca  # noqa: E402
 from fastkpca import KernelPCA  # noqa: E402
 import reference as ref  # noqa: E402
 

@@ -43,9 +43,9 @@ def test_equals_pca_scores(X):
 def test_warns_for_non_euclidean(X):
     D = np.sqrt(ref.sq_distances(X, X))
     D[0, 1] = D[1, 0] = 60.0  # breaks the triangle inequality
-    with pytest.warns(UserWarning, match="not Euclidean"):
+    with pytest.warns(fastkpca.NonEuclideanWarning, match="not Euclidean"):
         fastkpca.classical_mds(D, 2, random_state=0)
-    with pytest.warns(UserWarning, match="not Euclidean"):
+    with pytest.warns(fastkpca.NonEuclideanWarning, match="not Euclidean"):
         m = fastkpca.ClassicalMDS(2, dissimilarity="precomputed", random_state=0).fit(D)
     assert m.smallest_eigenvalue_ < 0
 

@@ -10,13 +10,15 @@ from __future__ import annotations
 
 from ._version import __version__
 from .centering import double_center, double_center_distances
-from .exceptions import ConvergenceWarning
+from .exceptions import ConvergenceWarning, FastkpcaWarning, NonEuclideanWarning
 from .kernels import gram, pairwise_kernels
 from .linalg import eigsh
 
 __all__ = [
     "__version__",
     "ConvergenceWarning",
+    "FastkpcaWarning",
+    "NonEuclideanWarning",
     "KernelCenterer",
     "KernelPCA",
     "ClassicalMDS",

@@ -7,7 +7,7 @@ import os
 import sys
 import time
 
-KERNELS = ("linear", "poly", "rbf", "laplacian", "sigmoid", "cosine")
+from ._registry import NAMES as KERNELS  # every native kernel and alias, from the core's registry
 
 
 class CliError(Exception):
@@ -44,7 +44,8 @@ def _demo(args) -> int:
     print(f"Kernel PCA of {args.n} points regularly spaced along a 3-D helix (two turns).")
     print(f"Variances of the first {k} kernel principal components (λ/N), share of the total, and the")
     print("Spearman correlation of the first component with the position along the helix:\n")
-    header = f"{'kernel':<24}" + "".join(f"{'PC' + str(i + 1):>10}" for i in range(k)) + f"{'top-' + str(k) + ' share':>13}{'Spearman':>10}{'seconds':>9}"
+    header = (f"{'kernel':<24}" + "".join(f"{'PC' + str(i + 1):>10}" for i in range(k))
+              + f"{'top-' + str(k) + ' share':>13}{'Spearman':>10}{'seconds':>9}")
     print(header)
     print("-" * len(header))
     results = []
@@ -140,13 +141,20 @@ class _Progress:
         text = {
             "kernel": "kernel matrix built",
             "center": "centered",
-            "pass": f"solving: pass {info.get('passes')}, {info.get('converged')} components converged",
+            "pass": self._pass_text(info),
             "done": "solved",
         }.get(stage, stage)
         line = f"[{time.perf_counter() - self.start:7.1f}s] {text}"
         sys.stderr.write("\r" + line.ljust(self.width))
         self.width = len(line)
         sys.stderr.flush()
+
+    @staticmethod
+    def _pass_text(info):
+        text = (f"solving: pass {info.get('passes')}, {info.get('converged')} components converged, "
+                f"{info.get('seconds_per_pass', 0):.2f} s a pass")
+        eta = info.get("eta_seconds")
+        return text + (f", about {eta:.0f} s left" if eta is not None else "")
 
     def close(self):
         if self.enabled and self.width:
@@ -166,6 +174,7 @@ def _fit(args) -> int:
     model = fastkpca.KernelPCA(
         args.n_components, kernel=args.kernel, gamma=args.gamma, degree=args.degree, coef0=args.coef0,
         eigen_solver=args.solver, n_jobs=args.n_jobs, random_state=args.seed, callback=progress,
+        memory_limit=args.memory_limit,
     )
     start = time.perf_counter()
     try:
@@ -178,6 +187,8 @@ def _fit(args) -> int:
     _save(args.output, scores)
     info = model.solver_info_
     passes = f", {info['n_passes']} passes over K" if "n_passes" in info else ""
+    if "storage" in info:
+        passes += f", {info['storage']} kernel of {info['kernel_bytes'] / 2**20:.0f} MiB"
     print(f"fitted {X.shape[0]} samples × {X.shape[1]} features, kernel {args.kernel}, "
           f"{scores.shape[1]} components in {seconds:.3f} s ({info['solver']} solver{passes})")
     print("component  variance (λ/N)  share of total")
@@ -228,7 +239,7 @@ def build_parser() -> argparse.ArgumentParser:
     fit.add_argument("input", help="samples × features: .npy, .csv (comma-separated) or .txt (whitespace)")
     fit.add_argument("-o", "--output", required=True, help="where to write the scores: .npy or .csv")
     fit.add_argument("-k", "--n-components", type=_positive_int, default=2, help="components (default 2)")
-    fit.add_argument("--kernel", choices=KERNELS, default="rbf", help="kernel (default rbf)")
+    fit.add_argument("--kernel", choices=tuple(KERNELS), default="rbf", help="kernel (default rbf)")
     fit.add_argument("--gamma", type=_non_negative_float, default=None, help="kernel scale (default 1/n_features)")
     fit.add_argument("--degree", type=_non_negative_float, default=3.0, help="poly degree (default 3)")
     fit.add_argument("--coef0", type=float, default=1.0, help="poly/sigmoid offset (default 1)")
@@ -236,6 +247,9 @@ def build_parser() -> argparse.ArgumentParser:
     fit.add_argument("--dtype", choices=("float64", "float32"), default="float64",
                      help="float32 halves the kernel matrix's memory")
     fit.add_argument("--n-jobs", type=int, default=None, help="threads (default: all)")
+    fit.add_argument("--memory-limit", default=None,
+                     help="memory the fit may use, e.g. 4GB (default 80%% of the available memory); the "
+                          "kernel is kept packed, partly cached or recomputed on every pass to stay within it")
     fit.add_argument("--seed", type=int, default=0, help="random seed of the solver (default 0)")
     fit.add_argument("-q", "--quiet", action="store_true", help="no progress display")
     fit.set_defaults(run=_fit)

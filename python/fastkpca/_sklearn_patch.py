@@ -36,7 +36,8 @@ def _kernel_wrapper(original, kernel: str, accepted: tuple[str, ...]):
         bound.apply_defaults()
         params = dict(bound.arguments)
         X, Y = params.pop("X"), params.pop("Y", None)
-        if params.pop("dense_output", True) is not True or _is_sparse(X) or _is_sparse(Y) or set(params) - set(accepted):
+        if (params.pop("dense_output", True) is not True or _is_sparse(X) or _is_sparse(Y)
+                or set(params) - set(accepted)):
             return original(*args, **kwargs)
         return kernels.gram(X, Y, kernel=kernel, **params)
 
@@ -71,7 +72,8 @@ def _replacement_table():
     # scikit-learn's function for each kernel of the registry: <name>_kernel for the name or an alias
     # (rbf_kernel, polynomial_kernel, ...), except cosine's, which scikit-learn calls cosine_similarity.
     for spec in _registry.KERNELS.values():
-        names = ["cosine_similarity"] if spec.name == "cosine" else [f"{n}_kernel" for n in (spec.name, *spec.aliases)]
+        names = (["cosine_similarity"] if spec.name == "cosine"
+                 else [f"{n}_kernel" for n in (spec.name, *spec.aliases)])
         for name in names:
             if hasattr(skp, name):
                 table[("sklearn.metrics.pairwise", name)] = _kernel_wrapper(getattr(skp, name), spec.name,
@@ -82,7 +84,8 @@ def _replacement_table():
 
 
 def _sklearn_modules():
-    return [m for name, m in list(sys.modules.items()) if m is not None and (name == "sklearn" or name.startswith("sklearn."))]
+    return [m for name, m in list(sys.modules.items())
+            if m is not None and (name == "sklearn" or name.startswith("sklearn."))]
 
 
 def patch_sklearn() -> None:

@@ -1,8 +1,17 @@
 """Warnings and errors raised by fastkpca."""
 
 
-class ConvergenceWarning(UserWarning):
+class FastkpcaWarning(UserWarning):
+    """Base class of every warning fastkpca issues."""
+
+
+class ConvergenceWarning(FastkpcaWarning):
     """An iterative solver stopped at its iteration limit before every wanted pair converged.
 
     The best pairs found are still returned; ``return_info=True`` tells how far from converged they are.
     """
+
+
+class NonEuclideanWarning(FastkpcaWarning):
+    """Classical scaling was given dissimilarities that are not Euclidean distances (the doubly centered
+    matrix has significant negative eigenvalues); only the positive part is embedded."""

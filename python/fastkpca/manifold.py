@@ -13,6 +13,7 @@ from . import _validation as v
 from . import linalg
 from ._sklearn_compat import validate_data
 from .centering import double_center_distances
+from .exceptions import NonEuclideanWarning
 
 __all__ = ["ClassicalMDS", "classical_mds"]
 
@@ -53,7 +54,7 @@ def _embed(B, n_components, random_state, n_jobs, euclidean=False):
             f"The dissimilarities are not Euclidean: the doubly centered matrix has a significant negative "
             f"eigenvalue ({smallest:.3g}, {-smallest / top if top > 0 else float('inf'):.2g} of the largest). "
             "Coordinates use the positive part only.",
-            UserWarning,
+            NonEuclideanWarning,
             stacklevel=3,
         )
     values = np.where(values > 0, values, 0.0)

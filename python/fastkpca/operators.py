@@ -68,8 +68,9 @@ def plan_storage(n: int, n_features: int, itemsize: int, *, block_size: int, mem
     budget = memory_limit - other_bytes - working - PLAN_SLACK_BYTES
     if budget < 0:
         raise MemoryError(
-            f"the {n}-sample kernel's solver and working copies need {(other_bytes + working + PLAN_SLACK_BYTES) / 2**30:.2f} "
-            f"GiB even matrix-free, but the memory limit is {memory_limit / 2**30:.2f} GiB"
+            f"the {n}-sample kernel's solver and working copies need "
+            f"{(other_bytes + working + PLAN_SLACK_BYTES) / 2**30:.2f} GiB even matrix-free, but the memory limit "
+            f"is {memory_limit / 2**30:.2f} GiB"
         )
     full = n * n * itemsize
     packed = _packed_bytes(nt, itemsize)
