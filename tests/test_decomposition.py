@@ -26,9 +26,13 @@ import reference as ref  # noqa: E402
 TESTS = Path(__file__).parent
 
 
-def test_sklearn_test_module_passes_with_fastkpca():
-    """sklearn/decomposition/tests/test_kernel_pca.py from the installed wheel, KernelPCA swapped."""
+@pytest.mark.parametrize("storage", ["auto", "matrix_free", "cached"])
+def test_sklearn_test_module_passes_with_fastkpca(storage):
+    """sklearn/decomposition/tests/test_kernel_pca.py from the installed wheel, KernelPCA swapped, with the
+    kernel in the storage the memory limit allows (packed here) and forced cached or matrix-free."""
     env = {**os.environ, "PYTHONPATH": os.pathsep.join(filter(None, [str(TESTS), os.environ.get("PYTHONPATH")]))}
+    if storage != "auto":
+        env["FASTKPCA_TEST_STORAGE"] = storage
     out = subprocess.run(
         [sys.executable, "-m", "pytest", "-q", "-p", "sklearn_swap", "-p", "no:cacheprovider",
          "--pyargs", "sklearn.decomposition.tests.test_kernel_pca"],
@@ -38,12 +42,19 @@ def test_sklearn_test_module_passes_with_fastkpca():
     assert " passed" in out.stdout and "failed" not in out.stdout
 
 
+@pytest.mark.parametrize("storage", ["auto", "matrix_free"])
 @pytest.mark.parametrize("estimator", [KernelPCA(), KernelPCA(n_components=2, kernel="rbf", eigen_solver="lanczos")],
                          ids=["default", "lanczos"])
-def test_check_estimator(estimator):
+def test_check_estimator(estimator, storage):
     from sklearn.utils.estimator_checks import check_estimator
 
-    check_estimator(estimator)
+    from sklearn_swap import force_storage
+
+    undo = force_storage(storage) if storage != "auto" else (lambda: None)
+    try:
+        check_estimator(estimator)
+    finally:
+        undo()
 
 
 def _align_signs(a, b):

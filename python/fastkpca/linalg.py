@@ -64,13 +64,26 @@ def basis_size(k: int, b: int, n: int) -> int:
     return max(k + 2 * b, min(size, n - b))
 
 
+def pass_bytes(b: int, n: int) -> int:
+    """Working memory of one product of a one-triangle operator (packed, cached, matrix-free) with a block of
+    b vectors: the block and its product padded to whole tiles and to ldv columns (b plus the column of
+    ones of the first pass, rounded up to 8), and the mirrored contributions each of its 16 fixed row
+    blocks collects for the rows before it (tiled_operator.hpp), about 10·n·ldv; plus the centered copy
+    of the block and its product."""
+    tile, blocks = 256, 16
+    nt = -(-n // tile)
+    ldv = -(-(b + 1) // 8) * 8
+    earlier_rows = sum(round(nt * math.sqrt(p / blocks)) * tile for p in range(blocks))
+    return 8 * ((2 * nt * tile + earlier_rows) * ldv + 3 * n * b)
+
+
 def solver_bytes(k: int, b: int, n: int) -> int:
     """Memory the eigensolver needs besides the operator: the basis, the block products, T and its
-    eigendecomposition (or, dense, three n×n float64 arrays)."""
+    eigendecomposition, and the working memory of a pass (or, dense, three n×n float64 arrays)."""
     if solves_densely(k, b, n):
         return 8 * n * n * 3
     m = basis_size(k, b, n)
-    return 8 * n * (m + 6 * b + k) + 8 * m * m * 3
+    return 8 * n * (m + 6 * b + k) + 8 * m * m * 3 + pass_bytes(b, n)
 
 
 def _sign_flip(vectors: np.ndarray) -> np.ndarray:

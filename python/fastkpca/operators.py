@@ -213,7 +213,8 @@ def kernel_operator(X, *, kernel="rbf", gamma=None, degree=3, coef0=1.0, storage
         How the kernel is held (see the module's documentation). "auto" picks the fastest mode that fits
         the memory limit; an explicit "full" or "packed" that does not fit raises MemoryError.
     memory_limit : int or str, default=None
-        Bytes the operator may hold, or a size such as "4GB"; None means 80% of the available memory.
+        Bytes the operator may hold, with the working memory of a product with ``block_size`` vectors, or a
+        size such as "4GB"; None means 80% of the available memory.
     block_size : int, default=8
         The block width the products will mostly have (it decides between full and packed storage).
     n_jobs : int, default=None
@@ -243,5 +244,5 @@ def kernel_operator(X, *, kernel="rbf", gamma=None, degree=3, coef0=1.0, storage
     block_size = v.check_int(block_size, "block_size", minimum=1)
     threads = v.n_threads(n_jobs)
     plan = plan_storage(X.shape[0], X.shape[1], X.dtype.itemsize, block_size=block_size, memory_limit=limit,
-                        storage=storage)
+                        other_bytes=linalg.pass_bytes(block_size, X.shape[0]), storage=storage)
     return build(X, kernel, gamma, degree, coef0, plan, threads)
