@@ -351,3 +351,11 @@ def test_fit_within_a_memory_limit():
         """
     )
     assert growth <= limit, f"fit grew peak RSS by {growth / 2**20:.0f} MiB, over its {limit / 2**20:.0f} MiB limit"
+
+
+def test_solvers_that_need_the_whole_kernel_respect_the_limit(rng):
+    X = rng.standard_normal((2000, 3))
+    for solver in ("dense", "arpack", "randomized"):
+        with pytest.raises(MemoryError, match="lanczos"):
+            KernelPCA(3, kernel="rbf", eigen_solver=solver, memory_limit="10MB").fit(X)
+    assert KernelPCA(3, kernel="rbf", memory_limit="100MB").fit(X).solver_info_["storage"] in ("packed", "cached")

@@ -273,8 +273,14 @@ default="linear"
             self._fit_operator(op, n_components, limit)
         else:
             owned = K is None
+            needed = n * n * (X.dtype.itemsize if owned else 8)  # the kernel, or the copy centered in place
+            if needed > limit:
+                raise MemoryError(
+                    f"eigen_solver={solver!r} needs the whole {n}×{n} kernel matrix, {needed / 2**30:.2f} GiB, but the "
+                    f"memory limit is {limit / 2**30:.2f} GiB; eigen_solver='lanczos' fits within any limit"
+                )
             if owned:
-                v.check_memory(n * n * X.dtype.itemsize, f"the {n}×{n} kernel matrix of eigen_solver={solver!r}")
+                v.check_memory(needed, f"the {n}×{n} kernel matrix of eigen_solver={solver!r}")
                 K = self._get_kernel(X)
             self._report("kernel", seconds=time.perf_counter() - start, n_samples=n, storage="full",
                          kernel_bytes=K.nbytes)
