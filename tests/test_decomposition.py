@@ -227,7 +227,7 @@ def _limit_for(X, k, kernel_bytes):
 
     n, d = X.shape
     solver = linalg.solver_bytes(k, linalg.default_block_size(k, n, compute_bound=True), n)
-    return int(kernel_bytes + solver + 2 * n * d * X.itemsize + 16 * n + operators.PLAN_SLACK_BYTES)
+    return int(kernel_bytes + solver + operators.fixed_bytes(n, d, X.itemsize))
 
 
 @pytest.mark.parametrize("dtype", [np.float64, np.float32])

@@ -128,7 +128,6 @@ def test_native_invariants_raise_instead_of_crashing():
     # Shapes are checked at the boundary: non-square or 1-D arrays never reach the core.
     for call in (lambda: core.dense_operator(np.ones((3, 4))),
                  lambda: core.scan_square(np.ones((3, 4)), True, 0),
-                 lambda: core.kernel_means(np.ones((3, 4)), 0),
                  lambda: core.double_center_inplace(np.ones((3, 4)), "kernel", 1.0, 0),
                  lambda: core.kernel_operator(np.ones(4), "rbf", 1.0, 3.0, 1.0, 0, 0),
                  lambda: core.gram_into(np.ones(3), None, "rbf", 1.0, 3.0, 1.0, np.empty((3, 3)), 0),

@@ -226,7 +226,7 @@ def test_plan_storage_follows_the_memory_limit():
     four = operators.plan_storage(n, d, 8, block_size=8, memory_limit=4 * 10**9)
     assert four.storage == "cached" and 0 < four.kernel_bytes <= four.budget_bytes < 4 * 10**9
     assert "recomputed" in four.reason
-    floor = 2 * n * d * 8 + 16 * n + operators.PLAN_SLACK_BYTES  # working copies of X, and the slack
+    floor = operators.fixed_bytes(n, d, 8)  # working copies of X, and the slack
     tiny = operators.plan_storage(n, d, 8, block_size=8, memory_limit=floor + 100_000)  # < one tile row
     assert tiny.storage == "matrix_free" and tiny.kernel_bytes == 0
     with pytest.raises(MemoryError, match="even matrix-free"):

@@ -33,21 +33,6 @@ py::tuple double_center_inplace(CArray<S>& k, const std::string& input, double a
   return py::make_tuple(ok, to_numpy(c), m);
 }
 
-// (column means, grand mean) of K without changing it: one read pass.
-template <class S>
-py::tuple kernel_means(const CArray<S>& k, int n_threads) {
-  require_square(k, "k");
-  const S* data = k.data();
-  const Index n = k.shape(0);
-  Eigen::VectorXd r, c;
-  double m = 0;
-  release_and_run(n_threads, [&](Interrupt& interrupt) {
-    center_means(data, n, CenterInput::kernel, r, c, m, interrupt);
-    return 0;
-  });
-  return py::make_tuple(to_numpy(c), m);
-}
-
 template <class S>
 void center_cross_inplace(CArray<S>& k, const CArray<double>& fit_col_mean, double fit_grand_mean, int n_threads) {
   require_matrix(k, "k");
@@ -76,8 +61,6 @@ template <class S>
 void def_spectral(py::module_& m) {
   m.def("double_center_inplace", &double_center_inplace<S>, py::arg("k").noconvert(), py::arg("input"),
         py::arg("alpha"), py::arg("n_threads"), "K <- alpha · H f(K) H in place (f: identity or square).");
-  m.def("kernel_means", &kernel_means<S>, py::arg("k").noconvert(), py::arg("n_threads"),
-        "(column means, grand mean) of a square matrix in one pass.");
   m.def("center_cross_inplace", &center_cross_inplace<S>, py::arg("k").noconvert(),
         py::arg("fit_col_mean").noconvert(), py::arg("fit_grand_mean"), py::arg("n_threads"),
         "Out-of-sample centering of a cross kernel, in place.");

@@ -270,7 +270,7 @@ default="linear"
             op = self._training_operator(X, K, n_components, limit)
             self._report("kernel", seconds=time.perf_counter() - start, n_samples=n, storage=op.storage,
                          kernel_bytes=op.nbytes)
-            self._fit_operator(op, n_components, limit)
+            values, vectors = self._fit_operator(op, n_components, limit)
         else:
             owned = K is None
             needed = n * n * (X.dtype.itemsize if owned else 8)  # the kernel, or the copy centered in place
@@ -284,8 +284,8 @@ default="linear"
                 K = self._get_kernel(X)
             self._report("kernel", seconds=time.perf_counter() - start, n_samples=n, storage="full",
                          kernel_bytes=K.nbytes)
-            self._fit_centered_dense(K, owned, solver, n_components)
-        self._finish_eigenpairs(self._values, self._vectors)
+            values, vectors = self._fit_centered_dense(K, owned, solver, n_components)
+        self._finish_eigenpairs(values, vectors)
         if self.fit_inverse_transform:
             self._fit_inverse_transform(self.eigenvectors_ * np.sqrt(self.eigenvalues_), X)
         self.X_fit_ = X
@@ -315,7 +315,7 @@ default="linear"
                 K = np.ascontiguousarray(self._get_kernel(X))
             plan = operators.StoragePlan("full", 0, K.nbytes, limit, "a precomputed or callable kernel is a "
                                          "full matrix")
-            return operators.KernelOperator(_native.core.dense_operator(K), n_jobs=self.n_jobs, plan=plan, _keep=K)
+            return operators.from_matrix(K, plan, self.n_jobs)
         X = v.check_samples(X, "X", X.dtype)  # sparse data is densified (after a memory check)
         n = X.shape[0]
         widest = linalg.default_block_size(n_components, n, compute_bound=True)
@@ -326,8 +326,8 @@ default="linear"
         return operators.build(X, self.kernel, self.gamma_, self.degree, self.coef0, plan, threads)
 
     def _fit_operator(self, op, n_components, limit):
-        """Eigenpairs of H K H by block Lanczos on the implicitly centered operator: K is never rewritten,
-        and its row sums (the centering means) come with the first pass."""
+        """(values, vectors) of H K H by block Lanczos on the implicitly centered operator: K is never
+        rewritten, and its row sums (the centering means) come with the first pass."""
         n = op.shape[0]
         threads = v.n_threads(self.n_jobs)
         # Implicit centering: nothing to do before solving; the means come with the first pass.
@@ -355,11 +355,11 @@ default="linear"
         self._report("done", solver="lanczos", storage=op.storage, seconds=info["solve_seconds"],
                      passes=info["n_passes"], block_size=info["block_size"])
         dtype = op.storage_dtype
-        self._values, self._vectors = values.astype(dtype, copy=False), vectors.astype(dtype, copy=False)
+        return values.astype(dtype, copy=False), vectors.astype(dtype, copy=False)
 
     def _fit_centered_dense(self, K, owned, solver, n_components):
-        """scikit-learn's dense, arpack or randomized solver on K centered in place (a copy of a
-        precomputed kernel, so the user's array is never changed)."""
+        """(values, vectors) from scikit-learn's dense, arpack or randomized solver on K centered in place (a
+        copy of a precomputed kernel, so the user's array is never changed)."""
         threads = v.n_threads(self.n_jobs)
         start = time.perf_counter()
         trace_K = float(np.trace(K, dtype=np.float64))
@@ -379,11 +379,10 @@ default="linear"
         self.K_fit_rows_ = np.asarray(col_mean, dtype=np.float64)
         self.K_fit_all_ = float(grand_mean)
         self._total_variance = trace_K - K.shape[0] * self.K_fit_all_
-        self._values, self._vectors = values, vectors
+        return values, vectors
 
     def _finish_eigenpairs(self, values, vectors):
         """scikit-learn's post-processing: PSD check, sign convention, descending order, zero removal."""
-        del self._values, self._vectors
         values = check_psd_eigenvalues(values)
         vectors = linalg._sign_flip(np.array(vectors, copy=True))
         order = values.argsort()[::-1]

@@ -47,6 +47,11 @@ class StoragePlan:
     reason: str
 
 
+def fixed_bytes(n: int, n_features: int, itemsize: int) -> int:
+    """What a plan sets aside whatever the storage: the working copy of X and its row norms, and the slack."""
+    return 2 * n * n_features * itemsize + 16 * n + PLAN_SLACK_BYTES
+
+
 def _packed_bytes(tile_rows: int, itemsize: int) -> int:
     return int(_native.core.packed_prefix_size(tile_rows)) * itemsize
 
@@ -64,13 +69,12 @@ def plan_storage(n: int, n_features: int, itemsize: int, *, block_size: int, mem
     """
     T = int(_native.core.TILE)
     nt = -(-n // T)
-    working = 2 * n * n_features * itemsize + 16 * n  # the working copy of X and its row norms
-    budget = memory_limit - other_bytes - working - PLAN_SLACK_BYTES
+    fixed = other_bytes + fixed_bytes(n, n_features, itemsize)
+    budget = memory_limit - fixed
     if budget < 0:
         raise MemoryError(
-            f"the {n}-sample kernel's solver and working copies need "
-            f"{(other_bytes + working + PLAN_SLACK_BYTES) / 2**30:.2f} GiB even matrix-free, but the memory limit "
-            f"is {memory_limit / 2**30:.2f} GiB"
+            f"the {n}-sample kernel's solver and working copies need {fixed / 2**30:.2f} GiB even matrix-free, "
+            f"but the memory limit is {memory_limit / 2**30:.2f} GiB"
         )
     full = n * n * itemsize
     packed = _packed_bytes(nt, itemsize)
@@ -184,6 +188,11 @@ class KernelOperator(LinearOperator):
                 f"{self.storage_dtype.name}, {self.nbytes / 2**20:.1f} MiB>")
 
 
+def from_matrix(K: np.ndarray, plan: StoragePlan | None = None, n_jobs=None) -> KernelOperator:
+    """The full storage over a symmetric, C-contiguous float32/float64 K, read in place (and kept alive)."""
+    return KernelOperator(_native.core.dense_operator(K), n_jobs=n_jobs, plan=plan, _keep=K)
+
+
 def build(X: np.ndarray, kernel: str, gamma: float, degree: float, coef0: float, plan: StoragePlan,
           threads: int) -> KernelOperator:
     """The operator of a validated X (C-contiguous float32/float64) with the given plan."""
@@ -191,8 +200,7 @@ def build(X: np.ndarray, kernel: str, gamma: float, degree: float, coef0: float,
     if plan.storage == "full":
         from .kernels import gram
 
-        K = gram(X, kernel=kernel, gamma=gamma, degree=degree, coef0=coef0, n_jobs=n_jobs)
-        return KernelOperator(_native.core.dense_operator(K), n_jobs=n_jobs, plan=plan, _keep=K)
+        return from_matrix(gram(X, kernel=kernel, gamma=gamma, degree=degree, coef0=coef0, n_jobs=n_jobs), plan, n_jobs)
     native = _native.core.kernel_operator(X, kernel, gamma, degree, coef0, plan.cached_tile_rows, threads)
     return KernelOperator(native, n_jobs=n_jobs, plan=plan)
 
