@@ -32,10 +32,27 @@ void gram_into(const CArray<S>& x, const std::optional<CArray<S>>& y, const std:
 }
 
 template <class S>
+void kernel_diagonal_into(const CArray<S>& x, const std::string& kernel, double gamma, double degree, double coef0,
+                          CArray<S>& out, int n_threads) {
+  const KernelParams params = kernel_params(kernel, gamma, degree, coef0);
+  require_matrix(x, "x");
+  if (out.ndim() != 1 || out.shape(0) != x.shape(0)) throw py::value_error("out has the wrong shape");
+  ConstRowMatrixMap<S> xm(x.data(), x.shape(0), x.shape(1));
+  S* o = out.mutable_data();
+  release_and_run(n_threads, [&](Interrupt& interrupt) {
+    kernel_diagonal<S>(xm, params, o, interrupt);
+    return 0;
+  });
+}
+
+template <class S>
 void def_gram(py::module_& m) {
   m.def("gram_into", &gram_into<S>, py::arg("x").noconvert(), py::arg("y").noconvert(), py::arg("kernel"),
         py::arg("gamma"), py::arg("degree"), py::arg("coef0"), py::arg("out").noconvert(), py::arg("n_threads"),
         "out[i, j] = k(x_i, y_j) (y=None: y = x, symmetric). Arrays: C-contiguous, one dtype.");
+  m.def("kernel_diagonal_into", &kernel_diagonal_into<S>, py::arg("x").noconvert(), py::arg("kernel"),
+        py::arg("gamma"), py::arg("degree"), py::arg("coef0"), py::arg("out").noconvert(), py::arg("n_threads"),
+        "out[i] = k(x_i, x_i), equal to the diagonal of gram_into(x, None). Arrays: C-contiguous, one dtype.");
 }
 
 }  // namespace

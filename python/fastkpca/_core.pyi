@@ -30,6 +30,9 @@ def gram_into(
     out: NDArray[_F],
     n_threads: int,
 ) -> None: ...
+def kernel_diagonal_into(
+    x: NDArray[_F], kernel: _Kernel, gamma: float, degree: float, coef0: float, out: NDArray[_F], n_threads: int
+) -> None: ...
 def double_center_inplace(
     k: NDArray[_F], input: Literal["kernel", "distances", "squared_distances"], alpha: float, n_threads: int
 ) -> tuple[bool, NDArray[np.float64], float]: ...

@@ -131,3 +131,39 @@ def pairwise_kernels(X, Y=None, metric="linear", *, filter_params=False, n_jobs=
     params = dict(_registry.PARAMETER_DEFAULTS)
     params.update(kwds)
     return gram(X, Y, kernel=kernel, n_jobs=n_jobs, **params)
+
+
+class NativeKernel:
+    """One native kernel with its parameters resolved: what the low-rank and streamed code paths evaluate.
+
+    ``cross(X, Y)`` is ``K(X, Y)``; for rbf it is computed after shifting both sides by Y's column means, so
+    a chunk of X's rows gets exactly the rows the whole X would: streamed results do not depend on the
+    chunking. ``diagonal(X)`` is ``k(x_i, x_i)``. Arrays must be validated, C-contiguous and of one dtype.
+    """
+
+    __slots__ = ("name", "gamma", "degree", "coef0", "threads")
+
+    def __init__(self, name: str, gamma: float, degree: float, coef0: float, threads: int):
+        self.name, self.gamma, self.degree, self.coef0, self.threads = name, gamma, degree, coef0, threads
+
+    @classmethod
+    def resolve(cls, kernel, gamma, degree, coef0, n_features: int, n_jobs=None) -> NativeKernel:
+        """Validated kernel name and parameters (gamma None -> 1 / n_features; scikit-learn's defaults)."""
+        name = v.check_kernel(kernel)
+        gamma, degree, coef0 = v.kernel_params(name, gamma, degree, coef0, n_features)
+        return cls(name, gamma, degree, coef0, v.n_threads(n_jobs))
+
+    def cross(self, X: np.ndarray, Y: np.ndarray | None = None, out: np.ndarray | None = None) -> np.ndarray:
+        n_y = X.shape[0] if Y is None else Y.shape[0]
+        if out is None:
+            out = v.empty((X.shape[0], n_y), X.dtype, f"a {X.shape[0]}×{n_y} kernel block")
+        _native.core.gram_into(X, Y, self.name, self.gamma, self.degree, self.coef0, out, self.threads)
+        return out
+
+    def diagonal(self, X: np.ndarray) -> np.ndarray:
+        out = np.empty(X.shape[0], dtype=X.dtype)
+        _native.core.kernel_diagonal_into(X, self.name, self.gamma, self.degree, self.coef0, out, self.threads)
+        return out
+
+    def __repr__(self):
+        return f"NativeKernel({self.name!r}, gamma={self.gamma}, degree={self.degree}, coef0={self.coef0})"

@@ -93,4 +93,29 @@ void gram(const ConstRowMatrixMap<S>& x, const ConstRowMatrixMap<S>* y, const Ke
   });
 }
 
+// out[i] = k(x_i, x_i), each as a 1×1 diagonal tile of the symmetric build: gram(X)'s diagonal up to the
+// rounding of the inner product, and exactly 1 for a unit-diagonal kernel. Randomly pivoted Cholesky
+// samples its first pivots from this diagonal.
+template <class S>
+void kernel_diagonal(const ConstRowMatrixMap<S>& x, const KernelParams& params, S* out, Interrupt& interrupt) {
+  Operands<S> op;
+  op.x = x;
+  with_kernel<S>(params, [&](auto kernel, bool unit_diagonal) {
+    kernel.prepare(op);
+    const Index n = op.x.rows(), chunk = 4096;
+#pragma omp parallel
+    {
+    alignas(64) S scratch[detail::kTileScratch];
+#pragma omp for schedule(static)
+    for (Index c0 = 0; c0 < n; c0 += chunk) {
+      if (interrupt.poll()) continue;
+      for (Index i = c0; i < std::min(n, c0 + chunk); ++i)
+        detail::kernel_tile(kernel, op, i, 1, i, 1, true, unit_diagonal, out + i, 1, scratch);
+    }
+    }
+    interrupt.throw_if_stopped();
+    return 0;
+  });
+}
+
 }  // namespace fastkpca
