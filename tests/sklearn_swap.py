@@ -1,7 +1,8 @@
-"""pytest plugin: run scikit-learn's own KernelPCA tests with fastkpca.KernelPCA swapped in.
+"""pytest plugin: run scikit-learn's own KernelPCA and Nystroem tests with fastkpca's classes swapped in.
 
 Used by tests/test_decomposition.py as ``python -m pytest -p sklearn_swap --pyargs
-sklearn.decomposition.tests.test_kernel_pca``: the installed test module is imported after the swap, so
+sklearn.decomposition.tests.test_kernel_pca`` (and by tests/test_kernel_approximation.py with
+``sklearn.tests.test_kernel_approximation``): the installed test module is imported after the swap, so
 its ``from sklearn.decomposition import KernelPCA`` gets fastkpca's class.
 
 With ``FASTKPCA_TEST_STORAGE=matrix_free`` (or ``cached``) in the environment, every lanczos fit keeps its
@@ -30,12 +31,18 @@ def force_storage(storage):
     return lambda: setattr(operators, "plan_storage", original)
 
 
+# (module scikit-learn's tests import the class from, class name, the test module that uses it)
+SWAPS = (("sklearn.decomposition", "KernelPCA", "sklearn.decomposition.tests.test_kernel_pca"),
+         ("sklearn.kernel_approximation", "Nystroem", "sklearn.tests.test_kernel_approximation"))
+
+
 def pytest_configure(config):
-    import sklearn.decomposition
+    import importlib
 
     import fastkpca
 
-    sklearn.decomposition.KernelPCA = fastkpca.KernelPCA
+    for module, name, _ in SWAPS:
+        setattr(importlib.import_module(module), name, getattr(fastkpca, name))
     if os.environ.get("FASTKPCA_TEST_STORAGE"):
         force_storage(os.environ["FASTKPCA_TEST_STORAGE"])
 
@@ -43,5 +50,7 @@ def pytest_configure(config):
 def pytest_collection_modifyitems(session, config, items):
     import fastkpca
 
-    module = sys.modules.get("sklearn.decomposition.tests.test_kernel_pca")
-    assert module is not None and module.KernelPCA is fastkpca.KernelPCA, "the swap did not take"
+    loaded = [(sys.modules[test], name) for _, name, test in SWAPS if test in sys.modules]
+    assert loaded, "no swapped test module was collected"
+    for module, name in loaded:
+        assert getattr(module, name) is getattr(fastkpca, name), f"the {name} swap did not take"

@@ -21,6 +21,7 @@ __all__ = [
     "NonEuclideanWarning",
     "KernelCenterer",
     "KernelPCA",
+    "Nystroem",
     "ClassicalMDS",
     "classical_mds",
     "double_center",
@@ -41,6 +42,7 @@ __all__ = [
 _LAZY = {
     "KernelCenterer": "preprocessing",
     "KernelPCA": "decomposition",
+    "Nystroem": "kernel_approximation",
     "patch_sklearn": "_sklearn_patch",
     "unpatch_sklearn": "_sklearn_patch",
     "sklearn_patched": "_sklearn_patch",

@@ -1,0 +1,245 @@
+"""Nystroem: scikit-learn's Nyström feature map on fastkpca's native kernels, with better landmarks."""
+
+from __future__ import annotations
+
+import time
+import warnings
+
+import numpy as np
+from scipy import linalg as sla
+from sklearn.base import BaseEstimator, ClassNamePrefixFeaturesOutMixin, TransformerMixin
+from sklearn.utils.validation import check_is_fitted
+
+from . import _registry, low_rank
+from . import _validation as v
+from ._sklearn_compat import validate_data
+from .kernels import NativeKernel, pairwise_kernels
+
+__all__ = ["Nystroem"]
+
+# scikit-learn's KERNEL_PARAMS for the kernels scikit-learn evaluates (fastkpca's come from its registry).
+_SKLEARN_ONLY_KERNELS = ("chi2", "additive_chi2")
+# scikit-learn clamps the landmark kernel's singular values at this before inverting their square roots.
+_SINGULAR_VALUE_FLOOR = 1e-12
+
+
+class Nystroem(ClassNamePrefixFeaturesOutMixin, TransformerMixin, BaseEstimator):
+    """Approximate a kernel map by the Nyström method: a drop-in for sklearn.kernel_approximation.Nystroem.
+
+    Features ``φ(x) = W^(-½) k(S, x)`` from m landmarks S (W = K(S, S)), so that ``φ(x)·φ(y)``
+    approximates k(x, y): ``Φ Φᵀ = K(X, S) W⁺ K(S, X)``. The constructor, attributes and results are
+    scikit-learn's (for the same ``random_state``, the same landmarks and features); the native kernels
+    are evaluated by fastkpca's multithreaded tiles and ``transform`` streams the kernel in chunks.
+
+    Parameters
+    ----------
+    kernel : str or callable, default="rbf"
+        A kernel name of sklearn.metrics.pairwise (``"linear"``, ``"poly"``, ``"rbf"``, ``"laplacian"``,
+        ``"sigmoid"``, ``"cosine"`` run natively; ``"chi2"``, ``"additive_chi2"``, ``"precomputed"`` and
+        callables through scikit-learn).
+    gamma, coef0, degree : float, default=None
+        Kernel parameters (None: the kernel's default). Not allowed with callable or precomputed kernels.
+    kernel_params : dict, default=None
+        Further kernel parameters (for callables).
+    n_components : int, default=100
+        Landmarks m, i.e. features. With ``landmarks="uniform"`` more than n_samples is reduced to
+        n_samples with a warning (scikit-learn's behaviour); with ``"rpcholesky"`` it is an error.
+    random_state : int, RandomState instance or None, default=None
+        Seed of the landmark choice.
+    n_jobs : int, default=None
+        Threads of the native kernels.
+    landmarks : {"uniform", "rpcholesky"} or array-like of shape (m, n_features), default="uniform"
+        ``"uniform"``: m training samples drawn uniformly (scikit-learn's draw). ``"rpcholesky"``:
+        randomly pivoted Cholesky, each landmark drawn with probability proportional to the residual
+        kernel's diagonal, so regions already explained (and repeated points) are not drawn again and small
+        clusters are not missed; native kernels and dense X only. An array: these m points (n_components is
+        then ignored; ``component_indices_`` is None).
+    memory_limit : int or str, default=None
+        Bytes ``fit`` and ``transform`` may use beyond X and the result (None: 80% of the available
+        memory): bounds the chunks of the cross kernel and RPCholesky's search.
+
+    Attributes
+    ----------
+    components_ : ndarray of shape (m, n_features)
+        The landmarks.
+    component_indices_ : ndarray of shape (m,) or None
+        Their rows in the training data (None for given landmarks).
+    normalization_ : ndarray of shape (m, m)
+        ``W^(-½)`` as scikit-learn defines it: from W's singular values clamped at 1e-12.
+    landmark_info_ : dict
+        How the landmarks were chosen (method, seconds; for rpcholesky the rows searched, kernel columns
+        evaluated and the residual trace fraction).
+    n_features_in_ : int
+    feature_names_in_ : ndarray of shape (n_features_in_,)
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from fastkpca import Nystroem
+    >>> X = np.random.default_rng(0).standard_normal((500, 4))
+    >>> Nystroem(n_components=50, landmarks="rpcholesky", random_state=0).fit_transform(X).shape
+    (500, 50)
+    """
+
+    def __init__(self, kernel="rbf", *, gamma=None, coef0=None, degree=None, kernel_params=None, n_components=100,
+                 random_state=None, n_jobs=None, landmarks="uniform", memory_limit=None):
+        self.kernel = kernel
+        self.gamma = gamma
+        self.coef0 = coef0
+        self.degree = degree
+        self.kernel_params = kernel_params
+        self.n_components = n_components
+        self.random_state = random_state
+        self.n_jobs = n_jobs
+        self.landmarks = landmarks
+        self.memory_limit = memory_limit
+
+    # ----------------------------------------------------------------------------------------- checks
+
+    def _kernel_params(self):
+        """scikit-learn's rule: kernel_params plus the non-None gamma/coef0/degree, which callable and
+        precomputed kernels refuse."""
+        params = dict(self.kernel_params or {})
+        if callable(self.kernel) or self.kernel == "precomputed":
+            if self.gamma is not None or self.coef0 is not None or self.degree is not None:
+                raise ValueError("Don't pass gamma, coef0 or degree to Nystroem if using a callable or "
+                                 "precomputed kernel")
+            return params
+        for name in ("gamma", "coef0", "degree"):
+            if getattr(self, name) is not None:
+                params[name] = getattr(self, name)
+        return params
+
+    def _check_params(self):
+        if not callable(self.kernel):
+            v.check_choice(self.kernel, "kernel", (*_registry.NAMES, *_SKLEARN_ONLY_KERNELS, "precomputed"))
+        v.check_int(self.n_components, "n_components", minimum=1)
+        if isinstance(self.landmarks, str):
+            v.check_choice(self.landmarks, "landmarks", low_rank.LANDMARK_METHODS)
+        if self.kernel_params is not None and not isinstance(self.kernel_params, dict):
+            raise TypeError(f"kernel_params must be a dict or None, got {self.kernel_params!r}")
+        v.n_threads(self.n_jobs)
+        return v.memory_limit(self.memory_limit)
+
+    def _native_kernel(self, X):
+        """The NativeKernel for dense X and a native kernel name, else None (scikit-learn evaluates)."""
+        if callable(self.kernel) or self.kernel not in _registry.NAMES or v.is_sparse(X):
+            return None
+        params = self._kernel_params()
+        spec = _registry.spec(self.kernel)
+        return NativeKernel.resolve(spec.name, params.get("gamma") if "gamma" in spec.parameters else None,
+                                    params.get("degree", 3), params.get("coef0", 1), X.shape[1], self.n_jobs)
+
+    def _kernel(self, X, Y=None):
+        """K(X, Y) the way scikit-learn's Nystroem evaluates it (native kernels run natively)."""
+        return pairwise_kernels(X, Y, metric=self.kernel, filter_params=True, n_jobs=self.n_jobs,
+                                **self._kernel_params())
+
+    # --------------------------------------------------------------------------------------------- fit
+
+    def fit(self, X, y=None):
+        """Choose the landmarks and compute the normalization.
+
+        Parameters
+        ----------
+        X : {array-like, sparse matrix} of shape (n_samples, n_features)
+        y : ignored
+
+        Returns
+        -------
+        self : Nystroem
+        """
+        limit = self._check_params()
+        X = validate_data(self, X, accept_sparse="csr", dtype=[np.float64, np.float32])
+        params = self._kernel_params()  # raises for gamma/coef0/degree with a callable or precomputed kernel
+        del params
+        n = X.shape[0]
+        native = self._native_kernel(X)
+        start = time.perf_counter()
+        if not isinstance(self.landmarks, str):
+            basis = v.check_samples(self.landmarks, "landmarks", X.dtype)
+            if basis.shape[1] != X.shape[1]:
+                raise ValueError(f"landmarks has {basis.shape[1]} features, but X has {X.shape[1]}")
+            index, info = None, {"method": "given"}
+        elif self.landmarks == "uniform":
+            m = self.n_components
+            if m > n:
+                warnings.warn("n_components > n_samples. This is not possible.\nn_components was set to "
+                              "n_samples, which results in inefficient evaluation of the full kernel.",
+                              stacklevel=2)
+                m = n
+            index = v.check_random_state(self.random_state).permutation(n)[:m]  # scikit-learn's draw
+            basis, info = X[index], {"method": "uniform"}
+        else:
+            if callable(self.kernel) or self.kernel not in _registry.NAMES:
+                raise ValueError("landmarks='rpcholesky' needs one of fastkpca's native kernels "
+                                 f"({', '.join(_registry.NAMES)}), got kernel={self.kernel!r}")
+            if self.n_components > n:
+                raise ValueError(f"n_components={self.n_components} is larger than the number of samples ({n})")
+            X = v.check_samples(X, "X", X.dtype)  # C-contiguous; sparse data densified (after a memory check)
+            native = self._native_kernel(X)
+            index, info = low_rank.select_landmarks(X, self.n_components, "rpcholesky", native,
+                                                    random_state=self.random_state, memory_limit=limit)
+            basis = X[index]
+        if native is not None:
+            basis = np.ascontiguousarray(basis)
+            W = native.cross(basis)
+        else:
+            W = np.asarray(self._kernel(basis))
+        self.normalization_ = _inverse_sqrt(W)
+        self.components_ = basis
+        self.component_indices_ = index
+        self.landmark_info_ = dict(info, seconds=time.perf_counter() - start)
+        self._n_features_out = basis.shape[0]
+        return self
+
+    def transform(self, X):
+        """Nyström features of X.
+
+        Parameters
+        ----------
+        X : {array-like, sparse matrix} of shape (n_samples, n_features)
+
+        Returns
+        -------
+        X_transformed : ndarray of shape (n_samples, n_components)
+        """
+        check_is_fitted(self)
+        X = validate_data(self, X, accept_sparse="csr", reset=False, dtype=[np.float64, np.float32])
+        native = self._native_kernel(X)
+        if native is None:
+            return np.asarray(self._kernel(X, self.components_)) @ self.normalization_.T
+        X = v.check_samples(X, "X", X.dtype)
+        basis = np.ascontiguousarray(self.components_, dtype=X.dtype)
+        n, m = X.shape[0], basis.shape[0]
+        rows = low_rank.chunk_rows(m, X.dtype.itemsize, v.memory_limit(self.memory_limit))
+        out = v.empty((n, m), X.dtype, f"the {n}×{m} Nyström features")
+        weights = np.ascontiguousarray(self.normalization_.T, dtype=X.dtype)
+        buf = np.empty((min(rows, n), m), X.dtype)
+        for start in range(0, n, rows):
+            part = X[start:start + rows]
+            C = native.cross(part, basis, out=buf[:part.shape[0]])
+            np.matmul(C, weights, out=out[start:start + part.shape[0]])
+        return out
+
+    def __sklearn_tags__(self):
+        tags = super().__sklearn_tags__()
+        tags.input_tags.sparse = True
+        tags.transformer_tags.preserves_dtype = ["float64", "float32"]
+        return tags
+
+
+def _inverse_sqrt(W: np.ndarray) -> np.ndarray:
+    """scikit-learn's normalization ``U diag(1/√max(s, 1e-12)) V`` from W = U diag(s) V.
+
+    For a symmetric W (the native kernels' are exactly symmetric) it comes from the eigendecomposition
+    W = E Λ Eᵀ, several times faster than an SVD: s = |λ| and V = sign(λ)·Eᵀ, so the result is
+    ``E diag(sign(λ)/√max(|λ|, 1e-12)) Eᵀ`` (a zero eigenvalue counts as positive).
+    """
+    dtype = W.dtype if W.dtype in (np.float32, np.float64) else np.float64
+    if W.ndim == 2 and W.shape[0] == W.shape[1] and np.array_equal(W, W.T):
+        values, vectors = sla.eigh(W.astype(dtype, copy=False), check_finite=False)
+        scale = np.where(values < 0, -1.0, 1.0) / np.sqrt(np.maximum(np.abs(values), _SINGULAR_VALUE_FLOOR))
+        return ((vectors * scale.astype(dtype)) @ vectors.T).astype(dtype, copy=False)
+    U, s, Vt = sla.svd(W.astype(dtype, copy=False), check_finite=False)
+    return ((U / np.sqrt(np.maximum(s, _SINGULAR_VALUE_FLOOR)).astype(dtype)) @ Vt).astype(dtype, copy=False)
