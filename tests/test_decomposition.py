@@ -359,3 +359,117 @@ def test_solvers_that_need_the_whole_kernel_respect_the_limit(rng):
         with pytest.raises(MemoryError, match="lanczos"):
             KernelPCA(3, kernel="rbf", eigen_solver=solver, memory_limit="10MB").fit(X)
     assert KernelPCA(3, kernel="rbf", memory_limit="100MB").fit(X).solver_info_["storage"] in ("packed", "cached")
+
+
+# ------------------------------------------------------------------------------------ eigen_solver="nystrom"
+
+
+@pytest.mark.parametrize("landmarks", ["uniform", "rpcholesky"])
+def test_nystrom_with_every_sample_as_landmark_is_exact(landmarks, rng):
+    X = rng.standard_normal((400, 5))
+    X_new = rng.standard_normal((40, 5))
+    exact = KernelPCA(n_components=6, kernel="rbf", eigen_solver="dense").fit(X)
+    ny = KernelPCA(n_components=6, kernel="rbf", eigen_solver="nystrom", n_landmarks=400, landmarks=landmarks,
+                   random_state=0)
+    Z = ny.fit_transform(X)
+    np.testing.assert_allclose(ny.eigenvalues_, exact.eigenvalues_, rtol=1e-10)
+    Z_ref = exact.transform(X)
+    np.testing.assert_allclose(_align_signs(Z, Z_ref), Z_ref, atol=1e-8 * np.abs(Z_ref).max())
+    T, T_ref = ny.transform(X_new), exact.transform(X_new)
+    np.testing.assert_allclose(_align_signs(T, T_ref), T_ref, atol=1e-8 * np.abs(T_ref).max())
+    np.testing.assert_allclose(ny.explained_variance_ratio_, exact.explained_variance_ratio_, rtol=1e-9)
+
+
+@pytest.mark.parametrize("kernel", ["rbf", "laplacian", "poly"])
+def test_nystrom_matches_the_centered_approximate_kernel(kernel, rng):
+    """Against eigh of H·C W⁻¹ Cᵀ·H built densely in NumPy: eigenvalues, training scores, new points."""
+    X = rng.standard_normal((350, 4))
+    X_new = rng.standard_normal((30, 4))
+    params = dict(gamma=0.3, degree=2, coef0=1.0)
+    ny = KernelPCA(n_components=4, kernel=kernel, eigen_solver="nystrom", n_landmarks=12, random_state=3,
+                   **params).fit(X)
+    S = X[ny.landmark_indices_]
+    np.testing.assert_array_equal(ny.landmarks_, S)
+    C = ref.kernel(X, S, kernel=kernel, **params)
+    W = ref.kernel(S, kernel=kernel, **params)
+    Kt = C @ np.linalg.solve(W, C.T)
+    values, vectors = np.linalg.eigh(ref.double_center(Kt))
+    values, vectors = values[::-1][:4], vectors[:, ::-1][:, :4]
+    np.testing.assert_allclose(ny.eigenvalues_, values, rtol=1e-8)
+    scores = vectors * np.sqrt(values)
+    Z = ny.transform(X)
+    np.testing.assert_allclose(_align_signs(Z, scores), scores, atol=1e-7 * np.abs(scores).max())
+    # A new point: its approximate kernel row (k(x, S) W⁻¹ Cᵀ), centered against the training kernel.
+    kx = ref.kernel(X_new, S, kernel=kernel, **params) @ np.linalg.solve(W, C.T)
+    kx_c = kx - kx.mean(axis=1, keepdims=True) - Kt.mean(axis=0) + Kt.mean()
+    expected = kx_c @ vectors / np.sqrt(values)
+    T = ny.transform(X_new)
+    signs = np.sign(np.sum(Z * scores, axis=0))
+    np.testing.assert_allclose(T * signs, expected, atol=1e-7 * np.abs(expected).max())
+
+
+def test_nystrom_solver_info_float32_and_inverse_transform(rng):
+    X = rng.standard_normal((3000, 6))
+    ny = KernelPCA(n_components=3, kernel="rbf", eigen_solver="nystrom", n_landmarks=200,
+                   fit_inverse_transform=True, random_state=0)
+    Z = ny.fit_transform(X)
+    info = ny.solver_info_
+    assert info["solver"] == "nystrom" and info["landmarks"] == "rpcholesky" and info["n_landmarks"] == 200
+    assert info["rank"] == 200 and info["landmark_selection"]["rows_searched"] == 3000
+    assert set(info["seconds"]) >= {"landmarks", "moments", "eigen", "scores"}
+    assert ny.X_fit_.shape == (200, 6) and ny.dual_coef_.shape == (200, 6)
+    assert ny.inverse_transform(Z[:5]).shape == (5, 6)
+    # float32 against float64 on data with separated components (same uniform landmarks)
+    X = X * np.array([3.0, 2.0, 1.2, 0.5, 0.3, 0.1])
+    ny = KernelPCA(n_components=3, kernel="rbf", eigen_solver="nystrom", n_landmarks=200, landmarks="uniform",
+                   random_state=0)
+    Z = ny.fit_transform(X)
+    ny32 = KernelPCA(n_components=3, kernel="rbf", eigen_solver="nystrom", n_landmarks=200, landmarks="uniform",
+                     random_state=0)
+    Z32 = ny32.fit_transform(X.astype(np.float32))
+    assert Z32.dtype == np.float32 and ny32.eigenvalues_.dtype == np.float32
+    np.testing.assert_allclose(ny32.eigenvalues_, ny.eigenvalues_, rtol=1e-3)
+    np.testing.assert_allclose(_align_signs(Z32, Z), Z, atol=1e-3 * np.abs(Z).max())
+
+
+def test_nystrom_given_landmarks_and_default_count(rng):
+    X = rng.standard_normal((1500, 3))
+    S = rng.standard_normal((50, 3))
+    ny = KernelPCA(n_components=2, kernel="rbf", eigen_solver="nystrom", landmarks=S).fit(X)
+    assert ny.landmark_indices_ is None and ny.solver_info_["landmarks"] == "given"
+    np.testing.assert_array_equal(ny.landmarks_, S)
+    ny = KernelPCA(n_components=2, kernel="rbf", eigen_solver="nystrom").fit(X)
+    assert ny.solver_info_["n_landmarks"] == 1000
+    ny = KernelPCA(kernel="rbf", eigen_solver="nystrom", n_landmarks=30).fit(X)  # n_components=None: all
+    assert ny.eigenvalues_.shape == (30,)
+
+
+def test_nystrom_bad_input_names_the_argument(rng):
+    X = rng.standard_normal((100, 3))
+    model = lambda **kw: KernelPCA(**{"n_components": 5, "kernel": "rbf", "eigen_solver": "nystrom", **kw})  # noqa: E731
+    with pytest.raises(ValueError, match="n_landmarks=101 is larger than the number of samples"):
+        model(n_landmarks=101).fit(X)
+    with pytest.raises(ValueError, match="n_components=5 is larger than n_landmarks=4"):
+        model(n_landmarks=4).fit(X)
+    with pytest.raises(ValueError, match="landmarks has 2 features"):
+        model(landmarks=np.ones((10, 2))).fit(X)
+    bad = rng.standard_normal((10, 3))
+    bad[3, 0] = np.nan
+    with pytest.raises(ValueError, match="landmarks contains NaN"):
+        model(landmarks=bad).fit(X)
+    with pytest.raises(ValueError, match="n_landmarks=20 but 10 landmarks"):
+        model(landmarks=np.ones((10, 3)), n_landmarks=20).fit(X)
+    with pytest.raises(ValueError, match="landmarks must be one of"):
+        model(landmarks="kmeans").fit(X)
+    with pytest.raises(ValueError, match="native kernels"):
+        model(kernel="precomputed").fit(X @ X.T)
+    with pytest.raises(TypeError, match="n_landmarks"):
+        model(n_landmarks=10.5).fit(X)
+    with pytest.raises(MemoryError, match="eigen_solver='nystrom'"):
+        model(n_landmarks=100, memory_limit=2**16).fit(X)
+
+
+def test_nystrom_check_estimator():
+    from sklearn.utils.estimator_checks import check_estimator
+
+    check_estimator(KernelPCA(n_components=2, kernel="rbf", eigen_solver="nystrom"))

@@ -139,6 +139,7 @@ class _Progress:
         if not self.enabled:
             return
         text = {
+            "landmarks": "landmarks chosen",
             "kernel": "kernel matrix built",
             "center": "centered",
             "pass": self._pass_text(info),
@@ -174,7 +175,7 @@ def _fit(args) -> int:
     model = fastkpca.KernelPCA(
         args.n_components, kernel=args.kernel, gamma=args.gamma, degree=args.degree, coef0=args.coef0,
         eigen_solver=args.solver, n_jobs=args.n_jobs, random_state=args.seed, callback=progress,
-        memory_limit=args.memory_limit,
+        memory_limit=args.memory_limit, n_landmarks=args.n_landmarks, landmarks=args.landmarks,
     )
     start = time.perf_counter()
     try:
@@ -189,6 +190,8 @@ def _fit(args) -> int:
     passes = f", {info['n_passes']} passes over K" if "n_passes" in info else ""
     if "storage" in info:
         passes += f", {info['storage']} kernel of {info['kernel_bytes'] / 2**20:.0f} MiB"
+    if info["solver"] == "nystrom":
+        passes += f", {info['n_landmarks']} {info['landmarks']} landmarks"
     print(f"fitted {X.shape[0]} samples × {X.shape[1]} features, kernel {args.kernel}, "
           f"{scores.shape[1]} components in {seconds:.3f} s ({info['solver']} solver{passes})")
     print("component  variance (λ/N)  share of total")
@@ -243,7 +246,12 @@ def build_parser() -> argparse.ArgumentParser:
     fit.add_argument("--gamma", type=_non_negative_float, default=None, help="kernel scale (default 1/n_features)")
     fit.add_argument("--degree", type=_non_negative_float, default=3.0, help="poly degree (default 3)")
     fit.add_argument("--coef0", type=float, default=1.0, help="poly/sigmoid offset (default 1)")
-    fit.add_argument("--solver", choices=("auto", "lanczos", "dense", "arpack", "randomized"), default="auto")
+    fit.add_argument("--solver", choices=("auto", "lanczos", "dense", "arpack", "randomized", "nystrom"),
+                     default="auto", help="eigensolver (default auto; nystrom: approximate, for millions of samples)")
+    fit.add_argument("--n-landmarks", type=_positive_int, default=None,
+                     help="landmarks of the nystrom solver (default min(1000, samples))")
+    fit.add_argument("--landmarks", choices=("rpcholesky", "uniform"), default="rpcholesky",
+                     help="how the nystrom solver picks its landmarks (default rpcholesky)")
     fit.add_argument("--dtype", choices=("float64", "float32"), default="float64",
                      help="float32 halves the kernel matrix's memory")
     fit.add_argument("--n-jobs", type=int, default=None, help="threads (default: all)")

@@ -14,17 +14,19 @@ from sklearn.base import BaseEstimator, ClassNamePrefixFeaturesOutMixin, Transfo
 from sklearn.exceptions import NotFittedError
 from sklearn.utils.validation import check_is_fitted
 
-from . import _native, _registry, linalg, operators
+from . import _native, _registry, linalg, low_rank, operators
 from . import _validation as v
 from ._eigenvalues import check_psd_eigenvalues
 from ._sklearn_compat import validate_data
 from .exceptions import ConvergenceWarning
-from .kernels import gram
+from .kernels import NativeKernel, gram
 
 __all__ = ["KernelPCA"]
 
 _KERNELS = (*_registry.NAMES, "precomputed")
-_SOLVERS = ("auto", "dense", "arpack", "randomized", "lanczos")
+_SOLVERS = ("auto", "dense", "arpack", "randomized", "lanczos", "nystrom")
+#: Landmarks of eigen_solver="nystrom" when n_landmarks is None (or all samples, if fewer).
+DEFAULT_N_LANDMARKS = 1000
 # Below this many samples a dense LAPACK solve is as fast as anything and exactly scikit-learn's path.
 _DENSE_BELOW = 200
 #: Largest piece of a cross kernel that transform builds at once (also at most a quarter of the limit).
@@ -57,11 +59,13 @@ default="linear"
         Ridge parameter of the inverse transform (``fit_inverse_transform=True``).
     fit_inverse_transform : bool, default=False
         Learn the pre-image map (kernel ridge from the scores back to the input space).
-    eigen_solver : {"auto", "lanczos", "dense", "arpack", "randomized"}, default="auto"
+    eigen_solver : {"auto", "lanczos", "dense", "arpack", "randomized", "nystrom"}, default="auto"
         ``"lanczos"``: fastkpca's block Lanczos on the implicitly centered kernel; ``"dense"``,
         ``"arpack"``, ``"randomized"``: scikit-learn's solvers on the centered kernel. ``"auto"``: dense
         when there are at most 200 samples or all components are wanted, else lanczos (or
-        scikit-learn's rule if a precomputed kernel is not symmetric).
+        scikit-learn's rule if a precomputed kernel is not symmetric). ``"nystrom"``: approximate kernel
+        PCA of the Nyström approximation on ``n_landmarks`` landmarks (see Notes), for N beyond what
+        exact passes afford; native kernels only.
     tol : float, default=0
         Convergence tolerance: ARPACK's, or for lanczos the relative residual ‖Kv − λv‖/λ₁ (0 means
         fastkpca's default, 1e-10).
@@ -90,6 +94,14 @@ default="linear"
         packed, else the tiles that fit with the rest recomputed on every pass, else nothing: matrix-free),
         so any number of samples can be fitted; ``solver_info_`` says what was chosen and why. transform
         builds the cross kernel in chunks of at most 256 MiB (and a quarter of the limit).
+    n_landmarks : int, default=None
+        Landmarks m of ``eigen_solver="nystrom"``: ``n_components <= m <= n_samples``. None means
+        min(1000, n_samples).
+    landmarks : {"rpcholesky", "uniform"} or array-like of shape (m, n_features), default="rpcholesky"
+        How ``eigen_solver="nystrom"`` chooses its landmarks: randomly pivoted Cholesky (each landmark
+        drawn with probability proportional to what the previous ones leave unexplained; on more than
+        ~33,000 samples per 1000 landmarks, among a uniform subsample of that many rows), uniformly at
+        random (scikit-learn's Nystroem), or the given points.
 
     Attributes
     ----------
@@ -106,13 +118,21 @@ default="linear"
     X_transformed_fit_ : ndarray of shape (n_samples, n_components)
         Projection of the training data (only with fit_inverse_transform).
     X_fit_ : ndarray of shape (n_samples, n_features)
-        Training data (or the precomputed kernel).
+        Training data (or the precomputed kernel); with ``eigen_solver="nystrom"`` the landmarks, all that
+        transform needs (X itself is not kept).
+    landmarks_ : ndarray of shape (n_landmarks, n_features)
+        The landmarks (``eigen_solver="nystrom"`` only).
+    landmark_indices_ : ndarray of shape (n_landmarks,) or None
+        Their rows in the training data (None for user-given landmarks).
     gamma_ : float
         The gamma used.
     solver_info_ : dict
         What the eigensolver did: ``solver``; for lanczos also ``storage`` (full, packed, cached or
         matrix_free), ``storage_reason``, ``kernel_bytes`` (bytes of kernel held), ``memory_limit``,
-        ``block_size``, ``n_passes``, ``seconds_per_pass``, ``residual_norms`` and the time of each stage.
+        ``block_size``, ``n_passes``, ``seconds_per_pass``, ``residual_norms`` and the time of each stage;
+        for nystrom ``landmarks``, ``n_landmarks``, ``rank`` (directions of the landmark kernel kept),
+        ``chunk_rows``, ``landmark_selection`` (for rpcholesky: rows searched, kernel columns evaluated,
+        residual trace fraction) and ``seconds`` per stage.
     n_features_in_ : int
     feature_names_in_ : ndarray of shape (n_features_in_,)
 
@@ -125,6 +145,13 @@ default="linear"
 
     Peak memory of ``fit`` with the lanczos solver is what ``solver_info_["kernel_bytes"]`` says (at most
     the memory limit) plus O(N·(d + k)); the other solvers hold one N×N kernel.
+
+    ``eigen_solver="nystrom"`` replaces K by ``K̃ = C W⁺ Cᵀ`` (C = K(X, S), W = K(S, S), S the landmarks),
+    i.e. by the linear kernel of the features φ(x) = W^(-½) k(S, x), and centers in that feature space:
+    the eigenpairs come from the m×m matrix of the centered features' second moments, accumulated in one
+    pass over X in chunks; a second pass gives the scores. Memory O(m² + N·k), never the N×m features;
+    N·m kernel evaluations and N·m² flops per fit. The result approximates exact kernel PCA (error
+    decreasing with m; see bench/low_rank.py), it does not equal it.
 
     Examples
     --------
@@ -158,6 +185,8 @@ default="linear"
         verbose=0,
         callback=None,
         memory_limit=None,
+        n_landmarks=None,
+        landmarks="rpcholesky",
     ):
         self.n_components = n_components
         self.kernel = kernel
@@ -178,6 +207,8 @@ default="linear"
         self.verbose = verbose
         self.callback = callback
         self.memory_limit = memory_limit
+        self.n_landmarks = n_landmarks
+        self.landmarks = landmarks
 
     # ----------------------------------------------------------------------------------------- checks
 
@@ -205,6 +236,13 @@ default="linear"
             raise TypeError("callback must be callable or None")
         if self.fit_inverse_transform and self.kernel == "precomputed":
             raise ValueError("Cannot fit_inverse_transform with a precomputed kernel.")
+        if self.n_landmarks is not None:
+            v.check_int(self.n_landmarks, "n_landmarks", minimum=1)
+        if isinstance(self.landmarks, str):
+            v.check_choice(self.landmarks, "landmarks", low_rank.LANDMARK_METHODS)
+        if self.eigen_solver == "nystrom" and (callable(self.kernel) or self.kernel == "precomputed"):
+            raise ValueError("eigen_solver='nystrom' needs one of fastkpca's native kernels "
+                             f"({', '.join(_registry.NAMES)}), got kernel={self.kernel!r}")
         return v.memory_limit(self.memory_limit)
 
     # ------------------------------------------------------------------------------------ reporting
@@ -254,10 +292,16 @@ default="linear"
         self : KernelPCA
         """
         limit = self._check_params()
-        X = validate_data(self, X, accept_sparse="csr", copy=self.copy_X, dtype=[np.float64, np.float32])
+        nystrom = self.eigen_solver == "nystrom"
+        # The Nyström fit keeps only its landmarks: no copy of X is needed.
+        X = validate_data(self, X, accept_sparse="csr", copy=self.copy_X and not nystrom,
+                          dtype=[np.float64, np.float32])
         self.gamma_ = 1 / X.shape[1] if self.gamma is None else self.gamma
         n = X.shape[0]
         n_components = self._n_components(n)
+        self._nystrom = None
+        if nystrom:
+            return self._fit_nystrom(X, n_components, limit)
         K, symmetric, asym = (self._precomputed(X) if self.kernel == "precomputed" else (None, True, 0.0))
         solver = self._choose_solver(n, n_components, symmetric)
         if solver == "lanczos" and not symmetric:
@@ -289,6 +333,89 @@ default="linear"
         if self.fit_inverse_transform:
             self._fit_inverse_transform(self.eigenvectors_ * np.sqrt(self.eigenvalues_), X)
         self.X_fit_ = X
+        return self
+
+    # ------------------------------------------------------------------------------------- nystrom
+
+    def _nystrom_landmarks(self, X, kernel, n_components, limit):
+        """(landmarks m×d, their row indices or None, selection info)."""
+        n, d = X.shape
+        if not isinstance(self.landmarks, str):
+            S = v.check_samples(self.landmarks, "landmarks", X.dtype)
+            if S.shape[1] != d:
+                raise ValueError(f"landmarks has {S.shape[1]} features, but X has {d}")
+            if self.n_landmarks is not None and self.n_landmarks != S.shape[0]:
+                raise ValueError(f"n_landmarks={self.n_landmarks} but {S.shape[0]} landmarks were given")
+            m = S.shape[0]
+        else:
+            m = min(DEFAULT_N_LANDMARKS, n) if self.n_landmarks is None else self.n_landmarks
+            if m > n:
+                raise ValueError(f"n_landmarks={m} is larger than the number of samples ({n})")
+        if self.n_components is not None and n_components > m:
+            raise ValueError(f"n_components={n_components} is larger than n_landmarks={m}: the Nyström "
+                             "approximation has rank at most n_landmarks")
+        if not isinstance(self.landmarks, str):
+            return S, None, {"method": "given", "seconds": 0.0}
+        index, info = low_rank.select_landmarks(X, m, self.landmarks, kernel, random_state=self.random_state,
+                                                memory_limit=limit)
+        return np.ascontiguousarray(X[index]), index, info
+
+    def _fit_nystrom(self, X, n_components, limit):
+        """Approximate kernel PCA on the Nyström approximation (low_rank.nystrom_pca), streamed over X."""
+        X = v.check_samples(X, "X", X.dtype)
+        n = X.shape[0]
+        kernel = NativeKernel.resolve(self.kernel, self.gamma_, self.degree, self.coef0, X.shape[1], self.n_jobs)
+        start = time.perf_counter()
+        S, index, selection = self._nystrom_landmarks(X, kernel, n_components, limit)
+        if self.n_components is None:  # every component of the rank-m approximation
+            n_components = S.shape[0]
+        self._report("landmarks", seconds=time.perf_counter() - start, n_landmarks=S.shape[0],
+                     method=selection["method"])
+        m, itemsize = S.shape[0], X.dtype.itemsize
+        rows = low_rank.chunk_rows(m, itemsize, limit)
+        needed = min(rows, n) * m * itemsize + 6 * m * m * 8 + 2 * n * n_components * 8
+        if needed > limit:
+            raise MemoryError(f"eigen_solver='nystrom' with {m} landmarks needs {needed / 2**30:.2f} GiB "
+                              f"(m² and N·k terms), but the memory limit is {limit / 2**30:.2f} GiB")
+        v.check_memory(needed, f"eigen_solver='nystrom' with {m} landmarks")
+        pca = low_rank.nystrom_pca(X, S, kernel, n_components, rows)
+        start = time.perf_counter()
+        k_found = pca.eigenvalues.shape[0]
+        values = np.zeros(n_components)
+        values[:k_found] = pca.eigenvalues
+        values = check_psd_eigenvalues(values)
+        P = np.zeros((m, n_components), dtype=X.dtype)
+        P[:, :k_found] = pca.projection
+        offset = np.zeros(n_components, dtype=X.dtype)
+        offset[:k_found] = pca.offset
+        scores = low_rank.nystrom_project(X, S, kernel, P, offset, rows)
+        # scikit-learn's sign convention on the eigenvectors, carried over to the projection.
+        signs = np.sign(scores[np.argmax(np.abs(scores), axis=0), np.arange(n_components)])
+        signs[signs == 0] = 1
+        signs = signs.astype(X.dtype)
+        scores *= signs
+        P *= signs
+        offset *= signs
+        if self.remove_zero_eig or self.n_components is None:
+            keep = values > 0
+            values, scores, P, offset = values[keep], scores[:, keep], P[:, keep], offset[keep]
+        root = np.sqrt(values)
+        scores /= np.where(root > 0, root, 1).astype(X.dtype)
+        self.eigenvalues_ = values.astype(X.dtype)
+        self.eigenvectors_ = scores
+        seconds = dict(pca.seconds, landmarks=selection["seconds"], scores=time.perf_counter() - start)
+        self._nystrom = (kernel, P, offset)
+        self._total_variance = pca.total_variance
+        self.landmarks_ = S
+        self.landmark_indices_ = index
+        self.X_fit_ = S
+        self.solver_info_ = {"solver": "nystrom", "landmarks": selection["method"], "n_landmarks": m,
+                             "rank": pca.rank, "chunk_rows": rows, "memory_limit": limit,
+                             "landmark_selection": selection, "seconds": seconds}
+        self._report("done", solver="nystrom", seconds=sum(seconds.values()), n_landmarks=m, rank=pca.rank)
+        if self.fit_inverse_transform:
+            # The pre-image map is learnt on the landmarks alone (an m×m ridge problem).
+            self._fit_inverse_transform(self.transform(S), S)
         return self
 
     def _n_components(self, n):
@@ -437,11 +564,8 @@ default="linear"
         X_new : ndarray of shape (n_samples, n_components)
             ``eigenvectors_ * sqrt(eigenvalues_)``.
         """
-        self.fit(X, **params)
-        X_transformed = self.eigenvectors_ * np.sqrt(self.eigenvalues_)
-        if self.fit_inverse_transform:
-            self._fit_inverse_transform(X_transformed, X)
-        return X_transformed
+        self.fit(X, **params)  # fits the inverse transform too, when asked
+        return self.eigenvectors_ * np.sqrt(self.eigenvalues_)
 
     def transform(self, X):
         """Project X on the kernel principal components.
@@ -456,6 +580,11 @@ default="linear"
         """
         check_is_fitted(self)
         X = validate_data(self, X, accept_sparse="csr", reset=False, dtype=[np.float64, np.float32])
+        if getattr(self, "_nystrom", None) is not None:
+            kernel, P, offset = self._nystrom
+            X = v.check_samples(X, "X", self.landmarks_.dtype)
+            rows = low_rank.chunk_rows(self.landmarks_.shape[0], X.dtype.itemsize, v.memory_limit(self.memory_limit))
+            return low_rank.nystrom_project(X, self.landmarks_, kernel, P, offset, rows)
         non_zeros = np.flatnonzero(self.eigenvalues_)
         scaled = np.zeros_like(self.eigenvectors_)
         scaled[:, non_zeros] = self.eigenvectors_[:, non_zeros] / np.sqrt(self.eigenvalues_[non_zeros])
