@@ -8,6 +8,7 @@ import pytest
 
 pytest.importorskip("sklearn")
 import sklearn.decomposition  # noqa: E402
+import sklearn.kernel_approximation  # noqa: E402
 import sklearn.kernel_ridge  # noqa: E402
 import sklearn.manifold._spectral_embedding  # noqa: E402
 import sklearn.metrics  # noqa: E402
@@ -22,6 +23,7 @@ import fastkpca  # noqa: E402
 
 NAMES = {
     sklearn.decomposition: ["KernelPCA"],
+    sklearn.kernel_approximation: ["Nystroem"],
     sklearn.preprocessing: ["KernelCenterer"],
     skp: ["rbf_kernel", "laplacian_kernel", "polynomial_kernel", "linear_kernel", "sigmoid_kernel",
           "cosine_similarity", "pairwise_kernels"],
@@ -45,6 +47,7 @@ def data(rng):
 def scikit_learn_code(X, y):
     """Code written against scikit-learn, looking everything up at call time."""
     from sklearn.decomposition import KernelPCA
+    from sklearn.kernel_approximation import Nystroem
     from sklearn.metrics.pairwise import laplacian_kernel, pairwise_kernels, rbf_kernel
 
     pipe = make_pipeline(StandardScaler(), KernelPCA(n_components=3, kernel="rbf", gamma=0.2, random_state=0))
@@ -52,7 +55,8 @@ def scikit_learn_code(X, y):
     ridge = KernelRidge(kernel="rbf", gamma=0.3, alpha=0.1).fit(X, y).predict(X[:20])
     embed = SpectralEmbedding(n_components=2, affinity="rbf", gamma=0.5, random_state=0).fit_transform(X)
     kernels = [rbf_kernel(X, gamma=0.1), laplacian_kernel(X[:10], X), pairwise_kernels(X, metric="poly", degree=2)]
-    return Z, ridge, embed, kernels
+    features = Nystroem(gamma=0.2, n_components=40, random_state=0).fit_transform(X)
+    return Z, ridge, embed, kernels, features
 
 
 def test_same_results_patched_and_unpatched(data):
@@ -77,6 +81,7 @@ def test_same_results_patched_and_unpatched(data):
     np.testing.assert_allclose(E_p * signs, E, rtol=1e-5, atol=1e-7)
     for a, b in zip(plain[3], patched[3]):
         np.testing.assert_allclose(b, a, rtol=1e-12, atol=1e-14)
+    np.testing.assert_allclose(patched[4], plain[4], rtol=0, atol=1e-10 * np.abs(plain[4]).max())
 
 
 def test_unsupported_arguments_fall_back(data):

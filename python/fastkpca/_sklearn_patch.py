@@ -1,4 +1,4 @@
-"""Backend switch: run scikit-learn's KernelPCA, KernelCenterer and pairwise kernels on fastkpca.
+"""Backend switch: run scikit-learn's KernelPCA, Nystroem, KernelCenterer and pairwise kernels on fastkpca.
 
 ``patch_sklearn()`` rebinds the public names in scikit-learn's modules — and the copies that already
 imported scikit-learn modules hold (KernelRidge's ``pairwise_kernels``, SpectralEmbedding's ``rbf_kernel``,
@@ -59,14 +59,17 @@ def _pairwise_kernels_wrapper(original):
 def _replacement_table():
     """(module name, attribute) -> fastkpca object, built from scikit-learn's current originals."""
     import sklearn.decomposition
+    import sklearn.kernel_approximation
     import sklearn.metrics.pairwise as skp
     import sklearn.preprocessing
 
     from .decomposition import KernelPCA
+    from .kernel_approximation import Nystroem
     from .preprocessing import KernelCenterer
 
     table = {
         ("sklearn.decomposition", "KernelPCA"): KernelPCA,
+        ("sklearn.kernel_approximation", "Nystroem"): Nystroem,
         ("sklearn.preprocessing", "KernelCenterer"): KernelCenterer,
     }
     # scikit-learn's function for each kernel of the registry: <name>_kernel for the name or an alias
@@ -89,9 +92,10 @@ def _sklearn_modules():
 
 
 def patch_sklearn() -> None:
-    """Make scikit-learn's KernelPCA, KernelCenterer and pairwise kernels run on fastkpca.
+    """Make scikit-learn's KernelPCA, Nystroem, KernelCenterer and pairwise kernels run on fastkpca.
 
-    Replaces ``sklearn.decomposition.KernelPCA``, ``sklearn.preprocessing.KernelCenterer`` and, in
+    Replaces ``sklearn.decomposition.KernelPCA``, ``sklearn.kernel_approximation.Nystroem``,
+    ``sklearn.preprocessing.KernelCenterer`` and, in
     ``sklearn.metrics.pairwise``, ``rbf_kernel``, ``laplacian_kernel``, ``polynomial_kernel``,
     ``linear_kernel``, ``sigmoid_kernel``, ``cosine_similarity`` and ``pairwise_kernels`` (for the metrics
     fastkpca serves), everywhere scikit-learn's modules hold them. Calling it twice is harmless.

@@ -125,9 +125,11 @@ class PassClock:
                 "seconds": elapsed, "seconds_per_pass": per_pass, "eta_seconds": eta}
 
 
-def solve(op, k: int, *, tol, maxiter, block_size, random_state, threads: int, progress=None):
+def solve(op, k: int, *, tol, maxiter, block_size, random_state, threads: int, progress=None, start=None):
     """Top-k pairs of the native operator ``op`` (a ``_core.Operator``; centered or shifted views
-    included). ``progress(figures)`` gets the PassClock's figures after every pass.
+    included). ``progress(figures)`` gets the PassClock's figures after every pass. ``start`` (n × j,
+    j <= block size) replaces the first j columns of the random starting block, e.g. approximate
+    eigenvectors.
 
     Returns (values descending, vectors, info dict). No sign convention is applied.
     """
@@ -146,6 +148,9 @@ def solve(op, k: int, *, tol, maxiter, block_size, random_state, threads: int, p
     else:
         max_basis = basis_size(k, b, n)
         v0 = np.asfortranarray(rng.standard_normal((n, b)))
+        if start is not None:
+            j = min(start.shape[1], b)
+            v0[:, :j] = start[:, :j]
     seed = int(rng.randint(0, 2**62))
     clock = PassClock(tol)
     callback = None

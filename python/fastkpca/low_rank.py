@@ -151,8 +151,10 @@ def rpcholesky(X: np.ndarray, rank: int, kernel: NativeKernel, *, random_state=N
             continue
         idle_blocks = 0
         # Residual columns of the accepted pivots = F_new · L_kkᵀ with L_kk the Cholesky factor of their
-        # residual block: F_new = G[:, keep] · L_kk⁻ᵀ.
-        F_new = sla.solve_triangular(L, G[:, keep].T, lower=True, check_finite=False).T
+        # residual block: F_new = G[:, keep] · L_kk⁻ᵀ (the small inverse by a triangular solve, then one GEMM,
+        # several times faster than a triangular solve with n right-hand sides).
+        L_inv = sla.solve_triangular(L, np.eye(L.shape[0]), lower=True, check_finite=False)
+        F_new = G[:, keep] @ L_inv.T
         a = len(keep)
         factor[:, r:r + a] = F_new
         diag -= np.einsum("ij,ij->i", F_new, F_new)
