@@ -132,6 +132,12 @@ def test_native_invariants_raise_instead_of_crashing():
                  lambda: core.kernel_operator(np.ones(4), "rbf", 1.0, 3.0, 1.0, 0, 0),
                  lambda: core.gram_into(np.ones(3), None, "rbf", 1.0, 3.0, 1.0, np.empty((3, 3)), 0),
                  lambda: core.center_cross_inplace(np.ones(3), np.ones(3), 0.0, 0),
+                 lambda: core.kernel_diagonal_into(np.ones(3), "rbf", 1.0, 3.0, 1.0, np.empty(3), 0),
+                 lambda: core.kernel_diagonal_into(np.ones((3, 2)), "rbf", 1.0, 3.0, 1.0, np.empty(2), 0),
+                 lambda: core.cross_product_into(np.ones(3), np.ones((3, 1)), "rbf", 1.0, 3.0, 1.0, np.ones((3, 1)),
+                                                 np.empty((3, 1)), 0),
+                 lambda: core.cross_product_into(np.ones((3, 1)), np.ones((3, 1)), "rbf", 1.0, 3.0, 1.0, np.ones(3),
+                                                 np.empty((3, 1)), 0),
                  lambda: op.matmat(np.ones((3, 2), order="F"), 0)):
         with pytest.raises(ValueError):
             call()

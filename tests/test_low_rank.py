@@ -183,3 +183,43 @@ def test_nystrom_pca_matches_the_centered_approximate_kernel(rng):
     expected = vectors[:, ::-1][:, :5] * np.sqrt(values[::-1][:5])
     signs = np.sign(np.sum(scores * expected, axis=0))
     np.testing.assert_allclose(scores * signs, expected, atol=1e-8 * np.abs(expected).max())
+
+
+@pytest.mark.parametrize("name", ["linear", "poly", "rbf", "laplacian", "sigmoid", "cosine"])
+@pytest.mark.parametrize("dtype", [np.float64, np.float32])
+@pytest.mark.parametrize("b", [1, 9, 40])
+def test_cross_kernel_product_equals_kernel_times_block(name, dtype, b, rng):
+    """K(X, Y) @ V tile by tile (never stored) against the NumPy reference; sizes off the tile grid."""
+    X = rng.standard_normal((300, 5)).astype(dtype)
+    Y = rng.standard_normal((530, 5)).astype(dtype)
+    V = rng.standard_normal((530, b))
+    k = NativeKernel.resolve(name, 0.3, 2, 0.5, 5)
+    expected = ref.kernel(X.astype(np.float64), Y.astype(np.float64), kernel=name, gamma=0.3, degree=2,
+                          coef0=0.5) @ V
+    got = k.product(X, Y, V)
+    tol = 1e-12 if dtype == np.float64 else 1e-5
+    np.testing.assert_allclose(got, expected, rtol=0, atol=tol * np.abs(expected).max())
+    # exactly the Gram build's tiles times V (accumulated in double)
+    np.testing.assert_allclose(got, k.cross(X, Y).astype(np.float64) @ V, rtol=0, atol=1e-13 * np.abs(got).max())
+
+
+def test_cross_kernel_product_does_not_depend_on_threads(rng):
+    X = rng.standard_normal((1100, 4))
+    Y = rng.standard_normal((700, 4))
+    V = rng.standard_normal((700, 3))
+    one = NativeKernel.resolve("rbf", None, 3, 1, 4, n_jobs=1).product(X, Y, V)
+    two = NativeKernel.resolve("rbf", None, 3, 1, 4, n_jobs=2).product(X, Y, V)
+    np.testing.assert_array_equal(one, two)
+
+
+def test_cross_kernel_product_checks_shapes_at_the_boundary(rng):
+    from fastkpca import _native
+
+    X = rng.standard_normal((10, 3))
+    out = np.zeros((10, 2))
+    with pytest.raises(ValueError, match="one row per row of y"):
+        _native.core.cross_product_into(X, X, "rbf", 1.0, 3.0, 1.0, np.zeros((9, 2)), out, 1)
+    with pytest.raises(ValueError, match="wrong shape"):
+        _native.core.cross_product_into(X, X, "rbf", 1.0, 3.0, 1.0, np.zeros((10, 2)), np.zeros((10, 3)), 1)
+    with pytest.raises(ValueError, match="columns"):
+        _native.core.cross_product_into(X, X[:, :2].copy(), "rbf", 1.0, 3.0, 1.0, np.zeros((10, 2)), out, 1)

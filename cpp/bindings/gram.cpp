@@ -1,6 +1,8 @@
 // fastkpca.gram's native half: the Python layer validates and allocates `out`.
 #include "fastkpca/gram.hpp"
 
+#include "fastkpca/cross_product.hpp"
+
 #include <optional>
 
 #include "common.hpp"
@@ -46,6 +48,26 @@ void kernel_diagonal_into(const CArray<S>& x, const std::string& kernel, double 
 }
 
 template <class S>
+void cross_product_into(const CArray<S>& x, const CArray<S>& y, const std::string& kernel, double gamma, double degree,
+                        double coef0, const CArray<double>& v, CArray<double>& out, int n_threads) {
+  const KernelParams params = kernel_params(kernel, gamma, degree, coef0);
+  require_matrix(x, "x");
+  require_matrix(y, "y");
+  require_matrix(v, "v");
+  if (y.shape(1) != x.shape(1)) throw py::value_error("x and y have different numbers of columns");
+  if (v.shape(0) != y.shape(0)) throw py::value_error("v must have one row per row of y");
+  if (out.ndim() != 2 || out.shape(0) != x.shape(0) || out.shape(1) != v.shape(1))
+    throw py::value_error("out has the wrong shape");
+  ConstRowMatrixMap<S> xm(x.data(), x.shape(0), x.shape(1)), ym(y.data(), y.shape(0), y.shape(1));
+  ConstRowMatrixMap<double> vm(v.data(), v.shape(0), v.shape(1));
+  RowMatrixMap<double> om(out.mutable_data(), out.shape(0), out.shape(1));
+  release_and_run(n_threads, [&](Interrupt& interrupt) {
+    cross_kernel_product<S>(xm, ym, params, vm, om, interrupt);
+    return 0;
+  });
+}
+
+template <class S>
 void def_gram(py::module_& m) {
   m.def("gram_into", &gram_into<S>, py::arg("x").noconvert(), py::arg("y").noconvert(), py::arg("kernel"),
         py::arg("gamma"), py::arg("degree"), py::arg("coef0"), py::arg("out").noconvert(), py::arg("n_threads"),
@@ -53,6 +75,10 @@ void def_gram(py::module_& m) {
   m.def("kernel_diagonal_into", &kernel_diagonal_into<S>, py::arg("x").noconvert(), py::arg("kernel"),
         py::arg("gamma"), py::arg("degree"), py::arg("coef0"), py::arg("out").noconvert(), py::arg("n_threads"),
         "out[i] = k(x_i, x_i), equal to the diagonal of gram_into(x, None). Arrays: C-contiguous, one dtype.");
+  m.def("cross_product_into", &cross_product_into<S>, py::arg("x").noconvert(), py::arg("y").noconvert(),
+        py::arg("kernel"), py::arg("gamma"), py::arg("degree"), py::arg("coef0"), py::arg("v").noconvert(),
+        py::arg("out").noconvert(), py::arg("n_threads"),
+        "out = K(x, y) @ v without storing K (v, out: C-contiguous float64).");
 }
 
 }  // namespace

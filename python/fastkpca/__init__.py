@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from ._version import __version__
 from .centering import double_center, double_center_distances
-from .exceptions import ConvergenceWarning, FastkpcaWarning, NonEuclideanWarning
+from .exceptions import ConvergenceWarning, FastkpcaWarning, NonEuclideanWarning, SingularKernelWarning
 from .kernels import gram, pairwise_kernels
 from .linalg import eigsh
 
@@ -19,8 +19,10 @@ __all__ = [
     "ConvergenceWarning",
     "FastkpcaWarning",
     "NonEuclideanWarning",
+    "SingularKernelWarning",
     "KernelCenterer",
     "KernelPCA",
+    "KernelRidge",
     "Nystroem",
     "ClassicalMDS",
     "classical_mds",
@@ -43,6 +45,7 @@ _LAZY = {
     "KernelCenterer": "preprocessing",
     "KernelPCA": "decomposition",
     "Nystroem": "kernel_approximation",
+    "KernelRidge": "kernel_ridge",
     "patch_sklearn": "_sklearn_patch",
     "unpatch_sklearn": "_sklearn_patch",
     "sklearn_patched": "_sklearn_patch",

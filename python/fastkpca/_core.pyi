@@ -33,6 +33,10 @@ def gram_into(
 def kernel_diagonal_into(
     x: NDArray[_F], kernel: _Kernel, gamma: float, degree: float, coef0: float, out: NDArray[_F], n_threads: int
 ) -> None: ...
+def cross_product_into(
+    x: NDArray[_F], y: NDArray[_F], kernel: _Kernel, gamma: float, degree: float, coef0: float,
+    v: NDArray[np.float64], out: NDArray[np.float64], n_threads: int,
+) -> None: ...
 def double_center_inplace(
     k: NDArray[_F], input: Literal["kernel", "distances", "squared_distances"], alpha: float, n_threads: int
 ) -> tuple[bool, NDArray[np.float64], float]: ...

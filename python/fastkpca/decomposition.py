@@ -384,15 +384,14 @@ default="linear"
         values = np.zeros(n_components)
         values[:k_found] = pca.eigenvalues
         values = check_psd_eigenvalues(values)
-        P = np.zeros((m, n_components), dtype=X.dtype)
+        P = np.zeros((m, n_components))
         P[:, :k_found] = pca.projection
-        offset = np.zeros(n_components, dtype=X.dtype)
+        offset = np.zeros(n_components)
         offset[:k_found] = pca.offset
         scores = low_rank.nystrom_project(X, S, kernel, P, offset, rows)
         # scikit-learn's sign convention on the eigenvectors, carried over to the projection.
         signs = np.sign(scores[np.argmax(np.abs(scores), axis=0), np.arange(n_components)])
         signs[signs == 0] = 1
-        signs = signs.astype(X.dtype)
         scores *= signs
         P *= signs
         offset *= signs
@@ -400,9 +399,9 @@ default="linear"
             keep = values > 0
             values, scores, P, offset = values[keep], scores[:, keep], P[:, keep], offset[keep]
         root = np.sqrt(values)
-        scores /= np.where(root > 0, root, 1).astype(X.dtype)
+        scores /= np.where(root > 0, root, 1)
         self.eigenvalues_ = values.astype(X.dtype)
-        self.eigenvectors_ = scores
+        self.eigenvectors_ = scores.astype(X.dtype, copy=False)
         seconds = dict(pca.seconds, landmarks=selection["seconds"], scores=time.perf_counter() - start)
         self._nystrom = (kernel, P, offset)
         self._total_variance = pca.total_variance
@@ -584,7 +583,7 @@ default="linear"
             kernel, P, offset = self._nystrom
             X = v.check_samples(X, "X", self.landmarks_.dtype)
             rows = low_rank.chunk_rows(self.landmarks_.shape[0], X.dtype.itemsize, v.memory_limit(self.memory_limit))
-            return low_rank.nystrom_project(X, self.landmarks_, kernel, P, offset, rows)
+            return low_rank.nystrom_project(X, self.landmarks_, kernel, P, offset, rows).astype(X.dtype, copy=False)
         non_zeros = np.flatnonzero(self.eigenvalues_)
         scaled = np.zeros_like(self.eigenvectors_)
         scaled[:, non_zeros] = self.eigenvectors_[:, non_zeros] / np.sqrt(self.eigenvalues_[non_zeros])

@@ -15,3 +15,7 @@ class ConvergenceWarning(FastkpcaWarning):
 class NonEuclideanWarning(FastkpcaWarning):
     """Classical scaling was given dissimilarities that are not Euclidean distances (the doubly centered
     matrix has significant negative eigenvalues); only the positive part is embedded."""
+
+
+class SingularKernelWarning(FastkpcaWarning):
+    """K + alpha·I is singular (alpha = 0 with a rank-deficient kernel): a least-squares solution is used."""

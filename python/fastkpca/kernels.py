@@ -160,6 +160,14 @@ class NativeKernel:
         _native.core.gram_into(X, Y, self.name, self.gamma, self.degree, self.coef0, out, self.threads)
         return out
 
+    def product(self, X: np.ndarray, Y: np.ndarray, V: np.ndarray, out: np.ndarray | None = None) -> np.ndarray:
+        """``K(X, Y) @ V`` in float64, tile by tile: the cross kernel is never stored (cross_product.hpp)."""
+        V = np.ascontiguousarray(V, dtype=np.float64)
+        if out is None:
+            out = v.empty((X.shape[0], V.shape[1]), np.float64, f"a {X.shape[0]}×{V.shape[1]} product")
+        _native.core.cross_product_into(X, Y, self.name, self.gamma, self.degree, self.coef0, V, out, self.threads)
+        return out
+
     def diagonal(self, X: np.ndarray) -> np.ndarray:
         out = np.empty(X.shape[0], dtype=X.dtype)
         _native.core.kernel_diagonal_into(X, self.name, self.gamma, self.degree, self.coef0, out, self.threads)

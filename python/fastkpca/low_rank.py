@@ -86,17 +86,44 @@ class LowRankFactor:
         return self.pivots.shape[0]
 
 
-def rpcholesky(X: np.ndarray, rank: int, kernel: NativeKernel, *, random_state=None,
+class _NativeColumns:
+    """Diagonal and columns K(X, X_S) of a native kernel, evaluated on demand."""
+
+    def __init__(self, X, kernel):
+        self.X, self.kernel, self.n, self.dtype = X, kernel, X.shape[0], X.dtype
+
+    def diagonal(self):
+        return self.kernel.diagonal(self.X)
+
+    def columns(self, S, out):
+        return self.kernel.cross(self.X, np.ascontiguousarray(self.X[S]), out=out)
+
+
+class _MatrixColumns:
+    """Diagonal and columns of an explicit (precomputed) kernel matrix."""
+
+    def __init__(self, K):
+        self.K, self.n, self.dtype = K, K.shape[0], K.dtype
+
+    def diagonal(self):
+        return np.diagonal(self.K).copy()
+
+    def columns(self, S, out):
+        return np.take(self.K, S, axis=1, out=out)
+
+
+def rpcholesky(X: np.ndarray, rank: int, kernel: NativeKernel | None, *, random_state=None,
                block_size: int = RPCHOLESKY_BLOCK) -> LowRankFactor:
     """Randomly pivoted Cholesky factor of the kernel matrix of X, of rank ``rank`` (fewer if exhausted).
 
     Parameters
     ----------
-    X : ndarray of shape (n, d)
-        Validated, C-contiguous float32/float64 samples.
+    X : ndarray of shape (n, d), or (n, n) with kernel=None
+        Validated, C-contiguous float32/float64 samples; or, with ``kernel=None``, the kernel matrix itself
+        (only its diagonal and the pivots' columns are read).
     rank : int
         Pivots to choose, 1 <= rank <= n.
-    kernel : NativeKernel
+    kernel : NativeKernel or None
     random_state : int, RandomState or None
         Seeds the proposals and the acceptance draws: the same seed gives the same factor.
     block_size : int
@@ -110,16 +137,17 @@ def rpcholesky(X: np.ndarray, rank: int, kernel: NativeKernel, *, random_state=N
     """
     start = time.perf_counter()
     rng = v.check_random_state(random_state)
-    n = X.shape[0]
+    source = _MatrixColumns(X) if kernel is None else _NativeColumns(X, kernel)
+    n = source.n
     if not 1 <= rank <= n:
         raise ValueError(f"rank must be between 1 and the number of samples ({n}), got {rank}")
-    diag = kernel.diagonal(X).astype(np.float64)
+    diag = source.diagonal().astype(np.float64)
     np.maximum(diag, 0.0, out=diag)  # a non-PSD kernel (sigmoid) may have negative diagonal entries
     trace = float(diag.sum())
     factor = v.empty((n, rank), np.float64, f"the {n}×{rank} randomly pivoted Cholesky factor")
     # A residual diagonal entry below this is rounding: the kernel columns carry ~eps relative error, and
     # subtracting r columns of F accumulates about r of them.
-    eps = np.finfo(X.dtype).eps
+    eps = np.finfo(source.dtype).eps
     tiny = max(rank, 16) * eps * max(float(diag.max(initial=0.0)), np.finfo(np.float64).tiny)
     pivots: list[np.ndarray] = []
     r = proposals = idle_blocks = 0
@@ -127,8 +155,8 @@ def rpcholesky(X: np.ndarray, rank: int, kernel: NativeKernel, *, random_state=N
     # Buffers reused by every block (fresh memory is expensive to touch); flat, so that a narrower last
     # block is still a C-contiguous n × b view.
     width = min(block_size, rank)
-    columns_buf = np.empty(n * width, X.dtype)
-    residual_buf = columns_buf if X.dtype == np.float64 else np.empty(n * width)
+    columns_buf = np.empty(n * width, source.dtype)
+    residual_buf = columns_buf if source.dtype == np.float64 else np.empty(n * width)
     update_buf = np.empty(n * width)
     while r < rank:
         total = float(diag.sum())
@@ -139,7 +167,7 @@ def rpcholesky(X: np.ndarray, rank: int, kernel: NativeKernel, *, random_state=N
         S = rng.choice(n, size=b, replace=True, p=diag / total)
         u = rng.random_sample(b)
         proposals += b
-        columns = kernel.cross(X, np.ascontiguousarray(X[S]), out=columns_buf[:n * b].reshape(n, b))  # K(X, X_S)
+        columns = source.columns(S, columns_buf[:n * b].reshape(n, b))  # K(X, X_S)
         G = residual_buf[:n * b].reshape(n, b)
         if residual_buf is not columns_buf:
             G[...] = columns
@@ -233,8 +261,10 @@ def chunk_rows(m: int, itemsize: int, memory_limit: int) -> int:
     return int(max(64, budget // max(1, m * itemsize)))
 
 
-def nystrom_moments(X: np.ndarray, S: np.ndarray, kernel: NativeKernel, rows: int) -> tuple[np.ndarray, np.ndarray]:
-    """``(CᵀC, Cᵀ1)`` in float64 for C = K(X, S), accumulated over row chunks of X in a fixed order.
+def nystrom_moments(X: np.ndarray, S: np.ndarray, kernel: NativeKernel, rows: int, *, weights=None,
+                    targets=None):
+    """``(CᵀWC, CᵀW1)`` in float64 for C = K(X, S) and W = diag(weights) (default I), accumulated over row
+    chunks of X in a fixed order; with ``targets`` Y (n × t) also ``CᵀWY``.
 
     One pass: N·m kernel evaluations and N·m² flops (a symmetric rank-k update per chunk), O(m² + rows·m)
     memory.
@@ -242,33 +272,36 @@ def nystrom_moments(X: np.ndarray, S: np.ndarray, kernel: NativeKernel, rows: in
     m = S.shape[0]
     gram = np.zeros((m, m))
     sums = np.zeros(m)
+    cross = None if targets is None else np.zeros((m, targets.shape[1]))
+    root = None if weights is None else np.sqrt(weights).astype(X.dtype)
     buf = None
     for start in range(0, X.shape[0], rows):
         part = X[start:start + rows]
+        stop = start + part.shape[0]
         buf = buf if buf is not None and buf.shape[0] == part.shape[0] else np.empty((part.shape[0], m), X.dtype)
         C = kernel.cross(part, S, out=buf)
+        if root is not None:
+            C *= root[start:stop, None]  # W^½ C: its Gram is Cᵀ W C
         gram += C.T @ C  # NumPy recognises the transpose product and runs BLAS syrk
-        sums += C.sum(axis=0, dtype=np.float64)
-    return gram, sums
+        if targets is not None:
+            Y = targets[start:stop] if root is None else targets[start:stop] * root[start:stop, None]
+            cross += C.T @ Y
+        sums += (C.sum(axis=0, dtype=np.float64) if root is None else root[start:stop] @ C)
+    return (gram, sums) if targets is None else (gram, sums, cross)
 
 
 def nystrom_project(X: np.ndarray, S: np.ndarray, kernel: NativeKernel, P: np.ndarray, offset: np.ndarray | None,
                     rows: int, out: np.ndarray | None = None) -> np.ndarray:
-    """``K(X, S) @ P − offset`` streamed over row chunks of X (N×k output, one chunk of K held)."""
+    """``K(X, S) @ P − offset`` in float64, over row chunks of X; each chunk's cross kernel is multiplied
+    into P tile by tile and never stored (NativeKernel.product)."""
     n, k = X.shape[0], P.shape[1]
     if out is None:
-        out = v.empty((n, k), P.dtype, f"the {n}×{k} projection")
-    m = S.shape[0]
-    buf = None
+        out = v.empty((n, k), np.float64, f"the {n}×{k} projection")
+    P = np.ascontiguousarray(P, dtype=np.float64)
     for start in range(0, n, rows):
         part = X[start:start + rows]
-        buf = buf if buf is not None and buf.shape[0] == part.shape[0] else np.empty((part.shape[0], m), X.dtype)
-        C = kernel.cross(part, S, out=buf)
         block = out[start:start + part.shape[0]]
-        if C.dtype == P.dtype == out.dtype:
-            np.matmul(C, P, out=block)
-        else:
-            block[...] = C @ P
+        kernel.product(part, S, P, out=block)
         if offset is not None:
             block -= offset
     return out

@@ -1,0 +1,209 @@
+"""Conjugate gradients for kernel systems (K + αI) x = b: preconditioned, many right-hand sides at once, and
+many shifts α from one Krylov run.
+
+:func:`pcg` solves one system per column of B, each with its own shift, with one product by K per
+iteration for all the columns still running (a block product: the operator reads or recomputes its
+kernel once for all of them). Each column keeps its own CG scalars, so columns converge independently and
+leave the block when they reach ``tol``; nothing of block CG's rank-deficiency handling is needed.
+
+:class:`LowRankPreconditioner` comes from a low-rank factor F of K (randomly pivoted Cholesky, see
+low_rank.py). With F = U Σ Vᵀ and λ̂ = Σ² the eigenvalues of F Fᵀ,
+
+    P = U (Λ̂ + α) Uᵀ + (λ̂_r + α)(I − U Uᵀ),        P⁻¹ = U [(Λ̂ + α)⁻¹ − (λ̂_r + α)⁻¹] Uᵀ + (λ̂_r + α)⁻¹ I,
+
+the Woodbury form of (F Fᵀ + αI)⁻¹ with the part of the space F does not reach scaled by λ̂_r + α
+instead of α (Frangella, Tropp and Udell 2023, "Randomized Nyström preconditioning"; Díaz, Epperly,
+Frangella, Tropp and Webber 2023 for the RPCholesky factor). Plain Woodbury (``complement="alpha"``)
+leaves K's unexplained spectrum at (λ + α)/α, thousands for a small α and a kernel whose residual is a
+flat bulk (rbf kernels in high dimension are ≈ c·I plus a low-rank part), where the scaled form leaves
+(λ + α)/(λ̂_r + α) ≤ about 1. bench/kernel_ridge.py measures the iterations of both.
+
+:func:`cg_shifted` is multi-shift CG (Frommer 2003): the Krylov space of K + αI does not depend on α, so
+one run of CG on the smallest shift gives, by scalar recurrences, the iterates for every shift, at the
+cost of one product per iteration in total. It cannot be preconditioned (a preconditioner breaks the
+shift invariance), so it pays off when many shifts are wanted.
+"""
+
+from __future__ import annotations
+
+import time
+
+import numpy as np
+
+__all__ = ["LowRankPreconditioner", "pcg", "cg_shifted"]
+
+
+class LowRankPreconditioner:
+    """P⁻¹ for the shifts ``alphas`` (one per column) from a low-rank factor F (n × r) of K.
+
+    F is overwritten by U (its left singular vectors) to keep one n × r array.
+    """
+
+    def __init__(self, factor: np.ndarray, alphas, complement: str = "residual"):
+        gram = factor.T @ factor  # FᵀF = V Σ² Vᵀ
+        values, V = np.linalg.eigh(gram)
+        keep = values > max(values[-1], 0.0) * factor.shape[0] * np.finfo(np.float64).eps if values.size else []
+        values, V = values[keep], V[:, keep]
+        # U = F V Σ⁻¹, computed into F's memory in row blocks (n × r of scratch would double the memory).
+        r = values.shape[0]
+        scale = V / np.sqrt(values)
+        rows = max(1, (64 * 2**20) // max(1, 8 * factor.shape[1]))
+        for start in range(0, factor.shape[0], rows):
+            block = factor[start:start + rows]
+            block[:, :r] = block @ scale
+        self.U = factor[:, :r]
+        self.values = values[::-1].copy()  # λ̂ descending
+        self.U = self.U[:, ::-1]
+        self.alphas = np.atleast_1d(np.asarray(alphas, dtype=np.float64))
+        floor = self.values[-1] if (complement == "residual" and r) else 0.0
+        self.outside = 1.0 / (floor + self.alphas)                              # (λ̂_r + α)⁻¹ per column
+        self.inside = 1.0 / (self.values[:, None] + self.alphas[None, :]) - self.outside  # r × columns
+
+    @property
+    def rank(self) -> int:
+        return self.U.shape[1]
+
+    def __call__(self, R: np.ndarray, columns: np.ndarray) -> np.ndarray:
+        """P⁻¹ R for the given columns (indices into the alphas)."""
+        coef = self.U.T @ R
+        coef *= self.inside[:, columns]
+        Z = R * self.outside[columns]
+        Z += self.U @ coef
+        return Z
+
+
+def pcg(matmat, B: np.ndarray, alphas, *, tol: float, maxiter: int, precondition=None, progress=None):
+    """Solve (K + α_j I) x_j = b_j for every column j of B by preconditioned CG.
+
+    Parameters
+    ----------
+    matmat : callable
+        ``matmat(V)`` = K V for an n × c float64 block.
+    B : ndarray (n, t)
+    alphas : array (t,)
+        Shift of each column.
+    tol : float
+        Stop a column when ‖b − (K + αI)x‖ ≤ tol·‖b‖ (the recurrence's residual; the true residual is
+        recomputed at the end with one more product, and the iteration resumes from it if rounding made
+        the two drift apart by more than tol).
+    maxiter : int
+        Products by K at most (the final check included).
+    precondition : callable or None
+        ``precondition(R, columns)`` = P⁻¹ R for those columns.
+    progress : callable or None
+        ``progress(iterations, converged, worst_residual)`` after every iteration.
+
+    Returns
+    -------
+    X : ndarray (n, t)
+    info : dict
+        ``iterations`` (products by K), ``residuals`` (relative, per column), ``residuals_are_true``
+        (False only when maxiter stopped the iteration before the final check: then they are the
+        recurrence's), ``converged``, ``column_iterations`` and ``seconds``.
+    """
+    start = time.perf_counter()
+    n, t = B.shape
+    alphas = np.broadcast_to(np.asarray(alphas, dtype=np.float64), (t,))
+    norms = np.linalg.norm(B, axis=0)
+    safe = np.where(norms > 0, norms, 1.0)
+    X = np.zeros((n, t))
+    column_iterations = np.zeros(t, dtype=np.int64)
+    products = 0
+    R = B.astype(np.float64, copy=True)
+    residual = np.linalg.norm(R, axis=0) / safe
+    exact = True  # whether `residual` is a true residual (else the recurrence's)
+    while True:
+        active = np.flatnonzero(residual > tol)
+        if not active.size or products >= maxiter:
+            break
+        exact = False
+        Z = precondition(R[:, active], active) if precondition is not None else R[:, active].copy()
+        P = Z
+        rz = np.einsum("ij,ij->j", R[:, active], Z)
+        while products < maxiter:
+            AP = matmat(P)
+            AP += P * alphas[active]
+            products += 1
+            column_iterations[active] += 1
+            step = rz / np.einsum("ij,ij->j", P, AP)
+            X[:, active] += P * step
+            R[:, active] -= AP * step
+            residual[active] = np.linalg.norm(R[:, active], axis=0) / safe[active]
+            if progress is not None:
+                progress(products, int(np.count_nonzero(residual <= tol)), float(residual.max()))
+            keep = np.flatnonzero(residual[active] > tol)
+            if not keep.size:
+                break
+            active, P, rz = active[keep], P[:, keep], rz[keep]
+            Z = precondition(R[:, active], active) if precondition is not None else R[:, active].copy()
+            rz_new = np.einsum("ij,ij->j", R[:, active], Z)
+            P = Z + P * (rz_new / rz)
+            rz = rz_new
+        if products >= maxiter:
+            break
+        # The true residual, with one more product: the recurrence's R drifts from b − (K + αI)x. If the
+        # drift took a column back above tol, CG resumes from the true residual.
+        AX = matmat(X)
+        products += 1
+        R = B - AX - X * alphas
+        residual = np.linalg.norm(R, axis=0) / safe
+        exact = True
+    info = {"iterations": products, "residuals": residual, "converged": bool((residual <= tol).all()),
+            "residuals_are_true": exact, "column_iterations": column_iterations,
+            "seconds": time.perf_counter() - start}
+    return X, info
+
+
+def cg_shifted(matmat, b: np.ndarray, shifts, *, tol: float, maxiter: int):
+    """Solve (K + σ_i I) x_i = b for every shift σ_i >= 0 from one unpreconditioned CG run (Frommer 2003).
+
+    CG on the smallest shift σ₀ builds the Krylov space; the solution for another shift σ has a residual
+    collinear with σ₀'s, r_σ = ζ_σ r₀, with ζ, the step and the direction updated by scalar recurrences.
+    Converges when the hardest system (the smallest shift) does.
+
+    Returns (X of shape (n, len(shifts)), info with ``iterations``, ``residuals`` (relative, per shift,
+    from the recurrence) and ``converged``).
+    """
+    shifts = np.asarray(shifts, dtype=np.float64)
+    order = np.argsort(shifts)
+    sigma = shifts[order]
+    s0 = sigma[0]
+    delta = sigma - s0                        # the other systems are (A₀ + δ I) with A₀ = K + σ₀ I
+    n = b.shape[0]
+    bnorm = float(np.linalg.norm(b))
+    X = np.zeros((n, sigma.size))
+    if bnorm == 0:
+        return X, {"iterations": 0, "residuals": np.zeros(sigma.size), "converged": True}
+    r = b.astype(np.float64, copy=True)
+    P = np.repeat(r[:, None], sigma.size, axis=1)  # search directions, one per shift
+    zeta, zeta_old = np.ones(sigma.size), np.ones(sigma.size)
+    alpha_old, beta = 1.0, 0.0
+    rr = float(r @ r)
+    residuals = np.ones(sigma.size)
+    iterations = 0
+    while iterations < maxiter:
+        Ap = matmat(np.ascontiguousarray(P[:, :1]))[:, 0] + s0 * P[:, 0]
+        iterations += 1
+        alpha = rr / float(P[:, 0] @ Ap)
+        # Frommer's recurrences for the shifted systems (A₀ + δI): ζ_{k+1} from ζ_k, ζ_{k-1}.
+        denom = alpha * beta * (zeta_old - zeta) + zeta_old * alpha_old * (1 + alpha * delta)
+        zeta_new = zeta * zeta_old * alpha_old / np.where(denom != 0, denom, 1)
+        alpha_s = alpha * zeta_new / np.where(zeta != 0, zeta, 1)
+        X += P * alpha_s
+        r -= alpha * Ap
+        rr_new = float(r @ r)
+        residuals = np.abs(zeta_new) * np.sqrt(rr_new) / bnorm
+        if residuals.max() <= tol:
+            zeta_old, zeta = zeta, zeta_new
+            break
+        beta = rr_new / rr
+        beta_s = beta * (zeta_new / np.where(zeta != 0, zeta, 1)) ** 2
+        P[:, 0] = r + beta * P[:, 0]
+        P[:, 1:] = zeta_new[1:] * r[:, None] + beta_s[1:] * P[:, 1:]
+        zeta_old, zeta = zeta, zeta_new
+        alpha_old, rr = alpha, rr_new
+    out = np.empty_like(X)
+    out[:, order] = X
+    res = np.empty_like(residuals)
+    res[order] = residuals
+    return out, {"iterations": iterations, "residuals": res, "converged": bool(res.max() <= tol)}

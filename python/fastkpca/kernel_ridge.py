@@ -1,0 +1,548 @@
+"""KernelRidge: scikit-learn's kernel ridge regression, exact at any N, on fastkpca's kernels and operators."""
+
+from __future__ import annotations
+
+import numbers
+import sys
+import time
+import warnings
+
+import numpy as np
+from scipy import linalg as sla
+from sklearn.base import BaseEstimator, MultiOutputMixin, RegressorMixin
+from sklearn.utils.validation import check_is_fitted
+
+from . import _registry, conjugate_gradients, linalg, low_rank, operators
+from . import _validation as v
+from ._sklearn_compat import validate_data
+from .exceptions import ConvergenceWarning, SingularKernelWarning
+from .kernels import NativeKernel, pairwise_kernels
+
+__all__ = ["KernelRidge"]
+
+SOLVERS = ("auto", "cholesky", "cg", "nystrom")
+#: Relative residual ‖(K + αI)β − y‖/‖y‖ the cg solver stops at when tol is None.
+DEFAULT_TOL = 1e-8
+#: Products by K the cg solver may spend when max_iter is None.
+DEFAULT_MAX_ITER = 1000
+#: solver="auto" solves up to this many samples by dense Cholesky (milliseconds to a second).
+AUTO_CHOLESKY_BELOW = 3000
+#: Rank of cg's preconditioner when preconditioner_rank is None (less if memory or N demand).
+DEFAULT_PRECONDITIONER_RANK = 500
+#: Centres of solver="nystrom" when n_components is None (or all samples, if fewer).
+DEFAULT_N_CENTRES = 1000
+#: Largest piece of the cross kernel predict builds at once (also at most a quarter of the limit).
+PREDICT_CHUNK_BYTES = 256 * 2**20
+
+
+class KernelRidge(MultiOutputMixin, RegressorMixin, BaseEstimator):
+    """Kernel ridge regression: a drop-in for sklearn.kernel_ridge.KernelRidge that is exact at any N.
+
+    Solves ``(K + αI) β = y`` (with sample weights, ``(D K D + αI) z = D y`` and β = D z for D = diag(√w),
+    scikit-learn's formulation) and predicts ``K(X_new, X) β``.
+
+    Parameters
+    ----------
+    alpha : float or array-like of shape (n_targets,), default=1
+        Regularisation, >= 0; one per target, or one for all.
+    kernel : str or callable, default="linear"
+        A name of sklearn.metrics.pairwise (fastkpca's native kernels run natively), ``"precomputed"``
+        (X is the kernel matrix, used in place), or a callable.
+    gamma, degree, coef0, kernel_params :
+        Kernel parameters, as scikit-learn's.
+    solver : {"auto", "cholesky", "cg", "nystrom"}, default="auto"
+        ``"cholesky"``: exact, dense: one N×N matrix (the kernel, factored in place; a precomputed kernel
+        is copied once), O(N³) flops. ``"cg"``: the exact full-data system by conjugate gradients on a
+        kernel operator in the storage the memory limit allows (full, packed, cached or matrix-free), one
+        block product per iteration for all targets, preconditioned by a rank-r randomly pivoted Cholesky
+        factor (see ``preconditioner_rank``); stops at relative residual ``tol``. ``"nystrom"``: the
+        restricted problem on ``n_components`` centres (Falkon's): approximate, O(m²) memory, one
+        streamed pass over X. ``"auto"``: cholesky up to 3000 samples (or with alpha = 0, if the kernel
+        fits the memory limit), else cg.
+    tol : float, default=None
+        Relative residual of cg (None: 1e-8).
+    max_iter : int, default=None
+        Products by K cg may spend (None: 1000).
+    memory_limit : int or str, default=None
+        Bytes the fit may use beyond X and y, or a size such as ``"4GB"`` (None: 80% of the available
+        memory); cg keeps as much of the kernel as fits and recomputes the rest; predict builds the cross
+        kernel in bounded chunks.
+    preconditioner_rank : int, default=None
+        Rank r of cg's randomly pivoted Cholesky preconditioner; 0 for none. None: min(500, N − 1), less if
+        the n×r factor would take more than a quarter of the memory limit.
+    n_components : int, default=None
+        Centres m of ``solver="nystrom"`` (None: min(1000, n_samples)).
+    landmarks : {"rpcholesky", "uniform"} or array-like, default="rpcholesky"
+        How ``solver="nystrom"`` chooses its centres (see fastkpca.Nystroem).
+    random_state : int, RandomState instance or None, default=None
+        Seeds the centres and the preconditioner's pivots.
+    n_jobs : int, default=None
+        Threads (see fastkpca.gram).
+    verbose : int, default=0
+        1: print each stage to stderr; 2: also every cg iteration.
+    callback : callable, default=None
+        ``callback(stage, info)`` for progress displays; stage "iteration" after every cg iteration with
+        ``iterations``, ``converged`` (targets) and ``residual`` (the worst).
+
+    Attributes
+    ----------
+    dual_coef_ : ndarray of shape (n_samples,) or (n_samples, n_targets)
+        β; for ``solver="nystrom"`` one row per centre.
+    X_fit_ : ndarray or sparse matrix
+        The training data (or the precomputed kernel); for ``solver="nystrom"`` the centres.
+    solver_info_ : dict
+        ``solver`` and, for cg: ``iterations`` (products by K), ``residuals`` (relative, per target),
+        ``converged``, ``preconditioner_rank``, ``storage``, ``kernel_bytes`` and seconds per stage.
+    n_features_in_, feature_names_in_
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from fastkpca import KernelRidge
+    >>> rng = np.random.default_rng(0)
+    >>> X = rng.standard_normal((500, 3)); y = np.sin(X[:, 0])
+    >>> model = KernelRidge(alpha=0.1, kernel="rbf", solver="cg").fit(X, y)
+    >>> bool(model.solver_info_["converged"])
+    True
+    """
+
+    def __init__(self, alpha=1, *, kernel="linear", gamma=None, degree=3, coef0=1, kernel_params=None,
+                 solver="auto", tol=None, max_iter=None, memory_limit=None, preconditioner_rank=None,
+                 n_components=None, landmarks="rpcholesky", random_state=None, n_jobs=None, verbose=0,
+                 callback=None):
+        self.alpha = alpha
+        self.kernel = kernel
+        self.gamma = gamma
+        self.degree = degree
+        self.coef0 = coef0
+        self.kernel_params = kernel_params
+        self.solver = solver
+        self.tol = tol
+        self.max_iter = max_iter
+        self.memory_limit = memory_limit
+        self.preconditioner_rank = preconditioner_rank
+        self.n_components = n_components
+        self.landmarks = landmarks
+        self.random_state = random_state
+        self.n_jobs = n_jobs
+        self.verbose = verbose
+        self.callback = callback
+
+    # ------------------------------------------------------------------------------------------ checks
+
+    def _check_params(self):
+        if not callable(self.kernel):
+            if not isinstance(self.kernel, str):
+                raise TypeError(f"kernel must be a string or a callable, got {self.kernel!r}")
+        v.check_choice(self.solver, "solver", SOLVERS)
+        if self.tol is not None:
+            v.check_real(self.tol, "tol", minimum=0.0)
+        if self.max_iter is not None:
+            v.check_int(self.max_iter, "max_iter", minimum=1)
+        if self.preconditioner_rank is not None:
+            v.check_int(self.preconditioner_rank, "preconditioner_rank", minimum=0)
+        if self.n_components is not None:
+            v.check_int(self.n_components, "n_components", minimum=1)
+        if isinstance(self.landmarks, str):
+            v.check_choice(self.landmarks, "landmarks", low_rank.LANDMARK_METHODS)
+        if self.kernel_params is not None and not isinstance(self.kernel_params, dict):
+            raise TypeError(f"kernel_params must be a dict or None, got {self.kernel_params!r}")
+        if not isinstance(self.verbose, numbers.Integral):
+            raise TypeError(f"verbose must be an integer, got {self.verbose!r}")
+        if self.callback is not None and not callable(self.callback):
+            raise TypeError("callback must be callable or None")
+        v.n_threads(self.n_jobs)
+        return v.memory_limit(self.memory_limit)
+
+    def _alphas(self, n_targets: int) -> np.ndarray:
+        """alpha as one float per target: >= 0, finite, scalar or one per target."""
+        if isinstance(self.alpha, (str, bytes)) or self.alpha is None:
+            raise TypeError(f"alpha must be a number or an array of numbers, got {self.alpha!r}")
+        try:
+            alpha = np.atleast_1d(np.asarray(self.alpha, dtype=np.float64))
+        except (TypeError, ValueError):
+            raise TypeError(f"alpha must be a number or an array of numbers, got {self.alpha!r}") from None
+        if alpha.ndim != 1:
+            raise ValueError(f"alpha must be a scalar or 1-D, got shape {alpha.shape}")
+        if not np.isfinite(alpha).all() or (alpha < 0).any():
+            raise ValueError(f"alpha must be finite and >= 0, got {self.alpha!r}")
+        if alpha.shape[0] not in (1, n_targets):
+            raise ValueError(f"alpha has {alpha.shape[0]} values but y has {n_targets} targets: give one alpha, "
+                             "or one per target")
+        return np.broadcast_to(alpha, (n_targets,)).copy()
+
+    @staticmethod
+    def _sample_weight(sample_weight, n: int):
+        """√w (n,), or None for no weights."""
+        if sample_weight is None:
+            return None
+        if isinstance(sample_weight, numbers.Number) and not isinstance(sample_weight, bool):
+            w = np.full(n, float(sample_weight))
+        else:
+            w = np.asarray(sample_weight)
+            if w.dtype.kind not in "biuf":
+                raise TypeError(f"sample_weight must be numeric, got dtype {w.dtype}")
+            if w.ndim != 1 or w.shape[0] != n:
+                raise ValueError(f"sample_weight must have shape ({n},), got {w.shape}")
+            w = w.astype(np.float64)
+        if not np.isfinite(w).all():
+            raise ValueError("sample_weight contains NaN or infinity")
+        if (w < 0).any():
+            raise ValueError("sample_weight must be >= 0")
+        return np.sqrt(w)
+
+    def _native_kernel(self, X):
+        """NativeKernel for a native kernel name and dense data, else None (scikit-learn evaluates)."""
+        if callable(self.kernel) or self.kernel not in _registry.NAMES:
+            return None
+        return NativeKernel.resolve(self.kernel, self.gamma, self.degree, self.coef0, X.shape[1], self.n_jobs)
+
+    def _get_kernel(self, X, Y=None):
+        """K(X, Y) as scikit-learn's KernelRidge evaluates it (native kernels natively)."""
+        if callable(self.kernel):
+            params = self.kernel_params or {}
+        else:
+            params = {"gamma": self.gamma, "degree": self.degree, "coef0": self.coef0}
+        return pairwise_kernels(X, Y, metric=self.kernel, filter_params=True, n_jobs=self.n_jobs, **params)
+
+    def _report(self, stage, **info):
+        if self.callback is not None:
+            self.callback(stage, info)
+        if self.verbose and (stage != "iteration" or self.verbose >= 2):
+            figures = ", ".join(f"{k}={val:.3g}" if isinstance(val, float) else f"{k}={val}"
+                                for k, val in info.items())
+            print(f"[KernelRidge] {stage}: {figures}", file=sys.stderr, flush=True)
+
+    # --------------------------------------------------------------------------------------------- fit
+
+    def fit(self, X, y, sample_weight=None):
+        """Fit kernel ridge regression.
+
+        Parameters
+        ----------
+        X : {array-like, sparse matrix} of shape (n_samples, n_features)
+            Training data, or the (n_samples, n_samples) kernel matrix with kernel="precomputed".
+        y : array-like of shape (n_samples,) or (n_samples, n_targets)
+            Targets (finite).
+        sample_weight : float or array-like of shape (n_samples,), default=None
+            Non-negative weights.
+
+        Returns
+        -------
+        self : KernelRidge
+        """
+        limit = self._check_params()
+        n_x, n_y = _num_rows(X, "X"), _num_rows(y, "y")
+        if n_x is not None and n_y is not None and n_x != n_y:
+            raise ValueError(f"X has {n_x} samples but y has {n_y}: they must have the same length")
+        X, y = validate_data(self, X, y=y, accept_sparse=("csr", "csc"), multi_output=True, y_numeric=True,
+                             dtype=[np.float64, np.float32])
+        n = X.shape[0]
+        ravel = y.ndim == 1
+        Y = np.asarray(y, dtype=np.float64).reshape(n, -1)
+        alphas = self._alphas(Y.shape[1])
+        root_w = self._sample_weight(sample_weight, n)
+        if self.kernel == "precomputed":
+            v.check_square(X, "X (the precomputed kernel)")
+        solver = self._choose_solver(n, alphas, limit, X)
+        start = time.perf_counter()
+        if solver == "cholesky":
+            dual, info = self._fit_cholesky(X, Y, alphas, root_w, limit)
+            X_fit = X
+        elif solver == "cg":
+            dual, info = self._fit_cg(X, Y, alphas, root_w, limit)
+            X_fit = X
+        else:
+            dual, info, X_fit = self._fit_nystrom(X, Y, alphas, root_w, limit)
+        info.update(solver=solver, seconds=time.perf_counter() - start)
+        self.solver_info_ = info
+        self.dual_coef_ = dual.ravel() if ravel else dual
+        self.X_fit_ = X_fit
+        self._report("done", solver=solver, seconds=info["seconds"])
+        return self
+
+    def _choose_solver(self, n, alphas, limit, X):
+        if self.solver != "auto":
+            if self.solver == "nystrom" and (callable(self.kernel) or self.kernel not in _registry.NAMES):
+                raise ValueError("solver='nystrom' needs one of fastkpca's native kernels "
+                                 f"({', '.join(_registry.NAMES)}), got kernel={self.kernel!r}")
+            return self.solver
+        dense_bytes = n * n * 8
+        if n <= AUTO_CHOLESKY_BELOW and dense_bytes <= limit:
+            return "cholesky"
+        if (alphas == 0).any() and dense_bytes <= limit:
+            return "cholesky"  # a singular system needs the least-squares fallback, which needs the matrix
+        return "cg"
+
+    # ------------------------------------------------------------------------------------------- solvers
+
+    def _owned_kernel(self, X, limit):
+        """The training kernel as a float64 C-contiguous array this fit may overwrite (a copy of a
+        precomputed one)."""
+        n = X.shape[0]
+        needed = n * n * 8
+        if needed > limit:
+            raise MemoryError(f"solver='cholesky' needs the {n}×{n} kernel matrix, {needed / 2**30:.2f} GiB, but the "
+                              f"memory limit is {limit / 2**30:.2f} GiB; solver='cg' fits within any limit")
+        v.check_memory(needed, f"the {n}×{n} kernel matrix of solver='cholesky'")
+        if self.kernel == "precomputed":
+            K = v.as_float_array(X, "X (the precomputed kernel)", np.float64)
+            v.check_finite(K, "X (the precomputed kernel)")
+            return np.array(K, dtype=np.float64, order="C", copy=True)
+        native = self._native_kernel(X)
+        if native is not None:
+            Xd = v.check_samples(X, "X", np.float64)
+            return native.cross(Xd)
+        K = np.asarray(self._get_kernel(X), dtype=np.float64)
+        if not (K.flags.c_contiguous and K.flags.writeable):
+            K = np.array(K, order="C")
+        v.check_finite(K, "the kernel matrix")
+        return K
+
+    def _fit_cholesky(self, X, Y, alphas, root_w, limit):
+        start = time.perf_counter()
+        K = self._owned_kernel(X, limit)
+        kernel_seconds = time.perf_counter() - start
+        self._report("kernel", seconds=kernel_seconds, storage="full")
+        start = time.perf_counter()
+        if root_w is not None:
+            K *= root_w[:, None]
+            K *= root_w[None, :]
+            Y = Y * root_w[:, None]
+        dual, singular = _solve_dense_in_place(K, Y, alphas)
+        if singular:
+            warnings.warn("KernelRidge: K + alpha·I is singular (alpha = 0 with a rank-deficient kernel?); the "
+                          "dual coefficients are a least-squares solution, as scikit-learn's fallback gives",
+                          SingularKernelWarning, stacklevel=3)
+        if root_w is not None:
+            dual *= root_w[:, None]
+        return dual, {"storage": "full", "kernel_bytes": K.nbytes, "singular": singular,
+                      "stages": {"kernel": kernel_seconds, "solve": time.perf_counter() - start}}
+
+    def _preconditioner_rank(self, n, limit):
+        if self.preconditioner_rank is not None:
+            return min(self.preconditioner_rank, n)
+        by_memory = (limit // 4) // (8 * n)
+        return int(max(0, min(DEFAULT_PRECONDITIONER_RANK, n - 1, by_memory)))
+
+    def _fit_cg(self, X, Y, alphas, root_w, limit):
+        n, t = Y.shape
+        threads = v.n_threads(self.n_jobs)
+        stages = {}
+        rank = self._preconditioner_rank(n, limit)
+        precond_bytes = 8 * n * rank + 8 * rank * rank * 3
+        cg_bytes = 8 * n * t * 8 + linalg.pass_bytes(t, n)
+        start = time.perf_counter()
+        native = self._native_kernel(X) if self.kernel != "precomputed" else None
+        if native is not None:
+            Xd = v.check_samples(X, "X", X.dtype)
+            plan = operators.plan_storage(n, Xd.shape[1], Xd.dtype.itemsize, block_size=max(t, 1),
+                                          memory_limit=limit, other_bytes=precond_bytes + cg_bytes)
+            op = operators.build(Xd, native.name, native.gamma, native.degree, native.coef0, plan, threads)
+            columns_of = (Xd, native)
+        else:
+            if self.kernel == "precomputed":  # used in place: no copy
+                K = np.ascontiguousarray(v.as_float_array(X, "X (the precomputed kernel)"))
+                v.check_finite(K, "X (the precomputed kernel)")
+                reason = "a precomputed kernel is used in place"
+            else:
+                K = self._owned_kernel(X, limit)
+                reason = "a callable or scikit-learn kernel is a full matrix"
+            op = operators.from_matrix(K, operators.StoragePlan("full", 0, K.nbytes, limit, reason), self.n_jobs)
+            columns_of = (K, None)
+        stages["kernel"] = time.perf_counter() - start
+        self._report("kernel", seconds=stages["kernel"], storage=op.storage, kernel_bytes=op.nbytes)
+        start = time.perf_counter()
+        precondition, rank_used = None, 0
+        if rank > 0:
+            factor = low_rank.rpcholesky(columns_of[0], rank, columns_of[1], random_state=self.random_state).factor
+            if root_w is not None:
+                factor *= root_w[:, None]
+            precondition = conjugate_gradients.LowRankPreconditioner(factor, alphas)
+            rank_used = precondition.rank
+        stages["preconditioner"] = time.perf_counter() - start
+        self._report("preconditioner", seconds=stages["preconditioner"], rank=rank_used)
+
+        native_op = op._native_operator
+
+        def matmat(V):
+            if root_w is None:
+                return native_op.matmat(np.asfortranarray(V), threads)
+            return native_op.matmat(np.asfortranarray(V * root_w[:, None]), threads) * root_w[:, None]
+
+        progress = None
+        if self.callback is not None or self.verbose >= 2:
+            def progress(iterations, converged, residual):
+                self._report("iteration", iterations=iterations, converged=converged, residual=residual)
+        B = Y if root_w is None else Y * root_w[:, None]
+        tol = DEFAULT_TOL if self.tol is None else self.tol
+        maxiter = DEFAULT_MAX_ITER if self.max_iter is None else self.max_iter
+        Z, info = conjugate_gradients.pcg(matmat, B, alphas, tol=tol, maxiter=maxiter, precondition=precondition,
+                                          progress=progress)
+        stages["solve"] = info["seconds"]
+        if not info["converged"]:
+            warnings.warn(f"KernelRidge: conjugate gradients stopped after {info['iterations']} products by K "
+                          f"with relative residual {info['residuals'].max():.2e} > tol={tol:g}; raise max_iter "
+                          "or the preconditioner's rank", ConvergenceWarning, stacklevel=3)
+        dual = Z if root_w is None else Z * root_w[:, None]
+        return dual, {"iterations": info["iterations"], "residuals": info["residuals"],
+                      "residuals_are_true": info["residuals_are_true"], "converged": info["converged"],
+                      "column_iterations": info["column_iterations"], "tol": tol, "preconditioner_rank": rank_used,
+                      "storage": op.storage, "kernel_bytes": op.nbytes, "memory_limit": limit,
+                      "storage_reason": op.plan.reason if op.plan else "", "stages": stages}
+
+    def _fit_nystrom(self, X, Y, alphas, root_w, limit):
+        """Falkon's restricted problem: β on m centres S minimising ‖W^½(K(X, S)β − y)‖² + α βᵀK(S, S)β.
+
+        With T = K(S, S)^(-½) (truncated as in low_rank.nystrom_pca) and θ = T⁻¹β the normal equations are
+        (Tᵀ Cᵀ W C T + αI) θ = Tᵀ Cᵀ W y: an m×m system from one streamed pass over X, solved for every
+        alpha from one eigendecomposition.
+        """
+        Xd = v.check_samples(X, "X", X.dtype)
+        n = Xd.shape[0]
+        native = self._native_kernel(Xd)
+        stages = {}
+        start = time.perf_counter()
+        if not isinstance(self.landmarks, str):
+            S = v.check_samples(self.landmarks, "landmarks", Xd.dtype)
+            if S.shape[1] != Xd.shape[1]:
+                raise ValueError(f"landmarks has {S.shape[1]} features, but X has {Xd.shape[1]}")
+            selection = {"method": "given"}
+        else:
+            m = min(DEFAULT_N_CENTRES, n) if self.n_components is None else self.n_components
+            if m > n:
+                raise ValueError(f"n_components={m} is larger than the number of samples ({n})")
+            index, selection = low_rank.select_landmarks(Xd, m, self.landmarks, native,
+                                                         random_state=self.random_state, memory_limit=limit)
+            S = np.ascontiguousarray(Xd[index])
+        m = S.shape[0]
+        rows = low_rank.chunk_rows(m, Xd.dtype.itemsize, limit)
+        needed = min(rows, n) * m * Xd.dtype.itemsize + 6 * m * m * 8
+        if needed > limit:
+            raise MemoryError(f"solver='nystrom' with {m} centres needs {needed / 2**30:.2f} GiB, but the memory "
+                              f"limit is {limit / 2**30:.2f} GiB")
+        stages["centres"] = time.perf_counter() - start
+        start = time.perf_counter()
+        W = native.cross(S).astype(np.float64, copy=False)
+        T, rank = low_rank.whitening(W, low_rank.WHITENING_RTOL * float(np.finfo(Xd.dtype).eps))
+        gram, _, cross = low_rank.nystrom_moments(Xd, S, native, rows, targets=Y,
+                                                  weights=None if root_w is None else root_w**2)
+        stages["moments"] = time.perf_counter() - start
+        start = time.perf_counter()
+        A = T.T @ gram @ T
+        values, Q = np.linalg.eigh((A + A.T) / 2)
+        rhs = Q.T @ (T.T @ cross)
+        denom = values[:, None] + alphas[None, :]
+        tiny = max(float(values[-1]), 0.0) * rank * np.finfo(np.float64).eps if rank else 0.0
+        singular = bool((denom <= tiny).any())
+        theta = Q @ np.where(denom > tiny, rhs / np.where(denom > tiny, denom, 1.0), 0.0)
+        if singular:
+            warnings.warn("KernelRidge: the Nyström system is singular (alpha = 0?); its null directions get "
+                          "zero coefficients (the least-squares solution)", SingularKernelWarning, stacklevel=3)
+        dual = T @ theta
+        stages["solve"] = time.perf_counter() - start
+        return dual, {"n_components": m, "rank": rank, "landmarks": selection["method"],
+                      "landmark_selection": selection, "chunk_rows": rows, "memory_limit": limit,
+                      "singular": singular, "stages": stages}, S
+
+    # ----------------------------------------------------------------------------------------- predict
+
+    def predict(self, X):
+        """Predict ``K(X, X_fit_) @ dual_coef_``, the cross kernel built in bounded chunks.
+
+        Parameters
+        ----------
+        X : {array-like, sparse matrix} of shape (n_samples, n_features)
+            Samples, or the (n_samples, n_samples_fitted) kernel with kernel="precomputed".
+
+        Returns
+        -------
+        y : ndarray of shape (n_samples,) or (n_samples, n_targets)
+        """
+        check_is_fitted(self)
+        X = validate_data(self, X, accept_sparse=("csr", "csc"), reset=False, dtype=[np.float64, np.float32])
+        dual = self.dual_coef_
+        if self.kernel == "precomputed":
+            return np.asarray(X @ dual)
+        limit = v.memory_limit(self.memory_limit)
+        n_fit, m = self.X_fit_.shape[0], X.shape[0]
+        native = self._native_kernel(X) if not v.is_sparse(X) and not v.is_sparse(self.X_fit_) else None
+        rows = max(1, min(PREDICT_CHUNK_BYTES, limit // 4) // max(1, 8 * n_fit))
+        out = None
+        fit = v.check_samples(self.X_fit_, "X_fit_", X.dtype) if native is not None else self.X_fit_
+        for start in range(0, m, rows):
+            part = X[start:start + rows]
+            if native is not None:
+                K = native.cross(v.check_samples(part, "X", X.dtype), fit)
+            else:
+                K = self._get_kernel(part, fit)
+            piece = K @ dual
+            if out is None:
+                out = np.empty((m, *piece.shape[1:]), dtype=np.result_type(piece.dtype, np.float64))
+            out[start:start + rows] = piece
+        return out
+
+    def __sklearn_tags__(self):
+        tags = super().__sklearn_tags__()
+        tags.input_tags.sparse = True
+        tags.input_tags.pairwise = self.kernel == "precomputed"
+        return tags
+
+    def _more_tags(self):  # scikit-learn < 1.6
+        return {"pairwise": self.kernel == "precomputed"}
+
+
+def _num_rows(a, name):
+    """Rows of an array-like, or None when it has no length (validate_data then reports it)."""
+    if a is None:
+        return None
+    shape = getattr(a, "shape", None)
+    if shape is not None:
+        return shape[0] if len(shape) else None
+    try:
+        return len(a)
+    except TypeError:
+        return None
+
+
+def _solve_dense_in_place(K, Y, alphas):
+    """β with (K + α_j I) β_j = y_j, K overwritten by its Cholesky factors; one N×N array for every alpha.
+
+    The factorisation writes one triangle (and the diagonal); the other keeps K, so each further alpha
+    restores the factored triangle from it and the saved diagonal. A singular K + αI (alpha = 0 and a
+    rank-deficient kernel) gets scikit-learn's fallback, a least-squares solution, and the flag.
+    Returns (β, singular).
+    """
+    n = K.shape[0]
+    diagonal = np.diagonal(K).copy()
+    dual = np.empty_like(Y)
+    singular = False
+    A = K.T  # F-contiguous view of the C-ordered K: LAPACK factors it without a copy
+    for index, alpha in enumerate(np.unique(alphas)):
+        columns = np.flatnonzero(alphas == alpha)
+        if index:
+            _restore_factored(K, diagonal)
+        K.flat[:: n + 1] = diagonal + alpha
+        try:
+            factor = sla.cho_factor(A, lower=True, overwrite_a=True, check_finite=False)
+            dual[:, columns] = sla.cho_solve(factor, Y[:, columns], check_finite=False)
+        except np.linalg.LinAlgError:
+            singular = True
+            _restore_factored(K, diagonal)
+            K.flat[:: n + 1] = diagonal + alpha
+            dual[:, columns] = sla.lstsq(K, Y[:, columns], check_finite=False)[0]
+    return dual, singular
+
+
+def _restore_factored(K, diagonal):
+    """Copy K's upper triangle (in C order, the triangle LAPACK factored through the view K.T) back from
+    its lower triangle, which the factorisation left untouched, and put the diagonal back."""
+    n = K.shape[0]
+    step = 512
+    for i0 in range(0, n, step):
+        i1 = min(n, i0 + step)
+        K[:i0, i0:i1] = K[i0:i1, :i0].T  # columns i0:i1 above the diagonal block
+        block = K[i0:i1, i0:i1]
+        upper = np.triu_indices(i1 - i0, 1)
+        block[upper] = block.T[upper]
+    np.fill_diagonal(K, diagonal)
