@@ -1,8 +1,9 @@
-"""pytest plugin: run scikit-learn's own KernelPCA and Nystroem tests with fastkpca's classes swapped in.
+"""pytest plugin: run scikit-learn's own KernelPCA, Nystroem and KernelRidge tests with fastkpca's classes swapped in.
 
 Used by tests/test_decomposition.py as ``python -m pytest -p sklearn_swap --pyargs
-sklearn.decomposition.tests.test_kernel_pca`` (and by tests/test_kernel_approximation.py with
-``sklearn.tests.test_kernel_approximation``): the installed test module is imported after the swap, so
+sklearn.decomposition.tests.test_kernel_pca`` (and by tests/test_kernel_approximation.py and
+tests/test_kernel_ridge.py with ``sklearn.tests.test_kernel_approximation`` and
+``sklearn.tests.test_kernel_ridge``): the installed test module is imported after the swap, so
 its ``from sklearn.decomposition import KernelPCA`` gets fastkpca's class.
 
 With ``FASTKPCA_TEST_STORAGE=matrix_free`` (or ``cached``) in the environment, every lanczos fit keeps its
@@ -33,7 +34,8 @@ def force_storage(storage):
 
 # (module scikit-learn's tests import the class from, class name, the test module that uses it)
 SWAPS = (("sklearn.decomposition", "KernelPCA", "sklearn.decomposition.tests.test_kernel_pca"),
-         ("sklearn.kernel_approximation", "Nystroem", "sklearn.tests.test_kernel_approximation"))
+         ("sklearn.kernel_approximation", "Nystroem", "sklearn.tests.test_kernel_approximation"),
+         ("sklearn.kernel_ridge", "KernelRidge", "sklearn.tests.test_kernel_ridge"))
 
 
 def pytest_configure(config):

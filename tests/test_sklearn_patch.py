@@ -14,7 +14,6 @@ import sklearn.manifold._spectral_embedding  # noqa: E402
 import sklearn.metrics  # noqa: E402
 import sklearn.metrics.pairwise as skp  # noqa: E402
 import sklearn.preprocessing  # noqa: E402
-from sklearn.kernel_ridge import KernelRidge  # noqa: E402
 from sklearn.manifold import SpectralEmbedding  # noqa: E402
 from sklearn.pipeline import make_pipeline  # noqa: E402
 from sklearn.preprocessing import StandardScaler  # noqa: E402
@@ -24,11 +23,11 @@ import fastkpca  # noqa: E402
 NAMES = {
     sklearn.decomposition: ["KernelPCA"],
     sklearn.kernel_approximation: ["Nystroem"],
+    sklearn.kernel_ridge: ["KernelRidge", "pairwise_kernels"],
     sklearn.preprocessing: ["KernelCenterer"],
     skp: ["rbf_kernel", "laplacian_kernel", "polynomial_kernel", "linear_kernel", "sigmoid_kernel",
           "cosine_similarity", "pairwise_kernels"],
     sklearn.metrics: ["pairwise_kernels"],
-    sklearn.kernel_ridge: ["pairwise_kernels"],
     sklearn.manifold._spectral_embedding: ["rbf_kernel"],
 }
 
@@ -52,6 +51,8 @@ def scikit_learn_code(X, y):
 
     pipe = make_pipeline(StandardScaler(), KernelPCA(n_components=3, kernel="rbf", gamma=0.2, random_state=0))
     Z = pipe.fit_transform(X)
+    from sklearn.kernel_ridge import KernelRidge
+
     ridge = KernelRidge(kernel="rbf", gamma=0.3, alpha=0.1).fit(X, y).predict(X[:20])
     embed = SpectralEmbedding(n_components=2, affinity="rbf", gamma=0.5, random_state=0).fit_transform(X)
     kernels = [rbf_kernel(X, gamma=0.1), laplacian_kernel(X[:10], X), pairwise_kernels(X, metric="poly", degree=2)]

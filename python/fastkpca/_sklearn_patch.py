@@ -1,4 +1,5 @@
-"""Backend switch: run scikit-learn's KernelPCA, Nystroem, KernelCenterer and pairwise kernels on fastkpca.
+"""Backend switch: run scikit-learn's KernelPCA, Nystroem, KernelRidge, KernelCenterer and pairwise kernels on
+fastkpca.
 
 ``patch_sklearn()`` rebinds the public names in scikit-learn's modules — and the copies that already
 imported scikit-learn modules hold (KernelRidge's ``pairwise_kernels``, SpectralEmbedding's ``rbf_kernel``,
@@ -60,16 +61,19 @@ def _replacement_table():
     """(module name, attribute) -> fastkpca object, built from scikit-learn's current originals."""
     import sklearn.decomposition
     import sklearn.kernel_approximation
+    import sklearn.kernel_ridge
     import sklearn.metrics.pairwise as skp
     import sklearn.preprocessing
 
     from .decomposition import KernelPCA
     from .kernel_approximation import Nystroem
+    from .kernel_ridge import KernelRidge
     from .preprocessing import KernelCenterer
 
     table = {
         ("sklearn.decomposition", "KernelPCA"): KernelPCA,
         ("sklearn.kernel_approximation", "Nystroem"): Nystroem,
+        ("sklearn.kernel_ridge", "KernelRidge"): KernelRidge,
         ("sklearn.preprocessing", "KernelCenterer"): KernelCenterer,
     }
     # scikit-learn's function for each kernel of the registry: <name>_kernel for the name or an alias
@@ -92,9 +96,10 @@ def _sklearn_modules():
 
 
 def patch_sklearn() -> None:
-    """Make scikit-learn's KernelPCA, Nystroem, KernelCenterer and pairwise kernels run on fastkpca.
+    """Make scikit-learn's KernelPCA, Nystroem, KernelRidge, KernelCenterer and pairwise kernels run on fastkpca.
 
     Replaces ``sklearn.decomposition.KernelPCA``, ``sklearn.kernel_approximation.Nystroem``,
+    ``sklearn.kernel_ridge.KernelRidge``,
     ``sklearn.preprocessing.KernelCenterer`` and, in
     ``sklearn.metrics.pairwise``, ``rbf_kernel``, ``laplacian_kernel``, ``polynomial_kernel``,
     ``linear_kernel``, ``sigmoid_kernel``, ``cosine_similarity`` and ``pairwise_kernels`` (for the metrics

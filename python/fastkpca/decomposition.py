@@ -542,12 +542,19 @@ default="linear"
                                  random_state=rng, selection="module")
 
     def _fit_inverse_transform(self, X_transformed, X):
+        """The pre-image map: kernel ridge regression from the scores back to X, (K(Z, Z) + αI) β = X, by
+        fastkpca.KernelRidge (dense Cholesky for small N, conjugate gradients on a kernel operator within
+        the memory limit for large N: no O(N³) solve, no second N×N matrix)."""
         if hasattr(X, "tocsr"):
             raise NotImplementedError("Inverse transform not implemented for sparse matrices!")
-        n = X_transformed.shape[0]
-        K = self._get_kernel(X_transformed)
-        K.flat[:: n + 1] += self.alpha
-        self.dual_coef_ = sla.solve(K, X, assume_a="pos", overwrite_a=True)
+        from .kernel_ridge import KernelRidge
+
+        ridge = KernelRidge(alpha=self.alpha, kernel=self.kernel, gamma=self.gamma_, degree=self.degree,
+                            coef0=self.coef0, kernel_params=self.kernel_params if callable(self.kernel) else None,
+                            memory_limit=self.memory_limit, n_jobs=self.n_jobs, random_state=self.random_state)
+        ridge.fit(X_transformed, X)
+        self.dual_coef_ = ridge.dual_coef_.astype(np.result_type(X.dtype, np.float32), copy=False)
+        self.inverse_solver_info_ = ridge.solver_info_
         self.X_transformed_fit_ = X_transformed
 
     def fit_transform(self, X, y=None, **params):

@@ -90,6 +90,8 @@ class KernelRidge(MultiOutputMixin, RegressorMixin, BaseEstimator):
         β; for ``solver="nystrom"`` one row per centre.
     X_fit_ : ndarray or sparse matrix
         The training data (or the precomputed kernel); for ``solver="nystrom"`` the centres.
+    n_iter_ : int
+        Products by K of cg (1 for the direct solvers, cholesky and nystrom).
     solver_info_ : dict
         ``solver`` and, for cg: ``iterations`` (products by K), ``residuals`` (relative, per target),
         ``converged``, ``preconditioner_rank``, ``storage``, ``kernel_bytes`` and seconds per stage.
@@ -189,6 +191,8 @@ class KernelRidge(MultiOutputMixin, RegressorMixin, BaseEstimator):
             raise ValueError("sample_weight contains NaN or infinity")
         if (w < 0).any():
             raise ValueError("sample_weight must be >= 0")
+        if not (w > 0).any():
+            raise ValueError("sample_weight must contain at least one non-zero weight")
         return np.sqrt(w)
 
     def _native_kernel(self, X):
@@ -256,6 +260,7 @@ class KernelRidge(MultiOutputMixin, RegressorMixin, BaseEstimator):
             dual, info, X_fit = self._fit_nystrom(X, Y, alphas, root_w, limit)
         info.update(solver=solver, seconds=time.perf_counter() - start)
         self.solver_info_ = info
+        self.n_iter_ = int(info.get("iterations", 1))
         self.dual_coef_ = dual.ravel() if ravel else dual
         self.X_fit_ = X_fit
         self._report("done", solver=solver, seconds=info["seconds"])
@@ -344,11 +349,11 @@ class KernelRidge(MultiOutputMixin, RegressorMixin, BaseEstimator):
             if self.kernel == "precomputed":  # used in place: no copy
                 K = np.ascontiguousarray(v.as_float_array(X, "X (the precomputed kernel)"))
                 v.check_finite(K, "X (the precomputed kernel)")
-                reason = "a precomputed kernel is used in place"
+                held, reason = 0, "a precomputed kernel is used in place"
             else:
                 K = self._owned_kernel(X, limit)
-                reason = "a callable or scikit-learn kernel is a full matrix"
-            op = operators.from_matrix(K, operators.StoragePlan("full", 0, K.nbytes, limit, reason), self.n_jobs)
+                held, reason = K.nbytes, "a callable or scikit-learn kernel is a full matrix"
+            op = operators.from_matrix(K, operators.StoragePlan("full", 0, held, limit, reason), self.n_jobs)
             columns_of = (K, None)
         stages["kernel"] = time.perf_counter() - start
         self._report("kernel", seconds=stages["kernel"], storage=op.storage, kernel_bytes=op.nbytes)
@@ -381,14 +386,18 @@ class KernelRidge(MultiOutputMixin, RegressorMixin, BaseEstimator):
                                           progress=progress)
         stages["solve"] = info["seconds"]
         if not info["converged"]:
+            why = ("rounding does not allow a smaller residual for this system: lower tol's demand or raise alpha"
+                   if info["stalled"] else "raise max_iter or the preconditioner's rank")
             warnings.warn(f"KernelRidge: conjugate gradients stopped after {info['iterations']} products by K "
-                          f"with relative residual {info['residuals'].max():.2e} > tol={tol:g}; raise max_iter "
-                          "or the preconditioner's rank", ConvergenceWarning, stacklevel=3)
+                          f"with relative residual {info['residuals'].max():.2e} > tol={tol:g}; {why}",
+                          ConvergenceWarning, stacklevel=3)
         dual = Z if root_w is None else Z * root_w[:, None]
         return dual, {"iterations": info["iterations"], "residuals": info["residuals"],
                       "residuals_are_true": info["residuals_are_true"], "converged": info["converged"],
+                      "stalled": info["stalled"],
                       "column_iterations": info["column_iterations"], "tol": tol, "preconditioner_rank": rank_used,
-                      "storage": op.storage, "kernel_bytes": op.nbytes, "memory_limit": limit,
+                      "storage": op.storage, "kernel_bytes": op.plan.kernel_bytes if op.plan else op.nbytes,
+                      "memory_limit": limit,
                       "storage_reason": op.plan.reason if op.plan else "", "stages": stages}
 
     def _fit_nystrom(self, X, Y, alphas, root_w, limit):

@@ -1,0 +1,271 @@
+"""fastkpca.KernelRidge: scikit-learn's results from every solver, the conjugate gradients' own figures,
+the Nyström restricted problem, multi-shift CG and the bad-input rules."""
+
+import os
+import subprocess
+import sys
+import warnings
+from pathlib import Path
+
+import numpy as np
+import pytest
+from sklearn import kernel_ridge as skr
+
+import reference as ref
+from fastkpca import ConvergenceWarning, KernelPCA, KernelRidge, SingularKernelWarning
+from fastkpca.conjugate_gradients import LowRankPreconditioner, cg_shifted, pcg
+
+TESTS = Path(__file__).parent
+
+
+@pytest.fixture
+def data(rng):
+    X = rng.standard_normal((700, 5))
+    Y = np.c_[np.sin(X[:, 0]) + 0.1 * rng.standard_normal(700), X[:, 1] ** 2 - X[:, 2]]
+    X_new = rng.standard_normal((120, 5))
+    return X, Y, X_new
+
+
+def _close(a, b, rel):
+    np.testing.assert_allclose(a, b, rtol=0, atol=rel * np.abs(b).max())
+
+
+@pytest.mark.parametrize("solver", ["cholesky", "cg"])
+@pytest.mark.parametrize("kernel,params", [("rbf", {"gamma": 0.2}), ("laplacian", {"gamma": 0.1}),
+                                           ("poly", {"degree": 2, "coef0": 1.0, "gamma": 0.2}), ("linear", {})])
+@pytest.mark.parametrize("alpha", [1.0, 1e-3, "per-target"])
+def test_same_predictions_as_sklearn(solver, kernel, params, alpha, data, rng):
+    X, Y, X_new = data
+    alpha = [1.0, 0.01] if alpha == "per-target" else alpha
+    sw = rng.random(X.shape[0]) + 0.1
+    ours = KernelRidge(alpha=alpha, kernel=kernel, solver=solver, tol=1e-10, **params).fit(X, Y, sample_weight=sw)
+    theirs = skr.KernelRidge(alpha=alpha, kernel=kernel, **params).fit(X, Y, sample_weight=sw)
+    _close(ours.predict(X), theirs.predict(X), 1e-7)
+    _close(ours.predict(X_new), theirs.predict(X_new), 1e-7)
+    assert ours.solver_info_["solver"] == solver
+    if solver == "cg":
+        assert ours.solver_info_["converged"] and ours.solver_info_["residuals_are_true"]
+        assert ours.n_iter_ == ours.solver_info_["iterations"] >= 1
+
+
+def test_one_target_ravels_and_float32(data):
+    X, Y, X_new = data
+    ours = KernelRidge(alpha=0.1, kernel="rbf", solver="cg", tol=1e-10).fit(X, Y[:, 0])
+    theirs = skr.KernelRidge(alpha=0.1, kernel="rbf").fit(X, Y[:, 0])
+    assert ours.dual_coef_.shape == (700,) and ours.predict(X_new).shape == (120,)
+    _close(ours.predict(X_new), theirs.predict(X_new), 1e-8)
+    ours32 = KernelRidge(alpha=0.1, kernel="rbf", solver="cg", tol=1e-10).fit(X.astype(np.float32), Y[:, 0])
+    _close(ours32.predict(X_new.astype(np.float32)), theirs.predict(X_new), 1e-4)
+
+
+def test_cg_reports_the_true_residual(data):
+    X, Y, _ = data
+    model = KernelRidge(alpha=[0.5, 1e-3], kernel="rbf", gamma=0.3, solver="cg", tol=1e-9).fit(X, Y)
+    K = ref.kernel(X, kernel="rbf", gamma=0.3)
+    for j, alpha in enumerate([0.5, 1e-3]):
+        r = np.linalg.norm((K + alpha * np.eye(700)) @ model.dual_coef_[:, j] - Y[:, j]) / np.linalg.norm(Y[:, j])
+        assert r <= 1e-9
+        assert model.solver_info_["residuals"][j] == pytest.approx(r, rel=1e-3, abs=1e-13)
+
+
+@pytest.mark.parametrize("storage", ["packed", "cached", "matrix_free"])
+def test_cg_gives_the_same_answer_in_every_storage(storage, data):
+    from sklearn_swap import force_storage
+
+    X, Y, X_new = data
+    reference = KernelRidge(alpha=0.1, kernel="rbf", solver="cholesky").fit(X, Y).predict(X_new)
+    undo = force_storage(storage) if storage != "packed" else (lambda: None)
+    try:
+        model = KernelRidge(alpha=0.1, kernel="rbf", solver="cg", tol=1e-11).fit(X, Y)
+    finally:
+        undo()
+    assert model.solver_info_["storage"] == storage
+    _close(model.predict(X_new), reference, 1e-8)
+
+
+def test_preconditioner_cuts_iterations(data):
+    X, Y, _ = data
+    plain = KernelRidge(alpha=1e-2, kernel="rbf", gamma=0.2, solver="cg", preconditioner_rank=0).fit(X, Y)
+    ranked = KernelRidge(alpha=1e-2, kernel="rbf", gamma=0.2, solver="cg", preconditioner_rank=150,
+                         random_state=0).fit(X, Y)
+    assert ranked.solver_info_["preconditioner_rank"] == 150
+    assert ranked.solver_info_["iterations"] * 2 < plain.solver_info_["iterations"]
+    _close(ranked.predict(X), plain.predict(X), 1e-6)
+
+
+def test_low_rank_preconditioner_is_the_inverse_on_the_factors_range(rng):
+    """P⁻¹ (F Fᵀ + αI) v = v for v in range(F), and P⁻¹ v = v/(λ̂_r + α) off it (the scaled complement)."""
+    F = rng.standard_normal((200, 12))
+    pre = LowRankPreconditioner(F.copy(), [0.3])
+    v = F @ rng.standard_normal(12)
+    np.testing.assert_allclose(pre(((F @ F.T) @ v + 0.3 * v)[:, None], np.array([0]))[:, 0], v, atol=1e-10)
+    w = rng.standard_normal(200)
+    w -= pre.U @ (pre.U.T @ w)
+    np.testing.assert_allclose(pre(w[:, None], np.array([0]))[:, 0], w / (pre.values[-1] + 0.3), atol=1e-12)
+
+
+def test_pcg_handles_zero_columns_and_reports_non_convergence(rng):
+    A = rng.standard_normal((80, 80))
+    K = A @ A.T
+    B = np.c_[rng.standard_normal(80), np.zeros(80)]
+    X, info = pcg(lambda V: K @ V, B, [1e-3, 1.0], tol=1e-12, maxiter=3)
+    assert not info["converged"] and info["iterations"] == 3 and not info["residuals_are_true"]
+    # a tol below what rounding allows: CG restarts from the true residual once, sees no progress, stops
+    X, info = pcg(lambda V: K @ V, B, [1e-3, 1.0], tol=1e-30, maxiter=10_000)
+    assert info["stalled"] and not info["converged"] and info["residuals_are_true"] and info["iterations"] < 10_000
+    assert info["residuals"][1] == 0 and (X[:, 1] == 0).all()
+
+
+def test_multishift_cg_solves_every_shift(rng):
+    X = rng.standard_normal((300, 3))
+    K = ref.kernel(X, kernel="rbf", gamma=0.5)
+    b = rng.standard_normal(300)
+    shifts = [1e-2, 0.1, 1.0, 10.0]
+    Xs, info = cg_shifted(lambda V: K @ V, b, shifts, tol=1e-10, maxiter=2000)
+    assert info["converged"]
+    for j, s in enumerate(shifts):
+        expected = np.linalg.solve(K + s * np.eye(300), b)
+        np.testing.assert_allclose(Xs[:, j], expected, rtol=0, atol=1e-7 * np.abs(expected).max())
+    plain = pcg(lambda V: K @ V, b[:, None], [1e-2], tol=1e-10, maxiter=2000)[1]["iterations"]
+    assert info["iterations"] <= plain  # all four for the price of the hardest one
+
+
+def test_nystrom_with_every_sample_as_centre_is_exact(data, rng):
+    X, Y, X_new = data
+    sw = rng.random(700) + 0.1
+    ours = KernelRidge(alpha=0.1, kernel="rbf", gamma=0.3, solver="nystrom", n_components=700,
+                       random_state=0).fit(X, Y, sample_weight=sw)
+    theirs = skr.KernelRidge(alpha=0.1, kernel="rbf", gamma=0.3).fit(X, Y, sample_weight=sw)
+    assert ours.X_fit_.shape == (700, 5) and ours.dual_coef_.shape == (700, 2)
+    _close(ours.predict(X_new), theirs.predict(X_new), 1e-6)
+
+
+def test_nystrom_restricted_problem_matches_its_normal_equations(data):
+    """β = (CᵀC + αW)⁻¹ Cᵀy on the chosen centres, solved in NumPy."""
+    X, Y, X_new = data
+    model = KernelRidge(alpha=0.05, kernel="rbf", gamma=0.3, solver="nystrom", n_components=60,
+                        random_state=1).fit(X, Y[:, 0])
+    S = model.X_fit_
+    C = ref.kernel(X, S, kernel="rbf", gamma=0.3)
+    W = ref.kernel(S, kernel="rbf", gamma=0.3)
+    beta = np.linalg.solve(C.T @ C + 0.05 * W, C.T @ Y[:, 0])
+    expected = ref.kernel(X_new, S, kernel="rbf", gamma=0.3) @ beta
+    _close(model.predict(X_new), expected, 1e-7)
+    assert model.solver_info_["landmarks"] == "rpcholesky" and model.solver_info_["n_components"] == 60
+
+
+def test_precomputed_kernel_is_used_in_place_and_not_modified(data):
+    X, Y, _ = data
+    K = ref.kernel(X, kernel="rbf", gamma=0.2)
+    K0 = K.copy()
+    for solver in ("cholesky", "cg"):
+        model = KernelRidge(alpha=0.1, kernel="precomputed", solver=solver, tol=1e-11).fit(K, Y)
+        theirs = skr.KernelRidge(alpha=0.1, kernel="rbf", gamma=0.2).fit(X, Y)
+        _close(model.predict(K), theirs.predict(X), 1e-8)
+        np.testing.assert_array_equal(K, K0)
+    assert model.solver_info_["storage"] == "full" and model.solver_info_["kernel_bytes"] == 0
+
+
+def test_predict_in_chunks(data):
+    X, Y, X_new = data
+    model = KernelRidge(alpha=0.1, kernel="rbf", solver="cholesky").fit(X, Y)
+    whole = model.predict(X_new)
+    model.set_params(memory_limit=4 * 8 * 700 * 16)  # 16 rows per chunk
+    _close(model.predict(X_new), whole, 1e-14)
+
+
+def test_singular_kernel_falls_back_to_least_squares(rng):
+    """alpha = 0 with a rank-3 linear kernel: Cholesky fails; like scikit-learn, a least-squares solution
+    (and a warning that says so)."""
+    X = rng.standard_normal((60, 3))
+    y = X @ np.array([1.0, -2.0, 0.5])
+    with pytest.warns(SingularKernelWarning, match="least-squares"):
+        model = KernelRidge(alpha=0, kernel="linear").fit(X, y)
+    assert model.solver_info_["singular"]
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        theirs = skr.KernelRidge(alpha=0, kernel="linear").fit(X, y)
+    _close(model.predict(X), theirs.predict(X), 1e-8)
+
+
+def test_cg_stopping_short_warns_and_says_so(data):
+    X, Y, _ = data
+    with pytest.warns(ConvergenceWarning, match="stopped after 3"):
+        model = KernelRidge(alpha=1e-6, kernel="rbf", solver="cg", preconditioner_rank=0, max_iter=3).fit(X, Y)
+    assert not model.solver_info_["converged"] and model.n_iter_ == 3
+
+
+def test_bad_input_names_the_argument_and_modifies_nothing(data):
+    X, Y, _ = data
+    y = Y[:, 0].copy()
+    X0, y0 = X.copy(), y.copy()
+    bad_y = y.copy()
+    bad_y[3] = np.nan
+    with pytest.raises(ValueError, match="y"):
+        KernelRidge().fit(X, bad_y)
+    bad_y[3] = np.inf
+    with pytest.raises(ValueError, match="y"):
+        KernelRidge().fit(X, bad_y)
+    with pytest.raises(ValueError, match="X has 700 samples but y has 699"):
+        KernelRidge().fit(X, y[:-1])
+    with pytest.raises(ValueError, match="alpha must be finite and >= 0"):
+        KernelRidge(alpha=-1.0).fit(X, y)
+    with pytest.raises(ValueError, match="alpha has 3 values but y has 2 targets"):
+        KernelRidge(alpha=[1.0, 2.0, 3.0]).fit(X, Y)
+    with pytest.raises(TypeError, match="alpha"):
+        KernelRidge(alpha="big").fit(X, y)
+    with pytest.raises(ValueError, match=r"sample_weight must have shape \(700,\)"):
+        KernelRidge().fit(X, y, sample_weight=np.ones(5))
+    with pytest.raises(ValueError, match="sample_weight must be >= 0"):
+        KernelRidge().fit(X, y, sample_weight=-np.ones(700))
+    with pytest.raises(ValueError, match="sample_weight contains NaN"):
+        KernelRidge().fit(X, y, sample_weight=np.full(700, np.nan))
+    with pytest.raises(ValueError, match="square"):
+        KernelRidge(kernel="precomputed").fit(X @ X[:600].T, y)
+    with pytest.raises(ValueError, match="solver must be one of"):
+        KernelRidge(solver="lsqr").fit(X, y)
+    with pytest.raises(ValueError, match="native kernels"):
+        KernelRidge(kernel="chi2", solver="nystrom").fit(np.abs(X), y)
+    with pytest.raises(ValueError, match="n_components=701 is larger than the number of samples"):
+        KernelRidge(kernel="rbf", solver="nystrom", n_components=701).fit(X, y)
+    with pytest.raises(MemoryError, match="solver='cholesky'"):
+        KernelRidge(solver="cholesky", memory_limit=2**20).fit(X, y)
+    np.testing.assert_array_equal(X, X0)
+    np.testing.assert_array_equal(y, y0)
+
+
+def test_kernel_pca_inverse_transform_uses_kernel_ridge(rng):
+    """Above 3000 samples the pre-image map is solved by cg on a kernel operator: same answer as
+    scikit-learn's dense solve."""
+    from sklearn.decomposition import KernelPCA as SkKernelPCA
+
+    X = rng.standard_normal((3200, 4))
+    ours = KernelPCA(n_components=3, kernel="rbf", gamma=0.2, fit_inverse_transform=True, alpha=0.1,
+                     random_state=0).fit(X)
+    theirs = SkKernelPCA(n_components=3, kernel="rbf", gamma=0.2, fit_inverse_transform=True, alpha=0.1,
+                         eigen_solver="dense").fit(X)
+    assert ours.inverse_solver_info_["solver"] == "cg" and ours.inverse_solver_info_["converged"]
+    Z = theirs.transform(X[:50])
+    signs = np.sign(np.sum(ours.transform(X[:50]) * Z, axis=0))
+    _close(ours.inverse_transform(Z * signs), theirs.inverse_transform(Z), 1e-5)
+
+
+def test_sklearn_test_module_passes_with_fastkpca():
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join(filter(None, [str(TESTS), os.environ.get("PYTHONPATH")]))}
+    out = subprocess.run(
+        [sys.executable, "-m", "pytest", "-q", "-p", "sklearn_swap", "-p", "no:cacheprovider",
+         "--pyargs", "sklearn.tests.test_kernel_ridge"],
+        capture_output=True, text=True, env=env, cwd=TESTS.parent,
+    )
+    assert out.returncode == 0, out.stdout[-4000:] + out.stderr[-2000:]
+    assert " passed" in out.stdout and "failed" not in out.stdout
+
+
+@pytest.mark.parametrize("estimator", [KernelRidge(), KernelRidge(kernel="rbf", solver="cg"),
+                                       KernelRidge(kernel="rbf", solver="nystrom"),
+                                       KernelRidge(kernel="precomputed", solver="cg")],
+                         ids=["auto", "cg", "nystrom", "precomputed-cg"])
+def test_check_estimator(estimator):
+    from sklearn.utils.estimator_checks import check_estimator
+
+    check_estimator(estimator)
