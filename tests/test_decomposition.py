@@ -278,29 +278,46 @@ def test_solver_info_says_what_was_chosen_and_why(rng):
 
 
 def test_chunked_transform_equals_one_shot(rng, monkeypatch):
+    """A kernel evaluated in Python (a callable) gets its cross kernel built in chunks of bounded size; the
+    chunks give what one piece gives."""
+    from sklearn.metrics.pairwise import laplacian_kernel
+
     from fastkpca import decomposition
 
-    X = rng.standard_normal((700, 5))
-    model = KernelPCA(5, kernel="laplacian", random_state=0).fit(X)
-    new = rng.standard_normal((450, 5))
+    X = rng.standard_normal((60, 5))
+    kernel = lambda a, b: laplacian_kernel(a[None], b[None], gamma=0.2)[0, 0]  # noqa: E731
+    model = KernelPCA(5, kernel=kernel, random_state=0).fit(X)
+    new = rng.standard_normal((50, 5))
     one_shot = model.transform(new)
     shapes = []
-    original = decomposition.gram
+    original = model._get_kernel
 
-    def recording_gram(A, B=None, **kw):
+    def recording(A, B=None):
         shapes.append(np.shape(A))
-        return original(A, B, **kw)
+        return original(A, B)
 
-    monkeypatch.setattr(decomposition, "gram", recording_gram)
-    monkeypatch.setattr(decomposition, "TRANSFORM_CHUNK_BYTES", 100 * 700 * 8)  # 100 rows a chunk
+    monkeypatch.setattr(model, "_get_kernel", recording)
+    monkeypatch.setattr(decomposition, "TRANSFORM_CHUNK_BYTES", 12 * 60 * 8)  # 12 rows a chunk
     chunked = model.transform(new)
-    assert shapes == [(100, 5)] * 4 + [(50, 5)]
+    assert shapes == [(12, 5)] * 4 + [(2, 5)]
     np.testing.assert_allclose(chunked, one_shot, rtol=1e-13, atol=1e-15)
-    K = ref.kernel(X, None, "rbf", 0.3)
-    pre = KernelPCA(3, kernel="precomputed", random_state=0).fit(K)
-    Knew = ref.kernel(new, X, "rbf", 0.3)
-    np.testing.assert_allclose(pre.transform(Knew), KernelPCA(3, kernel="precomputed", random_state=0).fit(K)
-                               .transform(Knew), rtol=1e-13)
+
+
+def test_native_transform_multiplies_the_cross_kernel_tile_by_tile(rng):
+    """A native kernel's transform never builds the cross kernel (cross_product.hpp plus the centering
+    applied to the product): it equals the explicitly centered cross kernel times the projection, which the
+    same model fitted on the precomputed kernel computes."""
+    X = rng.standard_normal((700, 5))
+    new = rng.standard_normal((450, 5))
+    for dtype in (np.float64, np.float32):
+        native = KernelPCA(5, kernel="laplacian", gamma=0.3, random_state=0).fit(X.astype(dtype))
+        K = ref.kernel(X, None, "laplacian", 0.3)
+        pre = KernelPCA(5, kernel="precomputed", random_state=0).fit(K)
+        expected = pre.transform(ref.kernel(new, X, "laplacian", 0.3))
+        got = native.transform(new.astype(dtype))
+        assert got.dtype == dtype
+        tol = 1e-10 if dtype == np.float64 else 1e-4
+        np.testing.assert_allclose(_align_signs(got, expected), expected, rtol=0, atol=tol * np.abs(expected).max())
 
 
 def test_dense_solver_falls_back_when_lapack_returns_too_few_pairs(rng, monkeypatch):

@@ -269,3 +269,73 @@ def test_check_estimator(estimator):
     from sklearn.utils.estimator_checks import check_estimator
 
     check_estimator(estimator)
+
+
+# ---------------------------------------------------------------------------------------------- KernelRidgeCV
+
+
+def _loo_reference(K, y, alpha):
+    """Leave-one-out MSE by refitting n times (NumPy)."""
+    n = K.shape[0]
+    errs = []
+    for i in range(n):
+        keep = np.arange(n) != i
+        beta = np.linalg.solve(K[np.ix_(keep, keep)] + alpha * np.eye(n - 1), y[keep])
+        errs.append(y[i] - K[i, keep] @ beta)
+    return float(np.mean(np.square(errs)))
+
+
+def test_cv_leave_one_out_matches_refitting(rng):
+    from fastkpca import KernelRidgeCV
+
+    X = rng.standard_normal((80, 3))
+    y = np.sin(X[:, 0]) + 0.1 * rng.standard_normal(80)
+    model = KernelRidgeCV(alphas=[0.01, 0.1, 1.0], kernel="rbf", gammas=[0.2, 1.0]).fit(X, y)
+    res = model.cv_results_
+    assert res["method"] == "loo-eigh" and res["mean_squared_error"].shape == (6,)
+    for alpha, gamma, mse in zip(res["alpha"], res["gamma"], res["mean_squared_error"]):
+        K = ref.kernel(X, kernel="rbf", gamma=gamma)
+        assert mse == pytest.approx(_loo_reference(K, y, alpha), rel=1e-8)
+    best = np.argmin(res["mean_squared_error"])
+    assert model.alpha_ == res["alpha"][best] and model.gamma_ == res["gamma"][best]
+    refit = KernelRidge(alpha=model.alpha_, kernel="rbf", gamma=model.gamma_).fit(X, y)
+    _close(model.predict(X[:10]), refit.predict(X[:10]), 1e-12)
+
+
+@pytest.mark.parametrize("matrix_free", [False, True])
+def test_cv_kfold_dense_and_matrix_free_agree_with_refitting(matrix_free, rng, monkeypatch):
+    from fastkpca import KernelRidgeCV
+
+    X = rng.standard_normal((150, 3))
+    Y = np.c_[np.sin(X[:, 0]), X[:, 1] ** 2]
+    alphas = [0.05, 0.5, 5.0]
+    if matrix_free:  # as if three 150×150 matrices did not fit the memory limit
+        monkeypatch.setattr(KernelRidgeCV, "_dense_fits", staticmethod(lambda n, limit: False))
+    model = KernelRidgeCV(alphas=alphas, kernel="rbf", gammas=[0.3], cv=3, tol=1e-12).fit(X, Y)
+    assert model.cv_results_["method"] == ("kfold-multishift-cg" if matrix_free else "kfold-eigh")
+    K = ref.kernel(X, kernel="rbf", gamma=0.3)
+    folds = np.array_split(np.arange(150), 3)
+    for alpha, mse in zip(alphas, model.cv_results_["mean_squared_error"]):
+        sq = []
+        for held in folds:
+            train = np.setdiff1d(np.arange(150), held)
+            beta = np.linalg.solve(K[np.ix_(train, train)] + alpha * np.eye(train.size), Y[train])
+            sq.append((Y[held] - K[np.ix_(held, train)] @ beta) ** 2)
+        assert mse == pytest.approx(float(np.mean(np.vstack(sq))), rel=1e-6)
+
+
+def test_cv_bad_input(rng):
+    from fastkpca import KernelRidgeCV
+
+    X = rng.standard_normal((20, 2))
+    y = X[:, 0]
+    with pytest.raises(ValueError, match="alphas"):
+        KernelRidgeCV(alphas=[0.1, -1.0]).fit(X, y)
+    with pytest.raises(ValueError, match="gammas"):
+        KernelRidgeCV(gammas=[0.0]).fit(X, y)
+    with pytest.raises(ValueError, match="cv=30 folds need at least 30 samples"):
+        KernelRidgeCV(cv=30).fit(X, y)
+    with pytest.raises(TypeError, match="cv"):
+        KernelRidgeCV(cv=2.5).fit(X, y)
+    with pytest.raises(MemoryError, match="use cv=k"):
+        KernelRidgeCV(memory_limit=1000).fit(X, y)

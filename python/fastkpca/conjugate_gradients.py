@@ -42,18 +42,18 @@ class LowRankPreconditioner:
     def __init__(self, factor: np.ndarray, alphas, complement: str = "residual"):
         gram = factor.T @ factor  # FᵀF = V Σ² Vᵀ
         values, V = np.linalg.eigh(gram)
-        keep = values > max(values[-1], 0.0) * factor.shape[0] * np.finfo(np.float64).eps if values.size else []
+        values, V = values[::-1], V[:, ::-1]  # descending
+        keep = values > max(values[0], 0.0) * factor.shape[0] * np.finfo(np.float64).eps if values.size else []
         values, V = values[keep], V[:, keep]
         # U = F V Σ⁻¹, computed into F's memory in row blocks (n × r of scratch would double the memory).
         r = values.shape[0]
-        scale = V / np.sqrt(values)
+        scale = np.ascontiguousarray(V / np.sqrt(values))
         rows = max(1, (64 * 2**20) // max(1, 8 * factor.shape[1]))
         for start in range(0, factor.shape[0], rows):
             block = factor[start:start + rows]
             block[:, :r] = block @ scale
-        self.U = factor[:, :r]
-        self.values = values[::-1].copy()  # λ̂ descending
-        self.U = self.U[:, ::-1]
+        self.U = factor[:, :r]  # rows strided by F's width when r < its rank: BLAS reads it in place
+        self.values = np.ascontiguousarray(values)  # λ̂, descending
         self.alphas = np.atleast_1d(np.asarray(alphas, dtype=np.float64))
         floor = self.values[-1] if (complement == "residual" and r) else 0.0
         self.outside = 1.0 / (floor + self.alphas)                              # (λ̂_r + α)⁻¹ per column

@@ -607,6 +607,8 @@ default="linear"
         """center(K(X, X_fit_)) @ M, with the cross kernel built and centered in row chunks: a new row's
         kernel, its centering (against the training means and its own row mean) and its product depend
         on that row alone, so the chunks give what one piece would."""
+        if isinstance(self.kernel, str) and self.kernel in _registry.NAMES and not v.is_sparse(self.X_fit_):
+            return self._centered_cross_product(X, M)
         n_fit = self.eigenvectors_.shape[0]
         m = X.shape[0]
         itemsize = 8 if self.kernel == "precomputed" else np.dtype(X.dtype).itemsize
@@ -627,6 +629,30 @@ default="linear"
             if out is None:
                 out = np.empty((m, M.shape[1]), dtype=product.dtype)
             out[start:start + rows] = product
+        return out
+
+    def _centered_cross_product(self, X, M):
+        """center(K(X, X_fit_)) @ M for a native kernel without building the cross kernel: one tile-by-tile
+        product with [M, 1/N] (cross_product.hpp) gives K·M and the new rows' kernel means r, and
+
+            center(K) M = K M − r (1ᵀM) − 1 (μᵀM) + m̄ 1 (1ᵀM),
+
+        μ the training kernel's column means and m̄ their mean (the centering of K_c[i, j] = K[i, j] − r_i
+        − μ_j + m̄, applied to the product instead of to every entry)."""
+        fit = v.check_samples(self.X_fit_, "X_fit_", self.X_fit_.dtype)
+        X = v.check_samples(X, "X", fit.dtype)
+        n_fit, k = fit.shape[0], M.shape[1]
+        kernel = NativeKernel.resolve(self.kernel, self.gamma_, self.degree, self.coef0, fit.shape[1], self.n_jobs)
+        V = np.empty((n_fit, k + 1))
+        V[:, :k] = M
+        V[:, k] = 1.0 / n_fit
+        ones_M = V[:, :k].sum(axis=0)
+        shift = self.K_fit_rows_ @ V[:, :k] - self.K_fit_all_ * ones_M
+        out = np.empty((X.shape[0], k), dtype=M.dtype)
+        rows = 65536  # bounds the product's padded working copy of the output
+        for start in range(0, X.shape[0], rows):
+            W = kernel.product(X[start:start + rows], fit, V)
+            out[start:start + W.shape[0]] = W[:, :k] - W[:, k:] * ones_M - shift
         return out
 
     def inverse_transform(self, X):
