@@ -339,3 +339,15 @@ def test_cv_bad_input(rng):
         KernelRidgeCV(cv=2.5).fit(X, y)
     with pytest.raises(MemoryError, match="use cv=k"):
         KernelRidgeCV(memory_limit=1000).fit(X, y)
+
+
+def test_default_preconditioner_rank_follows_the_cost_of_a_pass():
+    """A stored kernel (cheap passes): rank 500 within a quarter of the limit; a recomputed one (dear
+    passes): up to 1000 within 60% of it."""
+    model = KernelRidge()
+    assert model._preconditioner_rank(100_000, 2**30, stored=True) == 2**30 // 4 // 800_000 == 335
+    assert model._preconditioner_rank(100_000, 2**30, stored=False) == int(0.6 * 2**30) // 800_000 == 805
+    assert model._preconditioner_rank(20_000, 20 * 2**30, stored=True) == 500
+    assert model._preconditioner_rank(20_000, 20 * 2**30, stored=False) == 1000
+    assert model._preconditioner_rank(300, 20 * 2**30, stored=True) == 299
+    assert KernelRidge(preconditioner_rank=7)._preconditioner_rank(300, 2**30, stored=False) == 7

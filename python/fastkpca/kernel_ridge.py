@@ -27,8 +27,10 @@ DEFAULT_TOL = 1e-8
 DEFAULT_MAX_ITER = 1000
 #: solver="auto" solves up to this many samples by dense Cholesky (milliseconds to a second).
 AUTO_CHOLESKY_BELOW = 3000
-#: Rank of cg's preconditioner when preconditioner_rank is None (less if memory or N demand).
+#: Rank of cg's preconditioner when preconditioner_rank is None (less if memory or N demand), for a stored
+#: kernel and for one recomputed on every pass.
 DEFAULT_PRECONDITIONER_RANK = 500
+RECOMPUTED_PRECONDITIONER_RANK = 1000
 #: Centres of solver="nystrom" when n_components is None (or all samples, if fewer).
 DEFAULT_N_CENTRES = 1000
 #: Largest piece of the cross kernel predict builds at once (also at most a quarter of the limit).
@@ -68,8 +70,9 @@ class KernelRidge(MultiOutputMixin, RegressorMixin, BaseEstimator):
         memory); cg keeps as much of the kernel as fits and recomputes the rest; predict builds the cross
         kernel in bounded chunks.
     preconditioner_rank : int, default=None
-        Rank r of cg's randomly pivoted Cholesky preconditioner; 0 for none. None: min(500, N − 1), less if
-        the n×r factor would take more than a quarter of the memory limit.
+        Rank r of cg's randomly pivoted Cholesky preconditioner; 0 for none. None: min(500, N − 1) and a
+        quarter of the memory limit when the kernel is stored (full or packed); min(1000, N − 1) and 60% of
+        the limit when it is recomputed on every pass (cached, matrix-free), where passes are dear.
     n_components : int, default=None
         Centres m of ``solver="nystrom"`` (None: min(1000, n_samples)).
     landmarks : {"rpcholesky", "uniform"} or array-like, default="rpcholesky"
@@ -201,6 +204,9 @@ class KernelRidge(MultiOutputMixin, RegressorMixin, BaseEstimator):
             return None
         return NativeKernel.resolve(self.kernel, self.gamma, self.degree, self.coef0, X.shape[1], self.n_jobs)
 
+    def _native_kernel_name(self) -> bool:
+        return isinstance(self.kernel, str) and self.kernel in _registry.NAMES
+
     def _get_kernel(self, X, Y=None):
         """K(X, Y) as scikit-learn's KernelRidge evaluates it (native kernels natively)."""
         if callable(self.kernel):
@@ -286,10 +292,13 @@ class KernelRidge(MultiOutputMixin, RegressorMixin, BaseEstimator):
         precomputed one)."""
         n = X.shape[0]
         needed = n * n * 8
+        what = ("solver='cholesky'" if self._native_kernel_name() or self.kernel == "precomputed"
+                else f"kernel={self.kernel!r} (evaluated as a full matrix)")
         if needed > limit:
-            raise MemoryError(f"solver='cholesky' needs the {n}×{n} kernel matrix, {needed / 2**30:.2f} GiB, but the "
-                              f"memory limit is {limit / 2**30:.2f} GiB; solver='cg' fits within any limit")
-        v.check_memory(needed, f"the {n}×{n} kernel matrix of solver='cholesky'")
+            raise MemoryError(f"{what} needs the {n}×{n} kernel matrix, {needed / 2**30:.2f} GiB, but the memory "
+                              f"limit is {limit / 2**30:.2f} GiB" + ("; solver='cg' fits within any limit"
+                                                                     if what.startswith("solver") else ""))
+        v.check_memory(needed, f"the {n}×{n} kernel matrix of {what}")
         if self.kernel == "precomputed":
             K = v.as_float_array(X, "X (the precomputed kernel)", np.float64)
             v.check_finite(K, "X (the precomputed kernel)")
@@ -324,24 +333,35 @@ class KernelRidge(MultiOutputMixin, RegressorMixin, BaseEstimator):
         return dual, {"storage": "full", "kernel_bytes": K.nbytes, "singular": singular,
                       "stages": {"kernel": kernel_seconds, "solve": time.perf_counter() - start}}
 
-    def _preconditioner_rank(self, n, limit):
+    def _preconditioner_rank(self, n, limit, stored: bool):
+        """The default rank: 500 and at most a quarter of the limit when the kernel is stored (a pass is a
+        read of memory); when it must be recomputed (a pass costs N² kernel evaluations), iterations are
+        dear and memory is better spent on the preconditioner than on a sliver of cached tiles: up to 1000
+        and 60% of the limit (at N = 100,000 and 1 GiB: rank 335 took 53 passes of 14 s)."""
         if self.preconditioner_rank is not None:
             return min(self.preconditioner_rank, n)
-        by_memory = (limit // 4) // (8 * n)
-        return int(max(0, min(DEFAULT_PRECONDITIONER_RANK, n - 1, by_memory)))
+        if stored:
+            cap, share = DEFAULT_PRECONDITIONER_RANK, 0.25
+        else:
+            cap, share = RECOMPUTED_PRECONDITIONER_RANK, 0.6
+        by_memory = int(share * limit) // (8 * n)
+        return int(max(0, min(cap, n - 1, by_memory)))
 
     def _fit_cg(self, X, Y, alphas, root_w, limit):
         n, t = Y.shape
         threads = v.n_threads(self.n_jobs)
         stages = {}
-        rank = self._preconditioner_rank(n, limit)
+        native = self._native_kernel(X) if self.kernel != "precomputed" else None
+        stored = native is None or operators.plan_storage(
+            n, X.shape[1], X.dtype.itemsize, block_size=max(t, 1), memory_limit=limit,
+            other_bytes=8 * n * t * 8).storage in ("full", "packed")
+        rank = self._preconditioner_rank(n, limit, stored)
         # RPCholesky's proposals per block: its three n × block buffers stay within 96 MiB.
         block = int(max(16, min(low_rank.RPCHOLESKY_BLOCK, (32 * 2**20) // (8 * n))))
         # The factor, those buffers while it is built, and the r × r algebra.
         precond_bytes = 8 * n * rank + 3 * 8 * n * min(block, rank) + 8 * rank * rank * 3
         cg_bytes = 8 * n * t * 8 + linalg.pass_bytes(t, n)
         start = time.perf_counter()
-        native = self._native_kernel(X) if self.kernel != "precomputed" else None
         if native is not None:
             Xd = v.check_samples(X, "X", X.dtype)
             plan = operators.plan_storage(n, Xd.shape[1], Xd.dtype.itemsize, block_size=max(t, 1),
