@@ -24,7 +24,10 @@ def run_child(code: str, timeout=120, **kwargs):
 # ------------------------------------------------------------------------------------------- interrupts
 
 INTERRUPT_CHILD = """
-import os, sys, time, resource, numpy as np, fastkpca
+import os, signal, sys, time, resource, numpy as np, fastkpca
+# Python leaves SIGINT ignored when it starts ignored (a background job of a non-interactive shell):
+# restore Ctrl-C's KeyboardInterrupt, which is what this test is about.
+signal.signal(signal.SIGINT, signal.default_int_handler)
 rss = lambda: int(open("/proc/self/statm").read().split()[1]) * os.sysconf("SC_PAGE_SIZE")
 rng = np.random.default_rng(0)
 {setup}
