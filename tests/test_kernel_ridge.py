@@ -166,12 +166,21 @@ def test_precomputed_kernel_is_used_in_place_and_not_modified(data):
     assert model.solver_info_["storage"] == "full" and model.solver_info_["kernel_bytes"] == 0
 
 
-def test_predict_in_chunks(data):
+def test_predict(data):
+    """Native kernels: the cross kernel multiplied into β tile by tile equals K(X_new, X) β; float32 data
+    with a float64 fit is evaluated in float64. Other kernels: the cross kernel in bounded chunks."""
     X, Y, X_new = data
-    model = KernelRidge(alpha=0.1, kernel="rbf", solver="cholesky").fit(X, Y)
-    whole = model.predict(X_new)
-    model.set_params(memory_limit=4 * 8 * 700 * 16)  # 16 rows per chunk
-    _close(model.predict(X_new), whole, 1e-14)
+    model = KernelRidge(alpha=0.1, kernel="rbf", gamma=0.2, solver="cholesky").fit(X, Y)
+    expected = ref.kernel(X_new, X, kernel="rbf", gamma=0.2) @ model.dual_coef_
+    _close(model.predict(X_new), expected, 1e-13)
+    _close(model.predict(X_new.astype(np.float32)), ref.kernel(X_new.astype(np.float32).astype(np.float64), X,
+                                                               kernel="rbf", gamma=0.2) @ model.dual_coef_, 1e-13)
+    one = KernelRidge(alpha=0.1, kernel="rbf", gamma=0.2, solver="cholesky").fit(X, Y[:, 0])
+    assert one.predict(X_new).shape == (120,)
+    chi2 = KernelRidge(alpha=0.1, kernel="chi2", gamma=1.0, solver="cholesky").fit(np.abs(X), Y)
+    whole = chi2.predict(np.abs(X_new))
+    chi2.set_params(memory_limit=4 * 8 * 700 * 16)  # 16 rows per chunk
+    _close(chi2.predict(np.abs(X_new)), whole, 1e-14)
 
 
 def test_singular_kernel_falls_back_to_least_squares(rng):

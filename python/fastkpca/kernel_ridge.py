@@ -485,7 +485,9 @@ class KernelRidge(MultiOutputMixin, RegressorMixin, BaseEstimator):
     # ----------------------------------------------------------------------------------------- predict
 
     def predict(self, X):
-        """Predict ``K(X, X_fit_) @ dual_coef_``, the cross kernel built in bounded chunks.
+        """Predict ``K(X, X_fit_) @ dual_coef_``. For fastkpca's native kernels the cross kernel is multiplied
+        into the coefficients tile by tile and never stored; for the others it is built in chunks of at most
+        256 MiB (and a quarter of the memory limit).
 
         Parameters
         ----------
@@ -501,19 +503,24 @@ class KernelRidge(MultiOutputMixin, RegressorMixin, BaseEstimator):
         dual = self.dual_coef_
         if self.kernel == "precomputed":
             return np.asarray(X @ dual)
-        limit = v.memory_limit(self.memory_limit)
         n_fit, m = self.X_fit_.shape[0], X.shape[0]
-        native = self._native_kernel(X) if not v.is_sparse(X) and not v.is_sparse(self.X_fit_) else None
+        if self._native_kernel_name() and not v.is_sparse(self.X_fit_):
+            # float32 only if both sides are (scikit-learn's pairwise kernels upcast the same way)
+            dtype = np.float32 if X.dtype == np.float32 and self.X_fit_.dtype == np.float32 else np.float64
+            fit = v.check_samples(self.X_fit_, "X_fit_", dtype)
+            native = self._native_kernel(fit)
+            coef = np.ascontiguousarray(np.reshape(dual, (n_fit, -1)), dtype=np.float64)
+            out = np.empty((m, coef.shape[1]))
+            rows = 65536  # bounds the product's padded working copy of the output
+            for start in range(0, m, rows):
+                part = v.check_samples(X[start:start + rows], "X", dtype)
+                native.product(part, fit, coef, out=out[start:start + part.shape[0]])
+            return out.ravel() if dual.ndim == 1 else out
+        limit = v.memory_limit(self.memory_limit)
         rows = max(1, min(PREDICT_CHUNK_BYTES, limit // 4) // max(1, 8 * n_fit))
         out = None
-        fit = v.check_samples(self.X_fit_, "X_fit_", X.dtype) if native is not None else self.X_fit_
         for start in range(0, m, rows):
-            part = X[start:start + rows]
-            if native is not None:
-                K = native.cross(v.check_samples(part, "X", X.dtype), fit)
-            else:
-                K = self._get_kernel(part, fit)
-            piece = K @ dual
+            piece = self._get_kernel(X[start:start + rows], self.X_fit_) @ dual
             if out is None:
                 out = np.empty((m, *piece.shape[1:]), dtype=np.result_type(piece.dtype, np.float64))
             out[start:start + rows] = piece
