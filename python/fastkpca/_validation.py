@@ -79,6 +79,72 @@ def check_samples(x, name: str, dtype=None) -> np.ndarray:
     return np.ascontiguousarray(arr)
 
 
+def check_landmarks(points, n_features: int, dtype) -> np.ndarray:
+    """User-given landmarks: samples of X's width (a copy in X's dtype where needed)."""
+    S = check_samples(points, "landmarks", dtype)
+    if S.shape[1] != n_features:
+        raise ValueError(f"landmarks has {S.shape[1]} features, but X has {n_features}")
+    return S
+
+
+def _rows(a):
+    """Rows of an array-like, or None when it has no length (the later checks then report it)."""
+    shape = getattr(a, "shape", None)
+    if shape is not None:
+        return shape[0] if len(shape) else None
+    try:
+        return len(a)
+    except TypeError:
+        return None
+
+
+def check_same_length(X, y) -> None:
+    """X and y describe the same samples."""
+    n_x, n_y = (None, None) if X is None or y is None else (_rows(X), _rows(y))
+    if n_x is not None and n_y is not None and n_x != n_y:
+        raise ValueError(f"X has {n_x} samples but y has {n_y}: they must have the same length")
+
+
+def check_alphas(alpha, n_targets: int) -> np.ndarray:
+    """A ridge alpha as one float per target: finite, >= 0, one for all targets or one per target."""
+    if isinstance(alpha, (str, bytes)) or alpha is None:
+        raise TypeError(f"alpha must be a number or an array of numbers, got {alpha!r}")
+    try:
+        values = np.atleast_1d(np.asarray(alpha, dtype=np.float64))
+    except (TypeError, ValueError):
+        raise TypeError(f"alpha must be a number or an array of numbers, got {alpha!r}") from None
+    if values.ndim != 1:
+        raise ValueError(f"alpha must be a scalar or 1-D, got shape {values.shape}")
+    if not np.isfinite(values).all() or (values < 0).any():
+        raise ValueError(f"alpha must be finite and >= 0, got {alpha!r}")
+    if values.shape[0] not in (1, n_targets):
+        raise ValueError(f"alpha has {values.shape[0]} values but y has {n_targets} targets: give one alpha, "
+                         "or one per target")
+    return np.broadcast_to(values, (n_targets,)).copy()
+
+
+def sample_weight_root(sample_weight, n: int):
+    """√w (n,) for sample weights w (a number or one per sample; finite, >= 0, not all zero), or None."""
+    if sample_weight is None:
+        return None
+    if isinstance(sample_weight, numbers.Number) and not isinstance(sample_weight, bool):
+        w = np.full(n, float(sample_weight))
+    else:
+        w = np.asarray(sample_weight)
+        if w.dtype.kind not in "biuf":
+            raise TypeError(f"sample_weight must be numeric, got dtype {w.dtype}")
+        if w.ndim != 1 or w.shape[0] != n:
+            raise ValueError(f"sample_weight must have shape ({n},), got {w.shape}")
+        w = w.astype(np.float64)
+    if not np.isfinite(w).all():
+        raise ValueError("sample_weight contains NaN or infinity")
+    if (w < 0).any():
+        raise ValueError("sample_weight must be >= 0")
+    if not (w > 0).any():
+        raise ValueError("sample_weight must contain at least one non-zero weight")
+    return np.sqrt(w)
+
+
 def common_dtype(*arrays) -> type:
     """float32 only if every array is float32 (or float16), float64 otherwise."""
     kinds = [np.asarray(a).dtype if not is_sparse(a) else a.dtype for a in arrays if a is not None]

@@ -339,26 +339,16 @@ default="linear"
 
     def _nystrom_landmarks(self, X, kernel, n_components, limit):
         """(landmarks m×d, their row indices or None, selection info)."""
-        n, d = X.shape
-        if not isinstance(self.landmarks, str):
-            S = v.check_samples(self.landmarks, "landmarks", X.dtype)
-            if S.shape[1] != d:
-                raise ValueError(f"landmarks has {S.shape[1]} features, but X has {d}")
-            if self.n_landmarks is not None and self.n_landmarks != S.shape[0]:
-                raise ValueError(f"n_landmarks={self.n_landmarks} but {S.shape[0]} landmarks were given")
-            m = S.shape[0]
-        else:
-            m = min(DEFAULT_N_LANDMARKS, n) if self.n_landmarks is None else self.n_landmarks
-            if m > n:
-                raise ValueError(f"n_landmarks={m} is larger than the number of samples ({n})")
+        m = min(DEFAULT_N_LANDMARKS, X.shape[0]) if self.n_landmarks is None else self.n_landmarks
+        S, index, info = low_rank.landmarks(X, self.landmarks, m, kernel, random_state=self.random_state,
+                                            memory_limit=limit, name="n_landmarks")
+        m = S.shape[0]
+        if index is None and self.n_landmarks is not None and self.n_landmarks != m:
+            raise ValueError(f"n_landmarks={self.n_landmarks} but {m} landmarks were given")
         if self.n_components is not None and n_components > m:
             raise ValueError(f"n_components={n_components} is larger than n_landmarks={m}: the Nyström "
                              "approximation has rank at most n_landmarks")
-        if not isinstance(self.landmarks, str):
-            return S, None, {"method": "given", "seconds": 0.0}
-        index, info = low_rank.select_landmarks(X, m, self.landmarks, kernel, random_state=self.random_state,
-                                                memory_limit=limit)
-        return np.ascontiguousarray(X[index]), index, info
+        return S, index, info
 
     def _fit_nystrom(self, X, n_components, limit):
         """Approximate kernel PCA on the Nyström approximation (low_rank.nystrom_pca), streamed over X."""
@@ -371,13 +361,9 @@ default="linear"
             n_components = S.shape[0]
         self._report("landmarks", seconds=time.perf_counter() - start, n_landmarks=S.shape[0],
                      method=selection["method"])
-        m, itemsize = S.shape[0], X.dtype.itemsize
-        rows = low_rank.chunk_rows(m, itemsize, limit)
-        needed = min(rows, n) * m * itemsize + 6 * m * m * 8 + 2 * n * n_components * 8
-        if needed > limit:
-            raise MemoryError(f"eigen_solver='nystrom' with {m} landmarks needs {needed / 2**30:.2f} GiB "
-                              f"(m² and N·k terms), but the memory limit is {limit / 2**30:.2f} GiB")
-        v.check_memory(needed, f"eigen_solver='nystrom' with {m} landmarks")
+        m = S.shape[0]
+        rows = low_rank.stream_rows(n, m, X.dtype.itemsize, limit, extra_bytes=2 * n * n_components * 8,
+                                    what=f"eigen_solver='nystrom' with {m} landmarks")
         pca = low_rank.nystrom_pca(X, S, kernel, n_components, rows)
         start = time.perf_counter()
         k_found = pca.eigenvalues.shape[0]
@@ -390,8 +376,7 @@ default="linear"
         offset[:k_found] = pca.offset
         scores = low_rank.nystrom_project(X, S, kernel, P, offset, rows)
         # scikit-learn's sign convention on the eigenvectors, carried over to the projection.
-        signs = np.sign(scores[np.argmax(np.abs(scores), axis=0), np.arange(n_components)])
-        signs[signs == 0] = 1
+        signs = linalg.column_signs(scores)
         scores *= signs
         P *= signs
         offset *= signs
@@ -647,13 +632,10 @@ default="linear"
         V[:, :k] = M
         V[:, k] = 1.0 / n_fit
         ones_M = V[:, :k].sum(axis=0)
-        shift = self.K_fit_rows_ @ V[:, :k] - self.K_fit_all_ * ones_M
-        out = np.empty((X.shape[0], k), dtype=M.dtype)
-        rows = 65536  # bounds the product's padded working copy of the output
-        for start in range(0, X.shape[0], rows):
-            W = kernel.product(X[start:start + rows], fit, V)
-            out[start:start + W.shape[0]] = W[:, :k] - W[:, k:] * ones_M - shift
-        return out
+        W = kernel.product(X, fit, V)
+        out = W[:, :k] - W[:, k:] * ones_M
+        out -= self.K_fit_rows_ @ V[:, :k] - self.K_fit_all_ * ones_M
+        return out.astype(M.dtype, copy=False)
 
     def inverse_transform(self, X):
         """Map scores back to the input space (pre-image by kernel ridge, Bakır et al. 2004).

@@ -156,31 +156,27 @@ class Nystroem(ClassNamePrefixFeaturesOutMixin, TransformerMixin, BaseEstimator)
         n = X.shape[0]
         native = self._native_kernel(X)
         start = time.perf_counter()
-        if not isinstance(self.landmarks, str):
-            basis = v.check_samples(self.landmarks, "landmarks", X.dtype)
-            if basis.shape[1] != X.shape[1]:
-                raise ValueError(f"landmarks has {basis.shape[1]} features, but X has {X.shape[1]}")
-            index, info = None, {"method": "given"}
-        elif self.landmarks == "uniform":
+        if isinstance(self.landmarks, str) and self.landmarks == "uniform":
             m = self.n_components
-            if m > n:
+            if m > n:  # scikit-learn's behaviour, which its tests rely on
                 warnings.warn("n_components > n_samples. This is not possible.\nn_components was set to "
                               "n_samples, which results in inefficient evaluation of the full kernel.",
                               stacklevel=2)
                 m = n
-            index = v.check_random_state(self.random_state).permutation(n)[:m]  # scikit-learn's draw
-            basis, info = X[index], {"method": "uniform"}
-        else:
-            if callable(self.kernel) or self.kernel not in _registry.NAMES:
-                raise ValueError("landmarks='rpcholesky' needs one of fastkpca's native kernels "
-                                 f"({', '.join(_registry.NAMES)}), got kernel={self.kernel!r}")
-            if self.n_components > n:
-                raise ValueError(f"n_components={self.n_components} is larger than the number of samples ({n})")
-            X = v.check_samples(X, "X", X.dtype)  # C-contiguous; sparse data densified (after a memory check)
-            native = self._native_kernel(X)
-            index, info = low_rank.select_landmarks(X, self.n_components, "rpcholesky", native,
-                                                    random_state=self.random_state, memory_limit=limit)
+            # scikit-learn's draw; X may be sparse here
+            index, info = low_rank.select_landmarks(X, m, "uniform", None, random_state=self.random_state,
+                                                    memory_limit=limit)
             basis = X[index]
+        else:
+            if isinstance(self.landmarks, str):  # rpcholesky
+                if callable(self.kernel) or self.kernel not in _registry.NAMES:
+                    raise ValueError("landmarks='rpcholesky' needs one of fastkpca's native kernels "
+                                     f"({', '.join(_registry.NAMES)}), got kernel={self.kernel!r}")
+                X = v.check_samples(X, "X", X.dtype)  # C-contiguous; sparse data densified (after a memory check)
+                native = self._native_kernel(X)
+            basis, index, info = low_rank.landmarks(X, self.landmarks, self.n_components, native,
+                                                    random_state=self.random_state, memory_limit=limit,
+                                                    name="n_components")
         if native is not None:
             basis = np.ascontiguousarray(basis)
             W = native.cross(basis)

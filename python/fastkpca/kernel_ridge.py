@@ -159,45 +159,6 @@ class KernelRidge(MultiOutputMixin, RegressorMixin, BaseEstimator):
         v.n_threads(self.n_jobs)
         return v.memory_limit(self.memory_limit)
 
-    def _alphas(self, n_targets: int) -> np.ndarray:
-        """alpha as one float per target: >= 0, finite, scalar or one per target."""
-        if isinstance(self.alpha, (str, bytes)) or self.alpha is None:
-            raise TypeError(f"alpha must be a number or an array of numbers, got {self.alpha!r}")
-        try:
-            alpha = np.atleast_1d(np.asarray(self.alpha, dtype=np.float64))
-        except (TypeError, ValueError):
-            raise TypeError(f"alpha must be a number or an array of numbers, got {self.alpha!r}") from None
-        if alpha.ndim != 1:
-            raise ValueError(f"alpha must be a scalar or 1-D, got shape {alpha.shape}")
-        if not np.isfinite(alpha).all() or (alpha < 0).any():
-            raise ValueError(f"alpha must be finite and >= 0, got {self.alpha!r}")
-        if alpha.shape[0] not in (1, n_targets):
-            raise ValueError(f"alpha has {alpha.shape[0]} values but y has {n_targets} targets: give one alpha, "
-                             "or one per target")
-        return np.broadcast_to(alpha, (n_targets,)).copy()
-
-    @staticmethod
-    def _sample_weight(sample_weight, n: int):
-        """√w (n,), or None for no weights."""
-        if sample_weight is None:
-            return None
-        if isinstance(sample_weight, numbers.Number) and not isinstance(sample_weight, bool):
-            w = np.full(n, float(sample_weight))
-        else:
-            w = np.asarray(sample_weight)
-            if w.dtype.kind not in "biuf":
-                raise TypeError(f"sample_weight must be numeric, got dtype {w.dtype}")
-            if w.ndim != 1 or w.shape[0] != n:
-                raise ValueError(f"sample_weight must have shape ({n},), got {w.shape}")
-            w = w.astype(np.float64)
-        if not np.isfinite(w).all():
-            raise ValueError("sample_weight contains NaN or infinity")
-        if (w < 0).any():
-            raise ValueError("sample_weight must be >= 0")
-        if not (w > 0).any():
-            raise ValueError("sample_weight must contain at least one non-zero weight")
-        return np.sqrt(w)
-
     def _native_kernel(self, X):
         """NativeKernel for a native kernel name and dense data, else None (scikit-learn evaluates)."""
         if callable(self.kernel) or self.kernel not in _registry.NAMES:
@@ -242,16 +203,14 @@ class KernelRidge(MultiOutputMixin, RegressorMixin, BaseEstimator):
         self : KernelRidge
         """
         limit = self._check_params()
-        n_x, n_y = _num_rows(X, "X"), _num_rows(y, "y")
-        if n_x is not None and n_y is not None and n_x != n_y:
-            raise ValueError(f"X has {n_x} samples but y has {n_y}: they must have the same length")
+        v.check_same_length(X, y)
         X, y = validate_data(self, X, y=y, accept_sparse=("csr", "csc"), multi_output=True, y_numeric=True,
                              dtype=[np.float64, np.float32])
         n = X.shape[0]
         ravel = y.ndim == 1
         Y = np.asarray(y, dtype=np.float64).reshape(n, -1)
-        alphas = self._alphas(Y.shape[1])
-        root_w = self._sample_weight(sample_weight, n)
+        alphas = v.check_alphas(self.alpha, Y.shape[1])
+        root_w = v.sample_weight_root(sample_weight, n)
         if self.kernel == "precomputed":
             v.check_square(X, "X (the precomputed kernel)")
         solver = self._choose_solver(n, alphas, limit, X)
@@ -440,28 +399,14 @@ class KernelRidge(MultiOutputMixin, RegressorMixin, BaseEstimator):
         native = self._native_kernel(Xd)
         stages = {}
         start = time.perf_counter()
-        if not isinstance(self.landmarks, str):
-            S = v.check_samples(self.landmarks, "landmarks", Xd.dtype)
-            if S.shape[1] != Xd.shape[1]:
-                raise ValueError(f"landmarks has {S.shape[1]} features, but X has {Xd.shape[1]}")
-            selection = {"method": "given"}
-        else:
-            m = min(DEFAULT_N_CENTRES, n) if self.n_components is None else self.n_components
-            if m > n:
-                raise ValueError(f"n_components={m} is larger than the number of samples ({n})")
-            index, selection = low_rank.select_landmarks(Xd, m, self.landmarks, native,
-                                                         random_state=self.random_state, memory_limit=limit)
-            S = np.ascontiguousarray(Xd[index])
+        m = min(DEFAULT_N_CENTRES, n) if self.n_components is None else self.n_components
+        S, _, selection = low_rank.landmarks(Xd, self.landmarks, m, native, random_state=self.random_state,
+                                             memory_limit=limit, name="n_components")
         m = S.shape[0]
-        rows = low_rank.chunk_rows(m, Xd.dtype.itemsize, limit)
-        needed = min(rows, n) * m * Xd.dtype.itemsize + 6 * m * m * 8
-        if needed > limit:
-            raise MemoryError(f"solver='nystrom' with {m} centres needs {needed / 2**30:.2f} GiB, but the memory "
-                              f"limit is {limit / 2**30:.2f} GiB")
+        rows = low_rank.stream_rows(n, m, Xd.dtype.itemsize, limit, what=f"solver='nystrom' with {m} centres")
         stages["centres"] = time.perf_counter() - start
         start = time.perf_counter()
-        W = native.cross(S).astype(np.float64, copy=False)
-        T, rank = low_rank.whitening(W, low_rank.WHITENING_RTOL * float(np.finfo(Xd.dtype).eps))
+        T, rank = low_rank.landmark_whitening(S, native)
         gram, _, cross = low_rank.nystrom_moments(Xd, S, native, rows, targets=Y,
                                                   weights=None if root_w is None else root_w**2)
         stages["moments"] = time.perf_counter() - start
@@ -509,12 +454,7 @@ class KernelRidge(MultiOutputMixin, RegressorMixin, BaseEstimator):
             dtype = np.float32 if X.dtype == np.float32 and self.X_fit_.dtype == np.float32 else np.float64
             fit = v.check_samples(self.X_fit_, "X_fit_", dtype)
             native = self._native_kernel(fit)
-            coef = np.ascontiguousarray(np.reshape(dual, (n_fit, -1)), dtype=np.float64)
-            out = np.empty((m, coef.shape[1]))
-            rows = 65536  # bounds the product's padded working copy of the output
-            for start in range(0, m, rows):
-                part = v.check_samples(X[start:start + rows], "X", dtype)
-                native.product(part, fit, coef, out=out[start:start + part.shape[0]])
+            out = native.product(v.check_samples(X, "X", dtype), fit, np.reshape(dual, (n_fit, -1)))
             return out.ravel() if dual.ndim == 1 else out
         limit = v.memory_limit(self.memory_limit)
         rows = max(1, min(PREDICT_CHUNK_BYTES, limit // 4) // max(1, 8 * n_fit))
@@ -541,19 +481,6 @@ def _one_blas_thread():
     from threadpoolctl import threadpool_limits
 
     return threadpool_limits(1, user_api="blas")
-
-
-def _num_rows(a, name):
-    """Rows of an array-like, or None when it has no length (validate_data then reports it)."""
-    if a is None:
-        return None
-    shape = getattr(a, "shape", None)
-    if shape is not None:
-        return shape[0] if len(shape) else None
-    try:
-        return len(a)
-    except TypeError:
-        return None
 
 
 def _solve_dense_in_place(K, Y, alphas):
@@ -675,7 +602,7 @@ class KernelRidgeCV(MultiOutputMixin, RegressorMixin, BaseEstimator):
         X, y = validate_data(self, X, y=y, multi_output=True, y_numeric=True, dtype=[np.float64, np.float32])
         n = X.shape[0]
         Y = np.asarray(y, dtype=np.float64).reshape(n, -1)
-        weights = None if sample_weight is None else np.asarray(KernelRidge._sample_weight(sample_weight, n)) ** 2
+        weights = None if sample_weight is None else v.sample_weight_root(sample_weight, n) ** 2
         if self.cv is not None and self.cv > n:
             raise ValueError(f"cv={self.cv} folds need at least {self.cv} samples, got {n}")
         rows = []

@@ -160,12 +160,20 @@ class NativeKernel:
         _native.core.gram_into(X, Y, self.name, self.gamma, self.degree, self.coef0, out, self.threads)
         return out
 
-    def product(self, X: np.ndarray, Y: np.ndarray, V: np.ndarray, out: np.ndarray | None = None) -> np.ndarray:
-        """``K(X, Y) @ V`` in float64, tile by tile: the cross kernel is never stored (cross_product.hpp)."""
+    def product(self, X: np.ndarray, Y: np.ndarray, V: np.ndarray, out: np.ndarray | None = None,
+                rows: int = 65536) -> np.ndarray:
+        """``K(X, Y) @ V`` in float64, tile by tile: the cross kernel is never stored (cross_product.hpp).
+
+        X goes to the core ``rows`` rows at a time, which bounds the core's padded working copy of the
+        output; the result does not depend on ``rows``.
+        """
         V = np.ascontiguousarray(V, dtype=np.float64)
         if out is None:
             out = v.empty((X.shape[0], V.shape[1]), np.float64, f"a {X.shape[0]}×{V.shape[1]} product")
-        _native.core.cross_product_into(X, Y, self.name, self.gamma, self.degree, self.coef0, V, out, self.threads)
+        for start in range(0, X.shape[0], rows):
+            part = X[start:start + rows]
+            _native.core.cross_product_into(part, Y, self.name, self.gamma, self.degree, self.coef0, V,
+                                            out[start:start + part.shape[0]], self.threads)
         return out
 
     def diagonal(self, X: np.ndarray) -> np.ndarray:

@@ -86,14 +86,20 @@ def solver_bytes(k: int, b: int, n: int) -> int:
     return 8 * n * (m + 6 * b + k) + 8 * m * m * 3 + pass_bytes(b, n)
 
 
-def _sign_flip(vectors: np.ndarray) -> np.ndarray:
-    """Make each column's largest-magnitude entry positive (scikit-learn's svd_flip convention)."""
+def column_signs(vectors: np.ndarray) -> np.ndarray:
+    """±1 per column: the sign of its largest-magnitude entry (scikit-learn's svd_flip convention)."""
     if vectors.size == 0:
-        return vectors
+        return np.ones(vectors.shape[1])
     rows = np.argmax(np.abs(vectors), axis=0)
     signs = np.sign(vectors[rows, np.arange(vectors.shape[1])])
     signs[signs == 0] = 1
-    vectors *= signs
+    return signs
+
+
+def _sign_flip(vectors: np.ndarray) -> np.ndarray:
+    """Make each column's largest-magnitude entry positive, in place."""
+    if vectors.size:
+        vectors *= column_signs(vectors)
     return vectors
 
 

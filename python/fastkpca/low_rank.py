@@ -255,6 +255,34 @@ def select_landmarks(X: np.ndarray, m: int, method: str, kernel: NativeKernel, *
     return chosen.astype(np.int64), info
 
 
+def landmarks(X: np.ndarray, spec, m: int | None, kernel: NativeKernel | None, *, random_state=None,
+              memory_limit: int, name: str) -> tuple[np.ndarray, np.ndarray | None, dict]:
+    """The landmarks an estimator's ``landmarks=`` argument asks for: (points S, C-contiguous in X's dtype;
+    their rows of X, or None for given points; how they were chosen).
+
+    ``spec`` is a method of :data:`LANDMARK_METHODS` (then ``m`` of them, at most the number of samples;
+    ``name`` is the estimator's parameter for m, for the error) or an array of points of X's width.
+    """
+    if not isinstance(spec, str):
+        return v.check_landmarks(spec, X.shape[1], X.dtype), None, {"method": "given", "seconds": 0.0}
+    if m > X.shape[0]:
+        raise ValueError(f"{name}={m} is larger than the number of samples ({X.shape[0]})")
+    index, info = select_landmarks(X, m, spec, kernel, random_state=random_state, memory_limit=memory_limit)
+    return np.ascontiguousarray(X[index]), index, info
+
+
+def stream_rows(n: int, m: int, itemsize: int, memory_limit: int, *, extra_bytes: int = 0, what: str) -> int:
+    """Rows per chunk of a streamed Nyström pass, after checking that the chunk, the m×m algebra and
+    ``extra_bytes`` fit the memory limit (MemoryError naming ``what`` otherwise)."""
+    rows = chunk_rows(m, itemsize, memory_limit)
+    needed = min(rows, n) * m * itemsize + 6 * m * m * 8 + extra_bytes
+    if needed > memory_limit:
+        raise MemoryError(f"{what} needs {needed / 2**30:.2f} GiB, but the memory limit is "
+                          f"{memory_limit / 2**30:.2f} GiB")
+    v.check_memory(needed, what)
+    return rows
+
+
 def chunk_rows(m: int, itemsize: int, memory_limit: int) -> int:
     """Rows of X per chunk of K(X_chunk, S) in the streamed passes."""
     budget = min(STREAM_CHUNK_BYTES, memory_limit // 8)
@@ -292,19 +320,19 @@ def nystrom_moments(X: np.ndarray, S: np.ndarray, kernel: NativeKernel, rows: in
 
 def nystrom_project(X: np.ndarray, S: np.ndarray, kernel: NativeKernel, P: np.ndarray, offset: np.ndarray | None,
                     rows: int, out: np.ndarray | None = None) -> np.ndarray:
-    """``K(X, S) @ P − offset`` in float64, over row chunks of X; each chunk's cross kernel is multiplied
-    into P tile by tile and never stored (NativeKernel.product)."""
-    n, k = X.shape[0], P.shape[1]
-    if out is None:
-        out = v.empty((n, k), np.float64, f"the {n}×{k} projection")
-    P = np.ascontiguousarray(P, dtype=np.float64)
-    for start in range(0, n, rows):
-        part = X[start:start + rows]
-        block = out[start:start + part.shape[0]]
-        kernel.product(part, S, P, out=block)
-        if offset is not None:
-            block -= offset
+    """``K(X, S) @ P − offset`` in float64; the cross kernel is multiplied into P tile by tile and never
+    stored (NativeKernel.product, ``rows`` rows of X at a time)."""
+    out = kernel.product(X, S, P, out=out, rows=rows)
+    if offset is not None:
+        out -= offset
     return out
+
+
+def landmark_whitening(S: np.ndarray, kernel: NativeKernel) -> tuple[np.ndarray, int]:
+    """:func:`whitening` of W = K(S, S), dropping eigenvalues below WHITENING_RTOL·ε·λ_max (ε of S's dtype;
+    see :func:`nystrom_pca` for why)."""
+    W = kernel.cross(S).astype(np.float64, copy=False)
+    return whitening(W, WHITENING_RTOL * float(np.finfo(S.dtype).eps))
 
 
 def whitening(W: np.ndarray, rtol: float) -> tuple[np.ndarray, int]:
@@ -345,8 +373,7 @@ def nystrom_pca(X: np.ndarray, S: np.ndarray, kernel: NativeKernel, k: int, rows
     """
     seconds = {}
     start = time.perf_counter()
-    W = kernel.cross(S).astype(np.float64, copy=False)
-    T, rank = whitening(W, WHITENING_RTOL * float(np.finfo(X.dtype).eps))
+    T, rank = landmark_whitening(S, kernel)
     seconds["landmark_kernel"] = time.perf_counter() - start
     start = time.perf_counter()
     gram, sums = nystrom_moments(X, S, kernel, rows)
