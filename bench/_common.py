@@ -1,6 +1,6 @@
 """Shared helpers of the benchmark scripts in bench/: machine information, timing, tables, JSON, targets.
 
-Not a benchmark itself; ``bench/gram.py`` and ``bench/eigsh.py`` import it (it sits next to them, so
+Not a benchmark itself; the scripts in bench/ import it (it sits next to them, so
 ``python bench/gram.py`` finds it without installing anything).
 """
 
@@ -225,3 +225,43 @@ def parse_ints(text: str) -> list[int]:
 
 def parse_list(text: str) -> list[str]:
     return [t for t in text.replace(" ", "").split(",") if t]
+
+
+# ---------------------------------------------------------------------------------- child processes
+
+CHILD_MARKER = "@@bench-child-result@@"
+
+
+def run_child(script: str, name: str, spec: dict, *, timeout: float = 3600, env: dict | None = None) -> dict:
+    """``python script --child name spec`` in a fresh process (its own peak RSS): the result dict the child
+    printed, with ``wall_seconds``; ``{"failed": exit code and stderr's tail}`` if it died. ``env`` adds
+    environment variables."""
+    cmd = [sys.executable, script, "--child", name, json.dumps(spec)]
+    t = time.perf_counter()
+    proc = subprocess.run(cmd, capture_output=True, text=True, timeout=timeout,
+                          env=None if env is None else {**os.environ, **env})
+    if proc.returncode != 0:
+        return {"failed": f"exit {proc.returncode}: {proc.stderr[-2000:]}", "wall_seconds": time.perf_counter() - t}
+    line = next(ln for ln in proc.stdout.splitlines() if ln.startswith(CHILD_MARKER))
+    result = json.loads(line[len(CHILD_MARKER):])
+    result["wall_seconds"] = time.perf_counter() - t
+    return result
+
+
+def serve_child(children: dict, child: Sequence[str]) -> int:
+    """The child side of run_child: run ``children[name](spec)`` and print its result for the driver."""
+    name, spec = child
+    print(CHILD_MARKER + json.dumps(_jsonable(children[name](json.loads(spec)))), flush=True)
+    return 0
+
+
+def print_verdicts(verdicts: Sequence[tuple[str, bool, str]], tables: Sequence[str] = ()) -> None:
+    """The tables, then (target, met, figure) as a markdown table and as PASS/FAIL lines."""
+    for table in tables:
+        print(table)
+    print("\n| target | figure | verdict |\n|---|---|---|")
+    for what, ok, figure in verdicts:
+        print(f"| {what} | {figure} | {'met' if ok else '**missed**'} |")
+    print()
+    for what, ok, figure in verdicts:
+        print(f"{'PASS' if ok else 'FAIL'}: {what}: {figure}")

@@ -25,14 +25,14 @@ from __future__ import annotations
 
 import argparse
 import json
-import subprocess
 import sys
 import tempfile
 import time
 from pathlib import Path
 
+from _common import print_verdicts, run_child, serve_child, write_json
+
 HERE = Path(__file__).resolve().parent
-MARKER = "@@kernel-ridge-result@@"
 GIB = 2**30
 
 
@@ -129,21 +129,6 @@ def child_precond(spec):
 CHILDREN = {"fit": child_fit, "precond": child_precond}
 
 
-def run_child(name, spec, timeout=3600, env=None):
-    import os
-
-    cmd = [sys.executable, __file__, "--child", name, json.dumps(spec)]
-    t = time.perf_counter()
-    proc = subprocess.run(cmd, capture_output=True, text=True, timeout=timeout,
-                          env=None if env is None else {**os.environ, **env})
-    if proc.returncode != 0:
-        return {"failed": f"exit {proc.returncode}: {proc.stderr[-2000:]}", "wall_seconds": time.perf_counter() - t}
-    line = next(ln for ln in proc.stdout.splitlines() if ln.startswith(MARKER))
-    result = json.loads(line[len(MARKER):])
-    result["wall_seconds"] = time.perf_counter() - t
-    return result
-
-
 def main(argv=None):
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--quick", action="store_true", help="small sizes, for a smoke test")
@@ -152,9 +137,7 @@ def main(argv=None):
     parser.add_argument("--child", nargs=2, help=argparse.SUPPRESS)
     args = parser.parse_args(argv)
     if args.child:
-        name, spec = args.child
-        print(MARKER + json.dumps(CHILDREN[name](json.loads(spec))), flush=True)
-        return 0
+        return serve_child(CHILDREN, args.child)
 
     import numpy as np
 
@@ -167,14 +150,15 @@ def main(argv=None):
         results["n20k"] = {}
         for alpha in (1.0, 1e-3):
             print(f"running n20k N={n} alpha={alpha} ...", file=sys.stderr, flush=True)
-            ours = run_child("fit", {"lib": "fastkpca", "n": n, "alpha": alpha, "save": str(tmp / f"ours{alpha}")})
-            theirs = run_child("fit", {"lib": "sklearn", "n": n, "alpha": alpha, "save": str(tmp / f"sk{alpha}")})
+            ours = run_child(__file__, "fit", {"lib": "fastkpca", "n": n, "alpha": alpha,
+                                               "save": str(tmp / f"ours{alpha}")})
+            sk_spec = {"lib": "sklearn", "n": n, "alpha": alpha, "save": str(tmp / f"sk{alpha}")}
+            theirs = run_child(__file__, "fit", sk_spec)
             if "failed" in theirs:
                 # On this VM scipy.linalg.solve(assume_a="pos") at N = 20,000 dies with SIGSEGV inside
                 # OpenBLAS's SkylakeX kernels; its Haswell kernels run it (more slowly: AVX2).
                 failure = theirs["failed"][:60]
-                theirs = run_child("fit", {"lib": "sklearn", "n": n, "alpha": alpha, "save": str(tmp / f"sk{alpha}")},
-                                   env={"OPENBLAS_CORETYPE": "Haswell"})
+                theirs = run_child(__file__, "fit", sk_spec, env={"OPENBLAS_CORETYPE": "Haswell"})
                 theirs["note"] = f"default OpenBLAS kernels failed ({failure}); rerun with OPENBLAS_CORETYPE=Haswell"
             diff = {}
             for part in ("train", "new"):
@@ -203,7 +187,7 @@ def main(argv=None):
                 "variants": [[0, "residual"], [200, "residual"], [500, "residual"], [500, "alpha"],
                              [1000, "residual"]]}
         print(f"running precond {spec} ...", file=sys.stderr, flush=True)
-        r = results["precond"] = run_child("precond", spec)
+        r = results["precond"] = run_child(__file__, "precond", spec)
         lines = [f"\npreconditioner, N = {r['n']:,}, tol = 1e-8", "\n| alpha | rank | complement | iterations | "
                  "seconds | converged |", "|---|---|---|---|---|---|"]
         lines += [f"| {row['alpha']:g} | {row['rank']} | {row['complement']} | {row['iterations']} | "
@@ -214,7 +198,7 @@ def main(argv=None):
         spec = {"lib": "fastkpca", "n": n, "alpha": 1.0, "n_new": 1000,
                 "params": {"solver": "cg", "memory_limit": "1GiB", "tol": 1e-6, "random_state": 0}}
         print(f"running n100k {spec} ...", file=sys.stderr, flush=True)
-        r = results["n100k"] = run_child("fit", spec, timeout=7200)
+        r = results["n100k"] = run_child(__file__, "fit", spec, timeout=7200)
         print(json.dumps(r), file=sys.stderr, flush=True)
         info = r["info"]
         verdicts += [
@@ -231,14 +215,15 @@ def main(argv=None):
         spec = {"lib": "fastkpca", "n": n, "alpha": 1e-3, "n_new": 2000,
                 "params": {"solver": "nystrom", "n_components": 2000, "random_state": 0}}
         print(f"running nystrom {spec} ...", file=sys.stderr, flush=True)
-        big = run_child("fit", spec, timeout=7200)
+        big = run_child(__file__, "fit", spec, timeout=7200)
         small_n = 5_000 if q else 20_000
         errors = {}
         for label, params in (("exact", {"solver": "cg", "tol": 1e-8, "random_state": 0}),
                               ("nystrom m=2000", {"solver": "nystrom", "n_components": 2000, "random_state": 0}),
                               ("nystrom m=2000 uniform", {"solver": "nystrom", "n_components": 2000,
                                                           "landmarks": "uniform", "random_state": 0})):
-            errors[label] = run_child("fit", {"lib": "fastkpca", "n": small_n, "alpha": 1e-3, "params": params})
+            errors[label] = run_child(__file__, "fit", {"lib": "fastkpca", "n": small_n, "alpha": 1e-3,
+                                                        "params": params})
         results["nystrom"] = {"big": big, "test_errors": errors}
         print(json.dumps(results["nystrom"]), file=sys.stderr, flush=True)
         stages = ", ".join(f"{k} {v:.0f} s" for k, v in big["info"]["stages"].items())
@@ -252,18 +237,8 @@ def main(argv=None):
         lines += [f"| {label} | {r['test_mse']:.4f} | {r['fit_seconds']:.1f} |" for label, r in errors.items()]
         lines.append(f"| nystrom m=2000 at N = {n:,} | {big['test_mse']:.4f} | {big['fit_seconds']:.1f} |")
         tables.append("\n".join(lines))
-    for table in tables:
-        print(table)
-    print("\n| target | figure | verdict |\n|---|---|---|")
-    for what, ok, figure in verdicts:
-        print(f"| {what} | {figure} | {'met' if ok else '**missed**'} |")
-    print()
-    for what, ok, figure in verdicts:
-        print(f"{'PASS' if ok else 'FAIL'}: {what}: {figure}")
-    if args.out:
-        out = Path(args.out)
-        out.mkdir(parents=True, exist_ok=True)
-        (out / "kernel_ridge.json").write_text(json.dumps(results, indent=1))
+    print_verdicts(verdicts, tables)
+    write_json(Path(args.out) / "kernel_ridge.json" if args.out else None, results)
     return 0
 
 

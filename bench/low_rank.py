@@ -31,13 +31,13 @@ import argparse
 import json
 import resource
 import statistics
-import subprocess
 import sys
 import time
 from pathlib import Path
 
+from _common import print_verdicts, run_child, serve_child, write_json
+
 HERE = Path(__file__).resolve().parent
-MARKER = "@@low-rank-result@@"
 GIB = 2**30
 
 
@@ -232,18 +232,6 @@ CHILDREN = {"scale_fastkpca": child_scale_fastkpca, "scale_sklearn": child_scale
 # ------------------------------------------------------------------------------------------- driver
 
 
-def run_child(name, spec, timeout=3600):
-    cmd = [sys.executable, __file__, "--child", name, json.dumps(spec)]
-    t = time.perf_counter()
-    proc = subprocess.run(cmd, capture_output=True, text=True, timeout=timeout)
-    if proc.returncode != 0:
-        return {"failed": f"exit {proc.returncode}: {proc.stderr[-2000:]}", "wall_seconds": time.perf_counter() - t}
-    line = next(ln for ln in proc.stdout.splitlines() if ln.startswith(MARKER))
-    result = json.loads(line[len(MARKER):])
-    result["wall_seconds"] = time.perf_counter() - t
-    return result
-
-
 def main(argv=None):
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--quick", action="store_true", help="small sizes, for a smoke test")
@@ -253,9 +241,7 @@ def main(argv=None):
     parser.add_argument("--child", nargs=2, help=argparse.SUPPRESS)
     args = parser.parse_args(argv)
     if args.child:
-        name, spec = args.child
-        print(MARKER + json.dumps(CHILDREN[name](json.loads(spec))), flush=True)
-        return 0
+        return serve_child(CHILDREN, args.child)
 
     q = args.quick
     results, verdicts, tables = {}, [], []
@@ -264,8 +250,8 @@ def main(argv=None):
         spec = {"n": 100_000 if q else 1_000_000, "m": 1000, "k": 10, "landmarks": "rpcholesky",
                 "address_space_limit": 20 * GIB}
         print(f"running scale {spec} ...", file=sys.stderr, flush=True)
-        ours = run_child("scale_fastkpca", spec)
-        theirs = run_child("scale_sklearn", spec)
+        ours = run_child(__file__, "scale_fastkpca", spec)
+        theirs = run_child(__file__, "scale_sklearn", spec)
         results["scale"] = {"spec": spec, "fastkpca": ours, "sklearn": theirs}
         print(json.dumps(results["scale"]), file=sys.stderr, flush=True)
         if "failed" in theirs:
@@ -286,7 +272,7 @@ def main(argv=None):
             spec = {"n": 5_000 if q else 20_000, "k": 10, "kind": kind, "seeds": 2 if q else 3,
                     "ms": [250, 500, 1000] if q else [250, 500, 1000, 2000]}
             print(f"running accuracy {spec} ...", file=sys.stderr, flush=True)
-            r = results["accuracy"][kind] = run_child("accuracy", spec)
+            r = results["accuracy"][kind] = run_child(__file__, "accuracy", spec)
             lines = [f"\n{kind} data, N = {r['n']:,} (exact: {r['exact_seconds']:.1f} s, {r['exact_passes']} passes)",
                      "\n| m | landmarks | top-10 eigenvalue error (max relative) | largest principal angle (rad) "
                      "| fit seconds |", "|---|---|---|---|---|"]
@@ -304,7 +290,7 @@ def main(argv=None):
     if "nystroem" in only:
         spec = {"n": 20_000 if q else 100_000, "m": 1000, "repeats": args.repeats}
         print(f"running nystroem {spec} ...", file=sys.stderr, flush=True)
-        r = results["nystroem"] = run_child("nystroem", spec)
+        r = results["nystroem"] = run_child(__file__, "nystroem", spec)
         verdicts += [
             (f"Nystroem fit_transform N={r['n']:,} m={r['m']} >= 3× scikit-learn's", r["speedup"] >= 3,
              f"{r['seconds']['fastkpca']:.2f} s vs {r['seconds']['sklearn']:.2f} s: {r['speedup']:.1f}× (floor: the "
@@ -315,7 +301,7 @@ def main(argv=None):
     if "warmstart" in only:
         spec = {"n": 5_000 if q else 20_000, "k": 10, "seeds": 3, "ms": [250, 500, 1000]}
         print(f"running warmstart {spec} ...", file=sys.stderr, flush=True)
-        r = results["warmstart"] = run_child("warmstart", spec)
+        r = results["warmstart"] = run_child(__file__, "warmstart", spec)
         lines = [f"\nwarm start, N = {r['n']:,} ({r['storage']} kernel)",
                  "\n| start | passes (per seed) | solve seconds (median) | Nyström seconds (median) |",
                  "|---|---|---|---|"]
@@ -326,18 +312,8 @@ def main(argv=None):
                          f"{statistics.median(run['solve_seconds'] for run in runs):.2f} | "
                          f"{statistics.median(ny) if ny else 0:.2f} |")
         tables.append("\n".join(lines))
-    for table in tables:
-        print(table)
-    print("\n| target | figure | verdict |\n|---|---|---|")
-    for what, ok, figure in verdicts:
-        print(f"| {what} | {figure} | {'met' if ok else '**missed**'} |")
-    print()
-    for what, ok, figure in verdicts:
-        print(f"{'PASS' if ok else 'FAIL'}: {what}: {figure}")
-    if args.out:
-        out = Path(args.out)
-        out.mkdir(parents=True, exist_ok=True)
-        (out / "low_rank.json").write_text(json.dumps(results, indent=1))
+    print_verdicts(verdicts, tables)
+    write_json(Path(args.out) / "low_rank.json" if args.out else None, results)
     return 0
 
 

@@ -26,13 +26,13 @@ from __future__ import annotations
 
 import argparse
 import json
-import subprocess
 import sys
 import time
 from pathlib import Path
 
+from _common import print_verdicts, run_child, serve_child, write_json
+
 HERE = Path(__file__).resolve().parent
-MARKER = "@@operators-result@@"
 GIB = 2**30
 
 
@@ -236,18 +236,6 @@ CHILDREN = {"fit100k": child_fit100k, "pass": child_pass, "limit": child_limit, 
 # ------------------------------------------------------------------------------------------- driver side
 
 
-def run_child(name, spec, timeout):
-    cmd = [sys.executable, __file__, "--child", name, json.dumps(spec)]
-    t = time.perf_counter()
-    proc = subprocess.run(cmd, capture_output=True, text=True, timeout=timeout)
-    if proc.returncode != 0:
-        raise RuntimeError(f"{name} failed:\n{proc.stderr[-3000:]}")
-    line = next(ln for ln in proc.stdout.splitlines() if ln.startswith(MARKER))
-    result = json.loads(line[len(MARKER):])
-    result["wall_seconds"] = time.perf_counter() - t
-    return result
-
-
 def main(argv=None):
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--quick", action="store_true", help="small sizes (minutes), for a smoke test")
@@ -257,10 +245,7 @@ def main(argv=None):
     parser.add_argument("--child", nargs=2, help=argparse.SUPPRESS)
     args = parser.parse_args(argv)
     if args.child:
-        name, spec = args.child
-        result = CHILDREN[name](json.loads(spec))
-        print(MARKER + json.dumps(result), flush=True)
-        return 0
+        return serve_child(CHILDREN, args.child)
 
     q = args.quick
     specs = {
@@ -275,7 +260,9 @@ def main(argv=None):
     results, verdicts = {}, []
     for name in args.only.split(","):
         print(f"running {name} {specs[name]} ...", file=sys.stderr, flush=True)
-        results[name] = r = run_child(name, specs[name], timeout=3600)
+        results[name] = r = run_child(__file__, name, specs[name], timeout=3600)
+        if "failed" in r:
+            raise RuntimeError(f"{name} failed: {r['failed']}")
         print(json.dumps(r), file=sys.stderr, flush=True)
         if name == "fit100k":
             verdicts += [
@@ -310,16 +297,8 @@ def main(argv=None):
             verdicts += [(f"N={r['n']} same eigenvalues in every storage mode (1e-10)", worst_vals <= 1e-10,
                           f"{worst_vals:.1e}"),
                          ("same scores up to sign (1e-8)", worst_scores <= 1e-8, f"{worst_scores:.1e}")]
-    print("\n| target | figure | verdict |\n|---|---|---|")
-    for what, ok, figure in verdicts:
-        print(f"| {what} | {figure} | {'met' if ok else '**missed**'} |")
-    print()
-    for what, ok, figure in verdicts:
-        print(f"{'PASS' if ok else 'FAIL'}: {what}: {figure}")
-    if args.out:
-        out = Path(args.out)
-        out.mkdir(parents=True, exist_ok=True)
-        (out / "operators.json").write_text(json.dumps({"specs": specs, "results": results}, indent=1))
+    print_verdicts(verdicts, ())
+    write_json(Path(args.out) / "operators.json" if args.out else None, {"specs": specs, "results": results})
     return 0
 
 
