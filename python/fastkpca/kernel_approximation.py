@@ -17,7 +17,7 @@ from .kernels import NativeKernel, pairwise_kernels
 
 __all__ = ["Nystroem"]
 
-# scikit-learn's KERNEL_PARAMS for the kernels scikit-learn evaluates (fastkpca's come from its registry).
+# Kernel names scikit-learn's Nystroem accepts that fastkpca does not evaluate natively (scikit-learn does).
 _SKLEARN_ONLY_KERNELS = ("chi2", "additive_chi2")
 # scikit-learn clamps the landmark kernel's singular values at this before inverting their square roots.
 _SINGULAR_VALUE_FLOOR = 1e-12

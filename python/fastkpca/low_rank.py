@@ -28,7 +28,7 @@ C at a time, never the N×m features.
 from __future__ import annotations
 
 import time
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 
 import numpy as np
 from scipy import linalg as sla
@@ -79,7 +79,6 @@ class LowRankFactor:
     residual_trace: float
     n_proposals: int
     exhausted: bool = False
-    seconds: float = field(default=0.0)
 
     @property
     def rank(self) -> int:
@@ -135,7 +134,6 @@ def rpcholesky(X: np.ndarray, rank: int, kernel: NativeKernel | None, *, random_
         Stops early, with ``exhausted=True``, when the residual diagonal has vanished: every remaining
         direction is already explained and further pivots would only add rounding noise.
     """
-    start = time.perf_counter()
     rng = v.check_random_state(random_state)
     source = _MatrixColumns(X) if kernel is None else _NativeColumns(X, kernel)
     n = source.n
@@ -194,8 +192,7 @@ def rpcholesky(X: np.ndarray, rank: int, kernel: NativeKernel | None, *, random_
     piv = np.concatenate(pivots) if pivots else np.empty(0, dtype=np.int64)
     if r < rank:
         factor = factor[:, :r].copy()
-    return LowRankFactor(piv.astype(np.int64), factor, trace, float(diag.sum()), proposals, exhausted,
-                         time.perf_counter() - start)
+    return LowRankFactor(piv.astype(np.int64), factor, trace, float(diag.sum()), proposals, exhausted)
 
 
 def _accept(C: np.ndarray, proposed_diag: np.ndarray, u: np.ndarray, tiny: float):
