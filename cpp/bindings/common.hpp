@@ -61,5 +61,6 @@ void init_info(py::module_& m);
 void init_gram(py::module_& m);
 void init_spectral(py::module_& m);
 void init_operators(py::module_& m);
+void init_blocks(py::module_& m);
 
 }  // namespace fastkpca::bindings

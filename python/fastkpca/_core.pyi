@@ -86,3 +86,18 @@ def eigsh(
     progress: Callable[[int, int, float], None] | None,
     n_threads: int,
 ) -> dict[str, object]: ...
+def kernel_block_panels(
+    a: NDArray[_F], b: NDArray[_F] | None, kernel: _Kernel, gamma: float, degree: float, coef0: float, n_threads: int
+) -> NDArray[_F]: ...
+def kernel_block_product(
+    a: NDArray[_F],
+    b: NDArray[_F] | None,
+    kernel: _Kernel,
+    gamma: float,
+    degree: float,
+    coef0: float,
+    panels: NDArray[_F] | None,
+    va: NDArray[np.float64],
+    vb: NDArray[np.float64] | None,
+    n_threads: int,
+) -> tuple[NDArray[np.float64], NDArray[np.float64] | None]: ...

@@ -192,14 +192,15 @@ class TransposedParts {
   }
   double* part(Index p) { return parts_.data() + offset_[p]; }
 
-  // W[i] += Σ_q part_q[i] for the first n rows of W.
-  void add_to(RowMatrix<double>& w, Index n) const {
+  // W[i] += Σ_q part_q[i] for the first n rows of the row-major W (leading dimension ldv).
+  void add_to(double* w, Index n) const {
+    using Row = Eigen::Map<Eigen::Matrix<double, 1, Eigen::Dynamic>>;
+    using ConstRow = Eigen::Map<const Eigen::Matrix<double, 1, Eigen::Dynamic>>;
 #pragma omp parallel for schedule(static)
     for (Index i = 0; i < n; ++i) {
-      auto row = w.row(i);
+      Row row(w + i * ldv_, ldv_);
       for (size_t q = 0; q < starts_.size(); ++q)
-        if (i < starts_[q])
-          row += Eigen::Map<const Eigen::Matrix<double, 1, Eigen::Dynamic>>(parts_.data() + offset_[q] + i * ldv_, ldv_);
+        if (i < starts_[q]) row += ConstRow(parts_.data() + offset_[q] + i * ldv_, ldv_);
     }
   }
 

@@ -107,7 +107,7 @@ class DenseSymmetricOperator final : public Operator {
         detail::stream_row_range<1>(a_, n_, begin, end, begin, end, v, ldv, c0, w);
     }
     if (interrupt.stopped()) return;
-    wt.add_to(wr, n_);
+    wt.add_to(wr.data(), n_);
   }
 
   const S* a_;

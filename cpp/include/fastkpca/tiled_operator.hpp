@@ -13,7 +13,7 @@
 // equal area (boundaries at nt·sqrt(p/P) tiles); block p owns the rows of its tile rows, adds the mirrored
 // contributions that fall into its own rows directly and collects those for earlier rows in its buffer
 // Wt_p. Then W[i] += Σ_q Wt_q[i] in block order: fixed work units, so the rounding does not depend on the
-// thread count.
+// thread count. The traversal is kernel_block.hpp's, which serves the blocks of a distributed pass too.
 //
 // The row sums A·1 (the centering means) come with the first pass: while they are unknown, a pass
 // multiplies one more column, of ones, which costs no extra kernel evaluation or read of A.
@@ -25,7 +25,7 @@
 #include <memory>
 #include <vector>
 
-#include "fastkpca/block_product.hpp"
+#include "fastkpca/kernel_block.hpp"
 #include "fastkpca/kernel_tiles.hpp"
 #include "fastkpca/operator.hpp"
 
@@ -61,76 +61,26 @@ class TiledKernelOperator final : public Operator {
   }
 
   void apply(const ColMatrix<double>& v, ColMatrix<double>& w, Interrupt& interrupt) const override {
-    constexpr Index T = kPackedTile, kBlocks = 16;
+    constexpr Index T = kPackedTile;
     const bool with_ones = !row_sums_known();
     const Index b = v.cols(), cols = b + (with_ones ? 1 : 0), ldv = (cols + 7) / 8 * 8;
     // Zero-padded to whole tiles: the padding of the edge tiles is zero too, so it adds nothing.
     RowMatrix<double> vr = RowMatrix<double>::Zero(nt_ * T, ldv), wr = RowMatrix<double>::Zero(nt_ * T, ldv);
     vr.topLeftCorner(n_, b) = v;
     if (with_ones) vr.col(b).head(n_).setOnes();
-    Index bounds[kBlocks + 1];
-    detail::triangle_bounds(nt_, kBlocks, bounds);
-    Index starts[kBlocks];  // in rows
-    for (Index p = 0; p < kBlocks; ++p) starts[p] = bounds[p] * T;
-    detail::TransposedParts wt(starts, kBlocks, ldv);
-    const double* vd = vr.data();
-    double* wd = wr.data();
-
-#pragma omp parallel
-    {
-      std::unique_ptr<TileWorkspace<S>> ws;
-      std::vector<S> computed;
-#pragma omp for schedule(dynamic, 1)
-      for (Index p = kBlocks - 1; p >= 0; --p) {  // largest blocks first
-        double* wt_p = wt.part(p);
-        for (Index I = bounds[p]; I < bounds[p + 1]; ++I) {
-          if (interrupt.poll()) break;
-          for (Index J = 0; J <= I; ++J) {
-            const S* tile;
-            if (I < cached_rows_) {
-              tile = cache_.get() + packed_tile_offset(I, J);
-            } else {
-              if (!ws) ws = std::make_unique<TileWorkspace<S>>(), computed.resize(static_cast<size_t>(T * T));
-              tiles_->panel(I, J, computed.data(), *ws);
-              tile = computed.data();
-            }
-            double* wtj = I == J ? nullptr : (J < bounds[p] ? wt_p : wd) + J * T * ldv;
-            detail::packed_tile_product(tile, I == J, vd + I * T * ldv, vd + J * T * ldv, wd + I * T * ldv, wtj,
-                                        ldv);
-          }
-        }
-      }
-    }
-    interrupt.throw_if_stopped();
-    wt.add_to(wr, n_);
+    detail::kernel_block_pass(*tiles_, cache_.get(), cached_rows_, vr.data(), vr.data(), wr.data(), wr.data(), ldv,
+                              interrupt);
     w = wr.topLeftCorner(n_, b);
     if (with_ones) remember_row_sums(wr.col(b).head(n_));
   }
 
  private:
-  // Computes and keeps the tiles of the first cached_rows_ tile rows, in parallel over the tiles (each
-  // written by the thread that computes it, so the pages land near it).
+  // Computes and keeps the tiles of the first cached_rows_ tile rows.
   void build_cache(Interrupt& interrupt) {
-    // Left uninitialised (no serial zero-fill): every element is written below, by the thread that
-    // computes its tile.
+    // Left uninitialised (no serial zero-fill): every element is written by the thread computing its tile.
     cache_size_ = static_cast<std::size_t>(packed_prefix_size(cached_rows_));
     cache_.reset(cache_size_ > 0 ? new S[cache_size_] : nullptr);
-    const Index count = cached_rows_ * (cached_rows_ + 1) / 2;
-#pragma omp parallel
-    {
-      TileWorkspace<S> ws;
-#pragma omp for schedule(dynamic, 1)
-      for (Index t = 0; t < count; ++t) {
-        if (interrupt.poll()) continue;
-        // Tile t of the packed order: row I with I(I+1)/2 <= t.
-        Index I = static_cast<Index>((std::sqrt(8.0 * static_cast<double>(t) + 1.0) - 1.0) / 2.0);
-        while (I * (I + 1) / 2 > t) --I;
-        while ((I + 1) * (I + 2) / 2 <= t) ++I;
-        const Index J = t - I * (I + 1) / 2;
-        tiles_->panel(I, J, cache_.get() + packed_tile_offset(I, J), ws);
-      }
-    }
-    interrupt.throw_if_stopped();
+    kernel_block_panels(*tiles_, cached_rows_, cache_.get(), interrupt);
   }
 
   std::unique_ptr<KernelTiles<S>> tiles_;

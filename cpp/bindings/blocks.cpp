@@ -1,0 +1,102 @@
+// Kernel blocks for a distributed pass: the panels of k(A, B) (or k(A, A)) to keep in a worker's memory,
+// and one pass of such a block over thin blocks of vectors, reading the kept panels or computing the tiles
+// (kernel_block.hpp). The Python layer validates and decides what is kept.
+#include <optional>
+#include <utility>
+
+#include "common.hpp"
+#include "fastkpca/kernel_block.hpp"
+
+namespace fastkpca::bindings {
+
+namespace {
+
+using RArrayD = py::array_t<double, py::array::c_style>;
+
+template <class S>
+std::unique_ptr<KernelTiles<S>> block_tiles(const CArray<S>& a, const std::optional<CArray<S>>& b,
+                                            const std::string& kernel, double gamma, double degree, double coef0,
+                                            std::optional<ConstRowMatrixMap<S>>& bm) {
+  require_matrix(a, "a");
+  if (a.shape(0) < 1 || a.shape(1) < 1) throw py::value_error("a must have at least one row and one column");
+  if (b) {
+    require_matrix(*b, "b");
+    if (b->shape(1) != a.shape(1)) throw py::value_error("a and b have different numbers of columns");
+    if (b->shape(0) < 1) throw py::value_error("b must have at least one row");
+    bm.emplace(b->data(), b->shape(0), b->shape(1));
+  }
+  ConstRowMatrixMap<S> am(a.data(), a.shape(0), a.shape(1));
+  return make_kernel_tiles<S>(am, kernel_params(kernel, gamma, degree, coef0), bm ? &*bm : nullptr);
+}
+
+template <class S>
+py::array_t<S> kernel_block_panels_of(const CArray<S>& a, const std::optional<CArray<S>>& b, const std::string& kernel,
+                                      double gamma, double degree, double coef0, int n_threads) {
+  std::optional<ConstRowMatrixMap<S>> bm;
+  auto tiles = block_tiles<S>(a, b, kernel, gamma, degree, coef0, bm);
+  const Index rows = packed_tiles(tiles->n());
+  py::array_t<S> out(kernel_block_elements(*tiles, rows));
+  S* o = out.mutable_data();
+  release_and_run(n_threads, [&](Interrupt& interrupt) {
+    kernel_block_panels(*tiles, rows, o, interrupt);
+    return 0;
+  });
+  return out;
+}
+
+template <class S>
+py::tuple kernel_block_product_of(const CArray<S>& a, const std::optional<CArray<S>>& b, const std::string& kernel,
+                                  double gamma, double degree, double coef0, const std::optional<CArray<S>>& panels,
+                                  const RArrayD& va, const std::optional<RArrayD>& vb, int n_threads) {
+  std::optional<ConstRowMatrixMap<S>> bm;
+  auto tiles = block_tiles<S>(a, b, kernel, gamma, degree, coef0, bm);
+  require_matrix(va, "va");
+  if (va.shape(0) != a.shape(0)) throw py::value_error("va must have one row per row of a");
+  if (b.has_value() != vb.has_value()) throw py::value_error("vb must be given exactly when b is");
+  if (vb) {
+    require_matrix(*vb, "vb");
+    if (vb->shape(0) != b->shape(0) || vb->shape(1) != va.shape(1))
+      throw py::value_error("vb must have one row per row of b and as many columns as va");
+  }
+  const Index rows = packed_tiles(tiles->n());
+  if (panels && panels->size() != kernel_block_elements(*tiles, rows))
+    throw py::value_error("panels do not match this block (made by kernel_block_panels for the same a and b?)");
+  const Index width = va.shape(1);
+  RArrayD wa({a.shape(0), width});
+  std::optional<RArrayD> wb;
+  if (b) wb.emplace(std::vector<py::ssize_t>{b->shape(0), width});
+  ConstRowMatrixMap<double> vam(va.data(), va.shape(0), width);
+  std::optional<ConstRowMatrixMap<double>> vbm;
+  if (vb) vbm.emplace(vb->data(), vb->shape(0), width);
+  RowMatrixMap<double> wam(wa.mutable_data(), a.shape(0), width);
+  std::optional<RowMatrixMap<double>> wbm;
+  if (wb) wbm.emplace(wb->mutable_data(), b->shape(0), width);
+  const S* stored = panels ? panels->data() : nullptr;
+  release_and_run(n_threads, [&](Interrupt& interrupt) {
+    kernel_block_product(*tiles, stored, stored ? rows : 0, vam, vbm ? &*vbm : nullptr, wam, wbm ? &*wbm : nullptr,
+                         interrupt);
+    return 0;
+  });
+  return py::make_tuple(wa, wb ? py::object(*wb) : py::object(py::none()));
+}
+
+template <class S>
+void def_blocks(py::module_& m) {
+  m.def("kernel_block_panels", &kernel_block_panels_of<S>, py::arg("a").noconvert(), py::arg("b").noconvert(),
+        py::arg("kernel"), py::arg("gamma"), py::arg("degree"), py::arg("coef0"), py::arg("n_threads"),
+        "The tiles of k(a, b) (b=None: the lower tiles of k(a, a)) in the panel form kernel_block_product reads.");
+  m.def("kernel_block_product", &kernel_block_product_of<S>, py::arg("a").noconvert(), py::arg("b").noconvert(),
+        py::arg("kernel"), py::arg("gamma"), py::arg("degree"), py::arg("coef0"), py::arg("panels").noconvert(),
+        py::arg("va").noconvert(), py::arg("vb").noconvert(), py::arg("n_threads"),
+        "(k(a, b)·vb, k(a, b)ᵀ·va), or (k(a, a)·va, None) for b=None, each tile used once; panels (or None) "
+        "from kernel_block_panels replace computing the tiles, with the same result bit for bit.");
+}
+
+}  // namespace
+
+void init_blocks(py::module_& m) {
+  def_blocks<double>(m);
+  def_blocks<float>(m);
+}
+
+}  // namespace fastkpca::bindings
