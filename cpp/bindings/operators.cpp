@@ -31,12 +31,19 @@ FArrayD to_numpy(const ColMatrix<double>& m) {
 // An object with `matmat(V) -> W` (V, W: n × b float64) as an operator. apply() runs on the solver's
 // calling thread with the GIL released around it, so it takes the GIL for the call; an exception raised
 // by the callable propagates to the caller of the solver.
+//
+// What the object knows of itself comes with it: a storage name, trace(A) (when known) and the cost of a
+// pass, from which the solvers choose their block width (a distributed kernel pass evaluates the kernel).
 class PythonOperator final : public Operator {
  public:
-  PythonOperator(py::object matmat, Index n) : matmat_(std::move(matmat)), n_(n) {}
+  PythonOperator(py::object matmat, Index n, std::string storage, std::optional<double> trace, PassCost cost,
+                 py::object row_sums)
+      : matmat_(std::move(matmat)), n_(n), storage_(std::move(storage)), trace_(trace), cost_(cost),
+        row_sums_(std::move(row_sums)) {}
   ~PythonOperator() override {
     py::gil_scoped_acquire gil;
     matmat_ = py::object();
+    row_sums_ = py::object();
   }
   Index rows() const override { return n_; }
   void apply(const ColMatrix<double>& v, ColMatrix<double>& w, Interrupt&) const override {
@@ -49,15 +56,32 @@ class PythonOperator final : public Operator {
     w = Eigen::Map<const ColMatrix<double>>(arr.data(), n_, v.cols());
   }
   double trace(Interrupt&) const override {
-    throw std::domain_error("the trace of a Python operator is not known to fastkpca");
+    if (!trace_) throw std::domain_error("the trace of a Python operator is not known to fastkpca");
+    return *trace_;
   }
-  const char* storage() const override { return "python"; }
+  const char* storage() const override { return storage_.c_str(); }
   std::size_t bytes() const override { return 0; }
-  PassCost pass_cost(Index) const override { return PassCost{}; }
+  PassCost pass_cost(Index) const override { return cost_; }
+
+ protected:
+  // A·1 from the object's own row_sums() when it has one (a distributed kernel finds them with its first
+  // pass), else from a product with ones.
+  Eigen::VectorXd compute_row_sums(Interrupt& interrupt) const override {
+    if (row_sums_.is_none()) return Operator::compute_row_sums(interrupt);
+    py::gil_scoped_acquire gil;
+    auto arr = py::array_t<double, py::array::c_style | py::array::forcecast>::ensure(row_sums_());
+    if (!arr || arr.ndim() != 1 || arr.shape(0) != n_)
+      throw py::value_error("row_sums returned an array of the wrong shape: expected (" + std::to_string(n_) + ",)");
+    return Eigen::Map<const Eigen::VectorXd>(arr.data(), n_);
+  }
 
  private:
   py::object matmat_;
   Index n_;
+  std::string storage_;
+  std::optional<double> trace_;
+  PassCost cost_;
+  py::object row_sums_;
 };
 
 // One function for both dtypes (pybind11 overloads with keep_alive would apply it after a failed match).
@@ -168,10 +192,15 @@ void init_operators(py::module_& m) {
   m.attr("TILE") = kPackedTile;
   m.def("packed_prefix_size", &packed_prefix_size, py::arg("tile_rows"),
         "Elements held by the first tile_rows tile rows of the packed lower-tile form.");
-  m.def("python_operator", [](py::object matmat, Index n) -> Handle {
+  m.def("python_operator", [](py::object matmat, Index n, std::string storage, std::optional<double> trace,
+                              double kernel_entries, double bytes_read, py::object row_sums) -> Handle {
     if (n < 1) throw py::value_error("n must be >= 1");
-    return std::make_shared<PythonOperator>(std::move(matmat), n);
-  }, py::arg("matmat"), py::arg("n"), "An operator whose products come from the Python callable matmat(V).");
+    return std::make_shared<PythonOperator>(std::move(matmat), n, std::move(storage), trace,
+                                            PassCost{bytes_read, kernel_entries, 0.0}, std::move(row_sums));
+  }, py::arg("matmat"), py::arg("n"), py::arg("storage") = "python", py::arg("trace") = py::none(),
+     py::arg("kernel_entries") = 0.0, py::arg("bytes_read") = 0.0, py::arg("row_sums") = py::none(),
+     "An operator whose products come from the Python callable matmat(V); storage, trace(A), the cost of a "
+     "pass (kernel entries evaluated, bytes of stored matrix read) and a row_sums() callable, where known.");
   // keep_alive: the operator reads the caller's array, which must outlive it.
   m.def("dense_operator", &dense_operator, py::arg("a"), py::keep_alive<0, 1>(),
         "The full storage: a symmetric C-contiguous n×n array, read in place.");

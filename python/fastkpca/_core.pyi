@@ -48,7 +48,7 @@ class Operator:
     @property
     def n(self) -> int: ...
     @property
-    def storage(self) -> Literal["full", "packed", "cached", "matrix_free", "python"]: ...
+    def storage(self) -> str: ...
     @property
     def nbytes(self) -> int: ...
     @property
@@ -73,7 +73,15 @@ def kernel_operator(
     cached_tile_rows: int,
     n_threads: int,
 ) -> Operator: ...
-def python_operator(matmat: Callable[[NDArray[np.float64]], NDArray[np.float64]], n: int) -> Operator: ...
+def python_operator(
+    matmat: Callable[[NDArray[np.float64]], NDArray[np.float64]],
+    n: int,
+    storage: str = "python",
+    trace: float | None = None,
+    kernel_entries: float = 0.0,
+    bytes_read: float = 0.0,
+    row_sums: Callable[[], NDArray[np.float64]] | None = None,
+) -> Operator: ...
 def eigsh(
     op: Operator,
     v0: NDArray[np.float64],
