@@ -79,6 +79,40 @@ def check_samples(x, name: str, dtype=None) -> np.ndarray:
     return np.ascontiguousarray(arr)
 
 
+def is_dask_array(x) -> bool:
+    """A dask.array.Array, recognised without importing dask (an optional dependency)."""
+    return type(x).__module__.startswith("dask.array") and hasattr(x, "chunks") and hasattr(x, "dask")
+
+
+def check_dask_samples(x, name: str, dtype=None):
+    """A dask array of samples, as the Dask engine reads it: 2-D, real, float32/float64 (integers become
+    float64), with known chunk sizes and all columns in one chunk (split columns are rechunked: a kernel
+    entry needs whole rows). Its values are checked finite by the first distributed pass over it
+    (_dask.persist_samples): checking here would compute the array once more."""
+    if x.ndim != 2:
+        raise ValueError(f"{name} must be a 2-D dask array (samples × features), got {x.ndim}-D with shape "
+                         f"{x.shape}")
+    if any(math.isnan(c) for c in x.chunks[0]) or any(math.isnan(c) for c in x.chunks[1]):
+        raise ValueError(f"{name} is a dask array with unknown chunk sizes (NaN in {name}.chunks); call "
+                         f"{name}.compute_chunk_sizes() first, or build it with known sizes")
+    kind = x.dtype.kind
+    if kind == "c":
+        raise TypeError(f"{name} is complex ({x.dtype}); fastkpca works on real data")
+    if kind not in "biuf":
+        raise TypeError(f"{name} has dtype {x.dtype}; expected numbers")
+    if x.shape[0] == 0:
+        raise ValueError(f"{name} has 0 samples (shape {x.shape}); at least 1 is required")
+    if x.shape[1] == 0:
+        raise ValueError(f"{name} has 0 features (shape {x.shape}); at least 1 is required")
+    if dtype is None:
+        dtype = np.float32 if x.dtype in (np.float32, np.float16) else np.float64
+    if x.dtype != dtype:
+        x = x.astype(dtype)
+    if len(x.chunks[1]) > 1:
+        x = x.rechunk({1: -1})
+    return x
+
+
 def check_landmarks(points, n_features: int, dtype) -> np.ndarray:
     """User-given landmarks: samples of X's width (a copy in X's dtype where needed)."""
     S = check_samples(points, "landmarks", dtype)

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import functools
 import numbers
 import sys
 import time
@@ -14,7 +15,7 @@ from sklearn.base import BaseEstimator, ClassNamePrefixFeaturesOutMixin, Transfo
 from sklearn.exceptions import NotFittedError
 from sklearn.utils.validation import check_is_fitted
 
-from . import _native, _registry, linalg, low_rank, operators
+from . import _dask, _native, _registry, linalg, low_rank, operators
 from . import _validation as v
 from ._eigenvalues import check_psd_eigenvalues
 from ._sklearn_compat import validate_data
@@ -22,6 +23,12 @@ from .exceptions import ConvergenceWarning
 from .kernels import NativeKernel, gram
 
 __all__ = ["KernelPCA"]
+
+
+def _center_product(W, ones_M, shift):
+    """center(K)·M from W = K·[M, 1/N]: K M − r (1ᵀM) − 1 (μᵀM) + m̄ 1 (1ᵀM), r = W's last column."""
+    k = ones_M.shape[0]
+    return W[:, :k] - W[:, k:] * ones_M - shift
 
 _KERNELS = (*_registry.NAMES, "precomputed")
 _SOLVERS = ("auto", "dense", "arpack", "randomized", "lanczos", "nystrom")
@@ -292,6 +299,8 @@ default="linear"
         self : KernelPCA
         """
         limit = self._check_params()
+        if v.is_dask_array(X):
+            return _dask.fit_kernel_pca(self, X, limit)
         nystrom = self.eigen_solver == "nystrom"
         # The Nyström fit keeps only its landmarks: no copy of X is needed.
         X = validate_data(self, X, accept_sparse="csr", copy=self.copy_X and not nystrom,
@@ -299,7 +308,7 @@ default="linear"
         self.gamma_ = 1 / X.shape[1] if self.gamma is None else self.gamma
         n = X.shape[0]
         n_components = self._n_components(n)
-        self._nystrom = None
+        self._nystrom = self._distributed = None
         if nystrom:
             return self._fit_nystrom(X, n_components, limit)
         K, symmetric, asym = (self._precomputed(X) if self.kernel == "precomputed" else (None, True, 0.0))
@@ -351,8 +360,10 @@ default="linear"
         return S, index, info
 
     def _fit_nystrom(self, X, n_components, limit):
-        """Approximate kernel PCA on the Nyström approximation (low_rank.nystrom_pca), streamed over X."""
-        X = v.check_samples(X, "X", X.dtype)
+        """Approximate kernel PCA on the Nyström approximation (low_rank.nystrom_pca), streamed over X (an
+        array, or distributed _dask.Samples)."""
+        if not isinstance(X, _dask.Samples):
+            X = v.check_samples(X, "X", X.dtype)
         n = X.shape[0]
         kernel = NativeKernel.resolve(self.kernel, self.gamma_, self.degree, self.coef0, X.shape[1], self.n_jobs)
         start = time.perf_counter()
@@ -556,7 +567,8 @@ default="linear"
             ``eigenvectors_ * sqrt(eigenvalues_)``.
         """
         self.fit(X, **params)  # fits the inverse transform too, when asked
-        return self.eigenvectors_ * np.sqrt(self.eigenvalues_)
+        Z = self.eigenvectors_ * np.sqrt(self.eigenvalues_)
+        return _dask.as_dask(Z, X) if v.is_dask_array(X) else Z
 
     def transform(self, X):
         """Project X on the kernel principal components.
@@ -570,6 +582,8 @@ default="linear"
         X_new : ndarray of shape (n_samples, n_components)
         """
         check_is_fitted(self)
+        if v.is_dask_array(X) or getattr(self, "_distributed", None) is not None:
+            return _dask.apply_model(self, X, "transform")
         X = validate_data(self, X, accept_sparse="csr", reset=False, dtype=[np.float64, np.float32])
         if getattr(self, "_nystrom", None) is not None:
             kernel, P, offset = self._nystrom
@@ -626,16 +640,20 @@ default="linear"
         − μ_j + m̄, applied to the product instead of to every entry)."""
         fit = v.check_samples(self.X_fit_, "X_fit_", self.X_fit_.dtype)
         X = v.check_samples(X, "X", fit.dtype)
-        n_fit, k = fit.shape[0], M.shape[1]
         kernel = NativeKernel.resolve(self.kernel, self.gamma_, self.degree, self.coef0, fit.shape[1], self.n_jobs)
+        V, centering = self._cross_centering(M)
+        return centering(kernel.product(X, fit, V)).astype(M.dtype, copy=False)
+
+    def _cross_centering(self, M):
+        """(V = [M, 1/N], f) such that f(K(X, X_fit_)·V) = center(K(X, X_fit_))·M row by row (see
+        _centered_cross_product); f is picklable, for the Dask engine's tasks."""
+        n_fit, k = M.shape
         V = np.empty((n_fit, k + 1))
         V[:, :k] = M
         V[:, k] = 1.0 / n_fit
         ones_M = V[:, :k].sum(axis=0)
-        W = kernel.product(X, fit, V)
-        out = W[:, :k] - W[:, k:] * ones_M
-        out -= self.K_fit_rows_ @ V[:, :k] - self.K_fit_all_ * ones_M
-        return out.astype(M.dtype, copy=False)
+        shift = self.K_fit_rows_ @ V[:, :k] - self.K_fit_all_ * ones_M
+        return V, functools.partial(_center_product, ones_M=ones_M, shift=shift)
 
     def inverse_transform(self, X):
         """Map scores back to the input space (pre-image by kernel ridge, Bakır et al. 2004).

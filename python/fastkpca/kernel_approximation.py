@@ -10,7 +10,7 @@ from scipy import linalg as sla
 from sklearn.base import BaseEstimator, ClassNamePrefixFeaturesOutMixin, TransformerMixin
 from sklearn.utils.validation import check_is_fitted
 
-from . import _registry, low_rank
+from . import _dask, _registry, low_rank
 from . import _validation as v
 from ._sklearn_compat import validate_data
 from .kernels import NativeKernel, pairwise_kernels
@@ -150,7 +150,11 @@ class Nystroem(ClassNamePrefixFeaturesOutMixin, TransformerMixin, BaseEstimator)
         self : Nystroem
         """
         limit = self._check_params()
-        X = validate_data(self, X, accept_sparse="csr", dtype=[np.float64, np.float32])
+        if v.is_dask_array(X):  # the landmarks are gathered from the workers; nothing else is read
+            X = _dask.samples_or_local(X)
+            self.n_features_in_ = X.shape[1]
+        if not isinstance(X, _dask.Samples):
+            X = validate_data(self, X, accept_sparse="csr", dtype=[np.float64, np.float32])
         params = self._kernel_params()  # raises for gamma/coef0/degree with a callable or precomputed kernel
         del params
         n = X.shape[0]
@@ -166,13 +170,14 @@ class Nystroem(ClassNamePrefixFeaturesOutMixin, TransformerMixin, BaseEstimator)
             # scikit-learn's draw; X may be sparse here
             index, info = low_rank.select_landmarks(X, m, "uniform", None, random_state=self.random_state,
                                                     memory_limit=limit)
-            basis = X[index]
+            basis = low_rank.take_rows(X, index)
         else:
             if isinstance(self.landmarks, str):  # rpcholesky
                 if callable(self.kernel) or self.kernel not in _registry.NAMES:
                     raise ValueError("landmarks='rpcholesky' needs one of fastkpca's native kernels "
                                      f"({', '.join(_registry.NAMES)}), got kernel={self.kernel!r}")
-                X = v.check_samples(X, "X", X.dtype)  # C-contiguous; sparse data densified (after a memory check)
+                if not isinstance(X, _dask.Samples):  # C-contiguous; sparse data densified (after a memory check)
+                    X = v.check_samples(X, "X", X.dtype)
                 native = self._native_kernel(X)
             basis, index, info = low_rank.landmarks(X, self.landmarks, self.n_components, native,
                                                     random_state=self.random_state, memory_limit=limit,
@@ -201,6 +206,8 @@ class Nystroem(ClassNamePrefixFeaturesOutMixin, TransformerMixin, BaseEstimator)
         X_transformed : ndarray of shape (n_samples, n_components)
         """
         check_is_fitted(self)
+        if v.is_dask_array(X):
+            return _dask.apply_model(self, X, "transform")
         X = validate_data(self, X, accept_sparse="csr", reset=False, dtype=[np.float64, np.float32])
         native = self._native_kernel(X)
         if native is None:

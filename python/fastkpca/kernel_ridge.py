@@ -203,6 +203,10 @@ class KernelRidge(MultiOutputMixin, RegressorMixin, BaseEstimator):
         self : KernelRidge
         """
         limit = self._check_params()
+        if v.is_dask_array(X):
+            from . import _dask
+
+            return _dask.fit_kernel_ridge(self, X, y, sample_weight, limit)
         v.check_same_length(X, y)
         X, y = validate_data(self, X, y=y, accept_sparse=("csr", "csc"), multi_output=True, y_numeric=True,
                              dtype=[np.float64, np.float32])
@@ -214,6 +218,7 @@ class KernelRidge(MultiOutputMixin, RegressorMixin, BaseEstimator):
         if self.kernel == "precomputed":
             v.check_square(X, "X (the precomputed kernel)")
         solver = self._choose_solver(n, alphas, limit, X)
+        self._distributed = None
         start = time.perf_counter()
         if solver == "cholesky":
             dual, info = self._fit_cholesky(X, Y, alphas, root_w, limit)
@@ -315,8 +320,7 @@ class KernelRidge(MultiOutputMixin, RegressorMixin, BaseEstimator):
             n, X.shape[1], X.dtype.itemsize, block_size=max(t, 1), memory_limit=limit,
             other_bytes=8 * n * t * 8).storage in ("full", "packed")
         rank = self._preconditioner_rank(n, limit, stored)
-        # RPCholesky's proposals per block: its three n × block buffers stay within 96 MiB.
-        block = int(max(16, min(low_rank.RPCHOLESKY_BLOCK, (32 * 2**20) // (8 * n))))
+        block = rpcholesky_block(n)
         # The factor, those buffers while it is built, and the r × r algebra.
         precond_bytes = 8 * n * rank + 3 * 8 * n * min(block, rank) + 8 * rank * rank * 3
         cg_bytes = 8 * n * t * 8 + linalg.pass_bytes(t, n)
@@ -339,6 +343,13 @@ class KernelRidge(MultiOutputMixin, RegressorMixin, BaseEstimator):
             columns_of = (K, None)
         stages["kernel"] = time.perf_counter() - start
         self._report("kernel", seconds=stages["kernel"], storage=op.storage, kernel_bytes=op.nbytes)
+        return self._solve_cg(op, columns_of, Y, alphas, root_w, limit, rank, block, stages)
+
+    def _solve_cg(self, op, columns_of, Y, alphas, root_w, limit, rank, block, stages):
+        """Preconditioned CG on the operator ``op`` (any storage, or distributed), the preconditioner a
+        rank-``rank`` RPCholesky factor of the kernel whose columns ``columns_of`` gives (rpcholesky's X and
+        kernel)."""
+        threads = v.n_threads(self.n_jobs)
         start = time.perf_counter()
         # The dense algebra between the kernel passes (RPCholesky's updates, the preconditioner, CG's vector
         # operations) is small: on one BLAS thread. OpenBLAS's idle threads spin for a while after each call
@@ -394,7 +405,9 @@ class KernelRidge(MultiOutputMixin, RegressorMixin, BaseEstimator):
         (Tᵀ Cᵀ W C T + αI) θ = Tᵀ Cᵀ W y: an m×m system from one streamed pass over X, solved for every
         alpha from one eigendecomposition.
         """
-        Xd = v.check_samples(X, "X", X.dtype)
+        from . import _dask
+
+        Xd = X if isinstance(X, _dask.Samples) else v.check_samples(X, "X", X.dtype)
         n = Xd.shape[0]
         native = self._native_kernel(Xd)
         stages = {}
@@ -444,6 +457,10 @@ class KernelRidge(MultiOutputMixin, RegressorMixin, BaseEstimator):
         y : ndarray of shape (n_samples,) or (n_samples, n_targets)
         """
         check_is_fitted(self)
+        if v.is_dask_array(X) or getattr(self, "_distributed", None) is not None:
+            from . import _dask
+
+            return _dask.apply_model(self, X, "predict")
         X = validate_data(self, X, accept_sparse=("csr", "csc"), reset=False, dtype=[np.float64, np.float32])
         dual = self.dual_coef_
         if self.kernel == "precomputed":
@@ -474,6 +491,12 @@ class KernelRidge(MultiOutputMixin, RegressorMixin, BaseEstimator):
 
     def _more_tags(self):  # scikit-learn < 1.6
         return {"pairwise": self.kernel == "precomputed"}
+
+
+def rpcholesky_block(n: int) -> int:
+    """RPCholesky's proposals per block for the preconditioner: its three n × block buffers stay within
+    96 MiB."""
+    return int(max(16, min(low_rank.RPCHOLESKY_BLOCK, (32 * 2**20) // (8 * n))))
 
 
 def _one_blas_thread():

@@ -119,7 +119,8 @@ def rpcholesky(X: np.ndarray, rank: int, kernel: NativeKernel | None, *, random_
     ----------
     X : ndarray of shape (n, d), or (n, n) with kernel=None
         Validated, C-contiguous float32/float64 samples; or, with ``kernel=None``, the kernel matrix itself
-        (only its diagonal and the pivots' columns are read).
+        (only its diagonal and the pivots' columns are read), or any source with ``n``, ``dtype``,
+        ``diagonal()`` and ``columns(S, out)`` (the Dask engine's distributed kernel columns).
     rank : int
         Pivots to choose, 1 <= rank <= n.
     kernel : NativeKernel or None
@@ -135,7 +136,10 @@ def rpcholesky(X: np.ndarray, rank: int, kernel: NativeKernel | None, *, random_
         direction is already explained and further pivots would only add rounding noise.
     """
     rng = v.check_random_state(random_state)
-    source = _MatrixColumns(X) if kernel is None else _NativeColumns(X, kernel)
+    if hasattr(X, "columns"):  # a column source of its own (the Dask engine's distributed columns)
+        source = X
+    else:
+        source = _MatrixColumns(X) if kernel is None else _NativeColumns(X, kernel)
     n = source.n
     if not 1 <= rank <= n:
         raise ValueError(f"rank must be between 1 and the number of samples ({n}), got {rank}")
@@ -216,6 +220,17 @@ def _accept(C: np.ndarray, proposed_diag: np.ndarray, u: np.ndarray, tiny: float
     return keep, cols[keep][:, :len(keep)]
 
 
+def take_rows(X, index) -> np.ndarray:
+    """X[index] (index None: all rows) as a local array, C-contiguous if dense: from memory, or gathered
+    from the workers for distributed samples (_dask.Samples)."""
+    if hasattr(X, "rows"):
+        return X.rows(np.arange(X.shape[0]) if index is None else index)
+    if index is None:
+        return X
+    rows = X[index]
+    return np.ascontiguousarray(rows) if isinstance(rows, np.ndarray) else rows  # sparse rows stay sparse
+
+
 def rpcholesky_rows(n: int, m: int, memory_limit: int) -> int:
     """Rows RPCholesky chooses among for m landmarks: all n when the factor fits in
     RPCHOLESKY_FACTOR_BYTES (and a quarter of the limit), else a uniform subsample (at least 4·m rows)."""
@@ -239,7 +254,7 @@ def select_landmarks(X: np.ndarray, m: int, method: str, kernel: NativeKernel, *
         return rng.permutation(n)[:m].astype(np.int64), {"method": "uniform", "seconds": time.perf_counter() - start}
     rows = rpcholesky_rows(n, m, memory_limit)
     subset = np.sort(rng.choice(n, size=rows, replace=False)) if rows < n else None
-    Xs = X if subset is None else np.ascontiguousarray(X[subset])
+    Xs = take_rows(X, subset)
     fac = rpcholesky(Xs, m, kernel, random_state=rng)
     chosen = fac.pivots if subset is None else subset[fac.pivots]
     filled = m - chosen.shape[0]
@@ -265,7 +280,7 @@ def landmarks(X: np.ndarray, spec, m: int | None, kernel: NativeKernel | None, *
     if m > X.shape[0]:
         raise ValueError(f"{name}={m} is larger than the number of samples ({X.shape[0]})")
     index, info = select_landmarks(X, m, spec, kernel, random_state=random_state, memory_limit=memory_limit)
-    return np.ascontiguousarray(X[index]), index, info
+    return take_rows(X, index), index, info
 
 
 def stream_rows(n: int, m: int, itemsize: int, memory_limit: int, *, extra_bytes: int = 0, what: str) -> int:
@@ -294,6 +309,10 @@ def nystrom_moments(X: np.ndarray, S: np.ndarray, kernel: NativeKernel, rows: in
     One pass: N·m kernel evaluations and N·m² flops (a symmetric rank-k update per chunk), O(m² + rows·m)
     memory.
     """
+    if hasattr(X, "map_panels"):  # distributed samples: one task per panel, summed in a fixed tree
+        from . import _dask
+
+        return _dask.nystrom_moments(X, S, kernel, weights=weights, targets=targets)
     m = S.shape[0]
     gram = np.zeros((m, m))
     sums = np.zeros(m)
@@ -319,6 +338,10 @@ def nystrom_project(X: np.ndarray, S: np.ndarray, kernel: NativeKernel, P: np.nd
                     rows: int, out: np.ndarray | None = None) -> np.ndarray:
     """``K(X, S) @ P − offset`` in float64; the cross kernel is multiplied into P tile by tile and never
     stored (NativeKernel.product, ``rows`` rows of X at a time)."""
+    if hasattr(X, "map_panels"):  # distributed samples: one task per panel, gathered in order
+        from . import _dask
+
+        return _dask.nystrom_project(X, S, kernel, P, offset)
     out = kernel.product(X, S, P, out=out, rows=rows)
     if offset is not None:
         out -= offset

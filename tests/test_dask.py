@@ -1,0 +1,276 @@
+"""The Dask engine on a real LocalCluster of worker processes: the same results as the single-process fits,
+independence of the cluster, a worker lost in the middle of a fit, progress, and bad input."""
+
+import os
+import signal
+import subprocess
+import sys
+
+import numpy as np
+import pytest
+
+da = pytest.importorskip("dask.array")
+distributed = pytest.importorskip("distributed")
+
+import fastkpca  # noqa: E402
+from fastkpca import _dask  # noqa: E402
+
+N, D = 1800, 6
+
+
+@pytest.fixture(scope="module")
+def client():
+    cluster = distributed.LocalCluster(n_workers=2, threads_per_worker=1, processes=True, dashboard_address=None,
+                                       memory_limit="2GiB")
+    with distributed.Client(cluster) as c:
+        yield c
+    cluster.close()
+
+
+@pytest.fixture(autouse=True)
+def small_panels(monkeypatch):
+    """Panels of 512 rows, so that a test-sized problem has several (4 panels, 10 pair tasks)."""
+    monkeypatch.setattr(_dask, "TARGET_PANEL_ROWS", 512)
+
+
+def data(n=N, seed=0, dtype=np.float64):
+    rng = np.random.default_rng(seed)
+    # Anisotropic: well separated leading eigenvalues, so the eigenvectors are well conditioned.
+    return (rng.standard_normal((n, D)) * np.array([3.0, 2.0, 1.5, 1.0, 0.5, 0.25])).astype(dtype)
+
+
+def same_up_to_sign(A, B):
+    signs = np.sign(np.sum(A * B, axis=0))
+    return np.abs(A * signs - B).max() / np.abs(B).max()
+
+
+def kpca(**kw):
+    params = dict(n_components=6, kernel="rbf", gamma=0.1, random_state=0)
+    params.update(kw)
+    return fastkpca.KernelPCA(**params)
+
+
+def test_panels_are_a_function_of_n_alone(monkeypatch):
+    monkeypatch.setattr(_dask, "TARGET_PANEL_ROWS", 6144)
+    assert _dask.panel_rows(1000) == 1024
+    assert _dask.panel_rows(50_000) % 256 == 0 and -(-50_000 // _dask.panel_rows(50_000)) == 8
+    assert -(-10**7 // _dask.panel_rows(10**7)) <= _dask.MAX_PANELS
+
+
+def test_distributed_products_match_the_kernel(client):
+    X = data(900)
+    samples = _dask.Samples(client, da.from_array(X, chunks=(200, D)))
+    assert samples.panels == 2 and samples.offsets.tolist() == [0, 512, 900]
+    kernel = fastkpca.kernels.NativeKernel.resolve("rbf", 0.1, 3, 1, D)
+    V = np.random.default_rng(1).standard_normal((900, 5))
+    K = fastkpca.gram(X, kernel="rbf", gamma=0.1)
+    free = _dask.DistributedKernel(samples, kernel, worker_bytes=1)
+    kept = _dask.DistributedKernel(samples, kernel)
+    assert free.storage == "distributed_matrix_free" and kept.storage == "distributed_packed"
+    W = free.matmat(V)
+    np.testing.assert_allclose(W, K @ V, rtol=0, atol=1e-12 * np.abs(K @ V).max())
+    # Kept and recomputed tiles are the same numbers: the same product bit for bit.
+    assert np.array_equal(kept.matmat(V), W)
+    assert free.diagonal_sum() == pytest.approx(np.trace(K), rel=1e-14)
+    index = np.array([899, 3, 512, 511, 3])
+    assert np.array_equal(samples.rows(index), X[index])
+
+
+def test_kernel_pca_matches_the_single_process_fit(client):
+    X, X_new = data(), data(300, seed=1)
+    dist = kpca().fit(da.from_array(X, chunks=(400, D)))
+    local = kpca(eigen_solver="lanczos").fit(X)
+    np.testing.assert_allclose(dist.eigenvalues_, local.eigenvalues_, rtol=1e-10)
+    assert same_up_to_sign(dist.eigenvectors_, local.eigenvectors_) < 1e-8
+    assert dist.solver_info_["engine"] == "dask" and dist.solver_info_["panels"] == 4
+    # The column means come with the first pass: no pass of their own.
+    assert dist.solver_info_["distributed_passes"] == dist.solver_info_["n_passes"]
+    # transform of a dask array is a dask array, of a NumPy array a NumPy array; both equal the local one.
+    lazy = dist.transform(da.from_array(X_new, chunks=(128, D)))
+    assert isinstance(lazy, da.Array) and lazy.chunks[0] == (128, 128, 44)
+    expected = local.transform(X_new)
+    assert same_up_to_sign(lazy.compute(), expected) < 1e-8
+    assert same_up_to_sign(dist.transform(X_new), expected) < 1e-8
+    scores = dist.fit_transform(da.from_array(X, chunks=(400, D)))
+    assert isinstance(scores, da.Array)
+    assert same_up_to_sign(scores.compute(), local.transform(X)) < 1e-8
+
+
+def test_kernel_pca_float32(client):
+    X = data(dtype=np.float32)
+    dist = kpca(n_components=4).fit(da.from_array(X, chunks=(600, D)))
+    local = kpca(n_components=4, eigen_solver="lanczos").fit(X)
+    assert dist.eigenvalues_.dtype == np.float32
+    np.testing.assert_allclose(dist.eigenvalues_, local.eigenvalues_, rtol=1e-5)
+
+
+def test_results_do_not_depend_on_the_cluster_or_on_caching(client):
+    """One worker or two, tiles kept or recomputed: the same work units summed in the same order, so the
+    same fit bit for bit."""
+    X = da.from_array(data(), chunks=(450, D))
+    two = kpca(memory_limit=1).fit(X)  # nothing kept: every pass recomputes
+    assert two.solver_info_["storage"] == "distributed_matrix_free"
+    with distributed.Client(distributed.LocalCluster(n_workers=1, threads_per_worker=2, processes=False,
+                                                     dashboard_address=None)) as single:
+        one = kpca().fit(X)
+        assert one.solver_info_["n_workers"] == 1 and one.solver_info_["storage"] == "distributed_packed"
+        one_scores = one.transform(X[:200]).compute()
+    assert distributed.default_client() is client
+    assert single.status == "closed"
+    assert np.array_equal(one.eigenvalues_, two.eigenvalues_)
+    assert np.array_equal(one.eigenvectors_, two.eigenvectors_)
+    assert np.array_equal(one_scores, two.transform(X[:200]).compute())
+
+
+def test_kernel_pca_nystrom(client):
+    X, X_new = data(), data(200, seed=2)
+    dist = kpca(eigen_solver="nystrom", n_landmarks=300).fit(da.from_array(X, chunks=(500, D)))
+    local = kpca(eigen_solver="nystrom", n_landmarks=300).fit(X)
+    np.testing.assert_array_equal(dist.landmark_indices_, local.landmark_indices_)
+    np.testing.assert_allclose(dist.eigenvalues_, local.eigenvalues_, rtol=1e-10)
+    assert same_up_to_sign(dist.eigenvectors_, local.eigenvectors_) < 1e-8
+    lazy = dist.transform(da.from_array(X_new, chunks=(64, D)))
+    assert isinstance(lazy, da.Array)
+    np.testing.assert_allclose(lazy.compute(), local.transform(X_new), rtol=0, atol=1e-10)
+
+
+@pytest.mark.parametrize("landmarks", ["uniform", "rpcholesky"])
+def test_nystroem(client, landmarks):
+    X = data()
+    dist = fastkpca.Nystroem(kernel="rbf", gamma=0.1, n_components=150, landmarks=landmarks, random_state=0)
+    local = fastkpca.Nystroem(kernel="rbf", gamma=0.1, n_components=150, landmarks=landmarks, random_state=0)
+    Xd = da.from_array(X, chunks=(700, D))
+    features = dist.fit_transform(Xd)
+    assert isinstance(features, da.Array) and features.chunks[0] == Xd.chunks[0]
+    np.testing.assert_array_equal(dist.component_indices_, local.fit(X).component_indices_)
+    np.testing.assert_allclose(features.compute(), local.transform(X), rtol=0, atol=1e-12)
+
+
+def ridge(**kw):
+    params = dict(alpha=0.1, kernel="rbf", gamma=0.1, solver="cg", preconditioner_rank=80, tol=1e-12, random_state=0)
+    params.update(kw)
+    return fastkpca.KernelRidge(**params)
+
+
+def test_kernel_ridge_cg_matches_the_single_process_fit(client):
+    X, X_new = data(), data(250, seed=3)
+    rng = np.random.default_rng(4)
+    Y = np.column_stack([np.sin(X[:, 0]), X[:, 1] ** 2]) + 0.1 * rng.standard_normal((N, 2))
+    w = rng.uniform(0.5, 2.0, N)
+    dist = ridge(alpha=[0.1, 1.0]).fit(da.from_array(X, chunks=(600, D)), da.from_array(Y, chunks=(600, 2)),
+                                       sample_weight=w)
+    local = ridge(alpha=[0.1, 1.0]).fit(X, Y, sample_weight=w)
+    assert dist.solver_info_["engine"] == "dask" and dist.solver_info_["converged"]
+    expected = local.predict(X_new)
+    lazy = dist.predict(da.from_array(X_new, chunks=(100, D)))
+    assert isinstance(lazy, da.Array) and lazy.shape == (250, 2)
+    np.testing.assert_allclose(lazy.compute(), expected, rtol=0, atol=1e-8 * np.abs(expected).max())
+    np.testing.assert_allclose(dist.predict(X_new), expected, rtol=0, atol=1e-8 * np.abs(expected).max())
+    # one target: 1-D predictions, as scikit-learn gives
+    one = ridge().fit(da.from_array(X, chunks=(600, D)), Y[:, 0])
+    assert one.predict(da.from_array(X_new, chunks=(100, D))).compute().shape == (250,)
+
+
+def test_kernel_ridge_nystrom(client):
+    X, X_new = data(), data(250, seed=5)
+    y = np.sin(X[:, 0]) + np.cos(X[:, 1])
+    dist = ridge(solver="nystrom", n_components=200).fit(da.from_array(X, chunks=(500, D)), y)
+    local = ridge(solver="nystrom", n_components=200).fit(X, y)
+    expected = local.predict(X_new)
+    got = dist.predict(da.from_array(X_new, chunks=(100, D))).compute()
+    np.testing.assert_allclose(got, expected, rtol=0, atol=1e-8 * np.abs(expected).max())
+
+
+def test_a_worker_killed_mid_fit_gives_the_same_answer(client):
+    """SIGKILL to a worker process after the third pass: Dask recomputes what it held (the panels of X, the
+    kept tiles, the blocks of V, all tasks with lineage) and retries its tasks."""
+    X = da.from_array(data(), chunks=(450, D))
+    reference = kpca().fit(X)
+    pids = client.run(os.getpid)
+    killed = []
+
+    def kill_once(stage, info):
+        if stage == "pass" and info["passes"] >= 3 and not killed:
+            pid = next(iter(pids.values()))
+            os.kill(pid, signal.SIGKILL)
+            killed.append(pid)
+
+    again = kpca(callback=kill_once).fit(X)
+    assert killed
+    client.wait_for_workers(2, timeout=60)
+    assert np.array_equal(again.eigenvalues_, reference.eigenvalues_)
+    assert np.array_equal(again.eigenvectors_, reference.eigenvectors_)
+
+
+def test_progress_after_every_pass(client, capsys):
+    X = da.from_array(data(), chunks=(450, D))
+    seen = []
+    est = kpca(callback=lambda stage, info: seen.append((stage, info)), verbose=2).fit(X)
+    passes = [info for stage, info in seen if stage == "pass"]
+    assert len(passes) == est.solver_info_["n_passes"]
+    assert [p["passes"] for p in passes] == list(range(1, len(passes) + 1))
+    assert all(p["seconds_per_pass"] > 0 for p in passes)
+    assert "[KernelPCA] pass" in capsys.readouterr().err
+
+
+def test_bad_input(client):
+    X = data()
+    unknown = da.from_array(X, chunks=(450, D))
+    unknown = unknown[unknown[:, 0] > -100]  # a boolean mask: the row chunk sizes become unknown
+    with pytest.raises(ValueError, match=r"unknown chunk sizes.*compute_chunk_sizes"):
+        kpca().fit(unknown)
+    with pytest.raises(ValueError, match=r"unknown chunk sizes"):
+        ridge().fit(unknown, np.zeros(N))
+    # chunked along the columns: rechunked, and the same fit
+    by_columns = kpca().fit(da.from_array(X, chunks=(450, 2)))
+    by_rows = kpca().fit(da.from_array(X, chunks=(450, D)))
+    assert np.array_equal(by_columns.eigenvalues_, by_rows.eigenvalues_)
+    bad = X.copy()
+    bad[1234, 2] = np.nan
+    with pytest.raises(ValueError, match="X contains NaN"):
+        kpca().fit(da.from_array(bad, chunks=(450, D)))
+    with pytest.raises(ValueError, match="2-D"):
+        kpca().fit(da.zeros(10, chunks=5))
+    with pytest.raises(TypeError, match="complex"):
+        kpca().fit(da.zeros((10, 2), dtype=complex, chunks=5))
+    with pytest.raises(ValueError, match="n_components must be given"):
+        kpca(n_components=None).fit(da.from_array(X, chunks=(450, D)))
+    with pytest.raises(ValueError, match="eigen_solver='dense'"):
+        kpca(eigen_solver="dense").fit(da.from_array(X, chunks=(450, D)))
+    with pytest.raises(ValueError, match="native kernels"):
+        kpca(kernel="precomputed").fit(da.from_array(X, chunks=(450, D)))
+    with pytest.raises(ValueError, match="solver='cholesky'"):
+        ridge(solver="cholesky").fit(da.from_array(X, chunks=(450, D)), np.zeros(N))
+    with pytest.raises(ValueError, match="X has 1800 samples but y has 1799"):
+        ridge().fit(da.from_array(X, chunks=(450, D)), np.zeros(N - 1))
+    fitted = kpca().fit(da.from_array(X, chunks=(450, D)))
+    with pytest.raises(ValueError, match="X has 5 features, but KernelPCA is expecting 6"):
+        fitted.transform(da.zeros((10, 5), chunks=5))
+    with pytest.raises(ValueError, match="X has 5 features"):
+        fitted.transform(np.zeros((10, 5)))
+
+
+def test_without_a_client_dask_arrays_are_fitted_in_process(monkeypatch):
+    """No dask.distributed Client: the array is computed into this process and fitted natively; transform
+    of a dask array is still a dask array (on dask's local scheduler)."""
+    monkeypatch.setattr(_dask, "current_client", lambda: None)  # as if this process had no Client
+    X = data(600)
+    est = kpca().fit(da.from_array(X, chunks=(200, D)))
+    local = kpca().fit(X)
+    assert "engine" not in est.solver_info_
+    np.testing.assert_array_equal(est.eigenvalues_, local.eigenvalues_)
+    out = est.transform(da.from_array(X[:50], chunks=(20, D)))
+    assert isinstance(out, da.Array)
+    np.testing.assert_allclose(out.compute(), local.transform(X[:50]), rtol=0, atol=1e-12)
+
+
+def test_import_and_fit_without_dask():
+    code = ("import sys; sys.modules['dask'] = None; sys.modules['distributed'] = None\n"
+            "import numpy as np, fastkpca\n"
+            "X = np.random.default_rng(0).standard_normal((200, 3))\n"
+            "fastkpca.KernelPCA(n_components=2, kernel='rbf').fit(X); fastkpca.KernelRidge().fit(X, X[:, 0])\n"
+            "print('ok')")
+    env = dict(os.environ)
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=env, timeout=120)
+    assert out.returncode == 0, out.stderr
+    assert out.stdout.strip() == "ok"
