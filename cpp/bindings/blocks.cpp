@@ -47,7 +47,8 @@ py::array_t<S> kernel_block_panels_of(const CArray<S>& a, const std::optional<CA
 template <class S>
 py::tuple kernel_block_product_of(const CArray<S>& a, const std::optional<CArray<S>>& b, const std::string& kernel,
                                   double gamma, double degree, double coef0, const std::optional<CArray<S>>& panels,
-                                  const RArrayD& va, const std::optional<RArrayD>& vb, int n_threads) {
+                                  const RArrayD& va, const std::optional<RArrayD>& vb, Index blocks,
+                                  int n_threads) {
   std::optional<ConstRowMatrixMap<S>> bm;
   auto tiles = block_tiles<S>(a, b, kernel, gamma, degree, coef0, bm);
   require_matrix(va, "va");
@@ -74,7 +75,7 @@ py::tuple kernel_block_product_of(const CArray<S>& a, const std::optional<CArray
   const S* stored = panels ? panels->data() : nullptr;
   release_and_run(n_threads, [&](Interrupt& interrupt) {
     kernel_block_product(*tiles, stored, stored ? rows : 0, vam, vbm ? &*vbm : nullptr, wam, wbm ? &*wbm : nullptr,
-                         interrupt);
+                         interrupt, blocks);
     return 0;
   });
   return py::make_tuple(wa, wb ? py::object(*wb) : py::object(py::none()));
@@ -87,9 +88,10 @@ void def_blocks(py::module_& m) {
         "The tiles of k(a, b) (b=None: the lower tiles of k(a, a)) in the panel form kernel_block_product reads.");
   m.def("kernel_block_product", &kernel_block_product_of<S>, py::arg("a").noconvert(), py::arg("b").noconvert(),
         py::arg("kernel"), py::arg("gamma"), py::arg("degree"), py::arg("coef0"), py::arg("panels").noconvert(),
-        py::arg("va").noconvert(), py::arg("vb").noconvert(), py::arg("n_threads"),
+        py::arg("va").noconvert(), py::arg("vb").noconvert(), py::arg("blocks"), py::arg("n_threads"),
         "(k(a, b)·vb, k(a, b)ᵀ·va), or (k(a, a)·va, None) for b=None, each tile used once; panels (or None) "
-        "from kernel_block_panels replace computing the tiles, with the same result bit for bit.");
+        "from kernel_block_panels replace computing the tiles, with the same result bit for bit. `blocks` "
+        "(1 to 16) fixed work units, each with a buffer for the transposed side: 1 on one thread.");
 }
 
 }  // namespace

@@ -107,5 +107,6 @@ def kernel_block_product(
     panels: NDArray[_F] | None,
     va: NDArray[np.float64],
     vb: NDArray[np.float64] | None,
+    blocks: int,
     n_threads: int,
 ) -> tuple[NDArray[np.float64], NDArray[np.float64] | None]: ...

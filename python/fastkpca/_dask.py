@@ -102,18 +102,20 @@ def _panels_of(a, b, kernel):
 def _pair_product(a, b, kernel, panels, va, vb):
     """(K_ab·v_b, K_abᵀ·v_a, seconds) for a cross pair; (K_aa·v_a, None, seconds) for a diagonal one."""
     start = time.perf_counter()
+    # One work unit on one thread: the transposed side needs one buffer of b's rows, not sixteen.
     wa, wb = _native.core.kernel_block_product(a, b, kernel.name, kernel.gamma, kernel.degree, kernel.coef0,
-                                               panels, va, vb, 1)
+                                               panels, va, vb, 1, 1)
     return wa, wb, time.perf_counter() - start
 
 
 def _panel_sum(parts, sides):
-    """Σ_j parts[j][sides[j]] in the order given (the fixed order of a pass)."""
+    """(Σ_j parts[j][sides[j]] in the order given (the fixed order of a pass), task seconds): the seconds of
+    the pairs this sum takes their row side from (each pair is counted by one sum), and its own."""
     start = time.perf_counter()
     total = np.array(parts[0][sides[0]], copy=True)
     for part, side in zip(parts[1:], sides[1:]):
         total += part[side]
-    return total, sum(p[2] for p in parts) + time.perf_counter() - start
+    return total, sum(p[2] for p, side in zip(parts, sides) if side == 0) + time.perf_counter() - start
 
 
 def _carried(block):

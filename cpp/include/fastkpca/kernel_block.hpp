@@ -12,7 +12,7 @@
 // otherwise; a computed tile holds the same numbers as a stored one (kernel_tiles.hpp) and both go
 // through the same traversal, so caching never changes a product's rounding.
 //
-// Determinism: the tile rows are cut into kBlocks fixed blocks (of equal area: a triangle's at
+// Determinism: the tile rows are cut into `blocks` fixed blocks (16 by default; of equal area: a triangle's at
 // nt·sqrt(p/P), a rectangle's at nt·p/P). Block p owns its rows of W_A and collects the transposed
 // contributions to other rows in its own buffer; those are added in block order at the end. The work
 // units and the summation order are fixed, so the rounding does not depend on the thread count.
@@ -77,29 +77,35 @@ namespace detail {
 // The pass itself on zero-padded, row-major operands with ldv columns: va/wa have row_tiles·T rows,
 // vb/wb col_tiles·T (for a symmetric block vb == va and wb == wa). Tiles of the first `stored_rows` tile
 // rows come from `stored`.
+// `blocks` fixed work units (at most kMaxBlocks): a cross block's units each collect the transposed side
+// in a buffer of all of B's rows, so a caller on one thread asks for one.
+constexpr Index kMaxBlocks = 16;
+
 template <class S>
 void kernel_block_pass(const KernelTiles<S>& tiles, const S* stored, Index stored_rows, const double* va,
-                       const double* vb, double* wa, double* wb, Index ldv, Interrupt& interrupt) {
-  constexpr Index T = kPackedTile, kBlocks = 16;
+                       const double* vb, double* wa, double* wb, Index ldv, Interrupt& interrupt,
+                       Index blocks = kMaxBlocks) {
+  constexpr Index T = kPackedTile;
   const bool sym = tiles.symmetric();
   const Index row_tiles = packed_tiles(tiles.n()), col_tiles = packed_tiles(tiles.cols());
-  Index bounds[kBlocks + 1];
+  const Index n_blocks = std::clamp<Index>(blocks, 1, kMaxBlocks);
+  Index bounds[kMaxBlocks + 1];
   if (sym) {
-    triangle_bounds(row_tiles, kBlocks, bounds);
+    triangle_bounds(row_tiles, n_blocks, bounds);
   } else {
-    for (Index p = 0; p <= kBlocks; ++p) bounds[p] = row_tiles * p / kBlocks;
+    for (Index p = 0; p <= n_blocks; ++p) bounds[p] = row_tiles * p / n_blocks;
   }
   // Rows of the transposed side each block collects: the rows of earlier blocks (symmetric), or all of B.
-  Index starts[kBlocks];
-  for (Index p = 0; p < kBlocks; ++p) starts[p] = sym ? bounds[p] * T : col_tiles * T;
-  TransposedParts wt(starts, kBlocks, ldv);
+  Index starts[kMaxBlocks];
+  for (Index p = 0; p < n_blocks; ++p) starts[p] = sym ? bounds[p] * T : col_tiles * T;
+  TransposedParts wt(starts, n_blocks, ldv);
 
 #pragma omp parallel
   {
     std::unique_ptr<TileWorkspace<S>> ws;
     std::vector<S> computed;
 #pragma omp for schedule(dynamic, 1)
-    for (Index p = kBlocks - 1; p >= 0; --p) {  // largest blocks first
+    for (Index p = n_blocks - 1; p >= 0; --p) {  // largest blocks first
       double* wt_p = wt.part(p);
       for (Index I = bounds[p]; I < bounds[p + 1]; ++I) {
         if (interrupt.poll()) break;
@@ -126,11 +132,13 @@ void kernel_block_pass(const KernelTiles<S>& tiles, const S* stored, Index store
 }  // namespace detail
 
 // W_A = K·V_B and (cross blocks) W_B = Kᵀ·V_A, with `stored` holding the first `stored_rows` tile rows'
-// panels (or none). For a symmetric block v_b and w_b are ignored (V_B = V_A). Results in double.
+// panels (or none). For a symmetric block v_b and w_b are ignored (V_B = V_A). Results in double; the
+// rounding depends on `blocks` (fixed work units, see kernel_block_pass), never on the thread count.
 template <class S>
 void kernel_block_product(const KernelTiles<S>& tiles, const S* stored, Index stored_rows,
                           const ConstRowMatrixMap<double>& va, const ConstRowMatrixMap<double>* vb,
-                          RowMatrixMap<double>& wa, RowMatrixMap<double>* wb, Interrupt& interrupt) {
+                          RowMatrixMap<double>& wa, RowMatrixMap<double>* wb, Interrupt& interrupt,
+                          Index blocks = detail::kMaxBlocks) {
   constexpr Index T = kPackedTile;
   const bool sym = tiles.symmetric();
   const Index n_a = tiles.n(), n_b = tiles.cols(), b = va.cols(), ldv = (b + 7) / 8 * 8;
@@ -144,7 +152,7 @@ void kernel_block_product(const KernelTiles<S>& tiles, const S* stored, Index st
     vb_p.topLeftCorner(n_b, b) = *vb;
   }
   detail::kernel_block_pass(tiles, stored, stored_rows, va_p.data(), sym ? va_p.data() : vb_p.data(), wa_p.data(),
-                            sym ? wa_p.data() : wb_p.data(), ldv, interrupt);
+                            sym ? wa_p.data() : wb_p.data(), ldv, interrupt, blocks);
   wa = wa_p.topLeftCorner(n_a, b);
   if (!sym) *wb = wb_p.topLeftCorner(n_b, b);
 }
