@@ -2,6 +2,7 @@
 independence of the cluster, a worker lost in the middle of a fit, progress, and bad input."""
 
 import os
+import pickle
 import signal
 import subprocess
 import sys
@@ -20,7 +21,7 @@ N, D = 1800, 6
 
 @pytest.fixture(scope="module")
 def client():
-    cluster = distributed.LocalCluster(n_workers=2, threads_per_worker=1, processes=True, dashboard_address=None,
+    cluster = distributed.LocalCluster(n_workers=2, threads_per_worker=1, processes=True, dashboard_address=":0",
                                        memory_limit="2GiB")
     with distributed.Client(cluster) as c:
         yield c
@@ -91,6 +92,10 @@ def test_kernel_pca_matches_the_single_process_fit(client):
     expected = local.transform(X_new)
     assert same_up_to_sign(lazy.compute(), expected) < 1e-8
     assert same_up_to_sign(dist.transform(X_new), expected) < 1e-8
+    # Pickled, a model fitted on the cluster becomes a local one: the same transform without the cluster.
+    restored = pickle.loads(pickle.dumps(dist))
+    assert isinstance(restored.X_fit_, np.ndarray) and np.array_equal(restored.X_fit_, X)
+    np.testing.assert_allclose(restored.transform(X_new), dist.transform(X_new), rtol=0, atol=1e-12)
     scores = dist.fit_transform(da.from_array(X, chunks=(400, D)))
     assert isinstance(scores, da.Array)
     assert same_up_to_sign(scores.compute(), local.transform(X)) < 1e-8
@@ -111,7 +116,7 @@ def test_results_do_not_depend_on_the_cluster_or_on_caching(client):
     two = kpca(memory_limit=1).fit(X)  # nothing kept: every pass recomputes
     assert two.solver_info_["storage"] == "distributed_matrix_free"
     with distributed.Client(distributed.LocalCluster(n_workers=1, threads_per_worker=2, processes=False,
-                                                     dashboard_address=None)) as single:
+                                                     dashboard_address=":0")) as single:
         one = kpca().fit(X)
         assert one.solver_info_["n_workers"] == 1 and one.solver_info_["storage"] == "distributed_packed"
         one_scores = one.transform(X[:200]).compute()
@@ -166,6 +171,8 @@ def test_kernel_ridge_cg_matches_the_single_process_fit(client):
     assert isinstance(lazy, da.Array) and lazy.shape == (250, 2)
     np.testing.assert_allclose(lazy.compute(), expected, rtol=0, atol=1e-8 * np.abs(expected).max())
     np.testing.assert_allclose(dist.predict(X_new), expected, rtol=0, atol=1e-8 * np.abs(expected).max())
+    restored = pickle.loads(pickle.dumps(dist))
+    np.testing.assert_allclose(restored.predict(X_new), dist.predict(X_new), rtol=0, atol=1e-12)
     # one target: 1-D predictions, as scikit-learn gives
     one = ridge().fit(da.from_array(X, chunks=(600, D)), Y[:, 0])
     assert one.predict(da.from_array(X_new, chunks=(100, D))).compute().shape == (250,)

@@ -618,6 +618,18 @@ def fit_kernel_ridge(est, X, y, sample_weight, limit):
     return est
 
 
+def picklable_state(state: dict) -> dict:
+    """An estimator's state for pickling: a model fitted on the cluster becomes a local one (its training
+    panels gathered into X_fit_; transform and predict then run in the unpickling process), since what
+    lives on the cluster cannot outlive the client."""
+    if state.get("_distributed") is None:
+        return state
+    state = dict(state)
+    state["X_fit_"] = np.asarray(state["X_fit_"].compute())
+    state["_distributed"] = None
+    return state
+
+
 def as_dask(Z: np.ndarray, X):
     """A NumPy result for the rows of the dask array X, as a dask array chunked like X's rows."""
     _, da, _ = dask_modules()

@@ -691,6 +691,10 @@ default="linear"
     def _n_features_out(self):
         return self.eigenvalues_.shape[0]
 
+    def __getstate__(self):
+        # A model fitted on a Dask cluster pickles as a local one (its training panels gathered).
+        return _dask.picklable_state(super().__getstate__())
+
     def __sklearn_tags__(self):
         tags = super().__sklearn_tags__()
         tags.input_tags.sparse = True

@@ -12,7 +12,7 @@ from scipy import linalg as sla
 from sklearn.base import BaseEstimator, MultiOutputMixin, RegressorMixin
 from sklearn.utils.validation import check_is_fitted
 
-from . import _registry, conjugate_gradients, linalg, low_rank, operators
+from . import _dask, _registry, conjugate_gradients, linalg, low_rank, operators
 from . import _validation as v
 from ._sklearn_compat import validate_data
 from .exceptions import ConvergenceWarning, SingularKernelWarning
@@ -204,8 +204,6 @@ class KernelRidge(MultiOutputMixin, RegressorMixin, BaseEstimator):
         """
         limit = self._check_params()
         if v.is_dask_array(X):
-            from . import _dask
-
             return _dask.fit_kernel_ridge(self, X, y, sample_weight, limit)
         v.check_same_length(X, y)
         X, y = validate_data(self, X, y=y, accept_sparse=("csr", "csc"), multi_output=True, y_numeric=True,
@@ -405,8 +403,6 @@ class KernelRidge(MultiOutputMixin, RegressorMixin, BaseEstimator):
         (Tᵀ Cᵀ W C T + αI) θ = Tᵀ Cᵀ W y: an m×m system from one streamed pass over X, solved for every
         alpha from one eigendecomposition.
         """
-        from . import _dask
-
         Xd = X if isinstance(X, _dask.Samples) else v.check_samples(X, "X", X.dtype)
         n = Xd.shape[0]
         native = self._native_kernel(Xd)
@@ -458,8 +454,6 @@ class KernelRidge(MultiOutputMixin, RegressorMixin, BaseEstimator):
         """
         check_is_fitted(self)
         if v.is_dask_array(X) or getattr(self, "_distributed", None) is not None:
-            from . import _dask
-
             return _dask.apply_model(self, X, "predict")
         X = validate_data(self, X, accept_sparse=("csr", "csc"), reset=False, dtype=[np.float64, np.float32])
         dual = self.dual_coef_
@@ -482,6 +476,10 @@ class KernelRidge(MultiOutputMixin, RegressorMixin, BaseEstimator):
                 out = np.empty((m, *piece.shape[1:]), dtype=np.result_type(piece.dtype, np.float64))
             out[start:start + rows] = piece
         return out
+
+    def __getstate__(self):
+        # A model fitted on a Dask cluster pickles as a local one (its training panels gathered).
+        return _dask.picklable_state(super().__getstate__())
 
     def __sklearn_tags__(self):
         tags = super().__sklearn_tags__()
