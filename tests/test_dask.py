@@ -281,3 +281,45 @@ def test_import_and_fit_without_dask():
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=env, timeout=120)
     assert out.returncode == 0, out.stderr
     assert out.stdout.strip() == "ok"
+
+
+def test_new_data_is_checked_and_evaluated_as_in_process(client):
+    X = data()
+    fitted = kpca(n_components=3).fit(da.from_array(X, chunks=(450, D)))
+    bad = data(100, seed=6)
+    bad[17, 1] = np.inf
+    with pytest.raises(ValueError, match="X contains infinity"):
+        fitted.transform(da.from_array(bad, chunks=(50, D))).compute()
+    with pytest.raises(ValueError, match="X contains infinity"):
+        fitted.transform(bad)
+    # a float32 model predicts float64 data in float64, as it does in process
+    X32 = X.astype(np.float32)
+    y = np.sin(X[:, 0])
+    dist = ridge(tol=1e-10).fit(da.from_array(X32, chunks=(450, D)), y)
+    local = ridge(tol=1e-10).fit(X32, y)
+    new = data(100, seed=7)
+    assert dist.predict(new).dtype == np.float64
+    np.testing.assert_allclose(dist.predict(new), local.predict(new), rtol=0, atol=1e-5)
+
+
+def test_targets_are_checked(client):
+    Xd = da.from_array(data(), chunks=(450, D))
+    with pytest.raises(ValueError, match="1-D or 2-D"):
+        ridge().fit(Xd, np.zeros((N, 2, 2)))
+    with pytest.raises(ValueError, match="0 targets"):
+        ridge().fit(Xd, np.zeros((N, 0)))
+    with pytest.raises(ValueError, match="y must be given"):
+        ridge().fit(Xd, None)
+    with pytest.raises(ValueError, match="y contains NaN"):
+        ridge().fit(Xd, np.full(N, np.nan))
+
+
+def test_dtypes_tiles_and_components_as_in_process(client):
+    X16 = data(600).astype(np.float16)
+    dist = kpca(n_components=3).fit(da.from_array(X16, chunks=(300, D)))
+    assert dist.eigenvalues_.dtype == kpca(n_components=3).fit(X16).eigenvalues_.dtype == np.float64
+    # kept tiles serve the passes only: none is left on the workers after the fit
+    assert not any("_panels_of" in str(key) for keys in client.has_what().values() for key in keys)
+    # n_components=None with nystrom: every component of the rank-m approximation, as in process
+    est = kpca(n_components=None, eigen_solver="nystrom", n_landmarks=50).fit(da.from_array(data(600), chunks=300))
+    assert est.eigenvalues_.shape == (50,) and est.solver_info_["engine"] == "dask"

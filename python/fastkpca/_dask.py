@@ -77,21 +77,22 @@ def panel_rows(n: int) -> int:
     return int(-(-rows // tile) * tile)
 
 
-def block_seconds(kernel: NativeKernel):
-    """A task's kernel in the form the workers call (a NativeKernel on one thread per task: a worker runs
-    as many tasks at once as it has threads)."""
+def one_thread(kernel: NativeKernel) -> NativeKernel:
+    """The kernel as a task evaluates it: on one thread (a worker runs as many tasks at once as it has
+    threads)."""
     return NativeKernel(kernel.name, kernel.gamma, kernel.degree, kernel.coef0, 1)
 
 
 # ----------------------------------------------------------------------------------- worker functions
 # Module-level functions, so the workers import them from fastkpca (which must be installed there).
 
-def _check_panel(panel: np.ndarray, index: int) -> np.ndarray:
-    """A persisted panel of X, checked finite on the worker that holds it (the one pass over the values)."""
+def _check_panel(panel: np.ndarray, where) -> np.ndarray:
+    """A panel of X, checked finite on the worker that holds it (the one pass over the values)."""
     panel = np.ascontiguousarray(panel)
     if not np.isfinite(panel).all():
         what = "NaN" if np.isnan(panel).any() else "infinity"
-        raise ValueError(f"X contains {what} (in rows of panel {index}); fastkpca needs finite values")
+        where = f"panel {where}" if isinstance(where, int) else where
+        raise ValueError(f"X contains {what} (in rows of {where}); fastkpca needs finite values")
     return panel
 
 
@@ -141,11 +142,13 @@ def _add_moments(a, b):
     return tuple(None if x is None else x + y for x, y in zip(a, b))
 
 
-def _cross_product_block(block, fit_panels, kernel, coefficients, correction):
-    """Σ_J K(block, X_J)·V_J in the order J = 0 … P−1, then ``correction(block's result)`` if given."""
+def _cross_product_block(block, fit_panels, kernel, coefficients, correction, dtype):
+    """Σ_J K(block, X_J)·V_J in the order J = 0 … P−1 (both sides in ``dtype``), then
+    ``correction(block's result)`` if given."""
+    block = _check_panel(np.asarray(block, dtype=dtype), "of the new data")
     out = None
     for panel, V in zip(fit_panels, coefficients):
-        part = kernel.product(np.ascontiguousarray(block), panel, V)
+        part = kernel.product(block, np.ascontiguousarray(panel, dtype=dtype), V)
         out = part if out is None else out + part
     return out if correction is None else correction(out)
 
@@ -170,8 +173,12 @@ class Samples:
         self.futures = [client.compute(_delayed(_check_panel)(block, i)) for i, block in enumerate(blocks)]
         self.array = da.concatenate([da.from_delayed(f, shape=(int(s), self.d), dtype=self.dtype)
                                      for f, s in zip(self.futures, X.chunks[0])])
-        # Wait for them: a NaN, or a graph that cannot be computed, fails here and not in the solver.
-        client.gather(self.futures)
+        # Wait for them (without fetching them): a NaN, or a graph that cannot be computed, fails here and not
+        # in the solver.
+        dask_modules()[2].wait(self.futures)
+        for f in self.futures:
+            if f.status == "error":
+                f.result()
 
     @property
     def panels(self) -> int:
@@ -183,6 +190,7 @@ class Samples:
     def rows(self, index: np.ndarray) -> np.ndarray:
         """X[index] on the driver (index: int array, any order)."""
         index = np.asarray(index, dtype=np.int64)
+        v.check_memory(index.shape[0] * self.d * self.dtype.itemsize, f"gathering {index.shape[0]} rows of X")
         order = np.argsort(index, kind="stable")
         sorted_index = index[order]
         out = np.empty((index.shape[0], self.d), dtype=self.dtype)
@@ -200,6 +208,10 @@ class Samples:
     @property
     def shape(self):
         return (self.n, self.d)
+
+    def info(self) -> dict:
+        return {"engine": "dask", "n_workers": len(self.client.nthreads()), "panels": self.panels,
+                "panel_rows": int(self.sizes().max())}
 
     def carry(self, V: np.ndarray):
         """Futures of V's row panels, each from a task that carries its panel: a task has lineage, so a lost
@@ -243,7 +255,7 @@ class DistributedKernel:
     def __init__(self, samples: Samples, kernel: NativeKernel, *, worker_bytes=None, block_size: int = 32):
         self.samples = samples
         self.client = samples.client
-        self.kernel = block_seconds(kernel)
+        self.kernel = one_thread(kernel)
         self.n = samples.n
         P = samples.panels
         self.pairs = [(i, j) for i in range(P) for j in range(i + 1)]
@@ -258,30 +270,36 @@ class DistributedKernel:
             ti, tj = tiles(sizes[i]), tiles(sizes[j])
             return (ti * (ti + 1) // 2 if i == j else ti * tj) * tile * tile * itemsize
 
-        workers = self.client.scheduler_info()["workers"]
+        try:
+            workers = self.client.scheduler_info(n_workers=-1)["workers"]
+        except TypeError:  # distributed before 2025: every worker is listed
+            workers = self.client.scheduler_info()["workers"]
         self.n_workers = len(workers)
         self.worker_threads = sum(int(w.get("nthreads", 1)) for w in workers.values())
         pass_bytes = 4 * self.n * block_size * 8  # V and W of a pass, and the pairs' contributions in flight
-        budget = 0
-        for w in workers.values():
+        room = {}
+        for address, w in sorted(workers.items()):
             limit = int(w.get("memory_limit") or 0)
             own = v.memory_limit(worker_bytes) if worker_bytes is not None else int(DEFAULT_WORKER_SHARE * limit)
             if limit:
                 own = min(own, limit)
-            budget += max(0, own - samples.n * samples.d * itemsize - pass_bytes // max(1, self.n_workers))
-        kept, used = {}, 0
-        # Diagonal pairs first (a pass over them is the least work per byte kept), then by rows.
-        for i, j in sorted(self.pairs, key=lambda p: (p[0] != p[1], p)):
+            room[address] = max(0, own - samples.n * samples.d * itemsize - pass_bytes // max(1, self.n_workers))
+        # In a fixed order, each pair is kept on the worker with the most room left, if it fits there; its
+        # tasks then run there (if that worker is lost, another recomputes the tiles).
+        placed = {}
+        for i, j in self.pairs:
             size = pair_bytes(i, j)
-            if used + size <= budget:
-                kept[(i, j)] = size
-                used += size
-        self.kept_bytes = used
-        self.budget_bytes = budget
+            address = max(room, key=lambda a: room[a]) if room else None
+            if address is not None and size <= room[address]:
+                placed[(i, j)] = (address, size)
+                room[address] -= size
+        self.kept_bytes = sum(size for _, size in placed.values())
+        self.budget_bytes = self.kept_bytes + sum(room.values())
         self.total_bytes = sum(pair_bytes(i, j) for i, j in self.pairs)
         f = samples.futures
-        self.panels = {(i, j): self.client.submit(_panels_of, f[i], None if i == j else f[j], self.kernel, pure=False)
-                       for (i, j) in kept}
+        self.panels = {(i, j): self.client.submit(_panels_of, f[i], None if i == j else f[j], self.kernel, pure=False,
+                                                  workers=[address], allow_other_workers=True)
+                       for (i, j), (address, _) in placed.items()}
         if self.panels:
             dask_modules()[2].wait(list(self.panels.values()))
         self.passes = []  # per pass: seconds, task seconds, bytes to and from the driver
@@ -392,7 +410,7 @@ def _tree_sum(client, futures, add):
 def nystrom_moments(samples: Samples, S: np.ndarray, kernel: NativeKernel, *, weights=None, targets=None):
     """low_rank.nystrom_moments over distributed samples: one task per panel, a fixed tree of sums."""
     client, offsets = samples.client, samples.offsets
-    kernel = block_seconds(kernel)
+    kernel = one_thread(kernel)
     S_future = client.submit(_carried, S, pure=False)
 
     def piece(a, p):
@@ -414,7 +432,7 @@ def nystrom_project(samples: Samples, S, kernel, P, offset) -> np.ndarray:
     """K(X, S)·P − offset for distributed samples, gathered on the driver in row order."""
     client = samples.client
     carried = [client.submit(_carried, a, pure=False) for a in (S, P)]
-    kernel = block_seconds(kernel)
+    kernel = one_thread(kernel)
     parts = client.gather([client.submit(_project, f, carried[0], kernel, carried[1], offset, pure=False)
                            for f in samples.futures])
     return np.concatenate(parts, axis=0)
@@ -425,7 +443,7 @@ class DistributedColumns:
     (low_rank.rpcholesky): each call is one task per panel, gathered on the driver."""
 
     def __init__(self, samples: Samples, kernel: NativeKernel):
-        self.samples, self.kernel = samples, block_seconds(kernel)
+        self.samples, self.kernel = samples, one_thread(kernel)
         self.n, self.dtype = samples.n, samples.dtype
 
     def diagonal(self) -> np.ndarray:
@@ -450,13 +468,13 @@ class CrossProduct:
     that sums its products with the fit panels in panel order."""
 
     def __init__(self, samples: Samples, kernel: NativeKernel, V: np.ndarray, correction=None):
-        self.samples, self.kernel, self.correction = samples, block_seconds(kernel), correction
+        self.samples, self.kernel, self.correction = samples, one_thread(kernel), correction
         self.width = V.shape[1]
         self.coefficients = samples.carry(np.ascontiguousarray(V, dtype=np.float64))
 
-    def __call__(self, X):
+    def __call__(self, X, dtype):
         """A dask array (chunks of X's rows) for a dask X; a NumPy array, computed on the cluster, for a
-        NumPy X."""
+        NumPy X. The kernel is evaluated in ``dtype``."""
         import dask
 
         _, da, _ = dask_modules()
@@ -465,7 +483,7 @@ class CrossProduct:
             X = da.from_array(X, chunks=(panel_rows(X.shape[0]), X.shape[1]))
         blocks = X.to_delayed().ravel().tolist()
         pieces = [da.from_delayed(dask.delayed(_cross_product_block, pure=True)(
-                      block, self.samples.futures, self.kernel, self.coefficients, self.correction),
+                      block, self.samples.futures, self.kernel, self.coefficients, self.correction, dtype),
                       shape=(int(r), self.width), dtype=np.float64)
                   for block, r in zip(blocks, X.chunks[0])]
         out = da.concatenate(pieces, axis=0)
@@ -500,18 +518,6 @@ def local_targets(y, name: str = "y"):
     return y
 
 
-def _native_kernel_or_raise(est, what: str):
-    if callable(est.kernel) or not isinstance(est.kernel, str) or est.kernel not in _registry_names():
-        raise ValueError(f"{what} with a dask array X needs one of fastkpca's native kernels "
-                         f"({', '.join(_registry_names())}), got kernel={est.kernel!r}")
-
-
-def _registry_names():
-    from . import _registry
-
-    return tuple(_registry.NAMES)
-
-
 def fit_kernel_pca(est, X, limit):
     """KernelPCA.fit for a dask array X: exact block Lanczos on the distributed kernel, or the Nyström
     approximation streamed over the panels."""
@@ -520,13 +526,13 @@ def fit_kernel_pca(est, X, limit):
         return est.fit(local_array(X))
     from . import linalg
 
-    _native_kernel_or_raise(est, "KernelPCA")
+    v.check_native_kernel(est.kernel, "KernelPCA with a dask array X")
     if est.eigen_solver not in ("auto", "lanczos", "nystrom"):
         raise ValueError(f"eigen_solver={est.eigen_solver!r} needs the whole kernel matrix in one process; with a "
                          "dask array X use 'auto' or 'lanczos' (exact) or 'nystrom'")
-    if est.n_components is None:
+    if est.n_components is None and est.eigen_solver != "nystrom":
         raise ValueError("n_components must be given with a dask array X (all N components would need the dense "
-                         "N×N eigendecomposition)")
+                         "N×N eigendecomposition); or use eigen_solver='nystrom'")
     if est.fit_inverse_transform:
         raise ValueError("fit_inverse_transform=True is not available with a dask array X")
     samples = Samples(client, X)
@@ -535,19 +541,24 @@ def fit_kernel_pca(est, X, limit):
     if hasattr(est, "feature_names_in_"):
         del est.feature_names_in_
     est.gamma_ = 1 / d if est.gamma is None else est.gamma
-    n_components = min(n, est.n_components)
+    n_components = est._n_components(n)
     est._nystrom = est._distributed = None
     if est.eigen_solver == "nystrom":
-        return est._fit_nystrom(samples, n_components, limit)
+        est._fit_nystrom(samples, n_components, limit)
+        est.solver_info_.update(samples.info())
+        return est
     threads = v.n_threads(est.n_jobs)
     kernel = NativeKernel.resolve(est.kernel, est.gamma_, est.degree, est.coef0, d)
     start = time.perf_counter()
     dist = DistributedKernel(samples, kernel, worker_bytes=est.memory_limit,
                              block_size=linalg.default_block_size(n_components, n, compute_bound=True))
-    op = dist.operator(threads)
-    est._report("kernel", seconds=time.perf_counter() - start, n_samples=n, storage=op.storage,
-                kernel_bytes=dist.kept_bytes)
-    values, vectors = est._fit_operator(op, n_components, limit)
+    try:
+        op = dist.operator(threads)
+        est._report("kernel", seconds=time.perf_counter() - start, n_samples=n, storage=op.storage,
+                    kernel_bytes=dist.kept_bytes)
+        values, vectors = est._fit_operator(op, n_components, limit)
+    finally:
+        dist.release()  # the kept tiles serve the passes only
     est._finish_eigenpairs(values.astype(samples.dtype), vectors.astype(samples.dtype))
     est.solver_info_.update(dist.info())
     est.solver_info_["kernel_bytes"] = dist.kept_bytes
@@ -569,19 +580,15 @@ def fit_kernel_ridge(est, X, y, sample_weight, limit):
     sample_weight = local_targets(sample_weight, "sample_weight")
     if client is None:
         return est.fit(local_array(X), y, sample_weight)
-    _native_kernel_or_raise(est, "KernelRidge")
+    v.check_native_kernel(est.kernel, "KernelRidge with a dask array X")
     if est.solver not in ("auto", "cg", "nystrom"):
         raise ValueError(f"solver={est.solver!r} needs the whole kernel matrix in one process; with a dask array X "
                          "use 'auto' or 'cg' (exact) or 'nystrom'")
     v.check_same_length(X, y)
     samples = Samples(client, X)
     n, d = samples.shape
-    y = np.asarray(y)
-    if y.dtype.kind not in "biuf":
-        raise TypeError(f"y has dtype {y.dtype}; expected numbers")
-    ravel = y.ndim == 1
-    Y = np.asarray(y, dtype=np.float64).reshape(n, -1)
-    v.check_finite(Y, "y")
+    Y = v.check_targets(y, n)
+    ravel = np.ndim(y) == 1
     alphas = v.check_alphas(est.alpha, Y.shape[1])
     root_w = v.sample_weight_root(sample_weight, n)
     est.n_features_in_ = d
@@ -592,20 +599,24 @@ def fit_kernel_ridge(est, X, y, sample_weight, limit):
     kernel = NativeKernel.resolve(est.kernel, est.gamma, est.degree, est.coef0, d)
     if est.solver == "nystrom":
         dual, info, X_fit = est._fit_nystrom(samples, Y, alphas, root_w, limit)
+        info.update(samples.info())
         solver = "nystrom"
     else:
         solver = "cg"
         threads = v.n_threads(est.n_jobs)
         dist = DistributedKernel(samples, kernel, worker_bytes=est.memory_limit, block_size=Y.shape[1])
-        op = dist.operator(threads)
-        stages = {"kernel": time.perf_counter() - start}
-        est._report("kernel", seconds=stages["kernel"], storage=op.storage, kernel_bytes=dist.kept_bytes)
-        # The rank of recomputed storage whatever is kept, so the fit does not depend on the cluster's memory.
-        rank = est._preconditioner_rank(n, limit, stored=False)
-        from .kernel_ridge import rpcholesky_block
+        try:
+            op = dist.operator(threads)
+            stages = {"kernel": time.perf_counter() - start}
+            est._report("kernel", seconds=stages["kernel"], storage=op.storage, kernel_bytes=dist.kept_bytes)
+            # The rank of recomputed storage whatever is kept, so the fit does not depend on the cluster's memory.
+            rank = est._preconditioner_rank(n, limit, stored=False)
+            from .kernel_ridge import rpcholesky_block
 
-        dual, info = est._solve_cg(op, (DistributedColumns(samples, kernel), None), Y, alphas, root_w, limit, rank,
-                                   rpcholesky_block(n), stages)
+            dual, info = est._solve_cg(op, (DistributedColumns(samples, kernel), None), Y, alphas, root_w, limit,
+                                       rank, rpcholesky_block(n), stages)
+        finally:
+            dist.release()  # the kept tiles serve the passes only
         info.update(dist.info())
         X_fit = samples.array
         est._distributed = CrossProduct(samples, kernel, dual)
@@ -643,12 +654,15 @@ def apply_model(est, X, method: str):
     product = getattr(est, "_distributed", None)
     d = est.n_features_in_
     if product is not None:
-        dtype = product.samples.dtype
-        X = v.check_dask_samples(X, "X", dtype) if v.is_dask_array(X) else v.check_samples(X, "X", dtype)
+        X = v.check_dask_samples(X, "X") if v.is_dask_array(X) else v.check_samples(X, "X")
         if X.shape[1] != d:
             raise ValueError(f"X has {X.shape[1]} features, but {type(est).__name__} is expecting {d} features as "
                              "input")
-        out = product(X)
+        fit = product.samples.dtype
+        # As in this process: KernelPCA evaluates in the fit's dtype, KernelRidge in float32 only when both
+        # sides are float32.
+        dtype = fit if method == "transform" else np.result_type(X.dtype, fit)
+        out = product(X, dtype)
         if method == "predict" and np.ndim(est.dual_coef_) == 1:
             out = out[:, 0]
         return out.astype(est.eigenvectors_.dtype) if method == "transform" else out

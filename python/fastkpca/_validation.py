@@ -87,8 +87,8 @@ def is_dask_array(x) -> bool:
 def check_dask_samples(x, name: str, dtype=None):
     """A dask array of samples, as the Dask engine reads it: 2-D, real, float32/float64 (integers become
     float64), with known chunk sizes and all columns in one chunk (split columns are rechunked: a kernel
-    entry needs whole rows). Its values are checked finite by the first distributed pass over it
-    (_dask.persist_samples): checking here would compute the array once more."""
+    entry needs whole rows). Its values are checked finite by the tasks that persist its panels
+    (_dask.Samples): checking here would compute the array once more."""
     if x.ndim != 2:
         raise ValueError(f"{name} must be a 2-D dask array (samples × features), got {x.ndim}-D with shape "
                          f"{x.shape}")
@@ -104,13 +104,45 @@ def check_dask_samples(x, name: str, dtype=None):
         raise ValueError(f"{name} has 0 samples (shape {x.shape}); at least 1 is required")
     if x.shape[1] == 0:
         raise ValueError(f"{name} has 0 features (shape {x.shape}); at least 1 is required")
-    if dtype is None:
-        dtype = np.float32 if x.dtype in (np.float32, np.float16) else np.float64
+    if dtype is None:  # as the estimators' NumPy path: float32 stays, anything else becomes float64
+        dtype = np.float32 if x.dtype == np.float32 else np.float64
     if x.dtype != dtype:
         x = x.astype(dtype)
     if len(x.chunks[1]) > 1:
         x = x.rechunk({1: -1})
     return x
+
+
+def check_native_kernel(kernel, what: str) -> str:
+    """A kernel fastkpca evaluates natively (not precomputed, callable or scikit-learn's)."""
+    if callable(kernel) or not isinstance(kernel, str) or kernel not in KERNELS:
+        raise ValueError(f"{what} needs one of fastkpca's native kernels ({', '.join(KERNELS)}), got "
+                         f"kernel={kernel!r}")
+    return kernel
+
+
+def check_targets(y, n: int) -> np.ndarray:
+    """Regression targets as an (n, t) float64 array, t >= 1: 1-D or 2-D, numeric, finite, n rows (the
+    checks scikit-learn's validate_data makes on the NumPy path)."""
+    if y is None:
+        raise ValueError("y must be given: KernelRidge needs targets")
+    arr = np.asarray(y)
+    if arr.dtype.kind == "O":
+        try:
+            arr = arr.astype(np.float64)
+        except (TypeError, ValueError):
+            raise TypeError("y has dtype object and is not numeric") from None
+    if arr.dtype.kind not in "biuf":
+        raise TypeError(f"y has dtype {arr.dtype}; expected numbers")
+    if arr.ndim not in (1, 2):
+        raise ValueError(f"y must be 1-D or 2-D (samples × targets), got shape {arr.shape}")
+    if arr.shape[0] != n:
+        raise ValueError(f"X has {n} samples but y has {arr.shape[0]}: they must have the same length")
+    if arr.ndim == 2 and arr.shape[1] == 0:
+        raise ValueError(f"y has 0 targets (shape {arr.shape}); at least 1 is required")
+    Y = arr.astype(np.float64).reshape(n, -1)
+    check_finite(Y, "y")
+    return Y
 
 
 def check_landmarks(points, n_features: int, dtype) -> np.ndarray:
