@@ -14,10 +14,10 @@ Target (issue "Beyond one machine"), d = 64, rbf with gamma = 1/d, k = 10, exact
              from the driver, and between workers from their transfer logs) and the scheduler overhead (a
              pass's wall time less its kernel work divided among the worker threads).
   model      The cost model of a pass (cost_model below), its constants measured here: the time per kernel
-             entry of one task on one core (a microbenchmark of the native block product over d and b)
-             and the scheduler's cost per task (passes of a problem too small to compute anything). Its
-             predictions are checked against the measured pass times of 1- and 2-worker fits, and it
-             predicts passes at N = 1,000,000 and 10,000,000 on 16 and 64 workers of 16 cores.
+             entry of one task on one core (a microbenchmark of the native block product over d and b, at
+             the panels' size) and the scheduler's cost per task (passes of a problem too small to compute
+             anything). Its predictions are checked against the measured pass times of 1- and 2-worker
+             fits, and it predicts passes at N = 1,000,000 and 10,000,000 on 16 and 64 workers of 16 cores.
 """
 
 from __future__ import annotations
@@ -224,7 +224,9 @@ def main(argv):
     n = 12_000 if args.quick else 50_000
     script = str(Path(__file__).resolve())
     print(f"# Dask engine, N = {n}, d = {D}, rbf, k = {K}\n")
-    rate = run_child(script, "rate", {"rows": 2048, "ds": [16, 64, 256], "bs": [8, 24, 40]})
+    # The tasks' own size: per-call costs weigh more on smaller blocks (8.1 ns per entry at 2,048 rows, 7.1 at
+    # 6,400, d = 64, b = 24, on this VM).
+    rate = run_child(script, "rate", {"rows": _dask.panel_rows(n), "ds": [16, 64, 256], "bs": [8, 24, 40]})
     coef = fit_entry_model(rate["samples"])
 
     def entry_seconds(d, b):
