@@ -245,9 +245,9 @@ class DistributedKernel:
     samples : Samples
     kernel : NativeKernel
     worker_bytes : int or None
-        Kernel tiles each worker may keep (None: DEFAULT_WORKER_SHARE of its memory limit, less its
-        share of X and of a pass's blocks). Pairs are kept in a fixed order while the cluster's total
-        allows.
+        Kernel tiles each worker may keep (None: DEFAULT_WORKER_SHARE of its memory limit), less X and
+        its share of a pass's blocks. Pairs are kept, in a fixed order, each on the worker with the most
+        room left, while one has room for it.
     block_size : int
         The widest block the solver will multiply (for the memory a pass needs on a worker).
     """
