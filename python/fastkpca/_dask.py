@@ -500,6 +500,13 @@ def local_array(X, name: str = "X") -> np.ndarray:
     return np.asarray(X.compute())
 
 
+def fitted_features(est, d: int) -> None:
+    """n_features_in_ for a fit on a dask array (which has no column names), as validate_data sets it."""
+    est.n_features_in_ = d
+    if hasattr(est, "feature_names_in_"):
+        del est.feature_names_in_
+
+
 def samples_or_local(X):
     """Samples on the cluster of the current Client, or, without one, X computed into this process."""
     client = current_client()
@@ -537,9 +544,7 @@ def fit_kernel_pca(est, X, limit):
         raise ValueError("fit_inverse_transform=True is not available with a dask array X")
     samples = Samples(client, X)
     n, d = samples.shape
-    est.n_features_in_ = d
-    if hasattr(est, "feature_names_in_"):
-        del est.feature_names_in_
+    fitted_features(est, d)
     est.gamma_ = 1 / d if est.gamma is None else est.gamma
     n_components = est._n_components(n)
     est._nystrom = est._distributed = None
@@ -563,10 +568,7 @@ def fit_kernel_pca(est, X, limit):
     est.solver_info_.update(dist.info())
     est.solver_info_["kernel_bytes"] = dist.kept_bytes
     est.X_fit_ = samples.array
-    non_zeros = np.flatnonzero(est.eigenvalues_)
-    scaled = np.zeros(est.eigenvectors_.shape)
-    scaled[:, non_zeros] = est.eigenvectors_[:, non_zeros] / np.sqrt(est.eigenvalues_[non_zeros])
-    V, centering = est._cross_centering(scaled)
+    V, centering = est._cross_centering(est._projection())
     est._distributed = CrossProduct(samples, kernel, V, centering)
     return est
 
@@ -591,9 +593,7 @@ def fit_kernel_ridge(est, X, y, sample_weight, limit):
     ravel = np.ndim(y) == 1
     alphas = v.check_alphas(est.alpha, Y.shape[1])
     root_w = v.sample_weight_root(sample_weight, n)
-    est.n_features_in_ = d
-    if hasattr(est, "feature_names_in_"):
-        del est.feature_names_in_
+    fitted_features(est, d)
     est._distributed = None
     start = time.perf_counter()
     kernel = NativeKernel.resolve(est.kernel, est.gamma, est.degree, est.coef0, d)
@@ -620,13 +620,7 @@ def fit_kernel_ridge(est, X, y, sample_weight, limit):
         info.update(dist.info())
         X_fit = samples.array
         est._distributed = CrossProduct(samples, kernel, dual)
-    info.update(solver=solver, seconds=time.perf_counter() - start)
-    est.solver_info_ = info
-    est.n_iter_ = int(info.get("iterations", 1))
-    est.dual_coef_ = dual.ravel() if ravel else dual
-    est.X_fit_ = X_fit
-    est._report("done", solver=solver, seconds=info["seconds"])
-    return est
+    return est._fitted(dual, info, X_fit, solver, ravel, start)
 
 
 def picklable_state(state: dict) -> dict:

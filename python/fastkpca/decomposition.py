@@ -590,10 +590,14 @@ default="linear"
             X = v.check_samples(X, "X", self.landmarks_.dtype)
             rows = low_rank.chunk_rows(self.landmarks_.shape[0], X.dtype.itemsize, v.memory_limit(self.memory_limit))
             return low_rank.nystrom_project(X, self.landmarks_, kernel, P, offset, rows).astype(X.dtype, copy=False)
+        return self._centered_cross_kernel_times(X, self._projection())
+
+    def _projection(self):
+        """M with transform(X) = center(K(X, X_fit_))·M: the eigenvectors over √λ (0 for λ = 0)."""
         non_zeros = np.flatnonzero(self.eigenvalues_)
         scaled = np.zeros_like(self.eigenvectors_)
         scaled[:, non_zeros] = self.eigenvectors_[:, non_zeros] / np.sqrt(self.eigenvalues_[non_zeros])
-        return self._centered_cross_kernel_times(X, scaled)
+        return scaled
 
     def _transform_chunk_rows(self, n_fit, itemsize):
         """Rows of X_new per piece of the cross kernel: at most TRANSFORM_CHUNK_BYTES and a quarter of the

@@ -152,9 +152,7 @@ class Nystroem(ClassNamePrefixFeaturesOutMixin, TransformerMixin, BaseEstimator)
         limit = self._check_params()
         if v.is_dask_array(X):  # the landmarks (and, for rpcholesky, the rows searched) are gathered here
             X = _dask.samples_or_local(X)
-            self.n_features_in_ = X.shape[1]
-            if hasattr(self, "feature_names_in_"):
-                del self.feature_names_in_
+            _dask.fitted_features(self, X.shape[1])
         if not isinstance(X, _dask.Samples):
             X = validate_data(self, X, accept_sparse="csr", dtype=[np.float64, np.float32])
         params = self._kernel_params()  # raises for gamma/coef0/degree with a callable or precomputed kernel

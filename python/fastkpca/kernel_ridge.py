@@ -226,6 +226,10 @@ class KernelRidge(MultiOutputMixin, RegressorMixin, BaseEstimator):
             X_fit = X
         else:
             dual, info, X_fit = self._fit_nystrom(X, Y, alphas, root_w, limit)
+        return self._fitted(dual, info, X_fit, solver, ravel, start)
+
+    def _fitted(self, dual, info, X_fit, solver, ravel, start):
+        """Set the fitted attributes from a solver's result (in process or on a Dask cluster)."""
         info.update(solver=solver, seconds=time.perf_counter() - start)
         self.solver_info_ = info
         self.n_iter_ = int(info.get("iterations", 1))
