@@ -159,9 +159,9 @@ class Samples:
     """A validated dask array of samples cut into panels, persisted on the workers, and its panels'
     futures in row order."""
 
-    def __init__(self, client, X, name: str = "X", dtype=None):
-        _, da, _ = dask_modules()
-        X = v.check_dask_samples(X, name, dtype)
+    def __init__(self, client, X):
+        dask, da, distributed = dask_modules()
+        X = v.check_dask_samples(X, "X")
         self.n, self.d = (int(s) for s in X.shape)
         self.dtype = np.dtype(X.dtype)
         rows = panel_rows(self.n)
@@ -170,12 +170,13 @@ class Samples:
         self.offsets = np.concatenate([[0], np.cumsum(X.chunks[0])]).astype(np.int64)
         blocks = X.to_delayed().ravel().tolist()
         # One task per panel: contiguous, finite (ValueError from the worker otherwise).
-        self.futures = [client.compute(_delayed(_check_panel)(block, i)) for i, block in enumerate(blocks)]
+        self.futures = client.compute([dask.delayed(_check_panel, pure=True)(block, i)
+                                       for i, block in enumerate(blocks)])
         self.array = da.concatenate([da.from_delayed(f, shape=(int(s), self.d), dtype=self.dtype)
                                      for f, s in zip(self.futures, X.chunks[0])])
         # Wait for them (without fetching them): a NaN, or a graph that cannot be computed, fails here and not
         # in the solver.
-        dask_modules()[2].wait(self.futures)
+        distributed.wait(self.futures)
         for f in self.futures:
             if f.status == "error":
                 f.result()
@@ -228,11 +229,6 @@ class Samples:
 def _rows_of(panel, local):
     return np.ascontiguousarray(panel[local])
 
-
-def _delayed(func):
-    import dask
-
-    return dask.delayed(func, pure=True)
 
 
 # -------------------------------------------------------------------------------- distributed kernel
