@@ -11,10 +11,10 @@ namespace fastkpca::bindings {
 
 namespace {
 
-using RArrayD = py::array_t<double, py::array::c_style>;
+using RArrayD = py::array_t<double, py::array::c_style>;  // results made here
 
 template <class S>
-std::unique_ptr<KernelTiles<S>> block_tiles(const CArray<S>& a, const std::optional<CArray<S>>& b,
+std::unique_ptr<KernelTiles<S>> block_tiles(const Input<S>& a, const std::optional<Input<S>>& b,
                                             const std::string& kernel, double gamma, double degree, double coef0,
                                             std::optional<ConstRowMatrixMap<S>>& bm) {
   require_matrix(a, "a");
@@ -30,7 +30,7 @@ std::unique_ptr<KernelTiles<S>> block_tiles(const CArray<S>& a, const std::optio
 }
 
 template <class S>
-py::array_t<S> kernel_block_panels_of(const CArray<S>& a, const std::optional<CArray<S>>& b, const std::string& kernel,
+py::array_t<S> kernel_block_panels_of(const Input<S>& a, const std::optional<Input<S>>& b, const std::string& kernel,
                                       double gamma, double degree, double coef0, int n_threads) {
   std::optional<ConstRowMatrixMap<S>> bm;
   auto tiles = block_tiles<S>(a, b, kernel, gamma, degree, coef0, bm);
@@ -45,9 +45,9 @@ py::array_t<S> kernel_block_panels_of(const CArray<S>& a, const std::optional<CA
 }
 
 template <class S>
-py::tuple kernel_block_product_of(const CArray<S>& a, const std::optional<CArray<S>>& b, const std::string& kernel,
-                                  double gamma, double degree, double coef0, const std::optional<CArray<S>>& panels,
-                                  const RArrayD& va, const std::optional<RArrayD>& vb, Index blocks,
+py::tuple kernel_block_product_of(const Input<S>& a, const std::optional<Input<S>>& b, const std::string& kernel,
+                                  double gamma, double degree, double coef0, const std::optional<Input<S>>& panels,
+                                  const Input<double>& va, const std::optional<Input<double>>& vb, Index blocks,
                                   int n_threads) {
   std::optional<ConstRowMatrixMap<S>> bm;
   auto tiles = block_tiles<S>(a, b, kernel, gamma, degree, coef0, bm);
@@ -83,12 +83,12 @@ py::tuple kernel_block_product_of(const CArray<S>& a, const std::optional<CArray
 
 template <class S>
 void def_blocks(py::module_& m) {
-  m.def("kernel_block_panels", &kernel_block_panels_of<S>, py::arg("a").noconvert(), py::arg("b").noconvert(),
+  m.def("kernel_block_panels", &kernel_block_panels_of<S>, py::arg("a"), py::arg("b"),
         py::arg("kernel"), py::arg("gamma"), py::arg("degree"), py::arg("coef0"), py::arg("n_threads"),
         "The tiles of k(a, b) (b=None: the lower tiles of k(a, a)) in the panel form kernel_block_product reads.");
-  m.def("kernel_block_product", &kernel_block_product_of<S>, py::arg("a").noconvert(), py::arg("b").noconvert(),
-        py::arg("kernel"), py::arg("gamma"), py::arg("degree"), py::arg("coef0"), py::arg("panels").noconvert(),
-        py::arg("va").noconvert(), py::arg("vb").noconvert(), py::arg("blocks"), py::arg("n_threads"),
+  m.def("kernel_block_product", &kernel_block_product_of<S>, py::arg("a"), py::arg("b"),
+        py::arg("kernel"), py::arg("gamma"), py::arg("degree"), py::arg("coef0"), py::arg("panels"),
+        py::arg("va"), py::arg("vb"), py::arg("blocks"), py::arg("n_threads"),
         "(k(a, b)·vb, k(a, b)ᵀ·va), or (k(a, a)·va, None) for b=None, each tile used once; panels (or None) "
         "from kernel_block_panels replace computing the tiles, with the same result bit for bit. `blocks` "
         "(1 to 16) fixed work units, each with a buffer for the transposed side: 1 on one thread.");

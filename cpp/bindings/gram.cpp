@@ -12,8 +12,8 @@ namespace fastkpca::bindings {
 namespace {
 
 template <class S>
-void gram_into(const CArray<S>& x, const std::optional<CArray<S>>& y, const std::string& kernel, double gamma,
-               double degree, double coef0, CArray<S>& out, int n_threads) {
+void gram_into(const Input<S>& x, const std::optional<Input<S>>& y, const std::string& kernel, double gamma,
+               double degree, double coef0, InPlace<S>& out, int n_threads) {
   const KernelParams params = kernel_params(kernel, gamma, degree, coef0);
   require_matrix(x, "x");
   if (y) {
@@ -34,8 +34,8 @@ void gram_into(const CArray<S>& x, const std::optional<CArray<S>>& y, const std:
 }
 
 template <class S>
-void kernel_diagonal_into(const CArray<S>& x, const std::string& kernel, double gamma, double degree, double coef0,
-                          CArray<S>& out, int n_threads) {
+void kernel_diagonal_into(const Input<S>& x, const std::string& kernel, double gamma, double degree, double coef0,
+                          InPlace<S>& out, int n_threads) {
   const KernelParams params = kernel_params(kernel, gamma, degree, coef0);
   require_matrix(x, "x");
   if (out.ndim() != 1 || out.shape(0) != x.shape(0)) throw py::value_error("out has the wrong shape");
@@ -48,8 +48,8 @@ void kernel_diagonal_into(const CArray<S>& x, const std::string& kernel, double 
 }
 
 template <class S>
-void cross_product_into(const CArray<S>& x, const CArray<S>& y, const std::string& kernel, double gamma, double degree,
-                        double coef0, const CArray<double>& v, CArray<double>& out, int n_threads) {
+void cross_product_into(const Input<S>& x, const Input<S>& y, const std::string& kernel, double gamma, double degree,
+                        double coef0, const Input<double>& v, InPlace<double>& out, int n_threads) {
   const KernelParams params = kernel_params(kernel, gamma, degree, coef0);
   require_matrix(x, "x");
   require_matrix(y, "y");
@@ -69,15 +69,15 @@ void cross_product_into(const CArray<S>& x, const CArray<S>& y, const std::strin
 
 template <class S>
 void def_gram(py::module_& m) {
-  m.def("gram_into", &gram_into<S>, py::arg("x").noconvert(), py::arg("y").noconvert(), py::arg("kernel"),
-        py::arg("gamma"), py::arg("degree"), py::arg("coef0"), py::arg("out").noconvert(), py::arg("n_threads"),
+  m.def("gram_into", &gram_into<S>, py::arg("x"), py::arg("y"), py::arg("kernel"),
+        py::arg("gamma"), py::arg("degree"), py::arg("coef0"), py::arg("out"), py::arg("n_threads"),
         "out[i, j] = k(x_i, y_j) (y=None: y = x, symmetric). Arrays: C-contiguous, one dtype.");
-  m.def("kernel_diagonal_into", &kernel_diagonal_into<S>, py::arg("x").noconvert(), py::arg("kernel"),
-        py::arg("gamma"), py::arg("degree"), py::arg("coef0"), py::arg("out").noconvert(), py::arg("n_threads"),
+  m.def("kernel_diagonal_into", &kernel_diagonal_into<S>, py::arg("x"), py::arg("kernel"),
+        py::arg("gamma"), py::arg("degree"), py::arg("coef0"), py::arg("out"), py::arg("n_threads"),
         "out[i] = k(x_i, x_i), equal to the diagonal of gram_into(x, None). Arrays: C-contiguous, one dtype.");
-  m.def("cross_product_into", &cross_product_into<S>, py::arg("x").noconvert(), py::arg("y").noconvert(),
-        py::arg("kernel"), py::arg("gamma"), py::arg("degree"), py::arg("coef0"), py::arg("v").noconvert(),
-        py::arg("out").noconvert(), py::arg("n_threads"),
+  m.def("cross_product_into", &cross_product_into<S>, py::arg("x"), py::arg("y"),
+        py::arg("kernel"), py::arg("gamma"), py::arg("degree"), py::arg("coef0"), py::arg("v"),
+        py::arg("out"), py::arg("n_threads"),
         "out = K(x, y) @ v without storing K (v, out: C-contiguous float64).");
 }
 

@@ -2,6 +2,8 @@
 #include <Eigen/Core>
 #include <omp.h>
 
+#include <vector>
+
 #include "common.hpp"
 
 namespace fastkpca::bindings {
@@ -39,6 +41,26 @@ py::list supported_isas() {
   return out;
 }
 
+#ifdef FASTKPCA_SANITIZE
+// Defects on purpose, compiled into sanitizer builds only: tests/test_sanitizer_stage.py runs them in a
+// child process to show that a report there stops the process and is found by the CI stage.
+void sanitizer_probe(const std::string& defect) {
+  if (defect == "heap-buffer-overflow") {
+    std::vector<double> v(7, 1.0);
+    volatile const double* p = v.data();
+    volatile double x = p[v.size()];  // one element past the end
+    (void)x;
+  } else if (defect == "misaligned") {
+    alignas(8) unsigned char bytes[2 * sizeof(double)] = {};
+    volatile const double* p = reinterpret_cast<const double*>(bytes + 1);
+    volatile double x = *p;  // a double at an odd address
+    (void)x;
+  } else {
+    throw py::value_error("unknown defect '" + defect + "'");
+  }
+}
+#endif
+
 }  // namespace
 
 void init_info(py::module_& m) {
@@ -55,8 +77,17 @@ void init_info(py::module_& m) {
     d["openmp"] = _OPENMP;
     d["omp_max_threads"] = omp_get_max_threads();
     d["omp_num_procs"] = omp_get_num_procs();
+#ifdef FASTKPCA_SANITIZE
+    d["sanitize"] = FASTKPCA_SANITIZE;
+#else
+    d["sanitize"] = "";
+#endif
     return d;
   });
+#ifdef FASTKPCA_SANITIZE
+  m.def("_sanitizer_probe", &sanitizer_probe, py::arg("defect"),
+        "Run a defect on purpose (sanitizer builds only): 'heap-buffer-overflow' or 'misaligned'.");
+#endif
   m.def("omp_max_threads", []() { return omp_get_max_threads(); });
 }
 

@@ -20,7 +20,7 @@ namespace {
 // views keep shared_ptr<const Operator>.
 using Handle = std::shared_ptr<Operator>;
 
-using FArrayD = py::array_t<double, py::array::f_style>;
+using FArrayD = py::array_t<double, py::array::f_style>;  // results made here
 
 FArrayD to_numpy(const ColMatrix<double>& m) {
   FArrayD out({m.rows(), m.cols()});
@@ -49,11 +49,11 @@ class PythonOperator final : public Operator {
   void apply(const ColMatrix<double>& v, ColMatrix<double>& w, Interrupt&) const override {
     py::gil_scoped_acquire gil;
     py::object result = matmat_(to_numpy(v));
-    auto arr = py::array_t<double, py::array::f_style | py::array::forcecast>::ensure(result);
-    if (!arr || arr.ndim() != 2 || arr.shape(0) != n_ || arr.shape(1) != v.cols())
+    auto arr = aligned_array<double, py::array::f_style>(result, true, true);
+    if (!arr || arr->ndim() != 2 || arr->shape(0) != n_ || arr->shape(1) != v.cols())
       throw py::value_error("matmat returned an array of the wrong shape: expected (" + std::to_string(n_) + ", " +
                             std::to_string(v.cols()) + ")");
-    w = Eigen::Map<const ColMatrix<double>>(arr.data(), n_, v.cols());
+    w = Eigen::Map<const ColMatrix<double>>(arr->data(), n_, v.cols());
   }
   double trace(Interrupt&) const override {
     if (!trace_) throw std::domain_error("the trace of a Python operator is not known to fastkpca");
@@ -69,10 +69,10 @@ class PythonOperator final : public Operator {
   Eigen::VectorXd compute_row_sums(Interrupt& interrupt) const override {
     if (row_sums_.is_none()) return Operator::compute_row_sums(interrupt);
     py::gil_scoped_acquire gil;
-    auto arr = py::array_t<double, py::array::c_style | py::array::forcecast>::ensure(row_sums_());
-    if (!arr || arr.ndim() != 1 || arr.shape(0) != n_)
+    auto arr = aligned_array<double, py::array::c_style>(row_sums_(), true, true);
+    if (!arr || arr->ndim() != 1 || arr->shape(0) != n_)
       throw py::value_error("row_sums returned an array of the wrong shape: expected (" + std::to_string(n_) + ",)");
-    return Eigen::Map<const Eigen::VectorXd>(arr.data(), n_);
+    return Eigen::Map<const Eigen::VectorXd>(arr->data(), n_);
   }
 
  private:
@@ -85,17 +85,19 @@ class PythonOperator final : public Operator {
 };
 
 // One function for both dtypes (pybind11 overloads with keep_alive would apply it after a failed match).
+// The operator reads the caller's matrix after this call returns, so it must be the caller's array itself:
+// InPlace's rule (a misaligned one is refused).
 Handle dense_operator(const py::array& a) {
   require_square(a, "a");
-  if (CArray<double>::check_(a))
-    return std::make_shared<DenseSymmetricOperator<double>>(a.cast<CArray<double>>().data(), a.shape(0));
-  if (CArray<float>::check_(a))
-    return std::make_shared<DenseSymmetricOperator<float>>(a.cast<CArray<float>>().data(), a.shape(0));
+  if (py::array_t<double, py::array::c_style>::check_(a))
+    return std::make_shared<DenseSymmetricOperator<double>>(a.cast<InPlace<double>>().data(), a.shape(0));
+  if (py::array_t<float, py::array::c_style>::check_(a))
+    return std::make_shared<DenseSymmetricOperator<float>>(a.cast<InPlace<float>>().data(), a.shape(0));
   throw py::type_error("a must be a C-contiguous float32 or float64 array");
 }
 
 template <class S>
-Handle kernel_operator(const CArray<S>& x, const std::string& kernel, double gamma, double degree, double coef0,
+Handle kernel_operator(const Input<S>& x, const std::string& kernel, double gamma, double degree, double coef0,
                             Index cached_tile_rows, int n_threads) {
   require_matrix(x, "x");
   if (x.shape(0) < 1 || x.shape(1) < 1) throw py::value_error("x must have at least one row and one column");
@@ -106,7 +108,7 @@ Handle kernel_operator(const CArray<S>& x, const std::string& kernel, double gam
   });
 }
 
-FArrayD matmat(const Handle& op, const FArrayD& v, int n_threads) {
+FArrayD matmat(const Handle& op, const Input<double, py::array::f_style>& v, int n_threads) {
   require_matrix(v, "v");
   if (v.shape(0) != op->rows()) throw py::value_error("v has the wrong number of rows for this operator");
   const ColMatrix<double> vin = Eigen::Map<const ColMatrix<double>>(v.data(), v.shape(0), v.shape(1));
@@ -119,7 +121,7 @@ FArrayD matmat(const Handle& op, const FArrayD& v, int n_threads) {
 }
 
 // Block Lanczos (or, `dense`, a dense solve of the whole operator) for the top-k pairs of op.
-py::dict eigsh(const Handle& op, const FArrayD& v0, Index k, double tol, Index max_basis, Index max_passes,
+py::dict eigsh(const Handle& op, const Input<double, py::array::f_style>& v0, Index k, double tol, Index max_basis, Index max_passes,
                std::uint64_t seed, bool dense, std::optional<py::function> progress, int n_threads) {
   require_matrix(v0, "v0");
   const Index n = op->rows(), b = v0.shape(1);
@@ -154,7 +156,7 @@ py::dict eigsh(const Handle& op, const FArrayD& v0, Index k, double tol, Index m
 
 template <class S>
 void def_factories(py::module_& m) {
-  m.def("kernel_operator", &kernel_operator<S>, py::arg("x").noconvert(), py::arg("kernel"), py::arg("gamma"),
+  m.def("kernel_operator", &kernel_operator<S>, py::arg("x"), py::arg("kernel"), py::arg("gamma"),
         py::arg("degree"), py::arg("coef0"), py::arg("cached_tile_rows"), py::arg("n_threads"),
         "k(x, x) over its lower tiles, the first cached_tile_rows tile rows kept (all: packed; 0: matrix-free).");
 }
@@ -176,7 +178,7 @@ void init_operators(py::module_& m) {
         d["flops"] = c.flops;
         return d;
       }, py::arg("b"))
-      .def("matmat", &matmat, py::arg("v").noconvert(), py::arg("n_threads"), "W = A·V (V: n × b, Fortran order).")
+      .def("matmat", &matmat, py::arg("v"), py::arg("n_threads"), "W = A·V (V: n × b, Fortran order).")
       .def("row_sums", [](const Handle& op, int n_threads) {
         Eigen::VectorXd s = release_and_run(n_threads, [&](Interrupt& interrupt) { return op->row_sums(interrupt); });
         return py::array_t<double>(s.size(), s.data());
@@ -206,7 +208,7 @@ void init_operators(py::module_& m) {
         "The full storage: a symmetric C-contiguous n×n array, read in place.");
   def_factories<double>(m);
   def_factories<float>(m);
-  m.def("eigsh", &eigsh, py::arg("op"), py::arg("v0").noconvert(), py::arg("k"), py::arg("tol"), py::arg("max_basis"),
+  m.def("eigsh", &eigsh, py::arg("op"), py::arg("v0"), py::arg("k"), py::arg("tol"), py::arg("max_basis"),
         py::arg("max_passes"), py::arg("seed"), py::arg("dense"), py::arg("progress"), py::arg("n_threads"),
         "Top-k eigenpairs of a symmetric operator (block Lanczos, or dense).");
 }

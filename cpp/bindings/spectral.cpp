@@ -9,8 +9,6 @@ namespace fastkpca::bindings {
 
 namespace {
 
-using FArrayD = py::array_t<double, py::array::f_style>;
-
 CenterInput center_input(const std::string& input) {
   return input == "kernel" ? CenterInput::kernel
          : input == "distances" ? CenterInput::distances
@@ -21,7 +19,7 @@ py::array_t<double> to_numpy(const Eigen::VectorXd& v) { return py::array_t<doub
 
 // Returns (ok, column means of f(K), grand mean); ok is false (K untouched) when they are not finite.
 template <class S>
-py::tuple double_center_inplace(CArray<S>& k, const std::string& input, double alpha, int n_threads) {
+py::tuple double_center_inplace(InPlace<S>& k, const std::string& input, double alpha, int n_threads) {
   require_square(k, "k");
   S* data = k.mutable_data();
   const Index n = k.shape(0);
@@ -34,7 +32,7 @@ py::tuple double_center_inplace(CArray<S>& k, const std::string& input, double a
 }
 
 template <class S>
-void center_cross_inplace(CArray<S>& k, const CArray<double>& fit_col_mean, double fit_grand_mean, int n_threads) {
+void center_cross_inplace(InPlace<S>& k, const Input<double>& fit_col_mean, double fit_grand_mean, int n_threads) {
   require_matrix(k, "k");
   if (fit_col_mean.ndim() != 1 || fit_col_mean.size() != k.shape(1)) throw py::value_error("fit_col_mean does not match the kernel's columns");
   const Eigen::VectorXd fc = Eigen::Map<const Eigen::VectorXd>(fit_col_mean.data(), fit_col_mean.size());
@@ -47,7 +45,7 @@ void center_cross_inplace(CArray<S>& k, const CArray<double>& fit_col_mean, doub
 }
 
 template <class S>
-py::tuple scan(const CArray<S>& a, bool check_symmetry, int n_threads) {
+py::tuple scan(const Input<S>& a, bool check_symmetry, int n_threads) {
   require_square(a, "a");
   const S* data = a.data();
   const Index n = a.shape(0);
@@ -59,12 +57,12 @@ py::tuple scan(const CArray<S>& a, bool check_symmetry, int n_threads) {
 
 template <class S>
 void def_spectral(py::module_& m) {
-  m.def("double_center_inplace", &double_center_inplace<S>, py::arg("k").noconvert(), py::arg("input"),
+  m.def("double_center_inplace", &double_center_inplace<S>, py::arg("k"), py::arg("input"),
         py::arg("alpha"), py::arg("n_threads"), "K <- alpha · H f(K) H in place (f: identity or square).");
-  m.def("center_cross_inplace", &center_cross_inplace<S>, py::arg("k").noconvert(),
-        py::arg("fit_col_mean").noconvert(), py::arg("fit_grand_mean"), py::arg("n_threads"),
+  m.def("center_cross_inplace", &center_cross_inplace<S>, py::arg("k"),
+        py::arg("fit_col_mean"), py::arg("fit_grand_mean"), py::arg("n_threads"),
         "Out-of-sample centering of a cross kernel, in place.");
-  m.def("scan_square", &scan<S>, py::arg("a").noconvert(), py::arg("check_symmetry"), py::arg("n_threads"),
+  m.def("scan_square", &scan<S>, py::arg("a"), py::arg("check_symmetry"), py::arg("n_threads"),
         "(all finite, max |a|, max |a - a.T|) in one pass.");
 }
 

@@ -76,7 +76,23 @@ def check_samples(x, name: str, dtype=None) -> np.ndarray:
     if arr.shape[1] == 0:
         raise ValueError(f"{name} has 0 features (shape {arr.shape}); at least 1 is required")
     check_finite(arr, name)
-    return np.ascontiguousarray(arr)
+    return contiguous(arr)
+
+
+def contiguous(arr: np.ndarray) -> np.ndarray:
+    """``arr`` C-contiguous and aligned, copied only if it is not. The native core reads arrays through
+    Eigen maps and SIMD loads that need elements at multiples of their size; a view of a byte buffer at an
+    odd offset (``np.frombuffer(buf, offset=1)``) is contiguous but not aligned."""
+    return np.require(arr, requirements=("C", "A"))
+
+
+def check_in_place(arr: np.ndarray, name: str) -> None:
+    """An array the core will overwrite or keep reading in place must be aligned (see :func:`contiguous`);
+    a copy would not be the caller's array."""
+    if not arr.flags.aligned:
+        raise ValueError(f"{name} is not aligned (its data starts at an address that is not a multiple of "
+                         f"{arr.dtype.itemsize} bytes), so it cannot be used in place; pass copy=True or an "
+                         "aligned copy (numpy.require(a, requirements='A'))")
 
 
 def is_dask_array(x) -> bool:

@@ -29,6 +29,7 @@ def _square_work_array(K, name: str, copy: bool) -> tuple[np.ndarray, np.ndarray
     v.check_square(K, name)
     if not K.flags.writeable:
         raise ValueError(f"{name} is read-only, so it cannot be centered in place; pass copy=True")
+    v.check_in_place(K, name)
     if K.flags.c_contiguous:
         return K, K
     if K.flags.f_contiguous:

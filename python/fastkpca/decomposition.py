@@ -277,7 +277,7 @@ default="linear"
         """(K, symmetric, max |K - Kᵀ|): the user's precomputed kernel, C-contiguous, checked finite."""
         K = v.as_float_array(X, "X (the precomputed kernel)")  # sparse kernels are densified
         v.check_square(K, "X (the precomputed kernel)")
-        K = np.ascontiguousarray(K)
+        K = v.contiguous(K)  # read in place by the operator: aligned, C-ordered
         finite, _, asym = _native.core.scan_square(K, True, v.n_threads(self.n_jobs))
         if not finite:
             raise ValueError("the kernel matrix contains NaN or infinity")

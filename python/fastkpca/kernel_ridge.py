@@ -335,7 +335,7 @@ class KernelRidge(MultiOutputMixin, RegressorMixin, BaseEstimator):
             columns_of = (Xd, native)
         else:
             if self.kernel == "precomputed":  # used in place: no copy
-                K = np.ascontiguousarray(v.as_float_array(X, "X (the precomputed kernel)"))
+                K = v.contiguous(v.as_float_array(X, "X (the precomputed kernel)"))
                 v.check_finite(K, "X (the precomputed kernel)")
                 held, reason = 0, "a precomputed kernel is used in place"
             else:

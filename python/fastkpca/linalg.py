@@ -204,9 +204,9 @@ def as_native_operator(A, threads: int):
         return _native.core.python_operator(matmat, int(shape[0])), np.dtype(np.float64)
     arr = v.as_float_array(A, "A")
     v.check_square(arr, "A")
-    if not arr.flags.c_contiguous:
-        # A symmetric matrix in Fortran order is its own transpose in C order; otherwise copy once.
-        arr = arr.T if arr.flags.f_contiguous else np.ascontiguousarray(arr)
+    if not arr.flags.c_contiguous and arr.flags.f_contiguous:
+        arr = arr.T  # a symmetric matrix in Fortran order is its own transpose in C order
+    arr = v.contiguous(arr)  # read in place by the operator: C-ordered and aligned, copied once if not
     finite, max_abs, asym = _native.core.scan_square(arr, True, threads)
     if not finite:
         raise ValueError("A contains NaN or infinity")

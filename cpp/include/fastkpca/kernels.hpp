@@ -217,7 +217,10 @@ struct LaplacianKernel {
 
   void prepare(Operands<S>& op) const {
     const RowMatrix<S>& y = op.rhs();
-    const Index n = y.rows(), padded = (n + W - 1) / W * W;
+    // l1_block reads a whole strip of W columns from the tile's first column j0 on, and a tile may start at
+    // any column (the diagonal evaluates the single entry (i, i)): W zero columns after the last one keep
+    // every strip that starts inside Y inside y_t.
+    const Index n = y.rows(), padded = n + W;
     op.y_t = RowMatrix<S>::Zero(y.cols(), padded);
     op.y_t.leftCols(n) = y.transpose();
   }

@@ -1,0 +1,187 @@
+"""Memory safety of the native core at its edges, for the sanitizer build (tools/sanitize.sh, CI's sanitizer
+stage) as much as for the normal one:
+
+- every kernel at every d from 1 to 40, through every native path that evaluates kernel entries, with
+  tiles that start at columns that are not multiples of a SIMD strip (the diagonal evaluates the single
+  entry (i, i)) and data that starts at odd rows: an overread there is an AddressSanitizer report;
+- arrays whose data starts at an odd byte offset (as a Dask worker deserialises its messages) given to
+  every binding of the module: read-only ones are copied once at the boundary, ones the core writes in
+  place or keeps are refused with ValueError. A misaligned load is an UndefinedBehaviorSanitizer report.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+import reference as ref
+from fastkpca import _native, _registry
+from fastkpca.kernels import NativeKernel
+from fastkpca.low_rank import rpcholesky
+
+KERNELS = sorted({spec.name for spec in _registry.NAMES.values()})
+DTYPES = (np.float64, np.float32)
+
+
+def misaligned(a: np.ndarray) -> np.ndarray:
+    """A copy of ``a`` (same shape, dtype and memory order) whose data starts one byte past an aligned
+    address."""
+    order = "F" if a.flags.f_contiguous and not a.flags.c_contiguous else "C"
+    buf = np.zeros(a.nbytes + 1, dtype=np.uint8)
+    flat = buf[1:].view(a.dtype)
+    out = flat.reshape(a.shape if order == "C" else a.shape[::-1])
+    out = out if order == "C" else out.T
+    out[...] = a
+    assert not out.flags.aligned and np.array_equal(out, a)
+    return out
+
+
+def tolerance(dtype, scale):
+    return (1e-11 if dtype == np.float64 else 2e-5) * max(1.0, scale)
+
+
+# --------------------------------------------------------------------------- every kernel, every d
+
+@pytest.mark.parametrize("dtype", DTYPES)
+@pytest.mark.parametrize("kernel", KERNELS)
+def test_every_native_path_at_every_width(kernel, dtype):
+    """Gram (symmetric and cross), diagonal, tiles, cross products, kernel blocks and RPCholesky columns at
+    d = 1 … 40, on data that starts at odd rows, against the NumPy reference."""
+    rng = np.random.default_rng(7)
+    base = rng.standard_normal((60, 40)) * 0.5
+    core = _native.core
+    for d in range(1, 41):
+        r0, c0 = d % 5 + 1, (3 * d) % 7 + 1
+        n_x, n_y = 17 + d % 13, 9 + (5 * d) % 19
+        X = np.ascontiguousarray(base[r0:r0 + n_x, :d], dtype=dtype)
+        Y = np.ascontiguousarray(base[c0:c0 + n_y, :d], dtype=dtype)
+        k = NativeKernel.resolve(kernel, None, 3, 1, d, n_jobs=2)
+        expected = ref.kernel(X, Y, kernel, k.gamma, k.degree, k.coef0)
+        expected_xx = ref.kernel(X, None, kernel, k.gamma, k.degree, k.coef0)
+        tol = tolerance(dtype, np.abs(expected_xx).max())
+        np.testing.assert_allclose(k.cross(X, Y), expected, rtol=0, atol=tol, err_msg=f"gram(X, Y), d={d}")
+        np.testing.assert_allclose(k.cross(X), expected_xx, rtol=0, atol=tol, err_msg=f"gram(X), d={d}")
+        np.testing.assert_allclose(k.diagonal(X), np.diag(expected_xx), rtol=0, atol=tol, err_msg=f"diagonal, d={d}")
+        V = rng.standard_normal((n_y, 3))
+        np.testing.assert_allclose(k.product(X, Y, V), expected @ V, rtol=0, atol=tol * n_y,
+                                   err_msg=f"cross product, d={d}")
+        args = (k.name, k.gamma, k.degree, k.coef0)
+        VA = rng.standard_normal((n_x, 3))
+        wa, wb = core.kernel_block_product(X, Y, *args, None, VA, V, 1, 1)
+        np.testing.assert_allclose(wa, expected @ V, rtol=0, atol=tol * n_y, err_msg=f"kernel block, d={d}")
+        np.testing.assert_allclose(wb, expected.T @ VA, rtol=0, atol=tol * n_x, err_msg=f"kernel block, d={d}")
+        tiles = core.kernel_block_panels(X, None, *args, 1)
+        w, _ = core.kernel_block_product(X, None, *args, tiles, VA, None, 1, 1)
+        np.testing.assert_allclose(w, expected_xx @ VA, rtol=0, atol=tol * n_x, err_msg=f"kept tiles, d={d}")
+        if _registry.KERNELS[kernel].positive_semidefinite:
+            factor = rpcholesky(X, min(4, n_x), k, random_state=d).factor
+            S = rpcholesky(X, min(4, n_x), k, random_state=d).pivots
+            np.testing.assert_allclose(factor @ factor[S].T, expected_xx[:, S], rtol=0, atol=tol * 10,
+                                       err_msg=f"RPCholesky columns, d={d}")
+
+
+@pytest.mark.parametrize("kernel", KERNELS)
+def test_tile_edges_and_single_entries(kernel):
+    """Sizes around the 256-row tile, and the diagonal of every row of a tile edge (a 1×1 tile at every
+    column offset)."""
+    rng = np.random.default_rng(3)
+    for n in (1, 2, 255, 257):
+        X = rng.standard_normal((n, 3))
+        k = NativeKernel.resolve(kernel, None, 3, 1, 3)
+        expected = ref.kernel(X, None, kernel, k.gamma, k.degree, k.coef0)
+        tol = tolerance(np.float64, np.abs(expected).max())
+        np.testing.assert_allclose(k.diagonal(X), np.diag(expected), rtol=0, atol=tol)
+        np.testing.assert_allclose(k.cross(X), expected, rtol=0, atol=tol)
+        np.testing.assert_allclose(k.cross(X[-1:], X), expected[-1:], rtol=0, atol=tol)
+
+
+# ------------------------------------------------------------------------- misaligned arrays
+
+def _operator(dtype=np.float64):
+    X = np.random.default_rng(1).standard_normal((40, 3)).astype(dtype)
+    return _native.core.kernel_operator(X, "rbf", 0.5, 3.0, 1.0, 0, 1)
+
+
+def _bindings():
+    """name -> (call(make), which arguments it writes in place or keeps): ``make(array)`` gives the array
+    that call passes to the binding (as it is, or misaligned)."""
+    core = _native.core
+    rng = np.random.default_rng(5)
+    X = rng.standard_normal((40, 3))
+    Y = rng.standard_normal((30, 3))
+    V = rng.standard_normal((30, 4))
+    VA = rng.standard_normal((40, 4))
+    K = ref.kernel(X, None, "rbf", 0.5)
+    F = np.asfortranarray(rng.standard_normal((40, 8)))
+    args = ("rbf", 0.5, 3.0, 1.0)
+    tiles = core.kernel_block_panels(X, None, *args, 1)
+
+    def out(shape, dtype=np.float64):
+        return np.zeros(shape, dtype=dtype)
+
+    return {
+        "gram_into": [lambda m: (core.gram_into(m(X), m(Y), *args, o := m(out((40, 30))), 1), o)[1], ("out",)],
+        "kernel_diagonal_into": [lambda m: (core.kernel_diagonal_into(m(X), *args, o := m(out(40)), 1), o)[1],
+                                 ("out",)],
+        "cross_product_into": [lambda m: (core.cross_product_into(m(X), m(Y), *args, m(V), o := m(out((40, 4))), 1),
+                                          o)[1], ("out",)],
+        "kernel_block_panels": [lambda m: core.kernel_block_panels(m(X), m(Y), *args, 1), ()],
+        "kernel_block_product": [lambda m: core.kernel_block_product(m(X), m(Y), *args, None, m(VA), m(V), 1, 1), ()],
+        "kernel_block_product(tiles)": [lambda m: core.kernel_block_product(m(X), None, *args, m(tiles), m(VA), None,
+                                                                            1, 1)[0], ()],
+        "kernel_operator": [lambda m: core.kernel_operator(m(X), *args, 0, 1).matmat(F, 1), ()],
+        "Operator.matmat": [lambda m: _operator().matmat(m(F), 1), ()],
+        "eigsh": [lambda m: core.eigsh(_operator(), m(F), 2, 1e-10, 24, 100, 3, False, None, 1)["values"], ()],
+        "dense_operator": [lambda m: core.dense_operator(m(K)).matmat(F, 1), ("a",)],
+        "scan_square": [lambda m: core.scan_square(m(K), True, 1), ()],
+        "double_center_inplace": [lambda m: (core.double_center_inplace(k := m(K.copy()), "kernel", 1.0, 1), k)[1],
+                                  ("k",)],
+        "center_cross_inplace": [lambda m: (core.center_cross_inplace(k := m(ref.kernel(Y, X, "rbf", 0.5)),
+                                                                      m(K.mean(axis=0)), float(K.mean()), 1), k)[1],
+                                 ("k",)],
+        "python_operator": [lambda m: core.eigsh(core.python_operator(lambda W: m(K @ W), 40), F, 2, 1e-10, 24, 100, 3,
+                                                 False, None, 1)["values"], ()],
+    }
+
+
+#: Module attributes that take no arrays.
+NO_ARRAYS = {"ISA", "KERNELS", "TILE", "VERSION", "Operator", "build_info", "omp_max_threads", "packed_prefix_size",
+             "supported_isas"}
+
+
+def test_the_table_covers_every_binding():
+    names = {name for name in dir(_native.core) if not name.startswith("_")}
+    covered = {name.split("(")[0] for name in _bindings()} | NO_ARRAYS
+    assert names <= covered, f"bindings without a misaligned-input test: {sorted(names - covered)}"
+
+
+@pytest.mark.parametrize("name", sorted(_bindings()))
+def test_misaligned_arrays_at_every_binding(name):
+    call, in_place = _bindings()[name]
+    expected = call(lambda a: a)
+    if in_place:
+        with pytest.raises(ValueError, match="not aligned"):
+            call(misaligned)
+        return
+    got = call(misaligned)
+    for e, g in zip(np.atleast_1d(expected) if not isinstance(expected, tuple) else expected,
+                    np.atleast_1d(got) if not isinstance(got, tuple) else got):
+        np.testing.assert_array_equal(g, e)
+
+
+def test_public_entry_points_copy_misaligned_arrays():
+    """The Python layer passes misaligned user arrays on as aligned copies, and refuses in-place work on
+    them by name."""
+    import fastkpca
+
+    rng = np.random.default_rng(2)
+    X = rng.standard_normal((80, 4))
+    K = fastkpca.gram(X, kernel="rbf", gamma=0.3)
+    assert np.array_equal(fastkpca.gram(misaligned(X), kernel="rbf", gamma=0.3), K)
+    values = fastkpca.eigsh(K, 3, random_state=0)[0]
+    np.testing.assert_allclose(fastkpca.eigsh(misaligned(K), 3, random_state=0)[0], values, rtol=1e-12)
+    kpca = fastkpca.KernelPCA(3, kernel="precomputed", random_state=0, eigen_solver="lanczos")
+    np.testing.assert_allclose(kpca.fit(misaligned(K)).eigenvalues_, kpca.fit(K).eigenvalues_, rtol=1e-12)
+    assert np.array_equal(fastkpca.double_center(misaligned(K), copy=True), fastkpca.double_center(K, copy=True))
+    with pytest.raises(ValueError, match="K is not aligned"):
+        fastkpca.double_center(misaligned(K))
