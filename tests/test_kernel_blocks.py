@@ -1,12 +1,12 @@
 """The kernel blocks of a distributed pass (kernel_block.hpp): k(A, B)·V_B and k(A, B)ᵀ·V_A from one
-evaluation of each tile, and k(A, A)·V over the lower tiles; kept panels give the same products bit for
+evaluation of each tile, and k(A, A)·V over the lower tiles; kept tiles give the same products bit for
 bit, and the thread count never changes them."""
 
 import numpy as np
 import pytest
 
-from fastkpca import _native, _registry, gram
-from fastkpca.kernels import NativeKernel
+from fastkpca import _native, gram
+from fastkpca.kernels import NativeKernel, registry
 
 core = _native.core
 
@@ -18,7 +18,7 @@ def operands(n_a, n_b, d, dtype, seed=0):
     return A, B, rng.standard_normal((n_a, 5)), rng.standard_normal((n_b, 5))
 
 
-@pytest.mark.parametrize("kernel", sorted({spec.name for spec in _registry.NAMES.values()}))
+@pytest.mark.parametrize("kernel", sorted({spec.name for spec in registry.NAMES.values()}))
 @pytest.mark.parametrize("dtype", [np.float64, np.float32])
 def test_cross_block_gives_both_products(kernel, dtype):
     A, B, VA, VB = operands(600, 530, 7, dtype)
@@ -37,18 +37,18 @@ def test_cross_block_gives_both_products(kernel, dtype):
 
 @pytest.mark.parametrize("symmetric", [True, False])
 @pytest.mark.parametrize("dtype", [np.float64, np.float32])
-def test_kept_panels_and_threads_give_the_same_numbers(symmetric, dtype):
+def test_kept_tiles_and_threads_give_the_same_numbers(symmetric, dtype):
     A, B, VA, VB = operands(700, 300, 4, dtype, seed=1)
     B, VB = (None, None) if symmetric else (B, VB)
     args = ("rbf", 0.3, 3.0, 1.0)
-    panels = core.kernel_block_panels(A, B, *args, 2)
-    assert panels.dtype == dtype
+    tiles = core.kernel_block_tiles(A, B, *args, 2)
+    assert tiles.dtype == dtype
     computed = core.kernel_block_product(A, B, *args, None, VA, VB, 16, 1)
-    for blocks, threads, kept in [(16, 2, None), (16, 1, panels), (16, 2, panels)]:
+    for blocks, threads, kept in [(16, 2, None), (16, 1, tiles), (16, 2, tiles)]:
         other = core.kernel_block_product(A, B, *args, kept, VA, VB, blocks, threads)
         assert np.array_equal(other[0], computed[0])
         assert symmetric or np.array_equal(other[1], computed[1])
-    one_unit = core.kernel_block_product(A, B, *args, panels, VA, VB, 1, 2)
+    one_unit = core.kernel_block_product(A, B, *args, tiles, VA, VB, 1, 2)
     np.testing.assert_allclose(one_unit[0], computed[0], rtol=1e-13, atol=1e-12)
 
 
@@ -63,7 +63,7 @@ def test_shapes_are_checked_at_the_boundary():
         core.kernel_block_product(A, B, *args, None, VA, VA, 1, 1)
     with pytest.raises(ValueError, match="different numbers of columns"):
         core.kernel_block_product(A, B[:, :2].copy(), *args, None, VA, VB, 1, 1)
-    with pytest.raises(ValueError, match="panels do not match"):
+    with pytest.raises(ValueError, match="kept tiles do not match"):
         core.kernel_block_product(A, B, *args, np.zeros(10), VA, VB, 1, 1)
     with pytest.raises(TypeError):
         core.kernel_block_product(A.astype(np.float32), B, *args, None, VA, VB, 1, 1)

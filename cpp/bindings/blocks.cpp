@@ -1,6 +1,7 @@
-// Kernel blocks for a distributed pass: the panels of k(A, B) (or k(A, A)) to keep in a worker's memory,
-// and one pass of such a block over thin blocks of vectors, reading the kept panels or computing the tiles
-// (kernel_block.hpp). The Python layer validates and decides what is kept.
+// Kernel blocks (kernel_block.hpp): the tiles of k(A, B) (or k(A, A)) to keep in a worker's memory, one
+// pass of such a block over thin blocks of vectors, reading the kept tiles or computing them, and the
+// one-sided product K(X, Y)·V of predictions and transforms. The Python layer validates and decides what
+// is kept.
 #include <optional>
 #include <utility>
 
@@ -30,15 +31,15 @@ std::unique_ptr<KernelTiles<S>> block_tiles(const Input<S>& a, const std::option
 }
 
 template <class S>
-py::array_t<S> kernel_block_panels_of(const Input<S>& a, const std::optional<Input<S>>& b, const std::string& kernel,
-                                      double gamma, double degree, double coef0, int n_threads) {
+py::array_t<S> kernel_block_tiles_of(const Input<S>& a, const std::optional<Input<S>>& b, const std::string& kernel,
+                                     double gamma, double degree, double coef0, int n_threads) {
   std::optional<ConstRowMatrixMap<S>> bm;
   auto tiles = block_tiles<S>(a, b, kernel, gamma, degree, coef0, bm);
   const Index rows = packed_tiles(tiles->n());
   py::array_t<S> out(kernel_block_elements(*tiles, rows));
   S* o = out.mutable_data();
   release_and_run(n_threads, [&](Interrupt& interrupt) {
-    kernel_block_panels(*tiles, rows, o, interrupt);
+    kernel_block_tiles(*tiles, rows, o, interrupt);
     return 0;
   });
   return out;
@@ -46,7 +47,7 @@ py::array_t<S> kernel_block_panels_of(const Input<S>& a, const std::optional<Inp
 
 template <class S>
 py::tuple kernel_block_product_of(const Input<S>& a, const std::optional<Input<S>>& b, const std::string& kernel,
-                                  double gamma, double degree, double coef0, const std::optional<Input<S>>& panels,
+                                  double gamma, double degree, double coef0, const std::optional<Input<S>>& kept,
                                   const Input<double>& va, const std::optional<Input<double>>& vb, Index blocks,
                                   int n_threads) {
   std::optional<ConstRowMatrixMap<S>> bm;
@@ -60,8 +61,8 @@ py::tuple kernel_block_product_of(const Input<S>& a, const std::optional<Input<S
       throw py::value_error("vb must have one row per row of b and as many columns as va");
   }
   const Index rows = packed_tiles(tiles->n());
-  if (panels && panels->size() != kernel_block_elements(*tiles, rows))
-    throw py::value_error("panels do not match this block (made by kernel_block_panels for the same a and b?)");
+  if (kept && kept->size() != kernel_block_elements(*tiles, rows))
+    throw py::value_error("the kept tiles do not match this block (made by kernel_block_tiles for the same a and b?)");
   const Index width = va.shape(1);
   RArrayD wa({a.shape(0), width});
   std::optional<RArrayD> wb;
@@ -72,9 +73,9 @@ py::tuple kernel_block_product_of(const Input<S>& a, const std::optional<Input<S
   RowMatrixMap<double> wam(wa.mutable_data(), a.shape(0), width);
   std::optional<RowMatrixMap<double>> wbm;
   if (wb) wbm.emplace(wb->mutable_data(), b->shape(0), width);
-  const S* stored = panels ? panels->data() : nullptr;
+  const S* stored = kept ? kept->data() : nullptr;
   release_and_run(n_threads, [&](Interrupt& interrupt) {
-    kernel_block_product(*tiles, stored, stored ? rows : 0, vam, vbm ? &*vbm : nullptr, wam, wbm ? &*wbm : nullptr,
+    kernel_block_product(*tiles, stored, stored ? rows : 0, &vam, vbm ? &*vbm : nullptr, wam, wbm ? &*wbm : nullptr,
                          interrupt, blocks);
     return 0;
   });
@@ -83,14 +84,14 @@ py::tuple kernel_block_product_of(const Input<S>& a, const std::optional<Input<S
 
 template <class S>
 void def_blocks(py::module_& m) {
-  m.def("kernel_block_panels", &kernel_block_panels_of<S>, py::arg("a"), py::arg("b"),
+  m.def("kernel_block_tiles", &kernel_block_tiles_of<S>, py::arg("a"), py::arg("b"),
         py::arg("kernel"), py::arg("gamma"), py::arg("degree"), py::arg("coef0"), py::arg("n_threads"),
         "The tiles of k(a, b) (b=None: the lower tiles of k(a, a)) in the panel form kernel_block_product reads.");
   m.def("kernel_block_product", &kernel_block_product_of<S>, py::arg("a"), py::arg("b"),
-        py::arg("kernel"), py::arg("gamma"), py::arg("degree"), py::arg("coef0"), py::arg("panels"),
+        py::arg("kernel"), py::arg("gamma"), py::arg("degree"), py::arg("coef0"), py::arg("kept"),
         py::arg("va"), py::arg("vb"), py::arg("blocks"), py::arg("n_threads"),
-        "(k(a, b)·vb, k(a, b)ᵀ·va), or (k(a, a)·va, None) for b=None, each tile used once; panels (or None) "
-        "from kernel_block_panels replace computing the tiles, with the same result bit for bit. `blocks` "
+        "(k(a, b)·vb, k(a, b)ᵀ·va), or (k(a, a)·va, None) for b=None, each tile used once; kept tiles (or "
+        "None) from kernel_block_tiles replace computing them, with the same result bit for bit. `blocks` "
         "(1 to 16) fixed work units, each with a buffer for the transposed side: 1 on one thread.");
 }
 
@@ -99,6 +100,10 @@ void def_blocks(py::module_& m) {
 void init_blocks(py::module_& m) {
   def_blocks<double>(m);
   def_blocks<float>(m);
+  m.def("kernel_block_elements", [](Index rows_a, Index rows_b, bool symmetric) {
+    return symmetric ? packed_size(rows_a) : tiled_block_size(packed_tiles(rows_a), packed_tiles(rows_b));
+  }, py::arg("rows_a"), py::arg("rows_b"), py::arg("symmetric"),
+     "Elements of the kept tiles of a kernel block of rows_a × rows_b (symmetric: the packed lower tiles).");
 }
 
 }  // namespace fastkpca::bindings

@@ -1,7 +1,7 @@
 // fastkpca.gram's native half: the Python layer validates and allocates `out`.
 #include "fastkpca/gram.hpp"
 
-#include "fastkpca/cross_product.hpp"
+#include "fastkpca/kernel_block.hpp"
 
 #include <optional>
 
@@ -62,7 +62,9 @@ void cross_product_into(const Input<S>& x, const Input<S>& y, const std::string&
   ConstRowMatrixMap<double> vm(v.data(), v.shape(0), v.shape(1));
   RowMatrixMap<double> om(out.mutable_data(), out.shape(0), out.shape(1));
   release_and_run(n_threads, [&](Interrupt& interrupt) {
-    cross_kernel_product<S>(xm, ym, params, vm, om, interrupt);
+    // The one-sided cross block: K(x, y)·v tile by tile, never storing K (kernel_block.hpp).
+    const auto tiles = make_kernel_tiles<S>(xm, params, &ym);
+    kernel_block_product(*tiles, static_cast<const S*>(nullptr), 0, nullptr, &vm, om, nullptr, interrupt);
     return 0;
   });
 }

@@ -61,7 +61,15 @@ class PythonOperator final : public Operator {
   }
   const char* storage() const override { return storage_.c_str(); }
   std::size_t bytes() const override { return 0; }
-  PassCost pass_cost(Index) const override { return cost_; }
+  // The flops of the block products: 4 per kernel entry and padded column (a one-triangle pass uses each
+  // entry for two products, as the tiled operators), or, when the object says nothing of itself, those
+  // of a dense n×n matrix.
+  PassCost pass_cost(Index b) const override {
+    PassCost c = cost_;
+    const double ldv = static_cast<double>((b + 7) / 8 * 8), n = static_cast<double>(n_);
+    c.flops = cost_.kernel_entries > 0 ? 4.0 * cost_.kernel_entries * ldv : 2.0 * n * n * static_cast<double>(b);
+    return c;
+  }
 
  protected:
   // A·1 from the object's own row_sums() when it has one (a distributed kernel finds them with its first
@@ -191,7 +199,10 @@ void init_operators(py::module_& m) {
       .def("shifted", [](const Handle& op, double alpha) -> Handle {
         return std::make_shared<ShiftedOperator>(op, alpha);
       }, py::arg("alpha"), "A + alpha·I.");
+  // The packed layout's sizes (packed.hpp), defined once: Python's storage planner reads them here.
   m.attr("TILE") = kPackedTile;
+  m.attr("PANEL_ROWS") = kPanelRows;
+  m.attr("PASS_BLOCKS") = detail::FixedBlocks::kMaxBlocks;
   m.def("packed_prefix_size", &packed_prefix_size, py::arg("tile_rows"),
         "Elements held by the first tile_rows tile rows of the packed lower-tile form.");
   m.def("python_operator", [](py::object matmat, Index n, std::string storage, std::optional<double> trace,

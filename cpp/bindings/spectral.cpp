@@ -10,9 +10,10 @@ namespace fastkpca::bindings {
 namespace {
 
 CenterInput center_input(const std::string& input) {
-  return input == "kernel" ? CenterInput::kernel
-         : input == "distances" ? CenterInput::distances
-                                : CenterInput::squared_distances;
+  if (input == "kernel") return CenterInput::kernel;
+  if (input == "distances") return CenterInput::distances;
+  if (input == "squared_distances") return CenterInput::squared_distances;
+  throw py::value_error("input must be 'kernel', 'distances' or 'squared_distances', got '" + input + "'");
 }
 
 py::array_t<double> to_numpy(const Eigen::VectorXd& v) { return py::array_t<double>(v.size(), v.data()); }
@@ -25,8 +26,9 @@ py::tuple double_center_inplace(InPlace<S>& k, const std::string& input, double 
   const Index n = k.shape(0);
   Eigen::VectorXd c;
   double m = 0;
+  const CenterInput what = center_input(input);
   const bool ok = release_and_run(n_threads, [&](Interrupt& interrupt) {
-    return double_center(data, n, center_input(input), alpha, c, m, interrupt);
+    return double_center(data, n, what, alpha, c, m, interrupt);
   });
   return py::make_tuple(ok, to_numpy(c), m);
 }

@@ -20,6 +20,7 @@ _Kernel = Literal["linear", "poly", "polynomial", "rbf", "laplacian", "sigmoid",
 def supported_isas() -> list[str]: ...
 def build_info() -> dict[str, object]: ...
 def omp_max_threads() -> int: ...
+def _sanitizer_probe(defect: Literal["heap-buffer-overflow", "misaligned"]) -> None: ...  # sanitizer builds only
 def gram_into(
     x: NDArray[_F],
     y: NDArray[_F] | None,
@@ -60,9 +61,13 @@ class Operator:
     def centered(self) -> Operator: ...
     def shifted(self, alpha: float) -> Operator: ...
 
+# The packed layout (cpp/include/fastkpca/packed.hpp) and the fixed work units of a pass.
 TILE: int
+PANEL_ROWS: int
+PASS_BLOCKS: int
 
 def packed_prefix_size(tile_rows: int) -> int: ...
+def kernel_block_elements(rows_a: int, rows_b: int, symmetric: bool) -> int: ...
 def dense_operator(a: NDArray[_F]) -> Operator: ...
 def kernel_operator(
     x: NDArray[_F],
@@ -94,7 +99,7 @@ def eigsh(
     progress: Callable[[int, int, float], None] | None,
     n_threads: int,
 ) -> dict[str, object]: ...
-def kernel_block_panels(
+def kernel_block_tiles(
     a: NDArray[_F], b: NDArray[_F] | None, kernel: _Kernel, gamma: float, degree: float, coef0: float, n_threads: int
 ) -> NDArray[_F]: ...
 def kernel_block_product(
@@ -104,7 +109,7 @@ def kernel_block_product(
     gamma: float,
     degree: float,
     coef0: float,
-    panels: NDArray[_F] | None,
+    kept: NDArray[_F] | None,
     va: NDArray[np.float64],
     vb: NDArray[np.float64] | None,
     blocks: int,

@@ -31,7 +31,7 @@
 namespace fastkpca {
 
 // The policies (default tolerance, basis size, pass limit, when to solve densely) are set in one place,
-// the Python layer (fastkpca/linalg.py); the solver checks only that they are consistent.
+// the Python layer (python/fastkpca/solvers/lanczos.py); the solver checks only that they are consistent.
 struct LanczosOptions {
   Index k = 1;           // wanted pairs
   Index max_basis = 0;   // basis columns before a restart: k + 2b <= max_basis <= n - b
@@ -223,7 +223,7 @@ LanczosResult block_lanczos(const Op& op, const ColMatrix<double>& v0, const Lan
   // Rayleigh-Ritz costs O(s³) and can dominate when passes are cheap (small n, large basis); it runs
   // when the work of the passes since the last one at least matches its own estimated cost, and always
   // before a restart or at the pass limit. A cost model rather than a clock keeps results deterministic.
-  const double pass_flops = 2.0 * static_cast<double>(n) * static_cast<double>(n) * static_cast<double>(b);
+  const double pass_flops = op.pass_cost(b).flops;  // the operator's own cost model
   double flops_since_rr = 0;
   Index last_converged = -1;
   double last_residual = std::numeric_limits<double>::quiet_NaN();

@@ -149,21 +149,23 @@ void panel_rows(const T* panel, int r_off, const double* vi, const double* vj, d
 template <int S>
 constexpr int panel_rows_per_block() { return S == 1 ? 8 : S <= 3 ? 4 : 2; }
 
-// A whole tile of a packed symmetric matrix: off-diagonal (both directions) or diagonal (stored in full,
-// row direction only), panel after panel, so A streams from memory in one sequential run per tile. Each
-// panel (16 KiB) is swept once per register block of rows and slice of up to 32 columns, from L1.
+// A whole tile A_IJ in the panel form: w += A_IJ·vj and, with `mirror`, wt += A_IJᵀ·vi (an off-diagonal
+// tile of a symmetric matrix, or a two-sided cross block); without, the row direction only (a diagonal
+// tile, stored in full, or a one-sided product). Panel after panel, so A streams from memory in one
+// sequential run per tile; each panel (16 KiB) is swept once per register block of rows and slice of up
+// to 32 columns, from L1.
 template <class T>
-void packed_tile_product(const T* a, bool diagonal, const double* vi, const double* vj, double* w, double* wt,
+void packed_tile_product(const T* a, bool mirror, const double* vi, const double* vj, double* w, double* wt,
                          Index ldv) {
   constexpr Index TT = kPackedTile, P = kPanelRows;
   auto panel = [&](auto slices_tag, const T* pa, Index r0, Index c0) {
     constexpr int S = decltype(slices_tag)::value;
     constexpr int R = panel_rows_per_block<S>();
     for (int r = 0; r < P; r += R) {
-      if (diagonal)
-        panel_rows<false, R, S>(pa, r, nullptr, vj + c0, w + r0 * ldv + c0, nullptr, ldv);
-      else
+      if (mirror)
         panel_rows<true, R, S>(pa, r, vi + r0 * ldv + c0, vj + c0, w + r0 * ldv + c0, wt + c0, ldv);
+      else
+        panel_rows<false, R, S>(pa, r, nullptr, vj + c0, w + r0 * ldv + c0, nullptr, ldv);
     }
   };
   for (Index r0 = 0; r0 < TT; r0 += P) {
@@ -179,34 +181,83 @@ void packed_tile_product(const T* a, bool diagonal, const double* vi, const doub
   }
 }
 
-// The transposed contributions of a one-triangle pass split into fixed row blocks: block p keeps, for
-// rows [0, start_p) (the rows of earlier blocks), what its entries below the diagonal add there. add_to
-// then folds them into W in block order, so the sum's rounding does not depend on the thread count.
-class TransposedParts {
+// The fixed work units of one pass over a symmetric matrix's lower triangle, or over a rectangular block,
+// with each entry used for both of its products (W_i += A_ij V_j and, mirrored, W_j += A_ij V_i).
+//
+// `count` units (rows of a dense matrix, or tile rows of `unit_rows` rows) are cut into `blocks` runs:
+//   triangle:  runs of equal area (run p starts at count·sqrt(p/blocks)); a run adds the mirrored
+//              contributions that fall into its own rows directly and collects those for the rows before it
+//              (rows [0, start_p)) in its own buffer;
+//   rectangle: equal runs, each collecting the mirrored side for all `transposed_rows` rows of the other
+//              operand in its own buffer (none when transposed_rows is 0: a one-sided product).
+// run() calls body(p, begin, end, buffer_p) for every run in parallel, largest first; add_transposed()
+// folds the buffers into W in run order. The work units and the order of every sum are fixed, so the
+// rounding never depends on the thread count. The dense operator's pass (dense_operator.hpp) and the
+// kernel blocks' (kernel_block.hpp) both run on it.
+class FixedBlocks {
  public:
-  // starts[p] = first row of block p, for p = 0 .. blocks - 1.
-  TransposedParts(const Index* starts, Index blocks, Index ldv)
-      : starts_(starts, starts + blocks), offset_(static_cast<size_t>(blocks) + 1, 0), ldv_(ldv) {
-    for (Index p = 0; p < blocks; ++p) offset_[p + 1] = offset_[p] + starts_[p] * ldv;
-    parts_.assign(static_cast<size_t>(offset_.back()), 0.0);
-  }
-  double* part(Index p) { return parts_.data() + offset_[p]; }
+  static constexpr Index kMaxBlocks = 16;
 
-  // W[i] += Σ_q part_q[i] for the first n rows of the row-major W (leading dimension ldv).
-  void add_to(double* w, Index n) const {
+  static FixedBlocks triangle(Index count, Index unit_rows, Index blocks, Index ldv) {
+    FixedBlocks f(std::clamp<Index>(blocks, 1, kMaxBlocks), ldv);
+    triangle_bounds(count, f.blocks_, f.bounds_.data());
+    for (Index p = 0; p < f.blocks_; ++p) f.rows_[p] = f.bounds_[p] * unit_rows;
+    f.allocate();
+    return f;
+  }
+
+  // `blocks` up to kMaxBlocks when there is a mirrored side; a one-sided product may use one per unit.
+  static FixedBlocks rectangle(Index count, Index blocks, Index transposed_rows, Index ldv) {
+    FixedBlocks f(std::clamp<Index>(blocks, 1, transposed_rows > 0 ? kMaxBlocks : std::max<Index>(count, 1)), ldv);
+    for (Index p = 0; p <= f.blocks_; ++p) f.bounds_[p] = count * p / f.blocks_;
+    for (Index p = 0; p < f.blocks_; ++p) f.rows_[p] = transposed_rows;
+    f.allocate();
+    return f;
+  }
+
+  Index size() const { return blocks_; }
+  Index begin(Index p) const { return bounds_[p]; }
+
+  // body(state, begin, end, buffer) for every run, in parallel (largest first), skipped once interrupted;
+  // `state` is made by make_state() once per thread (working memory reused from run to run).
+  template <class MakeState, class Body>
+  void run(Interrupt& interrupt, MakeState&& make_state, Body&& body) {
+#pragma omp parallel
+    {
+      auto state = make_state();
+#pragma omp for schedule(dynamic, 1)
+      for (Index p = blocks_ - 1; p >= 0; --p) {
+        if (interrupt.poll() || bounds_[p] == bounds_[p + 1]) continue;
+        body(state, bounds_[p], bounds_[p + 1], rows_[p] > 0 ? parts_.data() + offset_[p] : nullptr);
+      }
+    }
+  }
+
+  // W[i] += Σ_p buffer_p[i] in run order, for the first n rows of the row-major W (leading dimension ldv).
+  void add_transposed(double* w, Index n) const {
+    if (parts_.empty()) return;
     using Row = Eigen::Map<Eigen::Matrix<double, 1, Eigen::Dynamic>>;
     using ConstRow = Eigen::Map<const Eigen::Matrix<double, 1, Eigen::Dynamic>>;
 #pragma omp parallel for schedule(static)
     for (Index i = 0; i < n; ++i) {
       Row row(w + i * ldv_, ldv_);
-      for (size_t q = 0; q < starts_.size(); ++q)
-        if (i < starts_[q]) row += ConstRow(parts_.data() + offset_[q] + i * ldv_, ldv_);
+      for (Index p = 0; p < blocks_; ++p)
+        if (i < rows_[p]) row += ConstRow(parts_.data() + offset_[p] + i * ldv_, ldv_);
     }
   }
 
  private:
-  std::vector<Index> starts_, offset_;
-  Index ldv_;
+  FixedBlocks(Index blocks, Index ldv)
+      : blocks_(blocks), ldv_(ldv), bounds_(static_cast<size_t>(blocks) + 1), rows_(static_cast<size_t>(blocks)),
+        offset_(static_cast<size_t>(blocks) + 1, 0) {}
+
+  void allocate() {
+    for (Index p = 0; p < blocks_; ++p) offset_[p + 1] = offset_[p] + rows_[p] * ldv_;
+    parts_.assign(static_cast<size_t>(offset_.back()), 0.0);
+  }
+
+  Index blocks_, ldv_;
+  std::vector<Index> bounds_, rows_, offset_;
   std::vector<double> parts_;
 };
 

@@ -78,36 +78,23 @@ class DenseSymmetricOperator final : public Operator {
 
   // One triangle of A read, for single-slice blocks (b <= 8), where a pass is bound by memory traffic (at
   // N = 20000: 0.054 s against 0.079 s for NumPy's matrix-vector product; from b = 16 on a pass is bound
-  // by arithmetic, which the triangle does not reduce, so the full-matrix sweep is used). Rows are
-  // cut into kBlocks fixed blocks of equal triangle area (boundaries n·sqrt(p/P)); block p reads its rows
-  // left of the diagonal block (both directions, the transposed contributions going to its own buffer Wt_p
-  // over rows [0, start_p)) and its diagonal block in full (row direction only). Then
-  // W[i] = W_rows[i] + sum over later blocks q of Wt_q[i], in block order: fixed work units, so the
-  // rounding does not depend on the thread count.
+  // by arithmetic, which the triangle does not reduce, so the full-matrix sweep is used). The rows are the
+  // units of a triangle pass (FixedBlocks): each run reads its rows left of its diagonal block (both
+  // directions, the mirrored contributions to earlier rows going to its buffer) and its diagonal block in
+  // full (row direction only).
   void apply_symmetric(const RowMatrix<double>& vr, RowMatrix<double>& wr, Interrupt& interrupt) const {
-    constexpr Index kBlocks = 16;
     const Index ldv = vr.cols();
     const Index J = std::clamp<Index>((Index{1} << 15) / ldv, 256, 4096);
-    Index bounds[kBlocks + 1];
-    detail::triangle_bounds(n_, kBlocks, bounds);
-    detail::TransposedParts wt(bounds, kBlocks, ldv);
+    detail::FixedBlocks runs = detail::FixedBlocks::triangle(n_, 1, detail::FixedBlocks::kMaxBlocks, ldv);
     const double* v = vr.data();
     double* w = wr.data();
-#pragma omp parallel for schedule(dynamic, 1)
-    for (Index p = kBlocks - 1; p >= 0; --p) {  // largest blocks first
-      if (interrupt.poll()) continue;
-      const Index begin = bounds[p], end = bounds[p + 1];
-      if (begin == end) continue;
-      double* wt_p = wt.part(p);
-      for (Index j0 = 0; j0 < begin; j0 += J) {
-        const Index j1 = std::min(begin, j0 + J);
-        detail::stream_row_range_symmetric(a_, n_, begin, end, j0, j1, v, ldv, w, wt_p);
-      }
-      for (Index c0 = 0; c0 < ldv; c0 += 8)
-        detail::stream_row_range<1>(a_, n_, begin, end, begin, end, v, ldv, c0, w);
-    }
+    runs.run(interrupt, [] { return 0; }, [&](int, Index begin, Index end, double* wt) {
+      for (Index j0 = 0; j0 < begin; j0 += J)
+        detail::stream_row_range_symmetric(a_, n_, begin, end, j0, std::min(begin, j0 + J), v, ldv, w, wt);
+      for (Index c0 = 0; c0 < ldv; c0 += 8) detail::stream_row_range<1>(a_, n_, begin, end, begin, end, v, ldv, c0, w);
+    });
     if (interrupt.stopped()) return;
-    wt.add_to(wr.data(), n_);
+    runs.add_transposed(w, n_);
   }
 
   const S* a_;

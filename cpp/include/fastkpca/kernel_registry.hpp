@@ -49,14 +49,15 @@ inline KernelKind kernel_kind(const std::string& name) {
 }
 
 // f(functor, unit_diagonal) for the kernel of `params`; returns what f returns. The switch is generated
-// from the same list as the enum and has no default, so every kernel is handled and -Wswitch would flag
-// a gap.
+// from the same list as the enum and has no default (-Werror=switch: a gap does not compile), and each
+// functor gets its kind as a template argument, so a functor that serves several kinds decides by
+// `if constexpr` and a kind it does not know fails to compile (see DotKernel).
 template <class S, class F>
 decltype(auto) with_kernel(const KernelParams& params, F&& f) {
   switch (params.kind) {
 #define FASTKPCA_KERNEL_CASE(name, functor, params_, unit, psd, aliases) \
   case KernelKind::name:                                                 \
-    return f(functor<S>{params}, unit);
+    return f(functor<S, KernelKind::name>{params}, unit);
     FASTKPCA_KERNEL_LIST(FASTKPCA_KERNEL_CASE)
 #undef FASTKPCA_KERNEL_CASE
   }

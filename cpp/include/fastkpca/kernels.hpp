@@ -1,7 +1,8 @@
 // Kernel functions k(x, y), each as a small functor that turns a tile of inner products (or L1 distances)
 // into kernel values in place. Formulas and defaults follow sklearn.metrics.pairwise.
 //
-// Every functor has:
+// A functor is a template over the scalar type S and the kernel kind K it evaluates (kernel_registry.hpp
+// instantiates functor<S, kind> for every entry of kernel_list.hpp). Every functor has:
 //   prepare(X, Y)  -> a working copy of the rows the tile products read (shifted, normalised or
 //                     transposed as the kernel needs), O((n_X + n_Y)·d) memory;
 //   tile(...)      -> fills out[i, j] = k(x_i, y_j) for one rectangular tile (with a 64-byte aligned
@@ -106,46 +107,59 @@ void center_rows(Operands<S>& op) {
 
 }  // namespace detail
 
-// Inner-product kernels: linear, poly, sigmoid, cosine (cosine = linear on L2-normalised rows).
-template <class S>
+// Inner-product kernels: linear, poly, sigmoid, cosine (cosine = linear on L2-normalised rows). A kind
+// declared with this functor but not handled below fails to compile.
+template <class S, KernelKind K>
 struct DotKernel {
+  static_assert(K == KernelKind::linear || K == KernelKind::poly || K == KernelKind::sigmoid ||
+                    K == KernelKind::cosine,
+                "DotKernel does not evaluate this kernel kind: handle it in tile() and prepare()");
   KernelParams p;
 
   void prepare(Operands<S>& op) const {
-    if (p.kind != KernelKind::cosine) return;
-    // Zero rows stay zero, so their similarities come out 0, as in scikit-learn.
-    auto normalise = [](RowMatrix<S>& m) {
-      for (Index i = 0; i < m.rows(); ++i) {
-        const double n = m.row(i).template cast<double>().stableNorm();  // no overflow near 1e155
-        if (n > 0) m.row(i) = (m.row(i).template cast<double>() / n).template cast<S>();
-      }
-    };
-    normalise(op.x);
-    if (op.has_y) normalise(op.y);
+    if constexpr (K == KernelKind::cosine) {
+      // Zero rows stay zero, so their similarities come out 0, as in scikit-learn.
+      auto normalise = [](RowMatrix<S>& m) {
+        for (Index i = 0; i < m.rows(); ++i) {
+          const double n = m.row(i).template cast<double>().stableNorm();  // no overflow near 1e155
+          if (n > 0) m.row(i) = (m.row(i).template cast<double>() / n).template cast<S>();
+        }
+      };
+      normalise(op.x);
+      if (op.has_y) normalise(op.y);
+    } else {
+      (void)op;  // linear, poly, sigmoid read the data as it is
+    }
   }
 
   void tile(const Operands<S>& op, Index i0, Index ni, Index j0, Index nj, S* out, Index ld, S* scratch) const {
     detail::tile_dot(op, i0, ni, j0, nj, out, ld);
-    const S g = static_cast<S>(p.gamma), c0 = static_cast<S>(p.coef0), deg = static_cast<S>(p.degree);
-    // Small whole degrees by repeated multiplication (vectorised, <= degree - 1 roundings) instead of
-    // the generic pow = exp(degree · log(base)).
-    const int int_degree = (p.degree == std::floor(p.degree) && p.degree <= 16) ? static_cast<int>(p.degree) : -1;
-    for (Index r = 0; r < ni; ++r) {
-      S* row = out + r * ld;
-      if (p.kind == KernelKind::poly && int_degree >= 0)
-        detail::int_power_row(row, nj, scratch, g, c0, int_degree);
-      else if (p.kind == KernelKind::poly)
-        detail::transform_row(row, nj, scratch, [&](const auto& x) { return (g * x + c0).pow(deg); });
-      else if (p.kind == KernelKind::sigmoid)
-        detail::transform_row(row, nj, scratch, [&](const auto& x) { return (g * x + c0).tanh(); });
-      // linear, cosine: the inner product itself
+    const S g = static_cast<S>(p.gamma), c0 = static_cast<S>(p.coef0);
+    if constexpr (K == KernelKind::poly) {
+      // Small whole degrees by repeated multiplication (vectorised, <= degree - 1 roundings) instead of
+      // the generic pow = exp(degree · log(base)).
+      const S deg = static_cast<S>(p.degree);
+      const bool whole = p.degree == std::floor(p.degree) && p.degree <= 16;
+      for (Index r = 0; r < ni; ++r) {
+        if (whole)
+          detail::int_power_row(out + r * ld, nj, scratch, g, c0, static_cast<int>(p.degree));
+        else
+          detail::transform_row(out + r * ld, nj, scratch, [&](const auto& x) { return (g * x + c0).pow(deg); });
+      }
+    } else if constexpr (K == KernelKind::sigmoid) {
+      for (Index r = 0; r < ni; ++r)
+        detail::transform_row(out + r * ld, nj, scratch, [&](const auto& x) { return (g * x + c0).tanh(); });
+    } else {
+      static_assert(K == KernelKind::linear || K == KernelKind::cosine);  // the inner product itself
+      (void)g, (void)c0, (void)scratch;
     }
   }
 };
 
 // exp(-gamma |x - y|^2) through the GEMM expansion, clipped at 0 (rounding can make it negative).
-template <class S>
+template <class S, KernelKind K>
 struct RbfKernel {
+  static_assert(K == KernelKind::rbf, "RbfKernel evaluates the rbf kernel only");
   KernelParams p;
   double gamma_eff = 0;  // gamma after rescaling huge data (see prepare)
 
@@ -209,8 +223,9 @@ struct RbfKernel {
 
 // exp(-gamma |x - y|_1) with a register-tiled L1 distance kernel: R rows of X against W columns of Y
 // at a time, Y read transposed so the W columns are contiguous and the inner loop vectorises.
-template <class S>
+template <class S, KernelKind K>
 struct LaplacianKernel {
+  static_assert(K == KernelKind::laplacian, "LaplacianKernel evaluates the laplacian kernel only");
   KernelParams p;
   static constexpr Index W = 64 / static_cast<Index>(sizeof(S)) * 2;  // two 512-bit vectors of columns
   static constexpr Index R = 4;

@@ -20,8 +20,9 @@
 namespace fastkpca {
 
 // What one product with a block of b vectors costs: the bytes of stored matrix it reads, the kernel
-// entries it evaluates (matrix-free tiles) and its multiply-add flops. The Python layer turns this into
-// the block width and its time estimates.
+// entries it evaluates (matrix-free tiles) and the flops of its block products (2 per multiply-add,
+// kernel evaluation aside). The Python layer chooses the block width from it; the block Lanczos solver
+// weighs its own dense algebra against the flops (a cost model, not a clock, so runs are reproducible).
 struct PassCost {
   double bytes_read = 0;
   double kernel_entries = 0;

@@ -25,11 +25,15 @@ static_assert(kPackedTile % kPanelRows == 0, "panels tile a tile");
 // Tiles per side of the packed form of an n×n matrix.
 inline Index packed_tiles(Index n) { return (n + kPackedTile - 1) / kPackedTile; }
 
+// Elements of the packed form's first `tile_rows` tile rows (the kept prefix of a cached operator).
+inline Index packed_prefix_size(Index tile_rows) { return tile_rows * (tile_rows + 1) / 2 * kPackedTile * kPackedTile; }
+
 // Elements of the packed form of an n×n matrix.
-inline Index packed_size(Index n) {
-  const Index nt = packed_tiles(n);
-  return nt * (nt + 1) / 2 * kPackedTile * kPackedTile;
-}
+inline Index packed_size(Index n) { return packed_prefix_size(packed_tiles(n)); }
+
+// Elements of a rectangular block of whole tiles (a cross block k(A, B) kept tile by tile, tile (I, J) at
+// (I·col_tiles + J)·T²).
+inline Index tiled_block_size(Index row_tiles, Index col_tiles) { return row_tiles * col_tiles * kPackedTile * kPackedTile; }
 
 // First element of tile (I, J), J <= I.
 inline Index packed_tile_offset(Index I, Index J) { return (I * (I + 1) / 2 + J) * kPackedTile * kPackedTile; }

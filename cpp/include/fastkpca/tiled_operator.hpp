@@ -31,11 +31,6 @@
 
 namespace fastkpca {
 
-// Elements of the packed form's first `tile_rows` tile rows.
-inline Index packed_prefix_size(Index tile_rows) {
-  return tile_rows * (tile_rows + 1) / 2 * kPackedTile * kPackedTile;
-}
-
 template <class S>
 class TiledKernelOperator final : public Operator {
  public:
@@ -80,7 +75,7 @@ class TiledKernelOperator final : public Operator {
     // Left uninitialised (no serial zero-fill): every element is written by the thread computing its tile.
     cache_size_ = static_cast<std::size_t>(packed_prefix_size(cached_rows_));
     cache_.reset(cache_size_ > 0 ? new S[cache_size_] : nullptr);
-    kernel_block_panels(*tiles_, cached_rows_, cache_.get(), interrupt);
+    kernel_block_tiles(*tiles_, cached_rows_, cache_.get(), interrupt);
   }
 
   std::unique_ptr<KernelTiles<S>> tiles_;
