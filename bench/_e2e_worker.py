@@ -244,11 +244,9 @@ def fit(spec: dict) -> dict:
         out["center_s"] = stages.get("center", {}).get("seconds")
         if "n_passes" in info:
             out["passes"] = info["n_passes"]
-            # Bytes read per pass: the packed kernel (about N²/2 entries) when the fit packed it.
-            from fastkpca import _native
-
-            read = _native.core.packed_size(n) if stages.get("kernel", {}).get("packed") else n * n
-            out["solver_gbs"] = read * dtype.itemsize * info["n_passes"] / info["solve_seconds"] / 1e9
+            # Bytes read per pass, when the fit stored its kernel (full or packed): the kernel it held.
+            if info.get("storage") in ("full", "packed"):
+                out["solver_gbs"] = info["kernel_bytes"] * info["n_passes"] / info["solve_seconds"] / 1e9
         out["solver_info"] = {key: val for key, val in info.items() if key != "residual_norms"}
     if spec.get("ref_prefix"):
         ref_values, ref_vectors = load_reference(spec["ref_prefix"], k)
@@ -304,15 +302,15 @@ def roofline(spec: dict) -> dict:
         del X
 
     # Solver passes: the block Lanczos solve of a fit (implicitly centered) on the packed rbf kernel that
-    # KernelPCA builds for it; each pass reads the packed matrix once, packed.nbytes (about N²/2 entries),
-    # which is what the bandwidth is computed from. The read bandwidth is NumPy summing the full N×N matrix.
-    from fastkpca import linalg
-    from fastkpca.kernels import _gram_packed
+    # KernelPCA builds for it; each pass reads the packed kernel once (about N²/2 entries), which is what the
+    # bandwidth is computed from. The read bandwidth is NumPy summing the full N×N matrix.
+    from fastkpca.solvers import lanczos
 
     X, _ = make_data(n, spec["solver_d"], spec["seed"])
     K = fastkpca.gram(X, **fastkpca_kwargs("rbf", spec["solver_d"]))
     kw = fastkpca_kwargs("rbf", spec["solver_d"])
-    packed, _ = _gram_packed(X, kernel="rbf", gamma=kw["gamma"], degree=3, coef0=1.0, n_jobs=None)
+    packed = fastkpca.kernel_operator(X, kernel="rbf", gamma=kw["gamma"], storage="packed")
+    packed_bytes = packed.kernel_bytes
     del X
     nbytes = K.nbytes
     pool = ThreadPoolExecutor(max(threads_list))
@@ -324,8 +322,8 @@ def roofline(spec: dict) -> dict:
         best = None
         for _ in range(repeats):
             t0 = time.perf_counter()
-            _, _, info = linalg.solve(packed, spec["k"], centered=True, tol=None, maxiter=None, block_size=None,
-                                      random_state=spec["seed"], threads=p, packed_n=n)
+            _, _, info = lanczos.solve(packed.centered(), spec["k"], tol=None, maxiter=None, block_size=None,
+                                       random_state=spec["seed"], threads=p)
             solve_s = time.perf_counter() - t0
             per_pass = solve_s / info["n_passes"]
             if best is None or per_pass < best["s_per_pass"]:
@@ -335,7 +333,7 @@ def roofline(spec: dict) -> dict:
                         "pass_gflops": 2.0 * n * n * info["n_vectors"] / solve_s / 1e9}
         if per_pass_1 is None:
             per_pass_1 = best["s_per_pass"]
-        gbs = packed.nbytes / best["s_per_pass"] / 1e9
+        gbs = packed_bytes / best["s_per_pass"] / 1e9
         solver_rows.append({
             "N": n, "k": spec["k"], "threads": p, **best, "solver_gbs": gbs, "read_gbs": read_p,
             "of_read": gbs / read_p, "of_read_1thread_sum": gbs / read_1,
@@ -343,7 +341,7 @@ def roofline(spec: dict) -> dict:
         })
     pool.shutdown()
     return {"gram": gram_rows, "solver": solver_rows, "read_gbs_sum_1thread": read_1, "matrix_bytes": nbytes,
-            "packed_bytes": packed.nbytes}
+            "packed_bytes": packed_bytes}
 
 
 # --------------------------------------------------------------------------------------------- main

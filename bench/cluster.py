@@ -38,7 +38,7 @@ D, K, SEED = 64, 10, 0
 # ------------------------------------------------------------------------------------------ the model
 
 def cost_model(n, d, b, workers, cores, bandwidth, *, entry_seconds, task_seconds, panels=None, panel_rows=None):
-    """Seconds of one distributed pass (the Dask engine's, python/fastkpca/_dask.py) and its parts.
+    """Seconds of one distributed pass (the Dask engine's, python/fastkpca/engines/dask.py) and its parts.
 
     - compute: the P(P−1)/2 cross pairs of R² kernel entries and P diagonal pairs of R²/2 (R rows per
       panel) run on the workers × cores task slots, one core per task, largest first (the engine's task
@@ -52,10 +52,10 @@ def cost_model(n, d, b, workers, cores, bandwidth, *, entry_seconds, task_second
     - scheduling: the scheduler handles the pairs and P sums one by one: (pairs + 2P)·task_seconds.
     The three are added (no overlap assumed).
     """
-    from fastkpca import _dask
+    from fastkpca.engines import dask as _dask
 
     if panel_rows is None:
-        panel_rows = _dask.panel_rows(n)
+        panel_rows = _dask.block_rows(n)
     P = panels if panels is not None else -(-n // panel_rows)
     R = n / P
     pairs = P * (P + 1) // 2
@@ -117,12 +117,14 @@ def child_rate(spec):
 
 def child_single(spec):
     """The single-process matrix-free fit (the memory limit leaves no room for a kept tile)."""
-    from fastkpca import KernelPCA, linalg, operators
+    from fastkpca import KernelPCA
+    from fastkpca.operators.storage import fixed_bytes
+    from fastkpca.solvers import lanczos
 
     X = _data(spec["n"])
     n = X.shape[0]
-    b = linalg.default_block_size(K, n, compute_bound=True)
-    limit = operators.fixed_bytes(n, D, 8) + linalg.solver_bytes(K, b, n) + 4096
+    b = lanczos.default_block_size(K, n, compute_bound=True)
+    limit = fixed_bytes(n, D, 8) + lanczos.solver_bytes(K, b, n) + 4096
     est = KernelPCA(n_components=K, kernel="rbf", eigen_solver="lanczos", memory_limit=limit, n_jobs=spec["threads"],
                     random_state=0)
     t = time.perf_counter()
@@ -147,13 +149,14 @@ def child_dask(spec):
     import dask.array as da
     import distributed
 
-    from fastkpca import KernelPCA, _dask
+    from fastkpca import KernelPCA
+    from fastkpca.engines import dask as _dask
 
     X = _data(spec["n"])
     n = X.shape[0]
     with distributed.LocalCluster(n_workers=spec["workers"], threads_per_worker=1, processes=True,
                                   dashboard_address=None) as cluster, distributed.Client(cluster) as client:
-        Xd = da.from_array(X, chunks=(_dask.panel_rows(n), D))
+        Xd = da.from_array(X, chunks=(_dask.block_rows(n), D))
         before = _transfer_totals(client)
         est = KernelPCA(n_components=K, kernel="rbf", memory_limit=spec.get("worker_bytes", 1), random_state=0)
         t = time.perf_counter()
@@ -182,17 +185,18 @@ def child_overhead(spec):
     import distributed
     import numpy as np
 
-    from fastkpca import _dask
+    from fastkpca.engines import dask as _dask
     from fastkpca.kernels import NativeKernel
 
     P = spec["panels"]
     n = 256 * P
     X = np.random.default_rng(0).standard_normal((n, 1))
-    _dask.TARGET_PANEL_ROWS = 256
+    _dask.TARGET_BLOCK_ROWS = 256
     with distributed.LocalCluster(n_workers=spec["workers"], threads_per_worker=1, processes=True,
                                   dashboard_address=None) as cluster, distributed.Client(cluster) as client:
-        samples = _dask.Samples(client, da.from_array(X, chunks=(256, 1)))
-        op = _dask.DistributedKernel(samples, NativeKernel("rbf", 1.0, 3.0, 1.0, 1), worker_bytes=1)
+        samples = _dask.DaskSamples(_dask.DaskEngine(), client, da.from_array(X, chunks=(256, 1)))
+        kernel = NativeKernel("rbf", 1.0, 3.0, 1.0, 1)
+        op = _dask.DistributedKernel(samples, kernel, samples.plan(kernel, block_size=24, memory_limit=1))
         V = np.random.default_rng(1).standard_normal((n, 24))
         for _ in range(3):  # warm up
             op.matmat(V)
@@ -219,20 +223,20 @@ def main(argv):
     if args.child:
         return serve_child(CHILDREN, args.child)
     sys.path.insert(0, str(HERE.parent / "python"))
-    from fastkpca import _dask
+    from fastkpca.engines import dask as _dask
 
     n = 12_000 if args.quick else 50_000
     script = str(Path(__file__).resolve())
     print(f"# Dask engine, N = {n}, d = {D}, rbf, k = {K}\n")
     # The tasks' own size: per-call costs weigh more on smaller blocks (8.1 ns per entry at 2,048 rows, 7.1 at
     # 6,400, d = 64, b = 24, on this VM).
-    rate = run_child(script, "rate", {"rows": _dask.panel_rows(n), "ds": [16, 64, 256], "bs": [8, 24, 40]})
+    rate = run_child(script, "rate", {"rows": _dask.block_rows(n), "ds": [16, 64, 256], "bs": [8, 24, 40]})
     coef = fit_entry_model(rate["samples"])
 
     def entry_seconds(d, b):
         return coef[0] + coef[1] * d + coef[2] * (-(-b // 8) * 8)
 
-    P = -(-n // _dask.panel_rows(n))
+    P = -(-n // _dask.block_rows(n))
     overhead = run_child(script, "overhead", {"panels": P, "workers": 2, "repeats": 10})
     print(f"scheduler: {overhead['overhead_per_pass'] * 1e3:.1f} ms per pass of {overhead['tasks_per_pass']} tasks, "
           f"{overhead['task_seconds'] * 1e3:.2f} ms per task")

@@ -17,7 +17,7 @@ rbf with γ = 1/d. Targets (issue "Kernel ridge regression"):
              by the solver with one extra product), peak RSS <= 1 GiB above X, fit <= 10 min;
   precond    N = 20,000: cg iterations with and without the preconditioner (alpha = 1 and 1e-3), and with
              the plain Woodbury form (complement scaled by alpha) against the scaled one;
-  nystrom    N = 1,000,000, solver="nystrom", n_components=2000: fit <= 5 min, <= 2 GiB above X; and its
+  nystrom    N = 1,000,000, solver="nystrom", n_landmarks=2000: fit <= 5 min, <= 2 GiB above X; and its
              test error against exact kernel ridge at N = 20,000.
 """
 
@@ -213,14 +213,14 @@ def main(argv=None):
     if "nystrom" in only:
         n = 100_000 if q else 1_000_000
         spec = {"lib": "fastkpca", "n": n, "alpha": 1e-3, "n_new": 2000,
-                "params": {"solver": "nystrom", "n_components": 2000, "random_state": 0}}
+                "params": {"solver": "nystrom", "n_landmarks": 2000, "random_state": 0}}
         print(f"running nystrom {spec} ...", file=sys.stderr, flush=True)
         big = run_child(__file__, "fit", spec, timeout=7200)
         small_n = 5_000 if q else 20_000
         errors = {}
         for label, params in (("exact", {"solver": "cg", "tol": 1e-8, "random_state": 0}),
-                              ("nystrom m=2000", {"solver": "nystrom", "n_components": 2000, "random_state": 0}),
-                              ("nystrom m=2000 uniform", {"solver": "nystrom", "n_components": 2000,
+                              ("nystrom m=2000", {"solver": "nystrom", "n_landmarks": 2000, "random_state": 0}),
+                              ("nystrom m=2000 uniform", {"solver": "nystrom", "n_landmarks": 2000,
                                                           "landmarks": "uniform", "random_state": 0})):
             errors[label] = run_child(__file__, "fit", {"lib": "fastkpca", "n": small_n, "alpha": 1e-3,
                                                         "params": params})

@@ -197,15 +197,17 @@ def child_warmstart(spec):
 
     import fastkpca
     from fastkpca import _validation as v
-    from fastkpca import linalg, operators
+    from fastkpca import operators
+    from fastkpca.kernels import NativeKernel
+    from fastkpca.solvers import lanczos as linalg
 
     X, _, _ = _setup(spec["n"])
     k, n = spec["k"], spec["n"]
     threads = v.n_threads(None)
     plan = operators.plan_storage(n, 64, 8, block_size=linalg.default_block_size(k, n),
                                   memory_limit=v.memory_limit(None), other_bytes=0)
-    op = operators.build(X, "rbf", 1 / 64, 3.0, 1.0, plan, threads)
-    centered = op.centered()._native_operator
+    op = operators.build(X, NativeKernel("rbf", 1 / 64, 3.0, 1.0, threads), plan)
+    centered = op.centered().native
     out = {"n": n, "storage": op.storage, "runs": []}
     for seed in range(spec["seeds"]):
         _, _, info = linalg.solve(centered, k, tol=None, maxiter=None, block_size=None, random_state=seed,

@@ -15,9 +15,9 @@ import sys
 
 
 def force_storage(storage):
-    """Make operators.plan_storage choose `storage` ("matrix_free", or "cached" with half the tile rows)
-    wherever it would pick a tiled mode; returns a function that undoes it."""
-    from fastkpca import operators
+    """Make the storage planner (operators/storage.py) choose `storage` ("matrix_free", or "cached" with half
+    the tile rows) wherever it would pick a tiled mode; returns a function that undoes it."""
+    from fastkpca.operators import storage as operators
 
     original = operators.plan_storage
 

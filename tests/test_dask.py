@@ -14,7 +14,7 @@ da = pytest.importorskip("dask.array")
 distributed = pytest.importorskip("distributed")
 
 import fastkpca  # noqa: E402
-from fastkpca import _dask  # noqa: E402
+from fastkpca.engines import dask as _dask  # noqa: E402
 
 N, D = 1800, 6
 
@@ -29,9 +29,9 @@ def client():
 
 
 @pytest.fixture(autouse=True)
-def small_panels(monkeypatch):
-    """Panels of 512 rows, so that a test-sized problem has several (4 panels, 10 pair tasks)."""
-    monkeypatch.setattr(_dask, "TARGET_PANEL_ROWS", 512)
+def small_blocks(monkeypatch):
+    """Row blocks of 512 rows, so that a test-sized problem has several (4 blocks, 10 pair tasks)."""
+    monkeypatch.setattr(_dask, "TARGET_BLOCK_ROWS", 512)
 
 
 def data(n=N, seed=0, dtype=np.float64):
@@ -51,22 +51,22 @@ def kpca(**kw):
     return fastkpca.KernelPCA(**params)
 
 
-def test_panels_are_a_function_of_n_alone(monkeypatch):
-    monkeypatch.setattr(_dask, "TARGET_PANEL_ROWS", 6144)
-    assert _dask.panel_rows(1000) == 1024
-    assert _dask.panel_rows(50_000) % 256 == 0 and -(-50_000 // _dask.panel_rows(50_000)) == 8
-    assert -(-10**7 // _dask.panel_rows(10**7)) <= _dask.MAX_PANELS
+def test_row_blocks_are_a_function_of_n_alone(monkeypatch):
+    monkeypatch.setattr(_dask, "TARGET_BLOCK_ROWS", 6144)
+    assert _dask.block_rows(1000) == 1024
+    assert _dask.block_rows(50_000) % 256 == 0 and -(-50_000 // _dask.block_rows(50_000)) == 8
+    assert -(-10**7 // _dask.block_rows(10**7)) <= _dask.MAX_BLOCKS
 
 
 def test_distributed_products_match_the_kernel(client):
     X = data(900)
-    samples = _dask.Samples(client, da.from_array(X, chunks=(200, D)))
-    assert samples.panels == 2 and samples.offsets.tolist() == [0, 512, 900]
+    samples = _dask.DaskSamples(_dask.DaskEngine(), client, da.from_array(X, chunks=(200, D)))
+    assert samples.blocks == 2 and samples.offsets.tolist() == [0, 512, 900]
     kernel = fastkpca.kernels.NativeKernel.resolve("rbf", 0.1, 3, 1, D)
     V = np.random.default_rng(1).standard_normal((900, 5))
     K = fastkpca.gram(X, kernel="rbf", gamma=0.1)
-    free = _dask.DistributedKernel(samples, kernel, worker_bytes=1)
-    kept = _dask.DistributedKernel(samples, kernel)
+    free = _dask.DistributedKernel(samples, kernel, samples.plan(kernel, block_size=8, memory_limit=1))
+    kept = _dask.DistributedKernel(samples, kernel, samples.plan(kernel, block_size=8, memory_limit=None))
     assert free.storage == "distributed_matrix_free" and kept.storage == "distributed_packed"
     W = free.matmat(V)
     np.testing.assert_allclose(W, K @ V, rtol=0, atol=1e-12 * np.abs(K @ V).max())
@@ -83,7 +83,7 @@ def test_kernel_pca_matches_the_single_process_fit(client):
     local = kpca(eigen_solver="lanczos").fit(X)
     np.testing.assert_allclose(dist.eigenvalues_, local.eigenvalues_, rtol=1e-10)
     assert same_up_to_sign(dist.eigenvectors_, local.eigenvectors_) < 1e-8
-    assert dist.solver_info_["engine"] == "dask" and dist.solver_info_["panels"] == 4
+    assert dist.solver_info_["engine"] == "dask" and dist.solver_info_["row_blocks"] == 4
     # The column means come with the first pass: no pass of their own.
     assert dist.solver_info_["distributed_passes"] == dist.solver_info_["n_passes"]
     # transform of a dask array is a dask array, of a NumPy array a NumPy array; both equal the local one.
@@ -181,15 +181,15 @@ def test_kernel_ridge_cg_matches_the_single_process_fit(client):
 def test_kernel_ridge_nystrom(client):
     X, X_new = data(), data(250, seed=5)
     y = np.sin(X[:, 0]) + np.cos(X[:, 1])
-    dist = ridge(solver="nystrom", n_components=200).fit(da.from_array(X, chunks=(500, D)), y)
-    local = ridge(solver="nystrom", n_components=200).fit(X, y)
+    dist = ridge(solver="nystrom", n_landmarks=200).fit(da.from_array(X, chunks=(500, D)), y)
+    local = ridge(solver="nystrom", n_landmarks=200).fit(X, y)
     expected = local.predict(X_new)
     got = dist.predict(da.from_array(X_new, chunks=(100, D))).compute()
     np.testing.assert_allclose(got, expected, rtol=0, atol=1e-8 * np.abs(expected).max())
 
 
 def test_a_worker_killed_mid_fit_gives_the_same_answer(client):
-    """SIGKILL to a worker process after the third pass: Dask recomputes what it held (the panels of X, the
+    """SIGKILL to a worker process after the third pass: Dask recomputes what it held (the row blocks of X, the
     kept tiles, the blocks of V, all tasks with lineage) and retries its tasks."""
     X = da.from_array(data(), chunks=(450, D))
     reference = kpca().fit(X)
@@ -240,7 +240,7 @@ def test_bad_input(client):
         kpca().fit(da.zeros(10, chunks=5))
     with pytest.raises(TypeError, match="complex"):
         kpca().fit(da.zeros((10, 2), dtype=complex, chunks=5))
-    with pytest.raises(ValueError, match="n_components must be given"):
+    with pytest.raises(ValueError, match="n_components=None"):
         kpca(n_components=None).fit(da.from_array(X, chunks=(450, D)))
     with pytest.raises(ValueError, match="eigen_solver='dense'"):
         kpca(eigen_solver="dense").fit(da.from_array(X, chunks=(450, D)))
@@ -319,7 +319,7 @@ def test_dtypes_tiles_and_components_as_in_process(client):
     dist = kpca(n_components=3).fit(da.from_array(X16, chunks=(300, D)))
     assert dist.eigenvalues_.dtype == kpca(n_components=3).fit(X16).eigenvalues_.dtype == np.float64
     # kept tiles serve the passes only: none is left on the workers after the fit
-    assert not any("_panels_of" in str(key) for keys in client.has_what().values() for key in keys)
+    assert not any("_kept_tiles" in str(key) for keys in client.has_what().values() for key in keys)
     # n_components=None with nystrom: every component of the rank-m approximation, as in process
     est = kpca(n_components=None, eigen_solver="nystrom", n_landmarks=50).fit(da.from_array(data(600), chunks=300))
     assert est.eigenvalues_.shape == (50,) and est.solver_info_["engine"] == "dask"

@@ -223,7 +223,8 @@ def test_fit_peak_memory(dtype, bound):
 def _limit_for(X, k, kernel_bytes):
     """A memory_limit that leaves `kernel_bytes` for the kernel once the planner has set aside the
     solver, the working copies of X and its slack (operators.plan_storage)."""
-    from fastkpca import linalg, operators
+    from fastkpca.operators import storage as operators
+    from fastkpca.solvers import lanczos as linalg
 
     n, d = X.shape
     solver = linalg.solver_bytes(k, linalg.default_block_size(k, n, compute_bound=True), n)
@@ -282,7 +283,7 @@ def test_chunked_transform_equals_one_shot(rng, monkeypatch):
     chunks give what one piece gives."""
     from sklearn.metrics.pairwise import laplacian_kernel
 
-    from fastkpca import decomposition
+    from fastkpca.kernels import pairwise
 
     X = rng.standard_normal((60, 5))
     kernel = lambda a, b: laplacian_kernel(a[None], b[None], gamma=0.2)[0, 0]  # noqa: E731
@@ -290,14 +291,14 @@ def test_chunked_transform_equals_one_shot(rng, monkeypatch):
     new = rng.standard_normal((50, 5))
     one_shot = model.transform(new)
     shapes = []
-    original = model._get_kernel
+    original = model._transform_map.kernel
 
-    def recording(A, B=None):
+    def recording(A):
         shapes.append(np.shape(A))
-        return original(A, B)
+        return original(A)
 
-    monkeypatch.setattr(model, "_get_kernel", recording)
-    monkeypatch.setattr(decomposition, "TRANSFORM_CHUNK_BYTES", 12 * 60 * 8)  # 12 rows a chunk
+    monkeypatch.setattr(model._transform_map, "kernel", recording)
+    monkeypatch.setattr(pairwise, "CROSS_KERNEL_CHUNK_BYTES", 12 * 60 * 8)  # 12 rows a chunk
     chunked = model.transform(new)
     assert shapes == [(12, 5)] * 4 + [(2, 5)]
     np.testing.assert_allclose(chunked, one_shot, rtol=1e-13, atol=1e-15)
@@ -323,18 +324,18 @@ def test_native_transform_multiplies_the_cross_kernel_tile_by_tile(rng):
 def test_dense_solver_falls_back_when_lapack_returns_too_few_pairs(rng, monkeypatch):
     """LAPACK's subset-by-index driver can return no pairs for a highly repeated eigenvalue; the fit must
     then take the full decomposition, never end with fewer components than asked for."""
-    from fastkpca import decomposition
+    from scipy import linalg as sla
 
     X = rng.standard_normal((150, 4))
     expected = KernelPCA(5, kernel="rbf", eigen_solver="dense").fit(X).eigenvalues_
-    original = decomposition.sla.eigh
+    original = sla.eigh
 
     def short_subset(a, *args, **kwargs):
         if "subset_by_index" in kwargs:
             return np.empty(0), np.empty((a.shape[0], 0))
         return original(a, *args, **kwargs)
 
-    monkeypatch.setattr(decomposition.sla, "eigh", short_subset)
+    monkeypatch.setattr(sla, "eigh", short_subset)
     model = KernelPCA(5, kernel="rbf", eigen_solver="dense").fit(X)
     assert model.eigenvalues_.shape == (5,)
     np.testing.assert_allclose(model.eigenvalues_, expected, rtol=1e-12)

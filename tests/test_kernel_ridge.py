@@ -13,7 +13,7 @@ from sklearn import kernel_ridge as skr
 
 import reference as ref
 from fastkpca import ConvergenceWarning, KernelPCA, KernelRidge, SingularKernelWarning
-from fastkpca.conjugate_gradients import LowRankPreconditioner, cg_shifted, pcg
+from fastkpca.solvers.cg import LowRankPreconditioner, cg_shifted, pcg
 
 TESTS = Path(__file__).parent
 
@@ -133,7 +133,7 @@ def test_multishift_cg_solves_every_shift(rng):
 def test_nystrom_with_every_sample_as_centre_is_exact(data, rng):
     X, Y, X_new = data
     sw = rng.random(700) + 0.1
-    ours = KernelRidge(alpha=0.1, kernel="rbf", gamma=0.3, solver="nystrom", n_components=700,
+    ours = KernelRidge(alpha=0.1, kernel="rbf", gamma=0.3, solver="nystrom", n_landmarks=700,
                        random_state=0).fit(X, Y, sample_weight=sw)
     theirs = skr.KernelRidge(alpha=0.1, kernel="rbf", gamma=0.3).fit(X, Y, sample_weight=sw)
     assert ours.X_fit_.shape == (700, 5) and ours.dual_coef_.shape == (700, 2)
@@ -143,7 +143,7 @@ def test_nystrom_with_every_sample_as_centre_is_exact(data, rng):
 def test_nystrom_restricted_problem_matches_its_normal_equations(data):
     """β = (CᵀC + αW)⁻¹ Cᵀy on the chosen centres, solved in NumPy."""
     X, Y, X_new = data
-    model = KernelRidge(alpha=0.05, kernel="rbf", gamma=0.3, solver="nystrom", n_components=60,
+    model = KernelRidge(alpha=0.05, kernel="rbf", gamma=0.3, solver="nystrom", n_landmarks=60,
                         random_state=1).fit(X, Y[:, 0])
     S = model.X_fit_
     C = ref.kernel(X, S, kernel="rbf", gamma=0.3)
@@ -151,7 +151,7 @@ def test_nystrom_restricted_problem_matches_its_normal_equations(data):
     beta = np.linalg.solve(C.T @ C + 0.05 * W, C.T @ Y[:, 0])
     expected = ref.kernel(X_new, S, kernel="rbf", gamma=0.3) @ beta
     _close(model.predict(X_new), expected, 1e-7)
-    assert model.solver_info_["landmarks"] == "rpcholesky" and model.solver_info_["n_components"] == 60
+    assert model.solver_info_["landmarks"] == "rpcholesky" and model.solver_info_["n_landmarks"] == 60
 
 
 def test_precomputed_kernel_is_used_in_place_and_not_modified(data):
@@ -235,8 +235,8 @@ def test_bad_input_names_the_argument_and_modifies_nothing(data):
         KernelRidge(solver="lsqr").fit(X, y)
     with pytest.raises(ValueError, match="native kernels"):
         KernelRidge(kernel="chi2", solver="nystrom").fit(np.abs(X), y)
-    with pytest.raises(ValueError, match="n_components=701 is larger than the number of samples"):
-        KernelRidge(kernel="rbf", solver="nystrom", n_components=701).fit(X, y)
+    with pytest.raises(ValueError, match="n_landmarks=701 is larger than the number of samples"):
+        KernelRidge(kernel="rbf", solver="nystrom", n_landmarks=701).fit(X, y)
     with pytest.raises(MemoryError, match="solver='cholesky'"):
         KernelRidge(solver="cholesky", memory_limit=2**20).fit(X, y)
     np.testing.assert_array_equal(X, X0)
@@ -319,7 +319,9 @@ def test_cv_kfold_dense_and_matrix_free_agree_with_refitting(matrix_free, rng, m
     Y = np.c_[np.sin(X[:, 0]), X[:, 1] ** 2]
     alphas = [0.05, 0.5, 5.0]
     if matrix_free:  # as if three 150×150 matrices did not fit the memory limit
-        monkeypatch.setattr(KernelRidgeCV, "_dense_fits", staticmethod(lambda n, limit: False))
+        from fastkpca.solvers import ridge_cv
+
+        monkeypatch.setattr(ridge_cv, "dense_fits", lambda n, limit: False)
     model = KernelRidgeCV(alphas=alphas, kernel="rbf", gammas=[0.3], cv=3, tol=1e-12).fit(X, Y)
     assert model.cv_results_["method"] == ("kfold-multishift-cg" if matrix_free else "kfold-eigh")
     K = ref.kernel(X, kernel="rbf", gamma=0.3)
@@ -353,10 +355,11 @@ def test_cv_bad_input(rng):
 def test_default_preconditioner_rank_follows_the_cost_of_a_pass():
     """A stored kernel (cheap passes): rank 500 within a quarter of the limit; a recomputed one (dear
     passes): up to 1000 within 60% of it."""
-    model = KernelRidge()
-    assert model._preconditioner_rank(100_000, 2**30, stored=True) == 2**30 // 4 // 800_000 == 335
-    assert model._preconditioner_rank(100_000, 2**30, stored=False) == int(0.6 * 2**30) // 800_000 == 805
-    assert model._preconditioner_rank(20_000, 20 * 2**30, stored=True) == 500
-    assert model._preconditioner_rank(20_000, 20 * 2**30, stored=False) == 1000
-    assert model._preconditioner_rank(300, 20 * 2**30, stored=True) == 299
-    assert KernelRidge(preconditioner_rank=7)._preconditioner_rank(300, 2**30, stored=False) == 7
+    from fastkpca.solvers.ridge import preconditioner_rank
+
+    assert preconditioner_rank(None, 100_000, 2**30, stored=True) == 2**30 // 4 // 800_000 == 335
+    assert preconditioner_rank(None, 100_000, 2**30, stored=False) == int(0.6 * 2**30) // 800_000 == 805
+    assert preconditioner_rank(None, 20_000, 20 * 2**30, stored=True) == 500
+    assert preconditioner_rank(None, 20_000, 20 * 2**30, stored=False) == 1000
+    assert preconditioner_rank(None, 300, 20 * 2**30, stored=True) == 299
+    assert preconditioner_rank(7, 300, 2**30, stored=False) == 7

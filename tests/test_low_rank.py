@@ -7,7 +7,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 import reference as ref
-from fastkpca import low_rank
+from fastkpca.solvers import low_rank
 from fastkpca.kernels import NativeKernel
 
 

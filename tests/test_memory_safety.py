@@ -15,11 +15,11 @@ import numpy as np
 import pytest
 
 import reference as ref
-from fastkpca import _native, _registry
-from fastkpca.kernels import NativeKernel
-from fastkpca.low_rank import rpcholesky
+from fastkpca import _native
+from fastkpca.kernels import NativeKernel, registry
+from fastkpca.solvers.low_rank import rpcholesky
 
-KERNELS = sorted({spec.name for spec in _registry.NAMES.values()})
+KERNELS = sorted({spec.name for spec in registry.NAMES.values()})
 DTYPES = (np.float64, np.float32)
 
 
@@ -70,10 +70,10 @@ def test_every_native_path_at_every_width(kernel, dtype):
         wa, wb = core.kernel_block_product(X, Y, *args, None, VA, V, 1, 1)
         np.testing.assert_allclose(wa, expected @ V, rtol=0, atol=tol * n_y, err_msg=f"kernel block, d={d}")
         np.testing.assert_allclose(wb, expected.T @ VA, rtol=0, atol=tol * n_x, err_msg=f"kernel block, d={d}")
-        tiles = core.kernel_block_panels(X, None, *args, 1)
+        tiles = core.kernel_block_tiles(X, None, *args, 1)
         w, _ = core.kernel_block_product(X, None, *args, tiles, VA, None, 1, 1)
         np.testing.assert_allclose(w, expected_xx @ VA, rtol=0, atol=tol * n_x, err_msg=f"kept tiles, d={d}")
-        if _registry.KERNELS[kernel].positive_semidefinite:
+        if registry.KERNELS[kernel].positive_semidefinite:
             factor = rpcholesky(X, min(4, n_x), k, random_state=d).factor
             S = rpcholesky(X, min(4, n_x), k, random_state=d).pivots
             np.testing.assert_allclose(factor @ factor[S].T, expected_xx[:, S], rtol=0, atol=tol * 10,
@@ -114,7 +114,7 @@ def _bindings():
     K = ref.kernel(X, None, "rbf", 0.5)
     F = np.asfortranarray(rng.standard_normal((40, 8)))
     args = ("rbf", 0.5, 3.0, 1.0)
-    tiles = core.kernel_block_panels(X, None, *args, 1)
+    tiles = core.kernel_block_tiles(X, None, *args, 1)
 
     def out(shape, dtype=np.float64):
         return np.zeros(shape, dtype=dtype)
@@ -125,7 +125,7 @@ def _bindings():
                                  ("out",)],
         "cross_product_into": [lambda m: (core.cross_product_into(m(X), m(Y), *args, m(V), o := m(out((40, 4))), 1),
                                           o)[1], ("out",)],
-        "kernel_block_panels": [lambda m: core.kernel_block_panels(m(X), m(Y), *args, 1), ()],
+        "kernel_block_tiles": [lambda m: core.kernel_block_tiles(m(X), m(Y), *args, 1), ()],
         "kernel_block_product": [lambda m: core.kernel_block_product(m(X), m(Y), *args, None, m(VA), m(V), 1, 1), ()],
         "kernel_block_product(tiles)": [lambda m: core.kernel_block_product(m(X), None, *args, m(tiles), m(VA), None,
                                                                             1, 1)[0], ()],
@@ -145,8 +145,8 @@ def _bindings():
 
 
 #: Module attributes that take no arrays.
-NO_ARRAYS = {"ISA", "KERNELS", "TILE", "VERSION", "Operator", "build_info", "omp_max_threads", "packed_prefix_size",
-             "supported_isas"}
+NO_ARRAYS = {"ISA", "KERNELS", "TILE", "PANEL_ROWS", "PASS_BLOCKS", "VERSION", "Operator", "build_info",
+             "omp_max_threads", "packed_prefix_size", "kernel_block_elements", "supported_isas"}
 
 
 def test_the_table_covers_every_binding():

@@ -1,4 +1,4 @@
-"""Kernel operators (cpp/include/fastkpca/operator.hpp, tiled_operator.hpp; python/fastkpca/operators.py):
+"""Kernel operators (cpp/include/fastkpca/operator.hpp, tiled_operator.hpp; python/fastkpca/operators/):
 every storage mode against the NumPy reference and against each other, the views, the storage planner,
 and the operator as a SciPy LinearOperator."""
 
@@ -11,7 +11,9 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 import fastkpca
-from fastkpca import _native, linalg, operators
+from fastkpca import _native, operators
+from fastkpca.operators import storage as planner
+from fastkpca.solvers import lanczos as linalg
 
 from reference import kernel as reference_kernel
 
@@ -94,7 +96,7 @@ def test_every_block_width_in_every_isa(block, isa):
     exact = np.linalg.eigh(H @ fastkpca.gram(X, kernel="laplacian", gamma=0.1) @ H)
     for storage in ("packed", "matrix_free"):
         op = fastkpca.kernel_operator(X, kernel="laplacian", gamma=0.1, storage=storage).centered()
-        vals, vecs, info = linalg.solve(op._native_operator, k, tol=None, maxiter=None, block_size=block,
+        vals, vecs, info = linalg.solve(op, k, tol=None, maxiter=None, block_size=block,
                                         random_state=0, threads=2)
         assert info["converged"]
         np.testing.assert_allclose(vals, exact[0][::-1][:k], rtol=1e-10)
@@ -129,7 +131,7 @@ def test_views_through_the_dense_solve(n):
     H = np.eye(n) - 1.0 / n
     op = fastkpca.kernel_operator(X, kernel="rbf", gamma=0.2, storage="matrix_free")
     for view, reference in ((op.centered(), H @ K @ H), (op.shifted(0.7), K + 0.7 * np.eye(n))):
-        r = _native.core.eigsh(view._native_operator, np.zeros((n, 1), order="F"), n, 1e-12, 0, 1, 0, True,
+        r = _native.core.eigsh(view.native, np.zeros((n, 1), order="F"), n, 1e-12, 0, 1, 0, True,
                                None, 2)
         np.testing.assert_allclose(r["values"], np.linalg.eigvalsh(reference)[::-1], rtol=0, atol=1e-12 * n)
     assert op.centered().trace() == pytest.approx(np.trace(H @ K @ H), rel=1e-12)
@@ -219,21 +221,21 @@ def test_property_every_mode_equals_the_reference(n, d, b, seed, kernel):
 def test_plan_storage_follows_the_memory_limit():
     n, d = 50_000, 64
     packed = int(_native.core.packed_prefix_size(-(-n // TILE))) * 8
-    big = operators.plan_storage(n, d, 8, block_size=8, memory_limit=packed * 2)
+    big = planner.plan_storage(n, d, 8, block_size=8, memory_limit=packed * 2)
     assert big.storage == "packed" and big.kernel_bytes == packed
-    wide = operators.plan_storage(n, d, 8, block_size=32, memory_limit=n * n * 8 * 2)
+    wide = planner.plan_storage(n, d, 8, block_size=32, memory_limit=n * n * 8 * 2)
     assert wide.storage == "full"
-    four = operators.plan_storage(n, d, 8, block_size=8, memory_limit=4 * 10**9)
+    four = planner.plan_storage(n, d, 8, block_size=8, memory_limit=4 * 10**9)
     assert four.storage == "cached" and 0 < four.kernel_bytes <= four.budget_bytes < 4 * 10**9
     assert "recomputed" in four.reason
-    floor = operators.fixed_bytes(n, d, 8)  # working copies of X, and the slack
-    tiny = operators.plan_storage(n, d, 8, block_size=8, memory_limit=floor + 100_000)  # < one tile row
+    floor = planner.fixed_bytes(n, d, 8)  # working copies of X, and the slack
+    tiny = planner.plan_storage(n, d, 8, block_size=8, memory_limit=floor + 100_000)  # < one tile row
     assert tiny.storage == "matrix_free" and tiny.kernel_bytes == 0
     with pytest.raises(MemoryError, match="even matrix-free"):
-        operators.plan_storage(n, d, 8, block_size=8, memory_limit=floor - 1)
+        planner.plan_storage(n, d, 8, block_size=8, memory_limit=floor - 1)
     with pytest.raises(MemoryError, match="GiB"):
-        operators.plan_storage(n, d, 8, block_size=8, memory_limit=4 * 10**9, storage="packed")
-    assert operators.plan_storage(n, d, 8, block_size=8, memory_limit=packed * 2,
+        planner.plan_storage(n, d, 8, block_size=8, memory_limit=4 * 10**9, storage="packed")
+    assert planner.plan_storage(n, d, 8, block_size=8, memory_limit=packed * 2,
                                   storage="matrix_free").storage == "matrix_free"
 
 

@@ -52,7 +52,7 @@ INTERRUPT_CASES = {
     # A Wigner matrix: its top eigenvalues crowd together, so 60 of them to tol=0 take many passes.
     "eigsh": ("A = rng.standard_normal((6000, 6000)); A += A.T",
               "fastkpca.eigsh(A, 60, tol=0.0, maxiter=100000)"),
-    "fit": ("import fastkpca.decomposition; X = rng.standard_normal((16000, 512))",
+    "fit": ("import fastkpca.estimators; X = rng.standard_normal((16000, 512))",
             "fastkpca.KernelPCA(5, kernel='laplacian').fit(X)"),
     # Every pass recomputes the kernel (about 2 s a pass here): the interrupt lands inside a pass.
     "matrix_free": ("import fastkpca.operators; X = rng.standard_normal((40000, 256)); "

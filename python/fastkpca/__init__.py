@@ -9,10 +9,9 @@ the estimators and operators load them on first use.
 from __future__ import annotations
 
 from ._version import __version__
-from .centering import double_center, double_center_distances
 from .exceptions import ConvergenceWarning, FastkpcaWarning, NonEuclideanWarning, SingularKernelWarning
-from .kernels import gram, pairwise_kernels
-from .linalg import eigsh
+from .kernels import double_center, double_center_distances, gram, pairwise_kernels
+from .solvers.lanczos import eigsh
 
 __all__ = [
     "__version__",
@@ -43,16 +42,16 @@ __all__ = [
 
 # Names that need scikit-learn, imported on first access (PEP 562).
 _LAZY = {
-    "KernelCenterer": "preprocessing",
-    "KernelPCA": "decomposition",
-    "Nystroem": "kernel_approximation",
-    "KernelRidge": "kernel_ridge",
-    "KernelRidgeCV": "kernel_ridge",
+    "KernelCenterer": "estimators",
+    "KernelPCA": "estimators",
+    "Nystroem": "estimators",
+    "KernelRidge": "estimators",
+    "KernelRidgeCV": "estimators",
+    "classical_mds": "estimators",
+    "ClassicalMDS": "estimators",
     "patch_sklearn": "_sklearn_patch",
     "unpatch_sklearn": "_sklearn_patch",
     "sklearn_patched": "_sklearn_patch",
-    "classical_mds": "manifold",
-    "ClassicalMDS": "manifold",
     "kernel_operator": "operators",
     "KernelOperator": "operators",
 }

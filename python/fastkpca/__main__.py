@@ -7,7 +7,7 @@ import os
 import sys
 import time
 
-from ._registry import NAMES as KERNELS  # every native kernel and alias, from the core's registry
+from .kernels.registry import NAMES as KERNELS  # every native kernel and alias, from the core's registry
 
 
 class CliError(Exception):

@@ -15,8 +15,8 @@ import functools
 import inspect
 import sys
 
-from . import _registry, kernels
 from ._validation import is_sparse as _is_sparse
+from .kernels import pairwise, registry
 
 # (module, name) -> original object, for everything patch_sklearn replaced.
 _originals: dict = {}
@@ -40,7 +40,7 @@ def _kernel_wrapper(original, kernel: str, accepted: tuple[str, ...]):
         if (params.pop("dense_output", True) is not True or _is_sparse(X) or _is_sparse(Y)
                 or set(params) - set(accepted)):
             return original(*args, **kwargs)
-        return kernels.gram(X, Y, kernel=kernel, **params)
+        return pairwise.gram(X, Y, kernel=kernel, **params)
 
     wrapper.__fastkpca_original__ = original
     return wrapper
@@ -49,9 +49,9 @@ def _kernel_wrapper(original, kernel: str, accepted: tuple[str, ...]):
 def _pairwise_kernels_wrapper(original):
     @functools.wraps(original)
     def wrapper(X, Y=None, metric="linear", *, filter_params=False, n_jobs=None, **kwds):
-        if _is_sparse(X) or _is_sparse(Y) or not (isinstance(metric, str) and metric in kernels._NATIVE_METRICS):
+        if _is_sparse(X) or _is_sparse(Y) or not (isinstance(metric, str) and metric in pairwise._NATIVE_METRICS):
             return original(X, Y, metric=metric, filter_params=filter_params, n_jobs=n_jobs, **kwds)
-        return kernels.pairwise_kernels(X, Y, metric, filter_params=filter_params, n_jobs=n_jobs, **kwds)
+        return pairwise.pairwise_kernels(X, Y, metric, filter_params=filter_params, n_jobs=n_jobs, **kwds)
 
     wrapper.__fastkpca_original__ = original
     return wrapper
@@ -65,10 +65,7 @@ def _replacement_table():
     import sklearn.metrics.pairwise as skp
     import sklearn.preprocessing
 
-    from .decomposition import KernelPCA
-    from .kernel_approximation import Nystroem
-    from .kernel_ridge import KernelRidge
-    from .preprocessing import KernelCenterer
+    from .estimators import KernelCenterer, KernelPCA, KernelRidge, Nystroem
 
     table = {
         ("sklearn.decomposition", "KernelPCA"): KernelPCA,
@@ -78,7 +75,7 @@ def _replacement_table():
     }
     # scikit-learn's function for each kernel of the registry: <name>_kernel for the name or an alias
     # (rbf_kernel, polynomial_kernel, ...), except cosine's, which scikit-learn calls cosine_similarity.
-    for spec in _registry.KERNELS.values():
+    for spec in registry.KERNELS.values():
         names = (["cosine_similarity"] if spec.name == "cosine"
                  else [f"{n}_kernel" for n in (spec.name, *spec.aliases)])
         for name in names:
@@ -111,7 +108,7 @@ def patch_sklearn() -> None:
     >>> fastkpca.patch_sklearn()
     >>> from sklearn.decomposition import KernelPCA
     >>> KernelPCA.__module__
-    'fastkpca.decomposition'
+    'fastkpca.estimators.decomposition'
     >>> fastkpca.unpatch_sklearn()
     """
     if _originals:

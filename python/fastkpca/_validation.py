@@ -1,7 +1,9 @@
-"""Every input check of the public API, in one place.
+"""The input checks of the public API, in one place (kernel names and parameters are the registry's:
+kernels/registry.py).
 
-The native core assumes what these functions establish: 2-D, C-contiguous float32/float64 arrays with
-finite values, sane parameters, and outputs that fit in memory. The core itself only checks invariants.
+The native core assumes what these functions establish: 2-D, C-contiguous, aligned float32/float64 arrays
+with finite values, sane parameters, and outputs that fit in memory. The core itself only checks
+invariants (and shapes at its boundary).
 """
 
 from __future__ import annotations
@@ -11,11 +13,6 @@ import numbers
 import os
 
 import numpy as np
-
-from . import _registry
-
-#: Every kernel name fastkpca evaluates natively, aliases included, from the core's registry.
-KERNELS = tuple(_registry.NAMES)
 
 
 def is_sparse(x) -> bool:
@@ -103,8 +100,8 @@ def is_dask_array(x) -> bool:
 def check_dask_samples(x, name: str, dtype=None):
     """A dask array of samples, as the Dask engine reads it: 2-D, real, float32/float64 (integers become
     float64), with known chunk sizes and all columns in one chunk (split columns are rechunked: a kernel
-    entry needs whole rows). Its values are checked finite by the tasks that persist its panels
-    (_dask.Samples): checking here would compute the array once more."""
+    entry needs whole rows). Its values are checked finite by the tasks that persist its row blocks
+    (engines/dask.py): checking here would compute the array once more."""
     if x.ndim != 2:
         raise ValueError(f"{name} must be a 2-D dask array (samples × features), got {x.ndim}-D with shape "
                          f"{x.shape}")
@@ -129,17 +126,9 @@ def check_dask_samples(x, name: str, dtype=None):
     return x
 
 
-def check_native_kernel(kernel, what: str) -> str:
-    """A kernel fastkpca evaluates natively (not precomputed, callable or scikit-learn's)."""
-    if callable(kernel) or not isinstance(kernel, str) or kernel not in KERNELS:
-        raise ValueError(f"{what} needs one of fastkpca's native kernels ({', '.join(KERNELS)}), got "
-                         f"kernel={kernel!r}")
-    return kernel
-
-
 def check_targets(y, n: int) -> np.ndarray:
-    """Regression targets as an (n, t) float64 array, t >= 1: 1-D or 2-D, numeric, finite, n rows (the
-    checks scikit-learn's validate_data makes on the NumPy path)."""
+    """Regression targets as a float64 array of their own shape, (n,) or (n, t) with t >= 1: numeric,
+    finite, n rows (the checks scikit-learn's validate_data makes on the NumPy path)."""
     if y is None:
         raise ValueError("y must be given: KernelRidge needs targets")
     arr = np.asarray(y)
@@ -156,7 +145,7 @@ def check_targets(y, n: int) -> np.ndarray:
         raise ValueError(f"X has {n} samples but y has {arr.shape[0]}: they must have the same length")
     if arr.ndim == 2 and arr.shape[1] == 0:
         raise ValueError(f"y has 0 targets (shape {arr.shape}); at least 1 is required")
-    Y = arr.astype(np.float64).reshape(n, -1)
+    Y = arr.astype(np.float64)
     check_finite(Y, "y")
     return Y
 
@@ -240,15 +229,6 @@ def check_square(arr: np.ndarray, name: str) -> None:
         raise ValueError(f"{name} is empty (shape {arr.shape})")
 
 
-def check_kernel(kernel) -> str:
-    """The registry name of a native kernel (aliases resolved)."""
-    if not isinstance(kernel, str):
-        raise TypeError(f"kernel must be a string, got {kernel!r}; valid kernels are: {', '.join(KERNELS)}")
-    if kernel not in _registry.NAMES:
-        raise ValueError(f"unknown kernel {kernel!r}; valid kernels are: {', '.join(KERNELS)}")
-    return _registry.spec(kernel).name
-
-
 def check_choice(value, name: str, choices) -> str:
     """One of a fixed set of strings: TypeError for a non-string, ValueError for another string."""
     if not isinstance(value, str):
@@ -280,16 +260,6 @@ def check_int(value, name: str, *, minimum=None, maximum=None) -> int:
     if maximum is not None and value > maximum:
         raise ValueError(f"{name} must be <= {maximum}, got {value}")
     return value
-
-
-def kernel_params(kernel: str, gamma, degree, coef0, n_features: int) -> tuple[float, float, float]:
-    """(gamma, degree, coef0) with scikit-learn's defaults (gamma=None: 1/n_features)."""
-    gamma = check_real(gamma, "gamma", minimum=0.0, allow_none=True)
-    if gamma is None:
-        gamma = 1.0 / n_features
-    degree = check_real(degree, "degree", minimum=0.0)
-    coef0 = check_real(coef0, "coef0")
-    return gamma, degree, coef0
 
 
 def cpu_count() -> int:
@@ -383,6 +353,15 @@ def check_memory(nbytes: int, what: str) -> None:
         )
 
 
+def check_within(nbytes: int, limit: int, what: str, hint: str = "") -> None:
+    """Raise MemoryError, before allocating, if ``what`` (``nbytes``) exceeds the memory limit or the memory
+    available; ``hint`` says what fits instead."""
+    if nbytes > limit:
+        raise MemoryError(f"{what} needs {nbytes / 2**30:.2f} GiB, but the memory limit is {limit / 2**30:.2f} GiB"
+                          + (f"; {hint}" if hint else ""))
+    check_memory(nbytes, what)
+
+
 def empty(shape, dtype, what: str) -> np.ndarray:
     """np.empty after a memory check."""
     nbytes = int(np.prod(shape, dtype=np.float64)) * np.dtype(dtype).itemsize
@@ -399,3 +378,65 @@ def check_random_state(seed) -> np.random.RandomState:
     if isinstance(seed, np.random.RandomState):
         return seed
     raise TypeError(f"random_state must be None, an int or a numpy RandomState, got {seed!r}")
+
+
+# ------------------------------------------------------------------------------- parameter constraints
+# An estimator declares its parameters' constraints once, as a table {name: constraint} (scikit-learn's
+# _parameter_constraints pattern), and checks them all with check_params. A constraint is a function of
+# (value, name) that raises TypeError or ValueError naming the parameter.
+
+def integer(minimum=None, maximum=None, *, none=False):
+    def check(value, name):
+        if value is None and none:
+            return
+        check_int(value, name, minimum=minimum, maximum=maximum)
+    return check
+
+
+def real(minimum=None, *, none=False):
+    def check(value, name):
+        check_real(value, name, minimum=minimum, allow_none=none)
+    return check
+
+
+def choice(*options, callable_ok=False, other=None):
+    """One of the strings ``options``; a callable too with ``callable_ok``; or anything ``other`` accepts
+    (a constraint itself)."""
+    def check(value, name):
+        if callable_ok and callable(value):
+            return
+        if other is not None and not isinstance(value, str):
+            other(value, name)
+            return
+        check_choice(value, name, options)
+    return check
+
+
+def optional_callable(value, name):
+    if value is not None and not callable(value):
+        raise TypeError(f"{name} must be callable or None, got {value!r}")
+
+
+def optional_dict(value, name):
+    if value is not None and not isinstance(value, dict):
+        raise TypeError(f"{name} must be a dict or None, got {value!r}")
+
+
+def jobs(value, name):
+    n_threads(value)
+
+
+def flag(value, name):
+    if not isinstance(value, (bool, np.bool_)):
+        raise TypeError(f"{name} must be True or False, got {value!r}")
+
+
+def anything(value, name):
+    """No constraint (an array of points, a random state: checked where they are used)."""
+
+
+def check_params(estimator, constraints: dict) -> None:
+    """Check every parameter of ``estimator`` named in ``constraints`` against its constraint."""
+    for name, constraint in constraints.items():
+        constraint(getattr(estimator, name), name)
+

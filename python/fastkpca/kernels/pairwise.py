@@ -1,13 +1,20 @@
-"""Kernel (Gram) matrices: :func:`gram` and scikit-learn's :func:`pairwise_kernels` interface."""
+"""Kernel (Gram) matrices: :func:`gram` and scikit-learn's :func:`pairwise_kernels` interface, and the
+chunked products of kernels evaluated as matrices (callables, kernels only scikit-learn evaluates, sparse
+data, precomputed kernels)."""
 
 from __future__ import annotations
 
 import numpy as np
 
-from . import _native, _registry
-from . import _validation as v
+from .. import _native
+from .. import _validation as v
+from . import registry
 
-__all__ = ["gram", "pairwise_kernels"]
+__all__ = ["gram", "pairwise_kernels", "MatrixKernel", "ChunkedProduct", "CROSS_KERNEL_CHUNK_BYTES"]
+
+#: Largest piece of a cross kernel a chunked product builds at once (also at most a quarter of the memory
+#: limit). Native kernels never build one: their products go tile by tile (NativeKernel.product).
+CROSS_KERNEL_CHUNK_BYTES = 256 * 2**20
 
 
 def gram(X, Y=None, *, kernel="linear", gamma=None, degree=3, coef0=1.0, n_jobs=None):
@@ -63,7 +70,7 @@ def gram(X, Y=None, *, kernel="linear", gamma=None, degree=3, coef0=1.0, n_jobs=
     array([[1.        , 0.60653066],
            [0.60653066, 1.        ]])
     """
-    kernel = v.check_kernel(kernel)
+    kernel = registry.check_kernel(kernel)
     dtype = v.common_dtype(X, Y)
     X = v.check_samples(X, "X", dtype)
     if Y is not None:
@@ -72,7 +79,7 @@ def gram(X, Y=None, *, kernel="linear", gamma=None, degree=3, coef0=1.0, n_jobs=
             raise ValueError(
                 f"X and Y have different numbers of features: X has {X.shape[1]}, Y has {Y.shape[1]}"
             )
-    gamma, degree, coef0 = v.kernel_params(kernel, gamma, degree, coef0, X.shape[1])
+    gamma, degree, coef0 = registry.kernel_params(kernel, gamma, degree, coef0, X.shape[1])
     threads = v.n_threads(n_jobs)
     n_y = X.shape[0] if Y is None else Y.shape[0]
     out = v.empty((X.shape[0], n_y), dtype, f"the {X.shape[0]}×{n_y} {np.dtype(dtype).name} kernel matrix")
@@ -83,7 +90,7 @@ def gram(X, Y=None, *, kernel="linear", gamma=None, degree=3, coef0=1.0, n_jobs=
 # sklearn.metrics.pairwise.pairwise_kernels metric names served natively (every name and alias of the
 # core's registry) -> (kernel, the keyword arguments scikit-learn's function for it accepts).
 _NATIVE_METRICS = {
-    name: (spec.name, spec.parameters or ("dense_output",)) for name, spec in _registry.NAMES.items()
+    name: (spec.name, spec.parameters or ("dense_output",)) for name, spec in registry.NAMES.items()
 }
 
 
@@ -128,58 +135,61 @@ def pairwise_kernels(X, Y=None, metric="linear", *, filter_params=False, n_jobs=
     if unknown:
         raise TypeError(f"{metric} kernel got unexpected keyword argument(s): {', '.join(sorted(unknown))}")
     kwds.pop("dense_output", None)
-    params = dict(_registry.PARAMETER_DEFAULTS)
+    params = dict(registry.PARAMETER_DEFAULTS)
     params.update(kwds)
     return gram(X, Y, kernel=kernel, n_jobs=n_jobs, **params)
 
 
-class NativeKernel:
-    """One native kernel with its parameters resolved: what the low-rank and streamed code paths evaluate.
+class MatrixKernel:
+    """``x ↦ K(x, Y)`` as a matrix: scikit-learn's pairwise_kernels with ``metric`` and ``params`` (native
+    metrics run natively through :func:`pairwise_kernels`), or, for ``metric="precomputed"``, the rows given
+    (they are the cross kernel). Picklable when the metric is."""
 
-    ``cross(X, Y)`` is ``K(X, Y)``; for rbf it is computed after shifting both sides by Y's column means, so
-    a chunk of X's rows gets exactly the rows the whole X would: streamed results do not depend on the
-    chunking. ``diagonal(X)`` is ``k(x_i, x_i)``. Arrays must be validated, C-contiguous and of one dtype.
-    """
+    def __init__(self, Y, metric, params: dict | None = None, n_jobs=None):
+        self.Y, self.metric, self.params, self.n_jobs = Y, metric, dict(params or {}), n_jobs
 
-    __slots__ = ("name", "gamma", "degree", "coef0", "threads")
+    @property
+    def precomputed(self) -> bool:
+        return isinstance(self.metric, str) and self.metric == "precomputed"
 
-    def __init__(self, name: str, gamma: float, degree: float, coef0: float, threads: int):
-        self.name, self.gamma, self.degree, self.coef0, self.threads = name, gamma, degree, coef0, threads
+    def __call__(self, X) -> np.ndarray:
+        if self.precomputed:
+            return np.array(v.as_float_array(X, "X (the precomputed kernel)"), order="C")
+        K = pairwise_kernels(X, self.Y, metric=self.metric, filter_params=True, n_jobs=self.n_jobs, **self.params)
+        return K if isinstance(K, np.ndarray) and K.flags.c_contiguous and K.flags.writeable else np.array(K, order="C")
 
-    @classmethod
-    def resolve(cls, kernel, gamma, degree, coef0, n_features: int, n_jobs=None) -> NativeKernel:
-        """Validated kernel name and parameters (gamma None -> 1 / n_features; scikit-learn's defaults)."""
-        name = v.check_kernel(kernel)
-        gamma, degree, coef0 = v.kernel_params(name, gamma, degree, coef0, n_features)
-        return cls(name, gamma, degree, coef0, v.n_threads(n_jobs))
 
-    def cross(self, X: np.ndarray, Y: np.ndarray | None = None, out: np.ndarray | None = None) -> np.ndarray:
-        n_y = X.shape[0] if Y is None else Y.shape[0]
-        if out is None:
-            out = v.empty((X.shape[0], n_y), X.dtype, f"a {X.shape[0]}×{n_y} kernel block")
-        _native.core.gram_into(X, Y, self.name, self.gamma, self.degree, self.coef0, out, self.threads)
-        return out
+class ChunkedProduct:
+    """A fitted product for new rows, ``x ↦ finish(K(x, Y))·V``, for a :class:`MatrixKernel`: the cross kernel
+    built in row chunks of at most :data:`CROSS_KERNEL_CHUNK_BYTES` and a quarter of ``memory_limit``
+    (``finish``, e.g. KernelCentering.center, works on a chunk in place). A row's result depends on that row
+    alone, so the chunks give what one piece would."""
 
-    def product(self, X: np.ndarray, Y: np.ndarray, V: np.ndarray, out: np.ndarray | None = None,
-                rows: int = 65536) -> np.ndarray:
-        """``K(X, Y) @ V`` in float64, tile by tile: the cross kernel is never stored (cross_product.hpp).
+    def __init__(self, kernel: MatrixKernel, V, n_fit: int, *, memory_limit: int, finish=None, out_dtype=None):
+        self.kernel, self.V, self.finish, self.out_dtype = kernel, V, finish, out_dtype
+        self.n_fit, self.memory_limit = n_fit, memory_limit
 
-        X goes to the core ``rows`` rows at a time, which bounds the core's padded working copy of the
-        output; the result does not depend on ``rows``.
-        """
-        V = np.ascontiguousarray(V, dtype=np.float64)
-        if out is None:
-            out = v.empty((X.shape[0], V.shape[1]), np.float64, f"a {X.shape[0]}×{V.shape[1]} product")
+    @property
+    def rows(self) -> int:
+        """Rows of new data per chunk of the cross kernel."""
+        chunk_bytes = min(CROSS_KERNEL_CHUNK_BYTES, self.memory_limit // 4)
+        return max(1, chunk_bytes // max(1, self.n_fit * 8))
+
+    @property
+    def width(self) -> int:
+        return 1 if np.ndim(self.V) == 1 else self.V.shape[1]
+
+    def __call__(self, X) -> np.ndarray:
+        out = None
+        rows = self.rows
         for start in range(0, X.shape[0], rows):
-            part = X[start:start + rows]
-            _native.core.cross_product_into(part, Y, self.name, self.gamma, self.degree, self.coef0, V,
-                                            out[start:start + part.shape[0]], self.threads)
+            K = self.kernel(X[start:start + rows])
+            if self.finish is not None:
+                K = self.finish(K)
+            piece = np.asarray(K @ self.V)
+            if out is None:
+                dtype = self.out_dtype or np.result_type(piece.dtype, np.float64)
+                out = np.empty((X.shape[0], *piece.shape[1:]), dtype=dtype)
+            out[start:start + rows] = piece
         return out
 
-    def diagonal(self, X: np.ndarray) -> np.ndarray:
-        out = np.empty(X.shape[0], dtype=X.dtype)
-        _native.core.kernel_diagonal_into(X, self.name, self.gamma, self.degree, self.coef0, out, self.threads)
-        return out
-
-    def __repr__(self):
-        return f"NativeKernel({self.name!r}, gamma={self.gamma}, degree={self.degree}, coef0={self.coef0})"

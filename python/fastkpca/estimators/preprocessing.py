@@ -6,9 +6,9 @@ import numpy as np
 from sklearn.base import BaseEstimator, ClassNamePrefixFeaturesOutMixin, TransformerMixin
 from sklearn.utils.validation import check_is_fitted
 
-from . import _native
-from . import _validation as v
-from ._sklearn_compat import validate_data
+from .. import _validation as v
+from .._sklearn_compat import validate_data
+from ..kernels import KernelCentering
 
 __all__ = ["KernelCenterer"]
 
@@ -60,11 +60,9 @@ class KernelCenterer(ClassNamePrefixFeaturesOutMixin, TransformerMixin, BaseEsti
         """
         check_is_fitted(self)
         K = validate_data(self, K, copy=copy, dtype=[np.float64, np.float32], reset=False)
-        if not (K.flags.c_contiguous and K.flags.writeable):
+        if not (K.flags.c_contiguous and K.flags.writeable and K.flags.aligned):
             K = np.array(K, order="C")
-        _native.core.center_cross_inplace(K, np.asarray(self.K_fit_rows_, dtype=np.float64),
-                                          float(self.K_fit_all_), v.n_threads(None))
-        return K
+        return KernelCentering(self.K_fit_rows_, self.K_fit_all_).center(K, v.n_threads(None))
 
     @property
     def _n_features_out(self):

@@ -21,8 +21,9 @@ The factor takes N·m·8 bytes, which at N = 1,000,000 and m = 1,000 is 8 GB. :f
 therefore runs RPCholesky on a uniform subsample of at most :data:`RPCHOLESKY_FACTOR_BYTES` of factor
 (33,554 rows at m = 1,000); on large N the landmarks are RPCholesky's choice among those rows.
 
-:func:`nystrom_moments` and :func:`nystrom_project` stream over X in row chunks: they hold one chunk of
-C at a time, never the N×m features.
+:func:`nystrom_moments` and :func:`nystrom_project` stream over the rows of X in chunks (a row source,
+rows.py: an array here, or an engine's samples on a cluster): they hold one chunk of C at a time, never
+the N×m features.
 """
 
 from __future__ import annotations
@@ -33,13 +34,17 @@ from dataclasses import dataclass
 import numpy as np
 from scipy import linalg as sla
 
-from . import _validation as v
-from .kernels import NativeKernel
+from .. import _validation as v
+from ..kernels import KernelColumns, MatrixColumns, NativeKernel
+from .eigenvalues import check_psd_eigenvalues, column_signs
+from .rows import as_rows
 
-__all__ = ["LowRankFactor", "rpcholesky", "select_landmarks", "nystrom_moments", "nystrom_project",
-           "LANDMARK_METHODS"]
+__all__ = ["LowRankFactor", "rpcholesky", "select_landmarks", "landmarks", "nystrom_moments", "nystrom_project",
+           "NystromProjection", "nystrom_pca", "nystrom_kernel_pca", "LANDMARK_METHODS", "DEFAULT_N_LANDMARKS"]
 
 LANDMARK_METHODS = ("uniform", "rpcholesky")
+#: Landmarks of a Nyström fit when the estimator's n_landmarks is None (or all samples, if fewer).
+DEFAULT_N_LANDMARKS = 1000
 #: At most this much memory for RPCholesky's factor when choosing landmarks (also at most a quarter of the
 #: memory limit): beyond it the landmarks are chosen among a uniform subsample of the rows.
 RPCHOLESKY_FACTOR_BYTES = 256 * 2**20
@@ -85,42 +90,16 @@ class LowRankFactor:
         return self.pivots.shape[0]
 
 
-class _NativeColumns:
-    """Diagonal and columns K(X, X_S) of a native kernel, evaluated on demand."""
-
-    def __init__(self, X, kernel):
-        self.X, self.kernel, self.n, self.dtype = X, kernel, X.shape[0], X.dtype
-
-    def diagonal(self):
-        return self.kernel.diagonal(self.X)
-
-    def columns(self, S, out):
-        return self.kernel.cross(self.X, np.ascontiguousarray(self.X[S]), out=out)
-
-
-class _MatrixColumns:
-    """Diagonal and columns of an explicit (precomputed) kernel matrix."""
-
-    def __init__(self, K):
-        self.K, self.n, self.dtype = K, K.shape[0], K.dtype
-
-    def diagonal(self):
-        return np.diagonal(self.K).copy()
-
-    def columns(self, S, out):
-        return np.take(self.K, S, axis=1, out=out)
-
-
 def rpcholesky(X: np.ndarray, rank: int, kernel: NativeKernel | None, *, random_state=None,
                block_size: int = RPCHOLESKY_BLOCK) -> LowRankFactor:
     """Randomly pivoted Cholesky factor of the kernel matrix of X, of rank ``rank`` (fewer if exhausted).
 
     Parameters
     ----------
-    X : ndarray of shape (n, d), or (n, n) with kernel=None
+    X : ndarray of shape (n, d), or (n, n) with kernel=None, or a column source
         Validated, C-contiguous float32/float64 samples; or, with ``kernel=None``, the kernel matrix itself
         (only its diagonal and the pivots' columns are read), or any source with ``n``, ``dtype``,
-        ``diagonal()`` and ``columns(S, out)`` (the Dask engine's distributed kernel columns).
+        ``diagonal()`` and ``columns(index, out)`` (kernels.KernelColumns; an engine's samples give one).
     rank : int
         Pivots to choose, 1 <= rank <= n.
     kernel : NativeKernel or None
@@ -136,10 +115,10 @@ def rpcholesky(X: np.ndarray, rank: int, kernel: NativeKernel | None, *, random_
         direction is already explained and further pivots would only add rounding noise.
     """
     rng = v.check_random_state(random_state)
-    if hasattr(X, "columns"):  # a column source of its own (the Dask engine's distributed columns)
+    if hasattr(X, "columns"):  # a column source of its own (an engine's)
         source = X
     else:
-        source = _MatrixColumns(X) if kernel is None else _NativeColumns(X, kernel)
+        source = MatrixColumns(X) if kernel is None else KernelColumns(X, kernel)
     n = source.n
     if not 1 <= rank <= n:
         raise ValueError(f"rank must be between 1 and the number of samples ({n}), got {rank}")
@@ -220,17 +199,6 @@ def _accept(C: np.ndarray, proposed_diag: np.ndarray, u: np.ndarray, tiny: float
     return keep, cols[keep][:, :len(keep)]
 
 
-def take_rows(X, index) -> np.ndarray:
-    """X[index] (index None: all rows) as a local array, C-contiguous if dense: from memory, or gathered
-    from the workers for distributed samples (_dask.Samples)."""
-    if hasattr(X, "rows"):
-        return X.rows(np.arange(X.shape[0]) if index is None else index)
-    if index is None:
-        return X
-    rows = X[index]
-    return np.ascontiguousarray(rows) if isinstance(rows, np.ndarray) else rows  # sparse rows stay sparse
-
-
 def rpcholesky_rows(n: int, m: int, memory_limit: int) -> int:
     """Rows RPCholesky chooses among for m landmarks: all n when the factor fits in
     RPCHOLESKY_FACTOR_BYTES (and a quarter of the limit), else a uniform subsample (at least 4·m rows)."""
@@ -238,9 +206,9 @@ def rpcholesky_rows(n: int, m: int, memory_limit: int) -> int:
     return int(min(n, max(4 * m, budget // (8 * m))))
 
 
-def select_landmarks(X: np.ndarray, m: int, method: str, kernel: NativeKernel, *, random_state=None,
+def select_landmarks(X, m: int, method: str, kernel: NativeKernel, *, random_state=None,
                      memory_limit: int) -> tuple[np.ndarray, dict]:
-    """Indices of m landmark rows of X, and a dict describing the choice.
+    """Indices of m landmark rows of X (an array or a row source), and a dict describing the choice.
 
     ``"uniform"`` takes the first m of a random permutation (scikit-learn's draw for the same seed).
     ``"rpcholesky"`` runs :func:`rpcholesky` on all rows, or on a uniform subsample of
@@ -254,7 +222,9 @@ def select_landmarks(X: np.ndarray, m: int, method: str, kernel: NativeKernel, *
         return rng.permutation(n)[:m].astype(np.int64), {"method": "uniform", "seconds": time.perf_counter() - start}
     rows = rpcholesky_rows(n, m, memory_limit)
     subset = np.sort(rng.choice(n, size=rows, replace=False)) if rows < n else None
-    Xs = take_rows(X, subset)
+    X = as_rows(X)
+    # The rows searched, here and dense (sparse data densified: the kernel's columns are native).
+    Xs = v.check_samples(X.rows(np.arange(n) if subset is None else subset), "X", X.dtype)
     fac = rpcholesky(Xs, m, kernel, random_state=rng)
     chosen = fac.pivots if subset is None else subset[fac.pivots]
     filled = m - chosen.shape[0]
@@ -267,10 +237,10 @@ def select_landmarks(X: np.ndarray, m: int, method: str, kernel: NativeKernel, *
     return chosen.astype(np.int64), info
 
 
-def landmarks(X: np.ndarray, spec, m: int | None, kernel: NativeKernel | None, *, random_state=None,
+def landmarks(X, spec, m: int | None, kernel: NativeKernel | None, *, random_state=None,
               memory_limit: int, name: str) -> tuple[np.ndarray, np.ndarray | None, dict]:
     """The landmarks an estimator's ``landmarks=`` argument asks for: (points S, C-contiguous in X's dtype;
-    their rows of X, or None for given points; how they were chosen).
+    their rows of X, or None for given points; how they were chosen). X is an array or a row source.
 
     ``spec`` is a method of :data:`LANDMARK_METHODS` (then ``m`` of them, at most the number of samples;
     ``name`` is the estimator's parameter for m, for the error) or an array of points of X's width.
@@ -280,18 +250,14 @@ def landmarks(X: np.ndarray, spec, m: int | None, kernel: NativeKernel | None, *
     if m > X.shape[0]:
         raise ValueError(f"{name}={m} is larger than the number of samples ({X.shape[0]})")
     index, info = select_landmarks(X, m, spec, kernel, random_state=random_state, memory_limit=memory_limit)
-    return take_rows(X, index), index, info
+    return v.check_samples(as_rows(X).rows(index), "X", X.dtype), index, info  # dense, for the native kernel
 
 
 def stream_rows(n: int, m: int, itemsize: int, memory_limit: int, *, extra_bytes: int = 0, what: str) -> int:
     """Rows per chunk of a streamed Nyström pass, after checking that the chunk, the m×m algebra and
     ``extra_bytes`` fit the memory limit (MemoryError naming ``what`` otherwise)."""
     rows = chunk_rows(m, itemsize, memory_limit)
-    needed = min(rows, n) * m * itemsize + 6 * m * m * 8 + extra_bytes
-    if needed > memory_limit:
-        raise MemoryError(f"{what} needs {needed / 2**30:.2f} GiB, but the memory limit is "
-                          f"{memory_limit / 2**30:.2f} GiB")
-    v.check_memory(needed, what)
+    v.check_within(min(rows, n) * m * itemsize + 6 * m * m * 8 + extra_bytes, memory_limit, what)
     return rows
 
 
@@ -301,51 +267,77 @@ def chunk_rows(m: int, itemsize: int, memory_limit: int) -> int:
     return int(max(64, budget // max(1, m * itemsize)))
 
 
-def nystrom_moments(X: np.ndarray, S: np.ndarray, kernel: NativeKernel, rows: int, *, weights=None,
-                    targets=None):
+class _Moments:
+    """One chunk's ``(CᵀWC, CᵀW1, CᵀWY or None)``, C = K(chunk, S), W = diag(weights): the step of
+    :func:`nystrom_moments`. It keeps its buffer for C from chunk to chunk (fresh memory is expensive to
+    touch) but does not pickle it (a cluster's tasks each make their own)."""
+
+    def __init__(self, S: np.ndarray, kernel: NativeKernel):
+        self.S, self.kernel, self._buf = S, kernel, None
+
+    def __getstate__(self):
+        return {"S": self.S, "kernel": self.kernel, "_buf": None}
+
+    def on_threads(self, threads: int) -> _Moments:
+        return _Moments(self.S, self.kernel.on_threads(threads))
+
+    def __call__(self, X, weights=None, targets=None):
+        X = v.check_samples(X, "X", self.S.dtype)  # a sparse chunk densified, one at a time
+        m = self.S.shape[0]
+        if self._buf is None or self._buf.shape[0] < X.shape[0] or self._buf.dtype != X.dtype:
+            self._buf = np.empty((X.shape[0], m), X.dtype)
+        C = self.kernel.cross(X, self.S, out=self._buf[:X.shape[0]])
+        root = None if weights is None else np.sqrt(weights).astype(X.dtype)
+        if root is not None:
+            C *= root[:, None]  # W^½ C: its Gram is Cᵀ W C
+        gram = C.T @ C  # NumPy recognises the transpose product and runs BLAS syrk
+        sums = C.sum(axis=0, dtype=np.float64) if root is None else root @ C
+        cross = None
+        if targets is not None:
+            cross = C.T @ (targets if root is None else targets * root[:, None])
+        return gram.astype(np.float64, copy=False), sums.astype(np.float64, copy=False), \
+            None if cross is None else cross.astype(np.float64, copy=False)
+
+
+def nystrom_moments(X, S: np.ndarray, kernel: NativeKernel, rows: int, *, weights=None, targets=None):
     """``(CᵀWC, CᵀW1)`` in float64 for C = K(X, S) and W = diag(weights) (default I), accumulated over row
-    chunks of X in a fixed order; with ``targets`` Y (n × t) also ``CᵀWY``.
+    chunks of X (an array or a row source) in a fixed order; with ``targets`` Y (n × t) also ``CᵀWY``.
 
     One pass: N·m kernel evaluations and N·m² flops (a symmetric rank-k update per chunk), O(m² + rows·m)
     memory.
     """
-    if hasattr(X, "map_panels"):  # distributed samples: one task per panel, summed in a fixed tree
-        from . import _dask
-
-        return _dask.nystrom_moments(X, S, kernel, weights=weights, targets=targets)
-    m = S.shape[0]
-    gram = np.zeros((m, m))
-    sums = np.zeros(m)
-    cross = None if targets is None else np.zeros((m, targets.shape[1]))
-    root = None if weights is None else np.sqrt(weights).astype(X.dtype)
-    buf = None
-    for start in range(0, X.shape[0], rows):
-        part = X[start:start + rows]
-        stop = start + part.shape[0]
-        buf = buf if buf is not None and buf.shape[0] == part.shape[0] else np.empty((part.shape[0], m), X.dtype)
-        C = kernel.cross(part, S, out=buf)
-        if root is not None:
-            C *= root[start:stop, None]  # W^½ C: its Gram is Cᵀ W C
-        gram += C.T @ C  # NumPy recognises the transpose product and runs BLAS syrk
-        if targets is not None:
-            Y = targets[start:stop] if root is None else targets[start:stop] * root[start:stop, None]
-            cross += C.T @ Y
-        sums += (C.sum(axis=0, dtype=np.float64) if root is None else root[start:stop] @ C)
+    gram, sums, cross = as_rows(X).reduce(_Moments(S, kernel), row_args=(weights, targets), rows=rows)
     return (gram, sums) if targets is None else (gram, sums, cross)
 
 
-def nystrom_project(X: np.ndarray, S: np.ndarray, kernel: NativeKernel, P: np.ndarray, offset: np.ndarray | None,
-                    rows: int, out: np.ndarray | None = None) -> np.ndarray:
-    """``K(X, S) @ P − offset`` in float64; the cross kernel is multiplied into P tile by tile and never
-    stored (NativeKernel.product, ``rows`` rows of X at a time)."""
-    if hasattr(X, "map_panels"):  # distributed samples: one task per panel, gathered in order
-        from . import _dask
+class NystromProjection:
+    """``x ↦ K(x, S)·P − offset``, the cross kernel multiplied into P tile by tile and never stored: the
+    scores of Nyström kernel PCA (training rows and new ones alike). Evaluated in S's dtype; the result in
+    float64, or ``out_dtype``. Picklable."""
 
-        return _dask.nystrom_project(X, S, kernel, P, offset)
-    out = kernel.product(X, S, P, out=out, rows=rows)
-    if offset is not None:
-        out -= offset
-    return out
+    def __init__(self, S: np.ndarray, kernel: NativeKernel, P: np.ndarray, offset: np.ndarray | None, *,
+                 out_dtype=None):
+        self.S, self.kernel, self.P, self.offset, self.out_dtype = S, kernel, P, offset, out_dtype
+
+    @property
+    def width(self) -> int:
+        return self.P.shape[1]
+
+    def on_threads(self, threads: int) -> NystromProjection:
+        """The same map evaluated on ``threads`` threads (an engine's tasks share their worker's cores)."""
+        return NystromProjection(self.S, self.kernel.on_threads(threads), self.P, self.offset, out_dtype=self.out_dtype)
+
+    def __call__(self, X) -> np.ndarray:
+        out = self.kernel.product(v.check_samples(X, "X", self.S.dtype), self.S, self.P)
+        if self.offset is not None:
+            out -= self.offset
+        return out if self.out_dtype is None else out.astype(self.out_dtype, copy=False)
+
+
+def nystrom_project(X, S: np.ndarray, kernel: NativeKernel, P: np.ndarray, offset: np.ndarray | None,
+                    rows: int) -> np.ndarray:
+    """``K(X, S) @ P − offset`` in float64 for X an array or a row source, ``rows`` rows at a time."""
+    return as_rows(X).map(NystromProjection(S, kernel, P, offset), rows=rows)
 
 
 def landmark_whitening(S: np.ndarray, kernel: NativeKernel) -> tuple[np.ndarray, int]:
@@ -410,3 +402,45 @@ def nystrom_pca(X: np.ndarray, S: np.ndarray, kernel: NativeKernel, k: int, rows
     P = T @ Q
     seconds["eigen"] = time.perf_counter() - start
     return NystromPCA(values, P, mean @ Q, float(np.trace(A)), rank, seconds)
+
+
+@dataclass
+class NystromKernelPCA:
+    """The fitted state of Nyström kernel PCA (:func:`nystrom_kernel_pca`)."""
+
+    eigenvalues: np.ndarray    # (k,) descending, as the centered Nyström kernel's
+    eigenvectors: np.ndarray   # (n, k) the training scores over √λ (0 where λ = 0)
+    projection: NystromProjection  # x ↦ its scores
+    total_variance: float
+    rank: int
+    seconds: dict
+
+
+def nystrom_kernel_pca(X, S: np.ndarray, kernel: NativeKernel, k: int, rows: int, *,
+                       remove_zero: bool) -> NystromKernelPCA:
+    """Kernel PCA of the Nyström approximation on landmarks S with scikit-learn's conventions: k eigenpairs
+    (zero-padded when the landmark kernel has rank below k), the PSD check, each eigenvector signed so its
+    largest entry is positive (the sign carried over to the projection), zero components dropped when
+    ``remove_zero``. Two streamed passes over X (an array or a row source): the moments, then the
+    scores."""
+    pca = nystrom_pca(X, S, kernel, k, rows)
+    start = time.perf_counter()
+    m, found = S.shape[0], pca.eigenvalues.shape[0]
+    values, P, offset = np.zeros(k), np.zeros((m, k)), np.zeros(k)
+    values[:found], P[:, :found], offset[:found] = pca.eigenvalues, pca.projection, pca.offset
+    values = check_psd_eigenvalues(values)
+    scores = as_rows(X).map(NystromProjection(S, kernel, P, offset), rows=rows)
+    signs = column_signs(scores)
+    scores *= signs
+    P *= signs
+    offset *= signs
+    if remove_zero:
+        keep = values > 0
+        values, scores, P, offset = values[keep], scores[:, keep], P[:, keep], offset[keep]
+    root = np.sqrt(values)
+    scores /= np.where(root > 0, root, 1)
+    seconds = dict(pca.seconds, scores=time.perf_counter() - start)
+    return NystromKernelPCA(values.astype(S.dtype), scores.astype(S.dtype, copy=False),
+                            NystromProjection(S, kernel, P, offset, out_dtype=S.dtype), pca.total_variance, pca.rank,
+                            seconds)
+

@@ -8,12 +8,14 @@ import warnings
 import numpy as np
 from sklearn.base import BaseEstimator, ClassNamePrefixFeaturesOutMixin, TransformerMixin
 
-from . import _native
-from . import _validation as v
-from . import linalg
-from ._sklearn_compat import validate_data
-from .centering import double_center_distances
-from .exceptions import NonEuclideanWarning
+from .. import _native
+from .. import _validation as v
+from .._sklearn_compat import validate_data
+from ..exceptions import NonEuclideanWarning
+from ..kernels import double_center_distances, gram
+from ..operators import from_matrix
+from ..solvers import lanczos
+from ..solvers.eigenvalues import sign_flip
 
 __all__ = ["ClassicalMDS", "classical_mds"]
 
@@ -24,16 +26,16 @@ NEGATIVE_EIGENVALUE_RATIO = 1e-6
 def _top_and_bottom(B, n_components, random_state, n_jobs, euclidean):
     """(top eigenvalues, their vectors, smallest eigenvalue) of the symmetric B (C-contiguous)."""
     threads = v.n_threads(n_jobs)
-    op = _native.core.dense_operator(B)  # reads B in place, also after the negation below
-    values, vectors, _ = linalg.solve(op, n_components, tol=None, maxiter=None, block_size=None,
+    op = from_matrix(B)  # reads B in place, also after the negation below
+    values, vectors, _ = lanczos.solve(op, n_components, tol=None, maxiter=None, block_size=None,
                                       random_state=random_state, threads=threads)
-    vectors = linalg._sign_flip(np.ascontiguousarray(vectors))
+    vectors = sign_flip(np.ascontiguousarray(vectors))
     if euclidean:  # B = Xc Xcᵀ is PSD by construction
         return values, vectors, 0.0
     # The most negative eigenvalue: the largest of -B, to a loose tolerance (it only decides a warning).
     np.negative(B, out=B)
     try:
-        low, _, _ = linalg.solve(op, 1, tol=1e-4, maxiter=200, block_size=8,
+        low, _, _ = lanczos.solve(op, 1, tol=1e-4, maxiter=200, block_size=8,
                                  random_state=random_state, threads=threads)
     finally:
         np.negative(B, out=B)
@@ -166,8 +168,6 @@ class ClassicalMDS(ClassNamePrefixFeaturesOutMixin, TransformerMixin, BaseEstima
             _check_symmetric(B, "X", self.n_jobs)
         else:
             # Squared distances are the linear kernel's double-centering dual: -½ H D² H = Xc Xcᵀ.
-            from .kernels import gram
-
             B = gram(X - X.mean(axis=0), kernel="linear", n_jobs=self.n_jobs)
         self.embedding_, self.eigenvalues_, self.smallest_eigenvalue_, trace = _embed(
             np.ascontiguousarray(B), n_components, self.random_state, self.n_jobs,

@@ -8,12 +8,12 @@ import warnings
 import numpy as np
 from scipy import linalg as sla
 from sklearn.base import BaseEstimator, ClassNamePrefixFeaturesOutMixin, TransformerMixin
-from sklearn.utils.validation import check_is_fitted
 
-from . import _dask, _registry, low_rank
-from . import _validation as v
-from ._sklearn_compat import validate_data
-from .kernels import NativeKernel, pairwise_kernels
+from .. import engines
+from .. import _validation as v
+from ..kernels import NativeKernel, pairwise_kernels, registry
+from ..solvers import low_rank
+from ._base import EngineFitted
 
 __all__ = ["Nystroem"]
 
@@ -23,7 +23,7 @@ _SKLEARN_ONLY_KERNELS = ("chi2", "additive_chi2")
 _SINGULAR_VALUE_FLOOR = 1e-12
 
 
-class Nystroem(ClassNamePrefixFeaturesOutMixin, TransformerMixin, BaseEstimator):
+class Nystroem(EngineFitted, ClassNamePrefixFeaturesOutMixin, TransformerMixin, BaseEstimator):
     """Approximate a kernel map by the Nyström method: a drop-in for sklearn.kernel_approximation.Nystroem.
 
     Features ``φ(x) = W^(-½) k(S, x)`` from m landmarks S (W = K(S, S)), so that ``φ(x)·φ(y)``
@@ -112,7 +112,7 @@ class Nystroem(ClassNamePrefixFeaturesOutMixin, TransformerMixin, BaseEstimator)
 
     def _check_params(self):
         if not callable(self.kernel):
-            v.check_choice(self.kernel, "kernel", (*_registry.NAMES, *_SKLEARN_ONLY_KERNELS, "precomputed"))
+            v.check_choice(self.kernel, "kernel", (*registry.NAMES, *_SKLEARN_ONLY_KERNELS, "precomputed"))
         v.check_int(self.n_components, "n_components", minimum=1)
         if isinstance(self.landmarks, str):
             v.check_choice(self.landmarks, "landmarks", low_rank.LANDMARK_METHODS)
@@ -121,19 +121,14 @@ class Nystroem(ClassNamePrefixFeaturesOutMixin, TransformerMixin, BaseEstimator)
         v.n_threads(self.n_jobs)
         return v.memory_limit(self.memory_limit)
 
-    def _native_kernel(self, X):
-        """The NativeKernel for dense X and a native kernel name, else None (scikit-learn evaluates)."""
-        if callable(self.kernel) or self.kernel not in _registry.NAMES or v.is_sparse(X):
+    def _native_kernel(self, n_features: int):
+        """The NativeKernel of a native kernel name, else None (scikit-learn evaluates)."""
+        if not registry.is_native(self.kernel):
             return None
         params = self._kernel_params()
-        spec = _registry.spec(self.kernel)
+        spec = registry.spec(self.kernel)
         return NativeKernel.resolve(spec.name, params.get("gamma") if "gamma" in spec.parameters else None,
-                                    params.get("degree", 3), params.get("coef0", 1), X.shape[1], self.n_jobs)
-
-    def _kernel(self, X, Y=None):
-        """K(X, Y) the way scikit-learn's Nystroem evaluates it (native kernels run natively)."""
-        return pairwise_kernels(X, Y, metric=self.kernel, filter_params=True, n_jobs=self.n_jobs,
-                                **self._kernel_params())
+                                    params.get("degree", 3), params.get("coef0", 1), n_features, self.n_jobs)
 
     # --------------------------------------------------------------------------------------------- fit
 
@@ -142,7 +137,7 @@ class Nystroem(ClassNamePrefixFeaturesOutMixin, TransformerMixin, BaseEstimator)
 
         Parameters
         ----------
-        X : {array-like, sparse matrix} of shape (n_samples, n_features)
+        X : {array-like, sparse matrix, dask array} of shape (n_samples, n_features)
         y : ignored
 
         Returns
@@ -150,15 +145,11 @@ class Nystroem(ClassNamePrefixFeaturesOutMixin, TransformerMixin, BaseEstimator)
         self : Nystroem
         """
         limit = self._check_params()
-        if v.is_dask_array(X):  # the landmarks (and, for rpcholesky, the rows searched) are gathered here
-            X = _dask.samples_or_local(X)
-            _dask.fitted_features(self, X.shape[1])
-        if not isinstance(X, _dask.Samples):
-            X = validate_data(self, X, accept_sparse="csr", dtype=[np.float64, np.float32])
+        samples, _ = engines.select(X).fit_samples(self, X, accept_sparse="csr")
+        self._engine = samples.engine
         params = self._kernel_params()  # raises for gamma/coef0/degree with a callable or precomputed kernel
-        del params
-        n = X.shape[0]
-        native = self._native_kernel(X)
+        n, d = samples.shape
+        native = self._native_kernel(d)
         start = time.perf_counter()
         if isinstance(self.landmarks, str) and self.landmarks == "uniform":
             m = self.n_components
@@ -168,30 +159,28 @@ class Nystroem(ClassNamePrefixFeaturesOutMixin, TransformerMixin, BaseEstimator)
                               stacklevel=2)
                 m = n
             # scikit-learn's draw; X may be sparse here
-            index, info = low_rank.select_landmarks(X, m, "uniform", None, random_state=self.random_state,
+            index, info = low_rank.select_landmarks(samples, m, "uniform", None, random_state=self.random_state,
                                                     memory_limit=limit)
-            basis = low_rank.take_rows(X, index)
+            basis = samples.rows(index)
         else:
             if isinstance(self.landmarks, str):  # rpcholesky
-                if callable(self.kernel) or self.kernel not in _registry.NAMES:
-                    raise ValueError("landmarks='rpcholesky' needs one of fastkpca's native kernels "
-                                     f"({', '.join(_registry.NAMES)}), got kernel={self.kernel!r}")
-                if not isinstance(X, _dask.Samples):  # C-contiguous; sparse data densified (after a memory check)
-                    X = v.check_samples(X, "X", X.dtype)
-                native = self._native_kernel(X)
-            basis, index, info = low_rank.landmarks(X, self.landmarks, self.n_components, native,
+                registry.check_native_kernel(self.kernel, "landmarks='rpcholesky'")
+            basis, index, info = low_rank.landmarks(samples, self.landmarks, self.n_components, native,
                                                     random_state=self.random_state, memory_limit=limit,
                                                     name="n_components")
-        if native is not None:
-            basis = np.ascontiguousarray(basis)
+        if native is not None and not v.is_sparse(basis):
+            basis = v.contiguous(basis)
             W = native.cross(basis)
         else:
-            W = np.asarray(self._kernel(basis))
+            W = np.asarray(pairwise_kernels(basis, metric=self.kernel, filter_params=True, n_jobs=self.n_jobs,
+                                            **params))
         self.normalization_ = _inverse_sqrt(W)
         self.components_ = basis
         self.component_indices_ = index
         self.landmark_info_ = dict(info, seconds=time.perf_counter() - start)
         self._n_features_out = basis.shape[0]
+        self._feature_map = _NystromFeatures(basis, self.normalization_, self.kernel, params, native, limit,
+                                             self.n_jobs)
         return self
 
     def transform(self, X):
@@ -199,37 +188,52 @@ class Nystroem(ClassNamePrefixFeaturesOutMixin, TransformerMixin, BaseEstimator)
 
         Parameters
         ----------
-        X : {array-like, sparse matrix} of shape (n_samples, n_features)
+        X : {array-like, sparse matrix, dask array} of shape (n_samples, n_features)
 
         Returns
         -------
-        X_transformed : ndarray of shape (n_samples, n_components)
+        X_transformed : ndarray (a dask array for a dask X) of shape (n_samples, n_components)
         """
-        check_is_fitted(self)
-        if v.is_dask_array(X):
-            return _dask.apply_model(self, X, "transform")
-        X = validate_data(self, X, accept_sparse="csr", reset=False, dtype=[np.float64, np.float32])
-        native = self._native_kernel(X)
-        if native is None:
-            return np.asarray(self._kernel(X, self.components_)) @ self.normalization_.T
-        X = v.check_samples(X, "X", X.dtype)
-        basis = np.ascontiguousarray(self.components_, dtype=X.dtype)
-        n, m = X.shape[0], basis.shape[0]
-        rows = low_rank.chunk_rows(m, X.dtype.itemsize, v.memory_limit(self.memory_limit))
-        out = v.empty((n, m), X.dtype, f"the {n}×{m} Nyström features")
-        weights = np.ascontiguousarray(self.normalization_.T, dtype=X.dtype)
-        buf = np.empty((min(rows, n), m), X.dtype)
-        for start in range(0, n, rows):
-            part = X[start:start + rows]
-            C = native.cross(part, basis, out=buf[:part.shape[0]])
-            np.matmul(C, weights, out=out[start:start + part.shape[0]])
-        return out
+        return self._apply_fitted(getattr(self, "_feature_map", None), X, accept_sparse="csr")
 
     def __sklearn_tags__(self):
         tags = super().__sklearn_tags__()
         tags.input_tags.sparse = True
         tags.transformer_tags.preserves_dtype = ["float64", "float32"]
         return tags
+
+
+class _NystromFeatures:
+    """transform's row map: x ↦ K(x, S)·normalizationᵀ, in x's dtype. Native kernels on dense rows build the
+    cross kernel in chunks (low_rank.chunk_rows) into one preallocated result; the others (sparse rows,
+    scikit-learn's kernels) through scikit-learn's pairwise_kernels. Picklable."""
+
+    def __init__(self, basis, normalization, kernel, params, native, memory_limit, n_jobs):
+        self.basis, self.normalization, self.kernel, self.params = basis, normalization, kernel, params
+        self.native, self.memory_limit, self.n_jobs = native, memory_limit, n_jobs
+
+    def on_threads(self, threads: int):
+        native = None if self.native is None else self.native.on_threads(threads)
+        return _NystromFeatures(self.basis, self.normalization, self.kernel, self.params, native, self.memory_limit,
+                                threads)
+
+    def __call__(self, X) -> np.ndarray:
+        if self.native is None or v.is_sparse(X) or v.is_sparse(self.basis):
+            K = pairwise_kernels(X, self.basis, metric=self.kernel, filter_params=True, n_jobs=self.n_jobs,
+                                 **self.params)
+            return np.asarray(K) @ self.normalization.T
+        X = v.check_samples(X, "X", X.dtype)
+        basis = v.contiguous(self.basis.astype(X.dtype, copy=False))
+        n, m = X.shape[0], basis.shape[0]
+        rows = low_rank.chunk_rows(m, X.dtype.itemsize, self.memory_limit)
+        out = v.empty((n, m), X.dtype, f"the {n}×{m} Nyström features")
+        weights = np.ascontiguousarray(self.normalization.T, dtype=X.dtype)
+        buf = np.empty((min(rows, n), m), X.dtype)
+        for start in range(0, n, rows):
+            part = X[start:start + rows]
+            C = self.native.cross(part, basis, out=buf[:part.shape[0]])
+            np.matmul(C, weights, out=out[start:start + part.shape[0]])
+        return out
 
 
 def _inverse_sqrt(W: np.ndarray) -> np.ndarray:

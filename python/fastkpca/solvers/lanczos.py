@@ -1,8 +1,8 @@
 """Top-k symmetric eigensolver: block Lanczos in the native core, on any operator.
 
 The solver's policies live here, once: the default tolerance and pass limit, the block width, the basis
-size and when a problem is small enough to solve densely. The C++ solver takes them as given and only
-checks that they are consistent.
+size, the memory it needs and when a problem is small enough to solve densely. The C++ solver takes them
+as given and only checks that they are consistent.
 """
 
 from __future__ import annotations
@@ -13,9 +13,11 @@ import warnings
 
 import numpy as np
 
-from . import _native
-from . import _validation as v
-from .exceptions import ConvergenceWarning
+from .. import _native
+from .. import _validation as v
+from ..exceptions import ConvergenceWarning
+from ..operators.storage import pass_bytes
+from .eigenvalues import sign_flip
 
 __all__ = ["eigsh"]
 
@@ -25,9 +27,6 @@ DEFAULT_TOL = 1e-10
 DEFAULT_MAX_PASSES = 1000
 #: Memory the Krylov basis may take before the solver restarts sooner (at least k + 4 blocks are kept).
 BASIS_BUDGET_BYTES = 256 * 2**20
-#: Largest block for which a pass over the packed (one-triangle) kernel is as fast as over the full matrix
-#: (measured at N = 20000 on 2 cores: equal up to 24 vectors, 1.5 times slower from 32 on).
-PACKED_MAX_BLOCK = 24
 
 
 def default_block_size(k: int, n: int, compute_bound: bool = False) -> int:
@@ -64,17 +63,13 @@ def basis_size(k: int, b: int, n: int) -> int:
     return max(k + 2 * b, min(size, n - b))
 
 
-def pass_bytes(b: int, n: int) -> int:
-    """Working memory of one product of a one-triangle operator (packed, cached, matrix-free) with a block of
-    b vectors: the block and its product padded to whole tiles and to ldv columns (b plus the column of
-    ones of the first pass, rounded up to 8), and the mirrored contributions each of its 16 fixed row
-    blocks collects for the rows before it (tiled_operator.hpp), about 10·n·ldv; plus the centered copy
-    of the block and its product."""
-    tile, blocks = 256, 16
-    nt = -(-n // tile)
-    ldv = -(-(b + 1) // 8) * 8
-    earlier_rows = sum(round(nt * math.sqrt(p / blocks)) * tile for p in range(blocks))
-    return 8 * ((2 * nt * tile + earlier_rows) * ldv + 3 * n * b)
+def memory_needs(k: int, n: int) -> tuple[int, int]:
+    """(block width a storage plan should assume, bytes the solver needs besides the operator) for the top k
+    pairs of an n×n operator whose storage is not chosen yet: the plan decides between full and packed
+    storage by the block of a stored kernel, and the solver's memory is counted at the widest block, that
+    of a kernel recomputed on every pass."""
+    widest = default_block_size(k, n, compute_bound=True)
+    return default_block_size(k, n), solver_bytes(k, widest, n)
 
 
 def solver_bytes(k: int, b: int, n: int) -> int:
@@ -84,23 +79,6 @@ def solver_bytes(k: int, b: int, n: int) -> int:
         return 8 * n * n * 3
     m = basis_size(k, b, n)
     return 8 * n * (m + 6 * b + k) + 8 * m * m * 3 + pass_bytes(b, n)
-
-
-def column_signs(vectors: np.ndarray) -> np.ndarray:
-    """±1 per column: the sign of its largest-magnitude entry (scikit-learn's svd_flip convention)."""
-    if vectors.size == 0:
-        return np.ones(vectors.shape[1])
-    rows = np.argmax(np.abs(vectors), axis=0)
-    signs = np.sign(vectors[rows, np.arange(vectors.shape[1])])
-    signs[signs == 0] = 1
-    return signs
-
-
-def _sign_flip(vectors: np.ndarray) -> np.ndarray:
-    """Make each column's largest-magnitude entry positive, in place."""
-    if vectors.size:
-        vectors *= column_signs(vectors)
-    return vectors
 
 
 class PassClock:
@@ -132,13 +110,14 @@ class PassClock:
 
 
 def solve(op, k: int, *, tol, maxiter, block_size, random_state, threads: int, progress=None, start=None):
-    """Top-k pairs of the native operator ``op`` (a ``_core.Operator``; centered or shifted views
-    included). ``progress(figures)`` gets the PassClock's figures after every pass. ``start`` (n × j,
-    j <= block size) replaces the first j columns of the random starting block, e.g. approximate
-    eigenvectors.
+    """Top-k pairs of the operator ``op`` (a :class:`fastkpca.KernelOperator`, centered or shifted views
+    included, or the core's operator itself). ``progress(figures)`` gets the PassClock's figures after
+    every pass. ``start`` (n × j, j <= block size) replaces the first j columns of the random starting
+    block, e.g. approximate eigenvectors.
 
     Returns (values descending, vectors, info dict). No sign convention is applied.
     """
+    op = getattr(op, "native", op)
     n = op.n
     compute_bound = op.pass_cost(8)["kernel_entries"] > 0
     b = default_block_size(k, n, compute_bound) if block_size is None else block_size
@@ -190,7 +169,7 @@ def as_native_operator(A, threads: int):
     operator is used as it is; any other object with ``shape`` and ``matmat`` (a SciPy LinearOperator,
     say) is wrapped, and its products run in Python.
     """
-    native = getattr(A, "_native_operator", None)
+    native = getattr(A, "native", None)
     if native is not None:
         return native, np.dtype(np.float64)
     if hasattr(A, "matmat") and hasattr(A, "shape") and not v.is_sparse(A):
@@ -201,7 +180,9 @@ def as_native_operator(A, threads: int):
         def matmat(V):
             return np.asarray(A.matmat(V), dtype=np.float64)
 
-        return _native.core.python_operator(matmat, int(shape[0])), np.dtype(np.float64)
+        from ..operators import python_operator
+
+        return python_operator(matmat, int(shape[0])).native, np.dtype(np.float64)
     arr = v.as_float_array(A, "A")
     v.check_square(arr, "A")
     if not arr.flags.c_contiguous and arr.flags.f_contiguous:
@@ -304,7 +285,7 @@ def eigsh(A, k, *, tol=None, maxiter=None, block_size=None, random_state=None, r
             ConvergenceWarning,
             stacklevel=2,
         )
-    vectors = _sign_flip(np.ascontiguousarray(vectors))
+    vectors = sign_flip(np.ascontiguousarray(vectors))
     values = values.astype(dtype, copy=False)
     vectors = vectors.astype(dtype, copy=False)
     if return_info:

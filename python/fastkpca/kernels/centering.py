@@ -1,13 +1,17 @@
-"""Double centering of kernel and distance matrices, in place by default."""
+"""Centering in feature space: double centering of kernel and distance matrices (in place by default), and
+the centering of kernels between new samples and training samples, applied to a whole cross kernel or to
+its product with a block of vectors."""
 
 from __future__ import annotations
 
+import functools
+
 import numpy as np
 
-from . import _native
-from . import _validation as v
+from .. import _native
+from .. import _validation as v
 
-__all__ = ["double_center", "double_center_distances"]
+__all__ = ["double_center", "double_center_distances", "KernelCentering"]
 
 
 def _square_work_array(K, name: str, copy: bool) -> tuple[np.ndarray, np.ndarray]:
@@ -122,3 +126,50 @@ def double_center_distances(D, *, squared=False, copy=False, n_jobs=None):
            [-1.,  1.]])
     """
     return _center(D, "D", "squared_distances" if squared else "distances", -0.5, copy, n_jobs)
+
+
+def _centered_product(W: np.ndarray, ones_M: np.ndarray, shift: np.ndarray) -> np.ndarray:
+    """center(K)·M from W = K·[M, 1/N] (see KernelCentering.product_correction)."""
+    k = ones_M.shape[0]
+    return W[:, :k] - W[:, k:] * ones_M - shift
+
+
+class KernelCentering:
+    """The centering a training kernel K defines, applied to kernels between new samples and the training
+    samples: feature vectors φ(x) centered by the training mean (1/N) Σ φ(x_j).
+
+    With μ the column means of K (``column_means``, scikit-learn's ``K_fit_rows_``) and m̄ their mean
+    (``grand_mean``, ``K_fit_all_``), a new row's centered kernel is K_c[i, j] = K[i, j] − r_i − μ_j + m̄,
+    r_i the mean of its own row (scikit-learn's KernelCenterer.transform).
+    """
+
+    def __init__(self, column_means: np.ndarray, grand_mean: float):
+        self.column_means = np.asarray(column_means, dtype=np.float64)
+        self.grand_mean = float(grand_mean)
+
+    @classmethod
+    def from_row_sums(cls, sums: np.ndarray) -> KernelCentering:
+        """From K·1 of a symmetric training kernel (its row sums are its column sums)."""
+        n = sums.shape[0]
+        return cls(sums / n, float(sums.sum()) / (float(n) * float(n)))
+
+    def center(self, K: np.ndarray, threads: int = 0) -> np.ndarray:
+        """K centered in place (a C-contiguous, writable float array) and returned."""
+        _native.core.center_cross_inplace(K, self.column_means, self.grand_mean, threads)
+        return K
+
+    def product_correction(self, M: np.ndarray):
+        """(V = [M, 1/N], f) with f(K·V) = center(K)·M row by row, for products that never build K:
+
+            center(K) M = K M − r (1ᵀM) − 1 (μᵀM) + m̄ 1 (1ᵀM),
+
+        r = K·1/N the new rows' kernel means (V's last column gives them). f is picklable (an engine may
+        ship it with its tasks)."""
+        n, k = M.shape
+        V = np.empty((n, k + 1))
+        V[:, :k] = M
+        V[:, k] = 1.0 / n
+        ones_M = V[:, :k].sum(axis=0)
+        shift = self.column_means @ V[:, :k] - self.grand_mean * ones_M
+        return V, functools.partial(_centered_product, ones_M=ones_M, shift=shift)
+

@@ -1,0 +1,103 @@
+"""What an engine is: the two protocols the estimators talk to.
+
+An :class:`Engine` is where the work of a fit runs. It is chosen once, from the input, by
+:func:`fastkpca.engines.select`, and it:
+
+- owns the training samples: :meth:`Engine.fit_samples` validates X (and y) and returns :class:`Samples`,
+  the rows where the engine keeps them (this process's memory, a cluster's workers, ...);
+- makes the kernel operator for them (:meth:`Samples.plan`, :meth:`Samples.kernel_operator`), and the
+  column source randomly pivoted Cholesky reads (:meth:`Samples.columns`);
+- runs streamed map/reduce passes over their rows (:meth:`Samples.reduce`, :meth:`Samples.map`: the
+  Nyström moments and projections; samples are row sources, solvers/rows.py);
+- computes the fitted cross products of transform and predict (:meth:`Samples.cross_product`), and
+  applies a fitted row map to new data of its own kind (:meth:`Engine.apply`);
+- turns a fitted model into one that lives in this process, for pickling (:meth:`Engine.localise`).
+
+A row map is a picklable callable ``f(X_chunk) -> ndarray`` of an array of rows in this process, whose
+result for a row depends on that row alone (kernels.KernelProduct, solvers.low_rank.NystromProjection,
+...); it may also be an engine's own object that :meth:`Engine.apply` of that engine recognises.
+
+Adding an engine is one module with a class that implements both protocols, registered with
+:func:`fastkpca.engines.register`; no estimator changes.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Callable, Protocol
+
+import numpy as np
+
+__all__ = ["Engine", "Samples"]
+
+
+class Samples(Protocol):
+    """Training samples where an engine keeps them; a row source (solvers/rows.py)."""
+
+    engine: Engine
+    shape: tuple[int, int]
+    dtype: np.dtype
+
+    def local(self, what: str) -> Any:
+        """All of X in this process as validated (dense or sparse), or ValueError saying that ``what`` needs
+        it there."""
+
+    def rows(self, index: np.ndarray) -> np.ndarray:
+        """The rows ``index`` in this process, in that order."""
+
+    def reduce(self, func: Callable, *args, row_args=(), rows: int) -> Any:
+        """Σ func(chunk, *args, *pieces) over the rows in a fixed order (see solvers/rows.py)."""
+
+    def map(self, func: Callable, *args, rows: int) -> np.ndarray:
+        """func(chunk, *args) for every chunk of rows, concatenated in this process in row order."""
+
+    def plan(self, kernel, *, block_size: int, memory_limit, other_bytes: int, storage: str = "auto"):
+        """The operators.StoragePlan of the kernel of these samples: ``memory_limit`` is the estimator's
+        parameter as given (None, bytes or a size), which each engine reads its own way."""
+
+    def kernel_operator(self, kernel, plan, n_jobs=None):
+        """The kernel matrix of these samples as an operators.KernelOperator held as ``plan`` says; a
+        context manager that releases what it holds on exit."""
+
+    def columns(self, kernel):
+        """The kernel's diagonal and columns as a column source (``n``, ``dtype``, ``diagonal()``,
+        ``columns(index, out)``)."""
+
+    def cross_product(self, kernel, V: np.ndarray, correction=None, *, promote: bool = False, out_dtype=None):
+        """The fitted row map ``x ↦ correction(K(x, X)·V)`` (see kernels.KernelProduct)."""
+
+    def fitted(self) -> Any:
+        """What the estimator keeps as ``X_fit_``."""
+
+    def info(self) -> dict:
+        """The engine's figures for ``solver_info_``."""
+
+
+class Engine(Protocol):
+    """Where the work of a fit runs (see the module's documentation)."""
+
+    name: str
+
+    def accepts(self, X) -> bool:
+        """Whether X is data of this engine's kind."""
+
+    def fit_samples(self, estimator, X, y=None, *, targets=False, accept_sparse=False,
+                    copy=False) -> tuple[Samples, Any]:
+        """(samples, y) for a fit: X validated and, with ``targets``, y too (required: numeric, finite, as many
+        rows; NumPy here), the estimator's ``n_features_in_`` (and ``feature_names_in_``) set as
+        scikit-learn's validate_data does. The samples may belong to another engine (a dask array with no
+        cluster is fitted here)."""
+
+    def new_samples(self, estimator, X, *, accept_sparse=False) -> Any:
+        """New data for transform or predict, validated against the fitted estimator, of this engine's kind."""
+
+    def apply(self, rowmap: Callable, X) -> Any:
+        """``rowmap`` applied to the rows of X (this engine's kind), the result of the same kind."""
+
+    def wrap(self, Z: np.ndarray, X) -> Any:
+        """A result computed here for the rows of X, as X's kind."""
+
+    def gather(self, a, name: str) -> Any:
+        """A row-aligned array (targets, weights) of this engine's kind as NumPy here (None stays None)."""
+
+    def localise(self, state: dict) -> dict:
+        """A fitted estimator's ``__dict__`` with everything that lives outside this process brought here."""

@@ -1,0 +1,588 @@
+"""The Dask engine: kernel passes, streamed low-rank passes and products with new rows on a
+dask.distributed cluster. :func:`fastkpca.engines.select` imports this module only when a dask array
+arrives, and this module imports dask only then (dask is an optional extra).
+
+Exact solvers (block Lanczos, conjugate gradients) run in this process, natively, on a Python-side
+operator (operators.python_operator) whose every product with K is one distributed computation
+(:class:`DistributedKernel`):
+
+- X is cut into row blocks X_0 … X_{P−1} of :func:`block_rows` rows, a function of N alone, so the result
+  does not depend on the cluster; the blocks are persisted on the workers.
+- Each pair I >= J of row blocks is one task: the kernel block K_IJ = k(X_I, X_J) gives both K_IJ·V_J
+  (rows I) and K_IJᵀ·V_I (rows J), each tile evaluated once (kernel_block.hpp); a diagonal pair uses the
+  symmetric pass. A distributed pass evaluates N²/2 kernel entries, as a single-machine matrix-free pass
+  does.
+- Row block I of K·V is the sum of its P contributions in the fixed order J = 0 … P−1, by one task.
+  Every work unit and every sum is fixed, so the products are the same bit for bit on any number of
+  workers or threads.
+- The tiles of pairs that fit the workers' memory are kept there (futures held by this process); the
+  others are recomputed on every pass. Kept and recomputed tiles are the same numbers, so keeping never
+  changes a result either.
+
+Worker failure: every piece of data a pass reads is a task with lineage (the row blocks from the user's
+graph, the kept tiles from the row blocks, the block V from a task that carries it), so Dask recomputes
+what a lost worker held and retries its tasks; the pass returns the same numbers.
+
+Streamed passes (Nyström) are map/reduce over the row blocks: one task per block, and a fixed binary tree
+of sums. New rows of a dask array are one task per chunk.
+"""
+
+from __future__ import annotations
+
+import functools
+import math
+import time
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from .. import _native
+from .. import _validation as v
+from ..kernels import NativeKernel
+from ..operators import StoragePlan, python_operator
+from ..solvers.rows import add
+from .local import LOCAL
+
+__all__ = ["DaskEngine", "DaskSamples", "DistributedKernel", "block_rows"]
+
+#: Row blocks of X at most (the tasks of a pass grow as P²/2), and the rows a block aims at.
+MAX_BLOCKS = 64
+TARGET_BLOCK_ROWS = 6144
+#: Share of each worker's memory limit a fit may fill with kept kernel tiles, when memory_limit is None.
+DEFAULT_WORKER_SHARE = 0.4
+
+
+def dask_modules():
+    """(dask, dask.array, distributed or None); ImportError naming the extra when dask is missing."""
+    try:
+        import dask
+        import dask.array as da
+    except ImportError as exc:  # pragma: no cover - the caller passed a dask array, so dask is importable
+        raise ImportError('dask arrays need dask: pip install "fastkpca[dask]"') from exc
+    try:
+        import distributed
+    except ImportError:
+        distributed = None
+    return dask, da, distributed
+
+
+def current_client():
+    """The dask.distributed Client this process uses by default, or None."""
+    _, _, distributed = dask_modules()
+    if distributed is None:
+        return None
+    try:
+        return distributed.default_client()
+    except ValueError:
+        return None
+
+
+def block_rows(n: int) -> int:
+    """Rows per row block: about TARGET_BLOCK_ROWS, at most MAX_BLOCKS blocks, a multiple of the core's
+    tile, and equal blocks (but the last). A function of n alone."""
+    tile = int(_native.core.TILE)
+    blocks = min(MAX_BLOCKS, max(1, round(n / TARGET_BLOCK_ROWS)))
+    rows = -(-n // blocks)
+    return int(-(-rows // tile) * tile)
+
+
+def _on_one_thread(func):
+    """A task's function evaluated on one thread: a worker runs as many tasks at once as it has threads."""
+    return func.on_threads(1) if hasattr(func, "on_threads") else func
+
+
+# ----------------------------------------------------------------------------------- worker functions
+# Module-level functions, so the workers import them from fastkpca (which must be installed there).
+
+def _check_block(block: np.ndarray, where) -> np.ndarray:
+    """A row block of X, checked finite on the worker that holds it (the one pass over the values)."""
+    block = v.contiguous(block)
+    if not np.isfinite(block).all():
+        what = "NaN" if np.isnan(block).any() else "infinity"
+        where = f"row block {where}" if isinstance(where, int) else where
+        raise ValueError(f"X contains {what} (in rows of {where}); fastkpca needs finite values")
+    return block
+
+
+def _kept_tiles(a, b, kernel):
+    return _native.core.kernel_block_tiles(a, b, *kernel.params, 1)
+
+
+def _pair_product(a, b, kernel, tiles, va, vb):
+    """(K_ab·v_b, K_abᵀ·v_a, seconds) for a cross pair; (K_aa·v_a, None, seconds) for a diagonal one."""
+    start = time.perf_counter()
+    # One work unit on one thread: the transposed side needs one buffer of b's rows, not sixteen.
+    wa, wb = _native.core.kernel_block_product(a, b, *kernel.params, tiles, va, vb, 1, 1)
+    return wa, wb, time.perf_counter() - start
+
+
+def _block_sum(parts, sides):
+    """(Σ_j parts[j][sides[j]] in the order given (the fixed order of a pass), task seconds): the seconds of
+    the pairs this sum takes their row side from (each pair is counted by one sum), and its own."""
+    start = time.perf_counter()
+    total = np.array(parts[0][sides[0]], copy=True)
+    for part, side in zip(parts[1:], sides[1:]):
+        total += part[side]
+    return total, sum(p[2] for p, side in zip(parts, sides) if side == 0) + time.perf_counter() - start
+
+
+def _carried(value):
+    return value
+
+
+def _diagonal_sum(block, kernel):
+    return float(kernel.diagonal(block).sum(dtype=np.float64))
+
+
+def _diagonal(block, kernel):
+    return kernel.diagonal(block)
+
+
+def _cross_columns(block, S, kernel):
+    return kernel.cross(block, S)
+
+
+def _rows_of(block, local):
+    return v.contiguous(block[local])
+
+
+def _apply(block, func, *args):
+    return func(block, *args)
+
+
+def _cross_product_block(block, fit_blocks, kernel, coefficients, promote, fit_dtype):
+    """Σ_J K(block, X_J)·V_J in the order J = 0 … P−1: a chunk of new rows against a model fitted on the
+    cluster (the kernel evaluated in the dtype kernels.KernelProduct chooses)."""
+    dtype = fit_dtype if not promote else np.result_type(block.dtype, fit_dtype, np.float32)
+    block = _check_block(np.asarray(block, dtype=dtype), "the new data")
+    out = None
+    for fit, V in zip(fit_blocks, coefficients):
+        part = kernel.product(block, v.contiguous(np.asarray(fit, dtype=dtype)), V)
+        out = part if out is None else out + part
+    return out
+
+
+def _finish(out, correction, out_dtype):
+    out = out if correction is None else correction(out)
+    return out if out_dtype is None else out.astype(out_dtype, copy=False)
+
+
+def _map_rows(X, func):
+    """func over the row chunks of the dask array X, a dask array (func's result for a row depends on that
+    row alone; 1-D or 2-D)."""
+    meta = func(np.zeros((1, X.shape[1]), dtype=X.dtype))
+    if meta.ndim == 1:
+        return X.map_blocks(func, dtype=meta.dtype, chunks=(X.chunks[0],), drop_axis=1)
+    return X.map_blocks(func, dtype=meta.dtype, chunks=(X.chunks[0], (meta.shape[1],)))
+
+
+# ------------------------------------------------------------------------------------------- samples
+
+class DaskSamples:
+    """A validated dask array of samples cut into row blocks, persisted on the workers: the row source and
+    kernel source of a fit on the cluster (engines/base.py's Samples)."""
+
+    def __init__(self, engine: DaskEngine, client, X):
+        dask, da, distributed = dask_modules()
+        self.engine = engine
+        X = v.check_dask_samples(X, "X")
+        self.n, self.d = (int(s) for s in X.shape)
+        self.dtype = np.dtype(X.dtype)
+        X = X.rechunk({0: block_rows(self.n), 1: -1})
+        self.client = client
+        self.offsets = np.concatenate([[0], np.cumsum(X.chunks[0])]).astype(np.int64)
+        blocks = X.to_delayed().ravel().tolist()
+        # One task per row block: contiguous, finite (ValueError from the worker otherwise).
+        self.futures = client.compute([dask.delayed(_check_block, pure=True)(block, i)
+                                       for i, block in enumerate(blocks)])
+        self.array = da.concatenate([da.from_delayed(f, shape=(int(s), self.d), dtype=self.dtype)
+                                     for f, s in zip(self.futures, X.chunks[0])])
+        # Wait for them (without fetching them): a NaN, or a graph that cannot be computed, fails here and not
+        # in the solver.
+        distributed.wait(self.futures)
+        for f in self.futures:
+            if f.status == "error":
+                f.result()
+
+    @property
+    def shape(self) -> tuple[int, int]:
+        return (self.n, self.d)
+
+    @property
+    def blocks(self) -> int:
+        return len(self.futures)
+
+    def sizes(self) -> np.ndarray:
+        return np.diff(self.offsets)
+
+    def local(self, what: str):
+        raise ValueError(f"{what} needs all of X in this process, but X is a dask array on a cluster; fit it with "
+                         "one of fastkpca's native kernels and an exact iterative or Nyström solver, or compute X "
+                         "first")
+
+    def rows(self, index) -> np.ndarray:
+        index = np.asarray(index, dtype=np.int64)
+        v.check_memory(index.shape[0] * self.d * self.dtype.itemsize, f"gathering {index.shape[0]} rows of X")
+        order = np.argsort(index, kind="stable")
+        sorted_index = index[order]
+        out = np.empty((index.shape[0], self.d), dtype=self.dtype)
+        which = np.searchsorted(self.offsets, sorted_index, side="right") - 1
+        futures = []
+        for p in np.unique(which):
+            local = sorted_index[which == p] - self.offsets[p]
+            futures.append(self.client.submit(_rows_of, self.futures[p], local, pure=False))
+        done = 0
+        for part in self.client.gather(futures):
+            out[order[done:done + part.shape[0]]] = part
+            done += part.shape[0]
+        return out
+
+    def carry(self, V: np.ndarray):
+        """Futures of V's row blocks, each from a task that carries it: a task has lineage, so a lost
+        worker's copy is recomputed (scattered data would be lost with it)."""
+        V = np.asarray(V)
+        return [self.client.submit(_carried, v.contiguous(V[self.offsets[p]:self.offsets[p + 1]]), pure=False)
+                for p in range(self.blocks)]
+
+    def _each_block(self, func, *args):
+        """Futures of func(block_p, *args) for every row block p, in order."""
+        carried = [self.client.submit(_carried, a, pure=False) if isinstance(a, np.ndarray) else a for a in args]
+        return [self.client.submit(_apply, f, func, *carried, pure=False) for f in self.futures]
+
+    def map(self, func, *args, rows=None) -> np.ndarray:
+        """func(block, *args) on the workers (one thread each), gathered here in row order."""
+        return np.concatenate(self.client.gather(self._each_block(_on_one_thread(func), *args)), axis=0)
+
+    def reduce(self, func, *args, row_args=(), rows=None):
+        """Σ func(block, *args, *pieces) over the row blocks by a fixed binary tree (the same sums on any
+        cluster)."""
+        func = _on_one_thread(func)
+        carried = [self.client.submit(_carried, a, pure=False) if isinstance(a, np.ndarray) else a for a in args]
+        parts = []
+        for p, f in enumerate(self.futures):
+            pieces = [None if a is None else v.contiguous(a[self.offsets[p]:self.offsets[p + 1]]) for a in row_args]
+            parts.append(self.client.submit(_apply, f, func, *carried, *pieces, pure=False))
+        while len(parts) > 1:
+            paired = [self.client.submit(add, parts[i], parts[i + 1], pure=False) for i in range(0, len(parts) - 1, 2)]
+            if len(parts) % 2:
+                paired.append(parts[-1])
+            parts = paired
+        return parts[0].result()
+
+    def plan(self, kernel, *, block_size: int, memory_limit, other_bytes: int = 0, storage: str = "auto"):
+        """Which pairs of row blocks keep their tiles on which worker, within ``memory_limit`` bytes per
+        worker (None: DEFAULT_WORKER_SHARE of each worker's own limit), less X and its share of a pass's
+        blocks. In a fixed order, each pair is kept on the worker with the most room left, if it fits there
+        (its tasks then run there; if that worker is lost, another recomputes the tiles)."""
+        if storage not in ("auto", "cached", "matrix_free"):
+            raise ValueError(f"storage={storage!r} is not available for a dask array X (its kernel lives on the "
+                             "workers: 'auto', 'cached' or 'matrix_free')")
+        return DistributedPlan.place(self, block_size, None if storage == "matrix_free" else memory_limit)
+
+    def kernel_operator(self, kernel, plan, n_jobs=None):
+        return DistributedKernel(self, kernel, plan).operator(n_jobs)
+
+    def columns(self, kernel):
+        return DistributedColumns(self, kernel)
+
+    def cross_product(self, kernel, V, correction=None, *, promote=False, out_dtype=None):
+        return DaskKernelProduct(self, kernel, V, correction, promote=promote, out_dtype=out_dtype)
+
+    def fitted(self):
+        return self.array
+
+    def info(self) -> dict:
+        return {"engine": "dask", "n_workers": len(self.client.nthreads()), "row_blocks": self.blocks,
+                "block_rows": int(self.sizes().max())}
+
+
+# -------------------------------------------------------------------------------- distributed kernel
+
+@dataclass(frozen=True)
+class DistributedPlan(StoragePlan):
+    """A StoragePlan whose kept tiles live on the workers: ``placed`` maps a pair (I, J) of row blocks to
+    (worker address, bytes)."""
+
+    placed: dict = field(default_factory=dict)
+    pairs: int = 0
+
+    @classmethod
+    def place(cls, samples: DaskSamples, block_size: int, memory_limit) -> DistributedPlan:
+        P = samples.blocks
+        pairs = [(i, j) for i in range(P) for j in range(i + 1)]
+        sizes = samples.sizes()
+        itemsize = samples.dtype.itemsize
+
+        def pair_bytes(i, j):
+            return int(_native.core.kernel_block_elements(int(sizes[i]), int(sizes[j]), i == j)) * itemsize
+
+        try:
+            workers = samples.client.scheduler_info(n_workers=-1)["workers"]
+        except TypeError:  # distributed before 2025: every worker is listed
+            workers = samples.client.scheduler_info()["workers"]
+        pass_bytes = 4 * samples.n * block_size * 8  # V and W of a pass, and the pairs' contributions in flight
+        room = {}
+        for address, w in sorted(workers.items()):
+            limit = int(w.get("memory_limit") or 0)
+            if memory_limit is None and limit:
+                own = int(DEFAULT_WORKER_SHARE * limit)
+            elif memory_limit is None:
+                own = 0
+            else:
+                own = v.memory_limit(memory_limit)
+            if limit:
+                own = min(own, limit)
+            room[address] = max(0, own - samples.n * samples.d * itemsize - pass_bytes // max(1, len(workers)))
+        placed = {}
+        for i, j in pairs:
+            size = pair_bytes(i, j)
+            address = max(room, key=lambda a: room[a]) if room else None
+            if address is not None and size <= room[address]:
+                placed[(i, j)] = (address, size)
+                room[address] -= size
+        kept = sum(size for _, size in placed.values())
+        budget = kept + sum(room.values())
+        total = sum(pair_bytes(i, j) for i, j in pairs)
+        storage = ("distributed_packed" if len(placed) == len(pairs) else
+                   "distributed_cached" if placed else "distributed_matrix_free")
+        mib = 2**20
+        reason = (f"{len(placed)} of {len(pairs)} pairs of row blocks ({kept // mib} of {total // mib} MiB of tiles) "
+                  f"kept in the memory of {len(workers)} workers ({budget // mib} MiB allowed for them), the rest "
+                  "recomputed on every pass")
+        return cls(storage, 0, kept, budget, reason, placed=placed, pairs=len(pairs))
+
+
+class DistributedKernel:
+    """K = k(X, X) of persisted :class:`DaskSamples` as a distributed operator: ``matmat(V)`` is one pass,
+    the tiles of the pairs ``plan`` places kept on their workers."""
+
+    def __init__(self, samples: DaskSamples, kernel: NativeKernel, plan: DistributedPlan):
+        self.samples, self.plan = samples, plan
+        self.client = samples.client
+        self.kernel = kernel.on_threads(1)
+        self.n = samples.n
+        P = samples.blocks
+        self.pairs = [(i, j) for i in range(P) for j in range(i + 1)]
+        workers = self.client.nthreads()
+        self.n_workers = len(workers)
+        self.worker_threads = sum(workers.values())
+        f = samples.futures
+        self.kept = {(i, j): self.client.submit(_kept_tiles, f[i], None if i == j else f[j], self.kernel, pure=False,
+                                                workers=[address], allow_other_workers=True)
+                     for (i, j), (address, _) in plan.placed.items()}
+        if self.kept:
+            dask_modules()[2].wait(list(self.kept.values()))
+        self.passes = []  # per pass: seconds, task seconds, bytes to and from this process
+        self._row_sums = None
+
+    @property
+    def storage(self) -> str:
+        return self.plan.storage
+
+    def matmat(self, V: np.ndarray) -> np.ndarray:
+        start = time.perf_counter()
+        client, f, offsets = self.client, self.samples.futures, self.samples.offsets
+        b = V.shape[1]
+        with_ones = self._row_sums is None
+        if with_ones:  # the row sums (the centering means) ride along with the first pass: a column of ones
+            V = np.concatenate([V, np.ones((self.n, 1))], axis=1)
+        V = np.ascontiguousarray(V, dtype=np.float64)
+        P = self.samples.blocks
+        # The block goes out as tasks that carry it, not as scattered data: a task has lineage, so a lost
+        # worker's copy is recomputed (scattered data would be lost with it).
+        parts = self.samples.carry(V)
+        products = {}
+        for i, j in self.pairs:
+            products[(i, j)] = client.submit(
+                _pair_product, f[i], None if i == j else f[j], self.kernel, self.kept.get((i, j)), parts[i],
+                None if i == j else parts[j], pure=False, priority=(i - j))
+        sums = []
+        for p in range(P):
+            # Row block p: K_pJ·V_J from pairs (p, J), J <= p, and K_Jpᵀ·V_J from pairs (J, p), J > p.
+            inputs = [products[(p, j)] if j <= p else products[(j, p)] for j in range(P)]
+            sides = [0 if j <= p else 1 for j in range(P)]
+            sums.append(client.submit(_block_sum, inputs, sides, pure=False))
+        results = client.gather(sums)
+        W = np.empty((self.n, V.shape[1]), order="F")
+        task_seconds = 0.0
+        for p, (block, seconds) in enumerate(results):
+            W[offsets[p]:offsets[p + 1]] = block
+            task_seconds += seconds
+        self.passes.append({"seconds": time.perf_counter() - start, "task_seconds": task_seconds,
+                            "driver_bytes": 2 * V.nbytes})
+        if with_ones:
+            self._row_sums = np.array(W[:, b])
+            W = W[:, :b]
+        return W
+
+    def row_sums(self) -> np.ndarray:
+        """K·1: from the first pass, or from a pass with ones if there was none."""
+        if self._row_sums is None:
+            self.matmat(np.zeros((self.n, 0)))
+        return self._row_sums
+
+    def diagonal_sum(self) -> float:
+        """trace(K), summed over the row blocks in order."""
+        return float(math.fsum(self.samples.client.gather(self.samples._each_block(_diagonal_sum, self.kernel))))
+
+    def operator(self, n_jobs=None):
+        """The kernel as a KernelOperator whose products are this object's passes: the native solvers run
+        on it as on any storage.
+
+        Its pass cost says N(N+1)/2 kernel entries whatever is kept, so the solvers choose the wide block of
+        recomputed tiles: a distributed pass pays scheduling and moving the block once per pass, which a
+        wide block amortises too, and the block width, hence the result, then does not depend on how much
+        memory the cluster has."""
+        return python_operator(self.matmat, self.n, storage=self.storage, trace=self.diagonal_sum(),
+                               kernel_entries=self.n * (self.n + 1) / 2, row_sums=self.row_sums, plan=self.plan,
+                               n_jobs=n_jobs, release=self.release, details=self.info,
+                               storage_dtype=self.samples.dtype)
+
+    def info(self) -> dict:
+        """What the passes cost: per pass its seconds, the task seconds (kernel work on the workers) and the
+        bytes to and from this process."""
+        seconds = [p["seconds"] for p in self.passes]
+        return {**self.samples.info(), "worker_threads": self.worker_threads, "pair_tasks": len(self.pairs),
+                "kept_pairs": len(self.plan.placed), "kept_bytes": self.plan.kernel_bytes,
+                "distributed_passes": len(self.passes), "pass_seconds": seconds,
+                "task_seconds": [p["task_seconds"] for p in self.passes],
+                "driver_bytes_per_pass": self.passes[-1]["driver_bytes"] if self.passes else 0}
+
+    def release(self):
+        """Drop the kept tiles (the workers free them)."""
+        for fut in self.kept.values():
+            fut.release()
+        self.kept = {}
+
+
+class DistributedColumns:
+    """The diagonal and columns K(X, X_S) of distributed samples, for randomly pivoted Cholesky
+    (solvers.low_rank.rpcholesky): each call is one task per row block, gathered here."""
+
+    def __init__(self, samples: DaskSamples, kernel: NativeKernel):
+        self.samples, self.kernel = samples, kernel.on_threads(1)
+        self.n, self.dtype = samples.n, samples.dtype
+
+    def diagonal(self) -> np.ndarray:
+        return self.samples.map(_diagonal, self.kernel)
+
+    def columns(self, index, out):
+        S = self.samples.rows(index)
+        parts = self.samples.client.gather(self.samples._each_block(_cross_columns, S, self.kernel))
+        np.concatenate(parts, axis=0, out=out)
+        return out
+
+
+# ------------------------------------------------------------------------------ products with new rows
+
+class DaskKernelProduct:
+    """The fitted row map ``x ↦ correction(K(x, X_fit)·V)`` of a model fitted on the cluster: V's row blocks
+    stay on the workers for the model's life, and every chunk of new rows is one task that sums its
+    products with the fit's row blocks in order. :meth:`localised` is the same map over X_fit gathered here
+    (a kernels.KernelProduct), for a model pickled with it."""
+
+    def __init__(self, samples: DaskSamples, kernel: NativeKernel, V: np.ndarray, correction=None, *,
+                 promote=False, out_dtype=None):
+        self.samples, self.kernel, self.correction = samples, kernel.on_threads(1), correction
+        self.promote, self.out_dtype = promote, out_dtype
+        self.V = np.ascontiguousarray(V, dtype=np.float64)
+        self.coefficients = samples.carry(self.V)
+        self._threads = kernel.threads
+
+    @property
+    def width(self) -> int:
+        return self.V.shape[1]
+
+    def on_dask(self, X):
+        """A dask array of the rows of the dask array X (one task per chunk)."""
+        import dask
+
+        _, da, _ = dask_modules()
+        blocks = X.to_delayed().ravel().tolist()
+        pieces = [da.from_delayed(dask.delayed(_cross_product_block, pure=True)(
+                      block, self.samples.futures, self.kernel, self.coefficients, self.promote, self.samples.dtype),
+                      shape=(int(r), self.width), dtype=np.float64)
+                  for block, r in zip(blocks, X.chunks[0])]
+        out = da.concatenate(pieces, axis=0)
+        if self.correction is None and self.out_dtype is None:
+            return out
+        return _map_rows(out, functools.partial(_finish, correction=self.correction, out_dtype=self.out_dtype))
+
+    def __call__(self, X) -> np.ndarray:
+        """The rows of a NumPy X, computed on the cluster."""
+        _, da, _ = dask_modules()
+        return self.on_dask(da.from_array(X, chunks=(block_rows(X.shape[0]), X.shape[1]))).compute()
+
+    def localised(self):
+        from ..kernels import KernelProduct
+
+        return KernelProduct(np.asarray(self.samples.array.compute()), self.kernel.on_threads(self._threads), self.V,
+                             self.correction, promote=self.promote, out_dtype=self.out_dtype)
+
+
+# ------------------------------------------------------------------------------------------- engine
+
+class DaskEngine:
+    """The Dask engine (see engines/base.py for the protocol). Without a dask.distributed Client, a dask
+    array is computed into this process (after a memory check) and fitted there."""
+
+    name = "dask"
+
+    def accepts(self, X) -> bool:
+        return v.is_dask_array(X)
+
+    def gather(self, a, name: str):
+        if not v.is_dask_array(a):
+            return a
+        if any(math.isnan(c) for c in a.chunks[0]):
+            raise ValueError(f"{name} is a dask array with unknown chunk sizes; call {name}.compute_chunk_sizes() "
+                             "first")
+        return a.compute()
+
+    def fit_samples(self, estimator, X, y=None, *, targets=False, accept_sparse=False, copy=False):
+        X = v.check_dask_samples(X, "X")
+        y = self.gather(y, "y")
+        client = current_client()
+        if client is None:
+            v.check_memory(int(X.shape[0]) * int(X.shape[1]) * X.dtype.itemsize, "computing the dask array X here")
+            return LOCAL.fit_samples(estimator, np.asarray(X.compute()), y, targets=targets,
+                                     accept_sparse=accept_sparse)
+        if targets:
+            v.check_same_length(X, y)
+            y = v.check_targets(y, int(X.shape[0]))
+        samples = DaskSamples(self, client, X)
+        # n_features_in_ as validate_data sets it (a dask array has no column names).
+        estimator.n_features_in_ = samples.d
+        if hasattr(estimator, "feature_names_in_"):
+            del estimator.feature_names_in_
+        return samples, y
+
+    def new_samples(self, estimator, X, *, accept_sparse=False):
+        X = v.check_dask_samples(X, "X")
+        d = estimator.n_features_in_
+        if X.shape[1] != d:
+            raise ValueError(f"X has {X.shape[1]} features, but {type(estimator).__name__} is expecting {d} features "
+                             "as input")
+        return X
+
+    def apply(self, rowmap, X):
+        if isinstance(rowmap, DaskKernelProduct):
+            return rowmap.on_dask(X)
+        return _map_rows(X, rowmap)
+
+    def wrap(self, Z, X):
+        _, da, _ = dask_modules()
+        return da.from_array(Z, chunks=(X.chunks[0],) + tuple((s,) for s in Z.shape[1:]))
+
+    def localise(self, state: dict) -> dict:
+        """X_fit_ gathered here, the fitted products over it made local, and the in-process engine."""
+        out = {}
+        for key, value in state.items():
+            if isinstance(value, DaskKernelProduct):
+                value = value.localised()
+            elif v.is_dask_array(value):
+                value = np.asarray(value.compute())
+            elif value is self:
+                value = LOCAL
+            out[key] = value
+        return out

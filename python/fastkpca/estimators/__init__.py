@@ -1,0 +1,11 @@
+"""The estimators layer: scikit-learn's estimators (and fastkpca's own) built on the layers below. Each
+fit validates, gets an engine from engines.select, plans, calls a solver and stores the fitted state; no
+estimator knows which engine or storage it runs on."""
+
+from .decomposition import KernelPCA
+from .kernel_approximation import Nystroem
+from .kernel_ridge import KernelRidge, KernelRidgeCV
+from .manifold import ClassicalMDS, classical_mds
+from .preprocessing import KernelCenterer
+
+__all__ = ["KernelPCA", "Nystroem", "KernelRidge", "KernelRidgeCV", "ClassicalMDS", "classical_mds", "KernelCenterer"]

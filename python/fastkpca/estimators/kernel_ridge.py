@@ -1,0 +1,477 @@
+"""KernelRidge: scikit-learn's kernel ridge regression, exact at any N, on fastkpca's kernels and operators;
+KernelRidgeCV: alpha (and gamma) chosen by cross-validation from one factorisation per kernel."""
+
+from __future__ import annotations
+
+import numbers
+import operator
+import time
+
+import numpy as np
+from sklearn.base import BaseEstimator, MultiOutputMixin, RegressorMixin
+from sklearn.utils.validation import check_is_fitted
+
+from .. import engines
+from .. import _validation as v
+from ..kernels import ChunkedProduct, KernelProduct, MatrixColumns, MatrixKernel, NativeKernel, registry
+from ..operators import StoragePlan, from_matrix
+from ..solvers import low_rank, ridge, ridge_cv
+from ._base import EngineFitted, Reporting
+
+__all__ = ["KernelRidge", "KernelRidgeCV"]
+
+SOLVERS = ("auto", "cholesky", "cg", "nystrom")
+#: solver="auto" solves up to this many samples by dense Cholesky (milliseconds to a second).
+AUTO_CHOLESKY_BELOW = 3000
+#: The first column of a product with a 1-D dual_coef_ (picklable, for an engine's tasks).
+_FIRST_COLUMN = operator.itemgetter((slice(None), 0))
+
+
+class KernelRidge(Reporting, EngineFitted, MultiOutputMixin, RegressorMixin, BaseEstimator):
+    """Kernel ridge regression: a drop-in for sklearn.kernel_ridge.KernelRidge that is exact at any N.
+
+    Solves ``(K + αI) β = y`` (with sample weights, ``(D K D + αI) z = D y`` and β = D z for D = diag(√w),
+    scikit-learn's formulation) and predicts ``K(X_new, X) β``.
+
+    Parameters
+    ----------
+    alpha : float or array-like of shape (n_targets,), default=1
+        Regularisation, >= 0; one per target, or one for all.
+    kernel : str or callable, default="linear"
+        A name of sklearn.metrics.pairwise (fastkpca's native kernels run natively), ``"precomputed"``
+        (X is the kernel matrix, used in place), or a callable.
+    gamma, degree, coef0, kernel_params :
+        Kernel parameters, as scikit-learn's.
+    solver : {"auto", "cholesky", "cg", "nystrom"}, default="auto"
+        ``"cholesky"``: exact, dense: one N×N matrix (the kernel, factored in place; a precomputed kernel
+        is copied once), O(N³) flops. ``"cg"``: the exact full-data system by conjugate gradients on a
+        kernel operator in the storage the memory limit allows (full, packed, cached or matrix-free), one
+        block product per iteration for all targets, preconditioned by a rank-r randomly pivoted Cholesky
+        factor (see ``preconditioner_rank``); stops at relative residual ``tol``. ``"nystrom"``: the
+        restricted problem on ``n_landmarks`` landmarks (Falkon's): approximate, O(m²) memory, one
+        streamed pass over X. ``"auto"``: cholesky up to 3000 samples (or with alpha = 0, if the kernel
+        fits the memory limit), else cg.
+    tol : float, default=None
+        Relative residual of cg (None: 1e-8).
+    max_iter : int, default=None
+        Products by K cg may spend (None: 1000).
+    memory_limit : int or str, default=None
+        Bytes the fit may use beyond X and y, or a size such as ``"4GB"`` (None: 80% of the available
+        memory); cg keeps as much of the kernel as fits and recomputes the rest. predict multiplies the
+        cross kernel of a native kernel into the coefficients tile by tile (never stored); other kernels
+        build it in chunks of at most 256 MiB (and a quarter of the limit). With a dask array X: the bytes
+        of kernel tiles each worker may keep (default 40% of its memory limit).
+    preconditioner_rank : int, default=None
+        Rank r of cg's randomly pivoted Cholesky preconditioner; 0 for none. None: min(500, N − 1) and a
+        quarter of the memory limit when the kernel is stored (full or packed); min(1000, N − 1) and 60% of
+        the limit when it is recomputed on every pass (cached, matrix-free), where passes are dear.
+    n_landmarks : int, default=None
+        Landmarks (Falkon's centres) m of ``solver="nystrom"`` (None: min(1000, n_samples)); the same
+        parameter as KernelPCA's.
+    landmarks : {"rpcholesky", "uniform"} or array-like, default="rpcholesky"
+        How ``solver="nystrom"`` chooses its landmarks (see fastkpca.Nystroem).
+    random_state : int, RandomState instance or None, default=None
+        Seeds the landmarks and the preconditioner's pivots.
+    n_jobs : int, default=None
+        Threads (see fastkpca.gram).
+    verbose : int, default=0
+        1: print each stage to stderr; 2: also every cg iteration.
+    callback : callable, default=None
+        ``callback(stage, info)`` for progress displays; stage "iteration" after every cg iteration with
+        ``iterations``, ``converged`` (targets) and ``residual`` (the worst).
+
+    Attributes
+    ----------
+    dual_coef_ : ndarray of shape (n_samples,) or (n_samples, n_targets)
+        β; for ``solver="nystrom"`` one row per landmark.
+    X_fit_ : ndarray or sparse matrix
+        The training data (or the precomputed kernel); for ``solver="nystrom"`` the landmarks.
+    n_iter_ : int
+        Products by K of cg (1 for the direct solvers, cholesky and nystrom).
+    solver_info_ : dict
+        ``solver`` and, for cg: ``iterations`` (products by K), ``residuals`` (relative, per target),
+        ``converged``, ``preconditioner_rank``, ``storage``, ``kernel_bytes`` and seconds per stage.
+    n_features_in_, feature_names_in_
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from fastkpca import KernelRidge
+    >>> rng = np.random.default_rng(0)
+    >>> X = rng.standard_normal((500, 3)); y = np.sin(X[:, 0])
+    >>> model = KernelRidge(alpha=0.1, kernel="rbf", solver="cg").fit(X, y)
+    >>> bool(model.solver_info_["converged"])
+    True
+    """
+
+    def __init__(self, alpha=1, *, kernel="linear", gamma=None, degree=3, coef0=1, kernel_params=None,
+                 solver="auto", tol=None, max_iter=None, memory_limit=None, preconditioner_rank=None,
+                 n_landmarks=None, landmarks="rpcholesky", random_state=None, n_jobs=None, verbose=0,
+                 callback=None):
+        self.alpha = alpha
+        self.kernel = kernel
+        self.gamma = gamma
+        self.degree = degree
+        self.coef0 = coef0
+        self.kernel_params = kernel_params
+        self.solver = solver
+        self.tol = tol
+        self.max_iter = max_iter
+        self.memory_limit = memory_limit
+        self.preconditioner_rank = preconditioner_rank
+        self.n_landmarks = n_landmarks
+        self.landmarks = landmarks
+        self.random_state = random_state
+        self.n_jobs = n_jobs
+        self.verbose = verbose
+        self.callback = callback
+
+    def _check_params(self):
+        if not callable(self.kernel) and not isinstance(self.kernel, str):
+            raise TypeError(f"kernel must be a string or a callable, got {self.kernel!r}")
+        v.check_choice(self.solver, "solver", SOLVERS)
+        if self.tol is not None:
+            v.check_real(self.tol, "tol", minimum=0.0)
+        if self.max_iter is not None:
+            v.check_int(self.max_iter, "max_iter", minimum=1)
+        if self.preconditioner_rank is not None:
+            v.check_int(self.preconditioner_rank, "preconditioner_rank", minimum=0)
+        if self.n_landmarks is not None:
+            v.check_int(self.n_landmarks, "n_landmarks", minimum=1)
+        if isinstance(self.landmarks, str):
+            v.check_choice(self.landmarks, "landmarks", low_rank.LANDMARK_METHODS)
+        if self.kernel_params is not None and not isinstance(self.kernel_params, dict):
+            raise TypeError(f"kernel_params must be a dict or None, got {self.kernel_params!r}")
+        if not isinstance(self.verbose, numbers.Integral):
+            raise TypeError(f"verbose must be an integer, got {self.verbose!r}")
+        if self.callback is not None and not callable(self.callback):
+            raise TypeError("callback must be callable or None")
+        if self.solver == "nystrom":
+            registry.check_native_kernel(self.kernel, "solver='nystrom'")
+        v.n_threads(self.n_jobs)
+        return v.memory_limit(self.memory_limit)
+
+    def _native_kernel(self, n_features: int) -> NativeKernel:
+        return NativeKernel.resolve(self.kernel, self.gamma, self.degree, self.coef0, n_features, self.n_jobs)
+
+    def _matrix_kernel(self, Y) -> MatrixKernel:
+        """K(·, Y) as scikit-learn's KernelRidge evaluates it (native kernels natively; Y=None: K(X, X))."""
+        if callable(self.kernel):
+            params = self.kernel_params or {}
+        else:
+            params = {"gamma": self.gamma, "degree": self.degree, "coef0": self.coef0}
+        return MatrixKernel(Y, self.kernel, params, self.n_jobs)
+
+    # --------------------------------------------------------------------------------------------- fit
+
+    def fit(self, X, y, sample_weight=None):
+        """Fit kernel ridge regression.
+
+        Parameters
+        ----------
+        X : {array-like, sparse matrix, dask array} of shape (n_samples, n_features)
+            Training data, or the (n_samples, n_samples) kernel matrix with kernel="precomputed".
+        y : array-like of shape (n_samples,) or (n_samples, n_targets)
+            Targets (finite).
+        sample_weight : float or array-like of shape (n_samples,), default=None
+            Non-negative weights.
+
+        Returns
+        -------
+        self : KernelRidge
+        """
+        limit = self._check_params()
+        engine = engines.select(X)
+        samples, y = engine.fit_samples(self, X, y, targets=True, accept_sparse=("csr", "csc"))
+        self._engine = samples.engine
+        n = samples.shape[0]
+        Y = np.asarray(y, dtype=np.float64).reshape(n, -1)
+        alphas = v.check_alphas(self.alpha, Y.shape[1])
+        root_w = v.sample_weight_root(engine.gather(sample_weight, "sample_weight"), n)
+        if self.kernel == "precomputed":
+            v.check_square(samples.local("kernel='precomputed'"), "X (the precomputed kernel)")
+        solver = self._choose_solver(n, alphas, limit)
+        start = time.perf_counter()
+        landmarks = None
+        if solver == "cholesky":
+            dual, info = self._fit_cholesky(samples, Y, alphas, root_w, limit)
+        elif solver == "cg":
+            dual, info = self._fit_cg(samples, Y, alphas, root_w, limit)
+        else:
+            dual, info, landmarks = self._fit_nystrom(samples, Y, alphas, root_w, limit)
+        info.update(solver=solver, seconds=time.perf_counter() - start)
+        self.solver_info_ = info
+        self.n_iter_ = int(info.get("iterations", 1))
+        self.dual_coef_ = dual.ravel() if y.ndim == 1 else dual
+        self.X_fit_ = samples.fitted() if landmarks is None else landmarks
+        self._predict_map = self._prediction_map(samples, landmarks, dual, y.ndim == 1, limit)
+        self._report("done", solver=solver, seconds=info["seconds"])
+        return self
+
+    def _choose_solver(self, n, alphas, limit):
+        if self.solver != "auto":
+            return self.solver
+        dense_bytes = n * n * 8
+        if n <= AUTO_CHOLESKY_BELOW and dense_bytes <= limit:
+            return "cholesky"
+        if (alphas == 0).any() and dense_bytes <= limit:
+            return "cholesky"  # a singular system needs the least-squares fallback, which needs the matrix
+        return "cg"
+
+    def _owned_kernel(self, samples, limit):
+        """The training kernel as a float64 C-contiguous array this fit may overwrite (a copy of a
+        precomputed one)."""
+        n = samples.shape[0]
+        native = registry.is_native(self.kernel)
+        what = ("solver='cholesky'" if native or self.kernel == "precomputed"
+                else f"kernel={self.kernel!r} (evaluated as a full matrix)")
+        X = samples.local(what)
+        v.check_within(n * n * 8, limit, f"{what} with the {n}×{n} kernel matrix",
+                       "solver='cg' fits within any limit" if what.startswith("solver") else "")
+        if self.kernel == "precomputed":
+            K = v.as_float_array(X, "X (the precomputed kernel)", np.float64)
+            v.check_finite(K, "X (the precomputed kernel)")
+            return np.array(K, dtype=np.float64, order="C", copy=True)
+        if native:
+            return self._native_kernel(X.shape[1]).cross(v.check_samples(X, "X", np.float64))
+        K = v.contiguous(np.asarray(self._matrix_kernel(None)(X), dtype=np.float64))
+        v.check_finite(K, "the kernel matrix")
+        return K
+
+    def _fit_cholesky(self, samples, Y, alphas, root_w, limit):
+        start = time.perf_counter()
+        K = self._owned_kernel(samples, limit)
+        stages = {"kernel": time.perf_counter() - start}
+        self._report("kernel", seconds=stages["kernel"], storage="full")
+        start = time.perf_counter()
+        dual, singular = ridge.solve_cholesky(K, Y, alphas, root_w)
+        stages["solve"] = time.perf_counter() - start
+        return dual, {"storage": "full", "kernel_bytes": K.nbytes, "singular": singular, "stages": stages}
+
+    def _fit_cg(self, samples, Y, alphas, root_w, limit):
+        """Preconditioned CG on the kernel operator the engine plans within the memory limit (or on the
+        full matrix of a precomputed or callable kernel)."""
+        n, t = Y.shape
+        start = time.perf_counter()
+        if registry.is_native(self.kernel):
+            kernel = self._native_kernel(samples.shape[1])
+            probe = samples.plan(kernel, block_size=max(t, 1), memory_limit=self.memory_limit,
+                                 other_bytes=8 * n * t * 8)
+            rank = ridge.preconditioner_rank(self.preconditioner_rank, n, limit, probe.stored)
+            plan = samples.plan(kernel, block_size=max(t, 1), memory_limit=self.memory_limit,
+                                other_bytes=ridge.cg_bytes(n, t, rank))
+            op, columns = samples.kernel_operator(kernel, plan, self.n_jobs), samples.columns(kernel)
+        else:
+            if self.kernel == "precomputed":  # used in place: no copy
+                K = v.contiguous(v.as_float_array(samples.local("kernel='precomputed'"), "X (the precomputed kernel)"))
+                v.check_finite(K, "X (the precomputed kernel)")
+                held, reason = 0, "a precomputed kernel is used in place"
+            else:
+                K = self._owned_kernel(samples, limit)
+                held, reason = K.nbytes, "a callable or scikit-learn kernel is a full matrix"
+            rank = ridge.preconditioner_rank(self.preconditioner_rank, n, limit, True)
+            op, columns = from_matrix(K, StoragePlan("full", 0, held, limit, reason), self.n_jobs), MatrixColumns(K)
+        with op:
+            stages = {"kernel": time.perf_counter() - start}
+            self._report("kernel", seconds=stages["kernel"], storage=op.storage, kernel_bytes=op.kernel_bytes)
+            progress = None
+            if self._wants_progress():
+                def progress(iterations, converged, residual):
+                    self._report("iteration", iterations=iterations, converged=converged, residual=residual)
+            dual, info = ridge.solve_cg(op, columns, Y, alphas, root_w, rank=rank, tol=self.tol, maxiter=self.max_iter,
+                                        random_state=self.random_state, progress=progress, report=self._report)
+            info.update(op.info(), memory_limit=limit)
+        info["stages"] = {**stages, **info["stages"]}
+        return dual, info
+
+    def _fit_nystrom(self, samples, Y, alphas, root_w, limit):
+        """Falkon's restricted problem on m landmarks (ridge.solve_nystrom), streamed over the samples
+        wherever the engine keeps them."""
+        n, d = samples.shape
+        kernel = self._native_kernel(d)
+        start = time.perf_counter()
+        m = min(low_rank.DEFAULT_N_LANDMARKS, n) if self.n_landmarks is None else self.n_landmarks
+        S, _, selection = low_rank.landmarks(samples, self.landmarks, m, kernel, random_state=self.random_state,
+                                             memory_limit=limit, name="n_landmarks")
+        m = S.shape[0]
+        rows = low_rank.stream_rows(n, m, samples.dtype.itemsize, limit, what=f"solver='nystrom' with {m} landmarks")
+        seconds = time.perf_counter() - start
+        dual, info = ridge.solve_nystrom(samples, S, kernel, Y, alphas, root_w, rows=rows)
+        info["stages"] = {"landmarks": seconds, **info["stages"]}
+        info.update(n_landmarks=m, landmarks=selection["method"], landmark_selection=selection, chunk_rows=rows,
+                    memory_limit=limit, **samples.info())
+        return dual, info, S
+
+    def _prediction_map(self, samples, landmarks, dual, ravel, limit):
+        """predict's row map x ↦ K(x, X_fit_)·β: tile by tile for native kernels on dense data, else the cross
+        kernel in bounded chunks. Evaluated in float32 only when both sides are (as scikit-learn's pairwise
+        kernels upcast)."""
+        first = _FIRST_COLUMN if ravel else None
+        if landmarks is not None:  # Nyström: the landmarks (dense) are all predict needs
+            return KernelProduct(landmarks, self._native_kernel(samples.shape[1]), dual, first, promote=True)
+        if registry.is_native(self.kernel) and not v.is_sparse(samples.fitted()):
+            return samples.cross_product(self._native_kernel(samples.shape[1]), dual, first, promote=True)
+        Y = None if self.kernel == "precomputed" else samples.local("predict with this kernel")
+        return ChunkedProduct(self._matrix_kernel(Y), dual.ravel() if ravel else dual, samples.shape[0],
+                              memory_limit=limit)
+
+    # ----------------------------------------------------------------------------------------- predict
+
+    def predict(self, X):
+        """Predict ``K(X, X_fit_) @ dual_coef_``. For fastkpca's native kernels the cross kernel is multiplied
+        into the coefficients tile by tile and never stored; for the others it is built in chunks of at most
+        256 MiB (and a quarter of the memory limit).
+
+        Parameters
+        ----------
+        X : {array-like, sparse matrix, dask array} of shape (n_samples, n_features)
+            Samples, or the (n_samples, n_samples_fitted) kernel with kernel="precomputed".
+
+        Returns
+        -------
+        y : ndarray (a dask array for a dask X) of shape (n_samples,) or (n_samples, n_targets)
+        """
+        return self._apply_fitted(getattr(self, "_predict_map", None), X, accept_sparse=("csr", "csc"))
+
+    def __sklearn_tags__(self):
+        tags = super().__sklearn_tags__()
+        tags.input_tags.sparse = True
+        tags.input_tags.pairwise = self.kernel == "precomputed"
+        return tags
+
+    def _more_tags(self):  # scikit-learn < 1.6
+        return {"pairwise": self.kernel == "precomputed"}
+
+
+class KernelRidgeCV(MultiOutputMixin, RegressorMixin, BaseEstimator):
+    """Kernel ridge regression with alpha (and optionally gamma) chosen by cross-validation, cheaply.
+
+    Every alpha comes from one factorisation per kernel: with ``cv=None`` the leave-one-out error of every
+    alpha from one eigendecomposition K = V Λ Vᵀ (the hat matrix is V Λ(Λ + α)⁻¹ Vᵀ, so the LOO
+    residuals (y − ŷ)/(1 − h_ii) cost O(N²) per alpha); with ``cv=k`` each fold's training kernel is a
+    block of the one kernel computed for that gamma, eigendecomposed once for all alphas. Kernels that do
+    not fit the memory limit are cross-validated matrix-free: each fold's systems for all alphas come from
+    one multi-shift conjugate gradients run (solvers/cg.py: cg_shifted), and the held-out predictions
+    from K(X_val, X_train)·β tile by tile. The chosen model is then refitted on all the data by
+    :class:`KernelRidge` (``solver="auto"``).
+
+    Parameters
+    ----------
+    alphas : array-like of float > 0, default=(0.1, 1.0, 10.0)
+    kernel : str, default="rbf"
+        A native kernel name (or "precomputed" with cv=None or an int).
+    gammas : array-like of float or None, default=None
+        Kernel scales to try (None: the kernel's default gamma only).
+    degree, coef0 : kernel parameters.
+    cv : None or int >= 2, default=None
+        None: efficient leave-one-out; k: k-fold (contiguous folds, as sklearn's KFold without shuffling).
+    tol, max_iter : of the matrix-free multi-shift CG (defaults 1e-8 and 1000).
+    memory_limit, n_jobs : as KernelRidge.
+
+    Attributes
+    ----------
+    alpha_, gamma_ : the chosen values.
+    best_score_ : float
+        Mean squared validation error of the chosen pair (lower is better; scikit-learn's RidgeCV reports
+        its negative).
+    cv_results_ : dict of arrays
+        ``alpha``, ``gamma``, ``mean_squared_error`` for every pair tried, and ``method`` ("loo-eigh",
+        "kfold-eigh" or "kfold-multishift-cg").
+    estimator_ : KernelRidge
+        The refitted model; predict uses it.
+    """
+
+    def __init__(self, alphas=(0.1, 1.0, 10.0), *, kernel="rbf", gammas=None, degree=3, coef0=1, cv=None,
+                 tol=None, max_iter=None, memory_limit=None, n_jobs=None):
+        self.alphas = alphas
+        self.kernel = kernel
+        self.gammas = gammas
+        self.degree = degree
+        self.coef0 = coef0
+        self.cv = cv
+        self.tol = tol
+        self.max_iter = max_iter
+        self.memory_limit = memory_limit
+        self.n_jobs = n_jobs
+
+    def _check(self):
+        alphas = np.atleast_1d(np.asarray(self.alphas, dtype=np.float64))
+        if alphas.ndim != 1 or alphas.size == 0 or not np.isfinite(alphas).all() or (alphas <= 0).any():
+            raise ValueError(f"alphas must be a non-empty list of finite numbers > 0, got {self.alphas!r}")
+        if self.gammas is None:
+            gammas = [None]
+        else:
+            gammas = list(np.atleast_1d(np.asarray(self.gammas, dtype=np.float64)))
+            if not gammas or not all(np.isfinite(g) and g > 0 for g in gammas):
+                raise ValueError(f"gammas must be a non-empty list of finite numbers > 0, got {self.gammas!r}")
+        if self.kernel != "precomputed":
+            registry.check_kernel(self.kernel)
+        elif self.gammas is not None:
+            raise ValueError("gammas cannot be searched with a precomputed kernel")
+        if self.cv is not None:
+            v.check_int(self.cv, "cv", minimum=2)
+        return alphas, gammas, v.memory_limit(self.memory_limit)
+
+    def fit(self, X, y, sample_weight=None):
+        """Choose alpha (and gamma) and refit on all the data. sample_weight applies to the refit and to
+        the validation errors' weights (the LOO and fold systems are solved unweighted)."""
+        alphas, gammas, limit = self._check()
+        samples, y = engines.select(X).fit_samples(self, X, y, targets=True)
+        X = samples.local("KernelRidgeCV")
+        n = X.shape[0]
+        Y = np.asarray(y, dtype=np.float64).reshape(n, -1)
+        weights = None if sample_weight is None else v.sample_weight_root(sample_weight, n) ** 2
+        if self.cv is not None and self.cv > n:
+            raise ValueError(f"cv={self.cv} folds need at least {self.cv} samples, got {n}")
+        rows = []
+        method = None
+        fits = ridge_cv.dense_fits(n, limit)
+        for gamma in gammas:
+            kernel = None if self.kernel == "precomputed" else \
+                NativeKernel.resolve(self.kernel, gamma, self.degree, self.coef0, X.shape[1], self.n_jobs)
+            if self.cv is None:
+                v.check_within(3 * n * n * 8, limit, f"leave-one-out with three {n}×{n} matrices",
+                               "use cv=k (k-fold), which runs matrix-free")
+                errors, method = ridge_cv.loo_errors(self._kernel_matrix(X, kernel), Y, alphas, weights), "loo-eigh"
+            elif fits or kernel is None:
+                errors = ridge_cv.kfold_errors_dense(self._kernel_matrix(X, kernel), Y, alphas, self.cv, weights)
+                method = "kfold-eigh"
+            else:
+                errors = ridge_cv.kfold_errors_krylov(
+                    v.check_samples(X, "X", X.dtype), Y, kernel, alphas, self.cv, weights,
+                    tol=ridge.DEFAULT_TOL if self.tol is None else self.tol,
+                    maxiter=ridge.DEFAULT_MAX_ITER if self.max_iter is None else self.max_iter, memory_limit=limit,
+                    n_jobs=self.n_jobs)
+                method = "kfold-multishift-cg"
+            used_gamma = np.nan if kernel is None else kernel.gamma
+            rows += [(alpha, used_gamma, err) for alpha, err in zip(alphas, errors)]
+        table = np.array(rows, dtype=np.float64)
+        best = int(np.argmin(table[:, 2]))
+        self.cv_results_ = {"alpha": table[:, 0], "gamma": table[:, 1], "mean_squared_error": table[:, 2],
+                            "method": method}
+        self.alpha_ = float(table[best, 0])
+        self.gamma_ = None if np.isnan(table[best, 1]) else float(table[best, 1])
+        self.best_score_ = float(table[best, 2])
+        self.estimator_ = KernelRidge(alpha=self.alpha_, kernel=self.kernel, gamma=self.gamma_, degree=self.degree,
+                                      coef0=self.coef0, memory_limit=self.memory_limit, n_jobs=self.n_jobs)
+        self.estimator_.fit(X, y, sample_weight=sample_weight)
+        self.dual_coef_ = self.estimator_.dual_coef_
+        self.X_fit_ = self.estimator_.X_fit_
+        return self
+
+    @staticmethod
+    def _kernel_matrix(X, kernel) -> np.ndarray:
+        """The whole training kernel in float64 (a precomputed one as given)."""
+        if kernel is None:
+            return np.array(X, dtype=np.float64)
+        return kernel.cross(v.check_samples(X, "X", X.dtype)).astype(np.float64, copy=False)
+
+    def predict(self, X):
+        """Predictions of the refitted model."""
+        check_is_fitted(self)
+        return self.estimator_.predict(X)
+
+    def __sklearn_tags__(self):
+        tags = super().__sklearn_tags__()
+        tags.input_tags.pairwise = self.kernel == "precomputed"
+        return tags

@@ -1,0 +1,21 @@
+"""The operators layer: "multiply by K" whatever K's storage (full, packed, cached, matrix-free, a
+precomputed matrix, a Python-side or distributed operator), its views (centered, shifted) and the storage
+planner with its constants. It imports the kernels layer and nothing above. The operator class is a SciPy
+LinearOperator, so it is imported on first use (``import fastkpca`` does not import SciPy)."""
+
+from __future__ import annotations
+
+from .storage import PACKED_MAX_BLOCK, STORAGES, StoragePlan, pass_bytes, plan_storage
+
+__all__ = ["KernelOperator", "kernel_operator", "from_matrix", "build", "python_operator", "StoragePlan",
+           "plan_storage", "pass_bytes", "STORAGES", "PACKED_MAX_BLOCK"]
+
+_FROM_OPERATOR = ("KernelOperator", "kernel_operator", "from_matrix", "build", "python_operator")
+
+
+def __getattr__(name):
+    if name in _FROM_OPERATOR:
+        from . import operator
+
+        return getattr(operator, name)
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

@@ -1,0 +1,215 @@
+"""Kernel operators: "multiply by K" without holding K, or holding as much of it as memory allows.
+
+:func:`kernel_operator` returns a :class:`KernelOperator`, a ``scipy.sparse.linalg.LinearOperator`` whose
+products run in the native core, with the kernel matrix held in the storage mode the memory limit allows
+(storage.py: full, packed, cached or matrix-free). Packed, cached and matrix-free operators multiply by the
+same tiles in the same order, so they give the same products bit for bit. The same class wraps a
+precomputed matrix (:func:`from_matrix`) and an operator whose products come from Python
+(:func:`python_operator`: an engine's distributed kernel, say), so the solvers see one kind of object.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+from scipy.sparse.linalg import LinearOperator
+
+from .. import _native
+from .. import _validation as v
+from ..kernels import NativeKernel, gram, registry
+from .storage import STORAGES, StoragePlan, pass_bytes, plan_storage
+
+__all__ = ["KernelOperator", "kernel_operator", "from_matrix", "build", "python_operator"]
+
+
+class KernelOperator(LinearOperator):
+    """A symmetric kernel matrix (or a centered or shifted view of one) as a SciPy LinearOperator.
+
+    Products ``K @ V`` run in the native core on ``n_jobs`` threads and return float64 (float32 kernels
+    are stored or evaluated in float32 and accumulated in float64). SciPy's ``eigsh``, ``cg``, ``lobpcg``
+    and any code that takes a LinearOperator accept it; :func:`fastkpca.eigsh` runs it natively. Used as a
+    context manager, it releases what it holds on exit (kept tiles, on a cluster too).
+
+    Attributes
+    ----------
+    storage : str
+        "full", "packed", "cached", "matrix_free", or what a Python-side operator calls itself.
+    nbytes : int
+        Bytes the operator holds (kernel entries and the working copy of X).
+    storage_dtype : numpy.dtype
+        The type the kernel entries are stored or evaluated in.
+    plan : StoragePlan or None
+        Why this storage was chosen.
+    native : the core's operator, which the solvers multiply by.
+    """
+
+    def __init__(self, native, *, n_jobs=None, plan=None, keep=None, release=None, details=None, storage_dtype=None):
+        super().__init__(dtype=np.dtype(np.float64), shape=(native.n, native.n))
+        self.native = native
+        self._storage_dtype = storage_dtype  # for a Python-side operator: the dtype its kernel is evaluated in
+        self._threads = v.n_threads(n_jobs)
+        self.plan = plan
+        self._keep = keep  # arrays the native operator reads in place
+        self._release = release  # frees what the operator holds elsewhere (an engine's kept tiles)
+        self._details = details  # figures of the engine behind it, for solver_info_
+
+    @property
+    def threads(self) -> int:
+        return self._threads
+
+    @property
+    def storage(self) -> str:
+        return self.native.storage
+
+    @property
+    def nbytes(self) -> int:
+        return int(self.native.nbytes) + (self._keep.nbytes if self._keep is not None else 0)
+
+    @property
+    def kernel_bytes(self) -> int:
+        """Bytes of kernel entries held (as planned)."""
+        return self.plan.kernel_bytes if self.plan is not None else self.nbytes
+
+    @property
+    def storage_dtype(self) -> np.dtype:
+        if self._storage_dtype is not None:
+            return np.dtype(self._storage_dtype)
+        return np.dtype(np.float32 if self.native.scalar_bytes == 4 else np.float64)
+
+    def _matmat(self, X):
+        X = np.asfortranarray(X, dtype=np.float64)
+        if X.ndim != 2 or X.shape[0] != self.shape[1]:
+            raise ValueError(f"dimension mismatch: operator is {self.shape}, operand {X.shape}")
+        return self.native.matmat(X, self._threads)
+
+    def _matvec(self, x):
+        return self._matmat(np.asarray(x).reshape(-1, 1)).reshape(-1)
+
+    def _adjoint(self):
+        return self
+
+    def _transpose(self):
+        return self
+
+    def row_sums(self) -> np.ndarray:
+        """K·1 (= the column sums): computed once, and free after the first product of a tiled operator."""
+        return self.native.row_sums(self._threads)
+
+    def trace(self) -> float:
+        """trace(K)."""
+        return float(self.native.trace(self._threads))
+
+    def _view(self, native) -> KernelOperator:
+        return KernelOperator(native, n_jobs=self._threads or None, plan=self.plan, keep=self._keep,
+                              release=self._release, details=self._details, storage_dtype=self._storage_dtype)
+
+    def centered(self) -> KernelOperator:
+        """H·K·H with H = I − 11ᵀ/N, applied implicitly (no rewrite, O(N·b) extra per product)."""
+        return self._view(self.native.centered())
+
+    def shifted(self, alpha: float) -> KernelOperator:
+        """K + alpha·I."""
+        return self._view(self.native.shifted(v.check_real(alpha, "alpha")))
+
+    def info(self) -> dict:
+        """What the operator holds and why, and its engine's figures: for solver_info_."""
+        plan = self.plan
+        out = {"storage": self.storage, "storage_reason": plan.reason if plan else "",
+               "kernel_bytes": self.kernel_bytes}
+        if self._details is not None:
+            out.update(self._details())
+        return out
+
+    def release(self) -> None:
+        """Free what the operator holds outside this process's arrays (idempotent)."""
+        if self._release is not None:
+            self._release()
+
+    def __enter__(self) -> KernelOperator:
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self.release()
+
+    def __repr__(self):
+        return (f"<{self.shape[0]}×{self.shape[1]} KernelOperator, storage={self.storage!r}, "
+                f"{self.storage_dtype.name}, {self.nbytes / 2**20:.1f} MiB>")
+
+
+def from_matrix(K: np.ndarray, plan: StoragePlan | None = None, n_jobs=None) -> KernelOperator:
+    """The full storage over a symmetric, C-contiguous, aligned float32/float64 K, read in place (and kept
+    alive)."""
+    return KernelOperator(_native.core.dense_operator(K), n_jobs=n_jobs, plan=plan, keep=K)
+
+
+def build(X: np.ndarray, kernel: NativeKernel, plan: StoragePlan, n_jobs=None) -> KernelOperator:
+    """The operator of a validated X (C-contiguous float32/float64) with the given plan."""
+    if plan.storage == "full":
+        K = gram(X, kernel=kernel.name, gamma=kernel.gamma, degree=kernel.degree, coef0=kernel.coef0, n_jobs=n_jobs)
+        return from_matrix(K, plan, n_jobs)
+    native = _native.core.kernel_operator(X, *kernel.params, plan.cached_tile_rows, v.n_threads(n_jobs))
+    return KernelOperator(native, n_jobs=n_jobs, plan=plan)
+
+
+def python_operator(matmat, n: int, *, storage: str = "python", trace=None, kernel_entries: float = 0.0,
+                    bytes_read: float = 0.0, row_sums=None, plan=None, n_jobs=None, release=None,
+                    details=None, storage_dtype=None) -> KernelOperator:
+    """An operator whose products are ``matmat(V)`` (n × b float64 in and out), run by the native solvers
+    like any other. What it knows of itself comes with it: its storage name, trace(K), the cost of a pass
+    (kernel entries evaluated, bytes of stored matrix read: the solvers choose their block width from it),
+    a ``row_sums()`` callable, a ``release()`` callable, a ``details()`` callable of figures and the dtype
+    its kernel is evaluated in."""
+    native = _native.core.python_operator(matmat, int(n), storage=storage, trace=trace,
+                                          kernel_entries=float(kernel_entries), bytes_read=float(bytes_read),
+                                          row_sums=row_sums)
+    return KernelOperator(native, n_jobs=n_jobs, plan=plan, release=release, details=details,
+                          storage_dtype=storage_dtype)
+
+
+def kernel_operator(X, *, kernel="rbf", gamma=None, degree=3, coef0=1.0, storage="auto", memory_limit=None,
+                    block_size=8, n_jobs=None) -> KernelOperator:
+    """The kernel matrix ``K[i, j] = k(X[i], X[j])`` as an operator, held within a memory limit.
+
+    Parameters
+    ----------
+    X : array-like of shape (n_samples, n_features)
+        Samples; float32 data gives a float32 kernel (products still return float64).
+    kernel : str, default="rbf"
+        A native kernel: "linear", "poly"/"polynomial", "rbf", "laplacian", "sigmoid" or "cosine".
+    gamma, degree, coef0 : float
+        Kernel parameters, as in :func:`fastkpca.gram` (gamma None means 1 / n_features).
+    storage : {"auto", "full", "packed", "cached", "matrix_free"}, default="auto"
+        How the kernel is held (see the module's documentation). "auto" picks the fastest mode that fits
+        the memory limit; an explicit "full" or "packed" that does not fit raises MemoryError.
+    memory_limit : int or str, default=None
+        Bytes the operator may hold, with the working memory of a product with ``block_size`` vectors, or a
+        size such as "4GB"; None means 80% of the available memory.
+    block_size : int, default=8
+        The block width the products will mostly have (it decides between full and packed storage).
+    n_jobs : int, default=None
+        Threads for building the operator and for its products.
+
+    Returns
+    -------
+    KernelOperator
+        A ``scipy.sparse.linalg.LinearOperator``.
+
+    Examples
+    --------
+    >>> import numpy as np, fastkpca
+    >>> from scipy.sparse.linalg import eigsh
+    >>> X = np.random.default_rng(0).standard_normal((500, 3))
+    >>> K = fastkpca.kernel_operator(X, kernel="rbf", gamma=0.5, storage="matrix_free")
+    >>> K.storage, K.shape
+    ('matrix_free', (500, 500))
+    >>> np.allclose(K @ np.ones(500), fastkpca.gram(X, kernel="rbf", gamma=0.5).sum(axis=1))
+    True
+    """
+    registry.check_kernel(kernel)
+    storage = v.check_choice(storage, "storage", STORAGES)
+    X = v.check_samples(X, "X")
+    native = NativeKernel.resolve(kernel, gamma, degree, coef0, X.shape[1], n_jobs)
+    limit = v.memory_limit(memory_limit)
+    block_size = v.check_int(block_size, "block_size", minimum=1)
+    plan = plan_storage(X.shape[0], X.shape[1], X.dtype.itemsize, block_size=block_size, memory_limit=limit,
+                        other_bytes=pass_bytes(block_size, X.shape[0]), storage=storage)
+    return build(X, native, plan, n_jobs)

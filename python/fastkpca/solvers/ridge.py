@@ -1,0 +1,214 @@
+"""Kernel ridge regression's solvers: (K + αI) β = y for one α per target.
+
+- :func:`solve_cholesky`: exact, dense, in place on an N×N kernel (every alpha from one array), with
+  scikit-learn's least-squares fallback when K + αI is singular;
+- :func:`solve_cg`: conjugate gradients on any kernel operator (full, packed, cached, matrix-free or an
+  engine's), preconditioned by a randomly pivoted Cholesky factor of K (cg.LowRankPreconditioner);
+- :func:`solve_nystrom`: Falkon's restricted problem on m landmarks, from one streamed pass over X.
+
+Sample weights w enter as scikit-learn's formulation: (D K D + αI) z = D y and β = D z for D = diag(√w).
+"""
+
+from __future__ import annotations
+
+import time
+import warnings
+
+import numpy as np
+from scipy import linalg as sla
+
+from ..exceptions import ConvergenceWarning, SingularKernelWarning
+from ..operators import pass_bytes
+from . import cg
+from .low_rank import RPCHOLESKY_BLOCK, landmark_whitening, nystrom_moments, rpcholesky
+
+__all__ = ["solve_cholesky", "solve_cg", "solve_nystrom", "preconditioner_rank", "cg_bytes", "DEFAULT_TOL",
+           "DEFAULT_MAX_ITER"]
+
+#: Relative residual ‖(K + αI)β − y‖/‖y‖ the cg solver stops at when tol is None.
+DEFAULT_TOL = 1e-8
+#: Products by K the cg solver may spend when max_iter is None.
+DEFAULT_MAX_ITER = 1000
+#: Rank of cg's preconditioner when none is asked for (less if memory or N demand), for a stored kernel
+#: and for one recomputed on every pass.
+DEFAULT_PRECONDITIONER_RANK = 500
+RECOMPUTED_PRECONDITIONER_RANK = 1000
+
+
+# ---------------------------------------------------------------------------------------------- dense
+
+def solve_cholesky(K: np.ndarray, Y: np.ndarray, alphas: np.ndarray, root_w=None) -> tuple[np.ndarray, bool]:
+    """β for every column of Y from the kernel K (N×N, float64, C-contiguous), which is overwritten by its
+    Cholesky factors: one N×N array for every alpha. Returns (β, singular); a singular K + αI (alpha = 0 and
+    a rank-deficient kernel) gets scikit-learn's fallback, a least-squares solution, with a
+    SingularKernelWarning.
+
+    The factorisation writes one triangle (and the diagonal); the other keeps K, so each further alpha
+    restores the factored triangle from it and the saved diagonal.
+    """
+    if root_w is not None:
+        K *= root_w[:, None]
+        K *= root_w[None, :]
+        Y = Y * root_w[:, None]
+    n = K.shape[0]
+    diagonal = np.diagonal(K).copy()
+    dual = np.empty_like(Y)
+    singular = False
+    A = K.T  # F-contiguous view of the C-ordered K: LAPACK factors it without a copy
+    for index, alpha in enumerate(np.unique(alphas)):
+        columns = np.flatnonzero(alphas == alpha)
+        if index:
+            _restore_factored(K, diagonal)
+        K.flat[:: n + 1] = diagonal + alpha
+        try:
+            factor = sla.cho_factor(A, lower=True, overwrite_a=True, check_finite=False)
+            dual[:, columns] = sla.cho_solve(factor, Y[:, columns], check_finite=False)
+        except np.linalg.LinAlgError:
+            singular = True
+            _restore_factored(K, diagonal)
+            K.flat[:: n + 1] = diagonal + alpha
+            dual[:, columns] = sla.lstsq(K, Y[:, columns], check_finite=False)[0]
+    if singular:
+        warnings.warn("kernel ridge: K + alpha·I is singular (alpha = 0 with a rank-deficient kernel?); the dual "
+                      "coefficients are a least-squares solution, as scikit-learn's fallback gives",
+                      SingularKernelWarning, stacklevel=3)
+    if root_w is not None:
+        dual *= root_w[:, None]
+    return dual, singular
+
+
+def _restore_factored(K, diagonal):
+    """Copy K's upper triangle (in C order, the triangle LAPACK factored through the view K.T) back from
+    its lower triangle, which the factorisation left untouched, and put the diagonal back."""
+    n = K.shape[0]
+    step = 512
+    for i0 in range(0, n, step):
+        i1 = min(n, i0 + step)
+        K[:i0, i0:i1] = K[i0:i1, :i0].T  # columns i0:i1 above the diagonal block
+        block = K[i0:i1, i0:i1]
+        upper = np.triu_indices(i1 - i0, 1)
+        block[upper] = block.T[upper]
+    np.fill_diagonal(K, diagonal)
+
+
+# ------------------------------------------------------------------------------------------------ cg
+
+def preconditioner_rank(requested, n: int, memory_limit: int, stored: bool) -> int:
+    """cg's preconditioner rank: ``requested`` (at most n), or by default 500 and at most a quarter of the
+    limit when the kernel is stored (a pass is a read of memory); when it must be recomputed (a pass costs
+    N² kernel evaluations), iterations are dear and memory is better spent on the preconditioner than on a
+    sliver of cached tiles: up to 1000 and 60% of the limit (at N = 100,000 and 1 GiB: rank 335 took 53
+    passes of 14 s)."""
+    if requested is not None:
+        return min(requested, n)
+    if stored:
+        cap, share = DEFAULT_PRECONDITIONER_RANK, 0.25
+    else:
+        cap, share = RECOMPUTED_PRECONDITIONER_RANK, 0.6
+    by_memory = int(share * memory_limit) // (8 * n)
+    return int(max(0, min(cap, n - 1, by_memory)))
+
+
+def rpcholesky_block(n: int) -> int:
+    """RPCholesky's proposals per block for the preconditioner: its three n × block buffers stay within
+    96 MiB."""
+    return int(max(16, min(RPCHOLESKY_BLOCK, (32 * 2**20) // (8 * n))))
+
+
+def cg_bytes(n: int, targets: int, rank: int) -> int:
+    """Memory cg needs besides the operator: its vectors (8 n × t blocks), a pass's working memory, the
+    preconditioner's n × r factor, RPCholesky's buffers while it is built and the r × r algebra."""
+    block = rpcholesky_block(n)
+    return 8 * n * targets * 8 + pass_bytes(targets, n) + 8 * n * rank + 3 * 8 * n * min(block, rank) + \
+        8 * rank * rank * 3
+
+
+def _one_blas_thread():
+    """Limit NumPy's BLAS to one thread until ``.restore_original_limits()``."""
+    from threadpoolctl import threadpool_limits
+
+    return threadpool_limits(1, user_api="blas")
+
+
+def solve_cg(op, columns, Y: np.ndarray, alphas: np.ndarray, root_w=None, *, rank: int, tol=None, maxiter=None,
+             random_state=None, progress=None, report=None) -> tuple[np.ndarray, dict]:
+    """Preconditioned CG on the kernel operator ``op`` (a KernelOperator, any storage), the preconditioner a
+    rank-``rank`` RPCholesky factor of the kernel whose diagonal and columns ``columns`` gives (a column
+    source: kernels.KernelColumns, MatrixColumns, or an engine's).
+
+    ``progress(iterations, converged, residual)`` after every iteration; ``report(stage, **figures)`` after
+    the preconditioner. Returns (β, info) and warns (ConvergenceWarning) when tol was not reached.
+    """
+    tol = DEFAULT_TOL if tol is None else tol
+    maxiter = DEFAULT_MAX_ITER if maxiter is None else maxiter
+    stages = {}
+    start = time.perf_counter()
+    native, threads = op.native, op.threads
+    # The dense algebra between the kernel passes (RPCholesky's updates, the preconditioner, CG's vector
+    # operations) is small: on one BLAS thread. OpenBLAS's idle threads spin for a while after each call
+    # and take cores from the next native pass (measured at N = 20,000: 4.2 -> 3.0 s of CG).
+    with _one_blas_thread():
+        precondition, rank_used = None, 0
+        if rank > 0:
+            factor = rpcholesky(columns, rank, None, random_state=random_state,
+                                block_size=rpcholesky_block(columns.n)).factor
+            if root_w is not None:
+                factor *= root_w[:, None]
+            precondition = cg.LowRankPreconditioner(factor, alphas)
+            rank_used = precondition.rank
+        stages["preconditioner"] = time.perf_counter() - start
+        if report is not None:
+            report("preconditioner", seconds=stages["preconditioner"], rank=rank_used)
+
+        def matmat(V):
+            if root_w is None:
+                return native.matmat(np.asfortranarray(V), threads)
+            return native.matmat(np.asfortranarray(V * root_w[:, None]), threads) * root_w[:, None]
+
+        B = Y if root_w is None else Y * root_w[:, None]
+        Z, info = cg.pcg(matmat, B, alphas, tol=tol, maxiter=maxiter, precondition=precondition, progress=progress)
+    stages["solve"] = info["seconds"]
+    if not info["converged"]:
+        why = ("rounding does not allow a smaller residual for this system: lower tol's demand or raise alpha"
+               if info["stalled"] else "raise max_iter or the preconditioner's rank")
+        warnings.warn(f"kernel ridge: conjugate gradients stopped after {info['iterations']} products by K with "
+                      f"relative residual {info['residuals'].max():.2e} > tol={tol:g}; {why}",
+                      ConvergenceWarning, stacklevel=3)
+    dual = Z if root_w is None else Z * root_w[:, None]
+    return dual, {"iterations": info["iterations"], "residuals": info["residuals"],
+                  "residuals_are_true": info["residuals_are_true"], "converged": info["converged"],
+                  "stalled": info["stalled"], "column_iterations": info["column_iterations"], "tol": tol,
+                  "preconditioner_rank": rank_used, "stages": stages}
+
+
+# ------------------------------------------------------------------------------------------- nystrom
+
+def solve_nystrom(X, S: np.ndarray, kernel, Y: np.ndarray, alphas: np.ndarray, root_w=None, *,
+                  rows: int) -> tuple[np.ndarray, dict]:
+    """Falkon's restricted problem: β on m landmarks S minimising ‖W^½(K(X, S)β − y)‖² + α βᵀK(S, S)β, for X
+    an array or a row source (rows.py).
+
+    With T = K(S, S)^(-½) (truncated as in low_rank.nystrom_pca) and θ = T⁻¹β the normal equations are
+    (Tᵀ Cᵀ W C T + αI) θ = Tᵀ Cᵀ W y: an m×m system from one streamed pass over X, solved for every
+    alpha from one eigendecomposition. A singular system (alpha = 0) gives its null directions zero
+    coefficients (the least-squares solution) with a SingularKernelWarning.
+    """
+    stages = {}
+    start = time.perf_counter()
+    T, rank = landmark_whitening(S, kernel)
+    gram, _, cross = nystrom_moments(X, S, kernel, rows, targets=Y, weights=None if root_w is None else root_w**2)
+    stages["moments"] = time.perf_counter() - start
+    start = time.perf_counter()
+    A = T.T @ gram @ T
+    values, Q = np.linalg.eigh((A + A.T) / 2)
+    rhs = Q.T @ (T.T @ cross)
+    denom = values[:, None] + alphas[None, :]
+    tiny = max(float(values[-1]), 0.0) * rank * np.finfo(np.float64).eps if rank else 0.0
+    singular = bool((denom <= tiny).any())
+    theta = Q @ np.where(denom > tiny, rhs / np.where(denom > tiny, denom, 1.0), 0.0)
+    if singular:
+        warnings.warn("kernel ridge: the Nyström system is singular (alpha = 0?); its null directions get zero "
+                      "coefficients (the least-squares solution)", SingularKernelWarning, stacklevel=3)
+    dual = T @ theta
+    stages["solve"] = time.perf_counter() - start
+    return dual, {"rank": rank, "singular": singular, "stages": stages}

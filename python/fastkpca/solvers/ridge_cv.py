@@ -1,0 +1,100 @@
+"""Cross-validation of kernel ridge regression over many alphas from one factorisation per kernel.
+
+- :func:`loo_errors`: leave-one-out errors of every alpha from one eigendecomposition K = V Λ Vᵀ: the hat
+  matrix is V Λ(Λ + α)⁻¹ Vᵀ, so the LOO residuals (y − ŷ)/(1 − h_ii) cost O(N²) per alpha;
+- :func:`kfold_errors_dense`: k-fold errors, each fold's training kernel a block of the one kernel,
+  eigendecomposed once for all alphas;
+- :func:`kfold_errors_krylov`: k-fold errors matrix-free: each fold's systems for all alphas from one
+  multi-shift CG run (cg.cg_shifted) on the fold's kernel operator, held-out predictions tile by tile.
+
+Errors are mean squared errors, weighted by ``weights`` (sample weights) when given.
+"""
+
+from __future__ import annotations
+
+import warnings
+
+import numpy as np
+from scipy import linalg as sla
+
+from .. import _validation as v
+from ..exceptions import ConvergenceWarning
+from ..operators import build, plan_storage
+from . import cg
+
+__all__ = ["loo_errors", "kfold_errors_dense", "kfold_errors_krylov", "folds", "dense_fits"]
+
+
+def dense_fits(n: int, memory_limit: int) -> bool:
+    """Whether the eigendecomposition route fits: the kernel, its eigenvectors and eigh's workspace."""
+    return n * n * 8 * 3 <= memory_limit
+
+
+def mean_squared(residuals: np.ndarray, weights) -> float:
+    sq = residuals**2
+    if weights is None:
+        return float(sq.mean())
+    return float((weights[:, None] * sq).sum() / (weights.sum() * sq.shape[1]))
+
+
+def folds(n: int, k: int) -> list[np.ndarray]:
+    """k contiguous folds (scikit-learn's KFold without shuffling)."""
+    bounds = np.linspace(0, n, k + 1).astype(int)
+    return [np.arange(bounds[f], bounds[f + 1]) for f in range(k)]
+
+
+def loo_errors(K: np.ndarray, Y: np.ndarray, alphas, weights=None) -> list[float]:
+    """Leave-one-out errors of every alpha from one eigendecomposition of K (overwritten): ŷ = H y with
+    H = V Λ(Λ + α)⁻¹ Vᵀ, and the LOO residual of sample i is (y_i − ŷ_i)/(1 − H_ii)."""
+    values, V = sla.eigh(K, overwrite_a=True, check_finite=False)
+    values = np.maximum(values, 0.0)
+    projected = V.T @ Y
+    squares = V * V
+    errors = []
+    for alpha in alphas:
+        shrink = values / (values + alpha)
+        fitted = V @ (shrink[:, None] * projected)
+        leverage = squares @ shrink
+        errors.append(mean_squared((Y - fitted) / (1 - leverage)[:, None], weights))
+    return errors
+
+
+def kfold_errors_dense(K: np.ndarray, Y: np.ndarray, alphas, k: int, weights=None) -> list[float]:
+    """k-fold errors of every alpha from the one kernel K: per fold one eigendecomposition of its training
+    block."""
+    n = Y.shape[0]
+    residuals = np.empty((len(alphas), n, Y.shape[1]))
+    for held in folds(n, k):
+        train = np.setdiff1d(np.arange(n), held)
+        values, V = sla.eigh(K[np.ix_(train, train)], check_finite=False)
+        values = np.maximum(values, 0.0)
+        projected = V.T @ Y[train]
+        cross = K[np.ix_(held, train)] @ V
+        for a, alpha in enumerate(alphas):
+            residuals[a, held] = Y[held] - cross @ (projected / (values + alpha)[:, None])
+    return [mean_squared(residuals[a], weights) for a in range(len(alphas))]
+
+
+def kfold_errors_krylov(X: np.ndarray, Y: np.ndarray, kernel, alphas, k: int, weights=None, *, tol: float,
+                        maxiter: int, memory_limit: int, n_jobs=None) -> list[float]:
+    """k-fold errors matrix-free: per fold and target, one multi-shift CG run on the training rows' kernel
+    operator gives β for every alpha; held-out predictions K(X_val, X_train)·β tile by tile."""
+    n = Y.shape[0]
+    threads = v.n_threads(n_jobs)
+    residuals = np.empty((len(alphas), n, Y.shape[1]))
+    for held in folds(n, k):
+        train = np.setdiff1d(np.arange(n), held)
+        Xt = v.contiguous(X[train])
+        plan = plan_storage(train.size, X.shape[1], X.dtype.itemsize, block_size=1, memory_limit=memory_limit,
+                            other_bytes=8 * train.size * (len(alphas) + 4))
+        with build(Xt, kernel, plan, n_jobs) as op:
+            for j in range(Y.shape[1]):
+                betas, info = cg.cg_shifted(lambda V, op=op: op.native.matmat(np.asfortranarray(V), threads),
+                                            Y[train, j], alphas, tol=tol, maxiter=maxiter)
+                if not info["converged"]:
+                    warnings.warn(f"KernelRidgeCV: multi-shift CG stopped after {info['iterations']} products with "
+                                  f"relative residual {info['residuals'].max():.2e} > tol={tol:g}",
+                                  ConvergenceWarning, stacklevel=4)
+                predictions = kernel.product(v.contiguous(X[held]), Xt, betas)
+                residuals[:, held, j] = (Y[held, j][:, None] - predictions).T
+    return [mean_squared(residuals[a], weights) for a in range(len(alphas))]
