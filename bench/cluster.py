@@ -169,8 +169,8 @@ def child_dask(spec):
     walls, tasks = info["pass_seconds"], info["task_seconds"]
     overhead = [w - t / threads for w, t in zip(walls, tasks)]
     return {"seconds": seconds, "storage": info["storage"], "passes": info["n_passes"],
-            "block_size": info["block_size"], "distributed_passes": passes, "panels": info["panels"],
-            "panel_rows": info["panel_rows"],
+            "block_size": info["block_size"], "distributed_passes": passes, "panels": info["row_blocks"],
+            "panel_rows": info["block_rows"],
             "pair_tasks": info["pair_tasks"], "pass_seconds": statistics.median(walls),
             "task_seconds_per_pass": statistics.median(tasks),
             "scheduler_overhead_per_pass": statistics.median(overhead),
@@ -266,7 +266,7 @@ def main(argv):
     table = ["| fit | seconds (median) | passes | seconds per pass |", "|---|---|---|---|"]
     table += [f"| {name} | {s:.1f} | {p} | {sp:.2f} |" for name, s, p, sp in rows]
     table += ["", "| per distributed pass (2 workers) | value |", "|---|---|",
-              f"| panels × rows | {d2['panels']} × {d2['panel_rows']} ({d2['pair_tasks']} pair tasks) |",
+              f"| row blocks × rows | {d2['panels']} × {d2['panel_rows']} ({d2['pair_tasks']} pair tasks) |",
               f"| bytes to and from the driver | {d2['driver_bytes_per_pass'] / 2**20:.1f} MiB |",
               f"| bytes between workers | {d2['worker_bytes_per_pass'] / 2**20:.1f} MiB |",
               f"| kernel work (task seconds) | {d2['task_seconds_per_pass']:.2f} s |",
@@ -282,7 +282,7 @@ def main(argv):
         model_rows.append(f"| {label} | {res['pass_seconds']:.2f} | {m['seconds']:.2f} ({m['compute']:.2f} + "
                           f"{m['moving']:.3f} + {m['scheduling']:.3f}) |")
     predictions = []
-    model_rows += ["", "| N | workers × 16 cores, 10 Gb/s | panels (pairs) | makespan (R² units) | predicted s per "
+    model_rows += ["", "| N | workers × 16 cores, 10 Gb/s | row blocks (pairs) | makespan (R² units) | predicted s per "
                    "pass (compute + moving + scheduling) | perfectly balanced compute | 12 passes |",
                    "|---|---|---|---|---|---|---|"]
     for big in (1_000_000, 10_000_000):
