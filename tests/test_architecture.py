@@ -85,3 +85,15 @@ def test_estimator_classes_stay_small(path):
     for node in ast.parse(source).body:
         if isinstance(node, ast.ClassDef):
             assert _code_lines(node, lines) <= 250, f"{node.name} has {_code_lines(node, lines)} lines of code"
+
+
+def test_the_dask_engine_module_imports_neither_scikit_learn_nor_scipy():
+    """A Dask worker imports fastkpca.engines.dask to run a task's function: it must stay light (importing
+    scikit-learn there cost 0.7 s of the first task of every fit)."""
+    import subprocess
+    import sys
+
+    code = "import sys, fastkpca.engines.dask; print(sorted(m for m in ('sklearn', 'scipy') if m in sys.modules))"
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
+    assert out.returncode == 0, out.stderr
+    assert out.stdout.strip() == "[]"

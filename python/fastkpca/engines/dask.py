@@ -39,7 +39,7 @@ import numpy as np
 from .. import _native
 from .. import _validation as v
 from ..kernels import NativeKernel
-from ..operators import StoragePlan, python_operator
+from ..operators import StoragePlan
 from ..solvers.rows import add
 from .local import LOCAL
 
@@ -433,6 +433,8 @@ class DistributedKernel:
         recomputed tiles: a distributed pass pays scheduling and moving the block once per pass, which a
         wide block amortises too, and the block width, hence the result, then does not depend on how much
         memory the cluster has."""
+        from ..operators import python_operator  # SciPy's LinearOperator: in this process, not on the workers
+
         return python_operator(self.matmat, self.n, storage=self.storage, trace=self.diagonal_sum(),
                                kernel_entries=self.n * (self.n + 1) / 2, row_sums=self.row_sums, plan=self.plan,
                                n_jobs=n_jobs, release=self.release, details=self.info,

@@ -7,9 +7,7 @@ from __future__ import annotations
 import numpy as np
 
 from .. import _validation as v
-from .._sklearn_compat import validate_data
 from ..kernels import KernelColumns, KernelProduct
-from ..operators import build
 from ..operators import storage as _storage
 from ..solvers.rows import ArrayRows
 
@@ -43,6 +41,8 @@ class LocalSamples(ArrayRows):
                                      storage=storage)
 
     def kernel_operator(self, kernel, plan, n_jobs=None):
+        from ..operators import build  # SciPy's LinearOperator, only where an operator is made
+
         return build(self.dense(), kernel, plan, n_jobs)
 
     def columns(self, kernel):
@@ -67,6 +67,8 @@ class LocalEngine:
         return True
 
     def fit_samples(self, estimator, X, y=None, *, targets=False, accept_sparse=False, copy=False):
+        from .._sklearn_compat import validate_data  # scikit-learn only where an estimator runs
+
         if not targets:
             return LocalSamples(validate_data(estimator, X, accept_sparse=accept_sparse, copy=copy, dtype=_FLOATS),
                                 self), None
@@ -76,6 +78,8 @@ class LocalEngine:
         return LocalSamples(X, self), y
 
     def new_samples(self, estimator, X, *, accept_sparse=False):
+        from .._sklearn_compat import validate_data
+
         return validate_data(estimator, X, accept_sparse=accept_sparse, reset=False, dtype=_FLOATS)
 
     def apply(self, rowmap, X):
