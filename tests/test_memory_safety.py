@@ -139,14 +139,16 @@ def _bindings():
         "center_cross_inplace": [lambda m: (core.center_cross_inplace(k := m(ref.kernel(Y, X, "rbf", 0.5)),
                                                                       m(K.mean(axis=0)), float(K.mean()), 1), k)[1],
                                  ("k",)],
+        "vector_exp": [lambda m: core.vector_exp(m(X[:, 0] - 3.0)), ()],
         "python_operator": [lambda m: core.eigsh(core.python_operator(lambda W: m(K @ W), 40), F, 2, 1e-10, 24, 100, 3,
                                                  False, None, 1)["values"], ()],
     }
 
 
 #: Module attributes that take no arrays.
-NO_ARRAYS = {"ISA", "KERNELS", "TILE", "PANEL_ROWS", "PASS_BLOCKS", "VERSION", "Operator", "build_info",
-             "omp_max_threads", "packed_prefix_size", "kernel_block_elements", "supported_isas"}
+NO_ARRAYS = {"ISA", "KERNELS", "TILE", "SLAB_DOUBLE", "SLAB_FLOAT", "PASS_BLOCKS", "VERSION", "Operator",
+             "build_info", "omp_max_threads", "packed_prefix_size", "kernel_block_elements", "supported_isas",
+             "simd_bytes", "fma_rate"}
 
 
 def test_the_table_covers_every_binding():

@@ -2,9 +2,11 @@
 #include <Eigen/Core>
 #include <omp.h>
 
+#include <chrono>
 #include <vector>
 
 #include "common.hpp"
+#include "fastkpca/simd.hpp"
 
 namespace fastkpca::bindings {
 
@@ -61,6 +63,70 @@ void sanitizer_probe(const std::string& defect) {
 }
 #endif
 
+// The fused multiply-add throughput of this module's vectors on `threads` threads: each thread runs 12
+// independent chains of a·x + b (more than the FMA units' latency × count on current cores) for about
+// `seconds`; returns flops per second (2 per lane and FMA). The roofline of bench/roofline.py.
+template <class S>
+double fma_rate(int threads, double seconds) {
+  using V = simd::Vec<S>;
+  constexpr int chains = 12;
+  double flops = 0, elapsed = 0;
+  ThreadScope scope(threads);
+#pragma omp parallel reduction(+ : flops) reduction(max : elapsed)
+  {
+    // Twelve named accumulators (an array would be kept in memory around the barrier below).
+    V c0 = simd::broadcast<S>(S(1.000)), c1 = simd::broadcast<S>(S(1.001)), c2 = simd::broadcast<S>(S(1.002)),
+      c3 = simd::broadcast<S>(S(1.003)), c4 = simd::broadcast<S>(S(1.004)), c5 = simd::broadcast<S>(S(1.005)),
+      c6 = simd::broadcast<S>(S(1.006)), c7 = simd::broadcast<S>(S(1.007)), c8 = simd::broadcast<S>(S(1.008)),
+      c9 = simd::broadcast<S>(S(1.009)), c10 = simd::broadcast<S>(S(1.010)), c11 = simd::broadcast<S>(S(1.011));
+    const V a = simd::broadcast<S>(S(0.999999)), b = simd::broadcast<S>(S(1e-7));
+    const auto start = std::chrono::steady_clock::now();
+    long long rounds = 0;
+    double spent = 0;
+    do {
+      for (int it = 0; it < 4096; ++it) {
+        c0 = c0 * a + b, c1 = c1 * a + b, c2 = c2 * a + b, c3 = c3 * a + b, c4 = c4 * a + b, c5 = c5 * a + b;
+        c6 = c6 * a + b, c7 = c7 * a + b, c8 = c8 * a + b, c9 = c9 * a + b, c10 = c10 * a + b, c11 = c11 * a + b;
+        // An empty asm that "changes" the registers: the compiler must compute every step as written.
+#if defined(__AVX512F__)
+        asm volatile("" : "+v"(c0), "+v"(c1), "+v"(c2), "+v"(c3), "+v"(c4), "+v"(c5));
+        asm volatile("" : "+v"(c6), "+v"(c7), "+v"(c8), "+v"(c9), "+v"(c10), "+v"(c11));
+#else
+        asm volatile("" : "+x"(c0), "+x"(c1), "+x"(c2), "+x"(c3), "+x"(c4), "+x"(c5));
+        asm volatile("" : "+x"(c6), "+x"(c7), "+x"(c8), "+x"(c9), "+x"(c10), "+x"(c11));
+#endif
+      }
+      rounds += 4096;
+      spent = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+    } while (spent < seconds);
+    const V sum = c0 + c1 + c2 + c3 + c4 + c5 + c6 + c7 + c8 + c9 + c10 + c11;
+    volatile S keep = sum[0];  // the chains must be computed
+    (void)keep;
+    flops += 2.0 * simd::W<S> * chains * static_cast<double>(rounds);
+    elapsed = spent;
+  }
+  return flops / elapsed;
+}
+
+template <class S>
+py::array_t<S> vector_exp(const Input<S>& x) {
+  if (x.ndim() != 1) throw py::value_error("x must be a 1-D array");
+  const Index n = x.size();
+  py::array_t<S> out(n);
+  S* o = out.mutable_data();
+  const S* in = x.data();
+  constexpr int W = simd::W<S>;
+  Index i = 0;
+  for (; i + W <= n; i += W) simd::store(o + i, simd::exp<S>(simd::load(in + i)));
+  if (i < n) {  // the tail through a whole vector
+    S lanes[W] = {};
+    std::copy(in + i, in + n, lanes);
+    simd::store(lanes, simd::exp<S>(simd::load(lanes)));
+    std::copy(lanes, lanes + (n - i), o + i);
+  }
+  return out;
+}
+
 }  // namespace
 
 void init_info(py::module_& m) {
@@ -89,6 +155,15 @@ void init_info(py::module_& m) {
         "Run a defect on purpose (sanitizer builds only): 'heap-buffer-overflow' or 'misaligned'.");
 #endif
   m.def("omp_max_threads", []() { return omp_get_max_threads(); });
+  m.def("simd_bytes", []() { return simd::kBytes; }, "Bytes of the vectors this module's micro-kernels use.");
+  m.def("fma_rate", [](int threads, double seconds, const std::string& dtype) {
+    if (dtype == "float64") return fma_rate<double>(threads, seconds);
+    if (dtype == "float32") return fma_rate<float>(threads, seconds);
+    throw py::value_error("dtype must be 'float64' or 'float32'");
+  }, py::arg("threads"), py::arg("seconds"), py::arg("dtype"),
+     "Flops per second of this module's fused multiply-adds on `threads` threads (the peak a pass is held to).");
+  m.def("vector_exp", &vector_exp<double>, py::arg("x"), "exp(x) by the micro-kernels' vectorised exponential.");
+  m.def("vector_exp", &vector_exp<float>, py::arg("x"));
 }
 
 }  // namespace fastkpca::bindings

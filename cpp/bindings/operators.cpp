@@ -46,7 +46,7 @@ class PythonOperator final : public Operator {
     row_sums_ = py::object();
   }
   Index rows() const override { return n_; }
-  void apply(const ColMatrix<double>& v, ColMatrix<double>& w, Interrupt&) const override {
+  void apply(const ColMatrix<double>& v, ColMatrix<double>& w, Interrupt&, Products) const override {
     py::gil_scoped_acquire gil;
     py::object result = matmat_(to_numpy(v));
     auto arr = aligned_array<double, py::array::f_style>(result, true, true);
@@ -116,13 +116,21 @@ Handle kernel_operator(const Input<S>& x, const std::string& kernel, double gamm
   });
 }
 
-FArrayD matmat(const Handle& op, const Input<double, py::array::f_style>& v, int n_threads) {
+Products products_named(const std::string& name) {
+  if (name == "float64") return Products::float64;
+  if (name == "float32") return Products::float32;
+  throw py::value_error("products must be 'float64' or 'float32', got '" + name + "'");
+}
+
+FArrayD matmat(const Handle& op, const Input<double, py::array::f_style>& v, int n_threads,
+               const std::string& products) {
   require_matrix(v, "v");
   if (v.shape(0) != op->rows()) throw py::value_error("v has the wrong number of rows for this operator");
+  const Products arithmetic = products_named(products);
   const ColMatrix<double> vin = Eigen::Map<const ColMatrix<double>>(v.data(), v.shape(0), v.shape(1));
   ColMatrix<double> w;
   release_and_run(n_threads, [&](Interrupt& interrupt) {
-    op->apply(vin, w, interrupt);
+    op->apply(vin, w, interrupt, arithmetic);
     return 0;
   });
   return to_numpy(w);
@@ -130,7 +138,8 @@ FArrayD matmat(const Handle& op, const Input<double, py::array::f_style>& v, int
 
 // Block Lanczos (or, `dense`, a dense solve of the whole operator) for the top-k pairs of op.
 py::dict eigsh(const Handle& op, const Input<double, py::array::f_style>& v0, Index k, double tol, Index max_basis, Index max_passes,
-               std::uint64_t seed, bool dense, std::optional<py::function> progress, int n_threads) {
+               std::uint64_t seed, bool dense, std::optional<py::function> progress, int n_threads,
+               const std::string& products) {
   require_matrix(v0, "v0");
   const Index n = op->rows(), b = v0.shape(1);
   if (v0.shape(0) != n) throw py::value_error("v0 does not match the operator");
@@ -141,6 +150,7 @@ py::dict eigsh(const Handle& op, const Input<double, py::array::f_style>& v0, In
   opt.max_basis = max_basis;
   opt.max_passes = max_passes;
   opt.seed = seed;
+  opt.products = products_named(products);
   if (progress) {
     opt.progress = [&progress](Index passes, Index converged, double residual) {
       py::gil_scoped_acquire gil;
@@ -186,7 +196,8 @@ void init_operators(py::module_& m) {
         d["flops"] = c.flops;
         return d;
       }, py::arg("b"))
-      .def("matmat", &matmat, py::arg("v"), py::arg("n_threads"), "W = A·V (V: n × b, Fortran order).")
+      .def("matmat", &matmat, py::arg("v"), py::arg("n_threads"), py::arg("products") = "float64",
+           "W = A·V (V: n × b, Fortran order); products 'float32' lets float32 entries multiply in float32.")
       .def("row_sums", [](const Handle& op, int n_threads) {
         Eigen::VectorXd s = release_and_run(n_threads, [&](Interrupt& interrupt) { return op->row_sums(interrupt); });
         return py::array_t<double>(s.size(), s.data());
@@ -201,7 +212,8 @@ void init_operators(py::module_& m) {
       }, py::arg("alpha"), "A + alpha·I.");
   // The packed layout's sizes (packed.hpp), defined once: Python's storage planner reads them here.
   m.attr("TILE") = kPackedTile;
-  m.attr("PANEL_ROWS") = kPanelRows;
+  m.attr("SLAB_DOUBLE") = kSlab<double>;
+  m.attr("SLAB_FLOAT") = kSlab<float>;
   m.attr("PASS_BLOCKS") = detail::FixedBlocks::kMaxBlocks;
   m.def("packed_prefix_size", &packed_prefix_size, py::arg("tile_rows"),
         "Elements held by the first tile_rows tile rows of the packed lower-tile form.");
@@ -221,6 +233,7 @@ void init_operators(py::module_& m) {
   def_factories<float>(m);
   m.def("eigsh", &eigsh, py::arg("op"), py::arg("v0"), py::arg("k"), py::arg("tol"), py::arg("max_basis"),
         py::arg("max_passes"), py::arg("seed"), py::arg("dense"), py::arg("progress"), py::arg("n_threads"),
+        py::arg("products") = "float64",
         "Top-k eigenpairs of a symmetric operator (block Lanczos, or dense).");
 }
 

@@ -25,6 +25,7 @@
 
 #include <Eigen/Dense>
 
+#include "fastkpca/operator.hpp"
 #include "fastkpca/parallel.hpp"
 #include "fastkpca/types.hpp"
 
@@ -38,6 +39,7 @@ struct LanczosOptions {
   Index max_passes = 0;  // >= 1
   double tol = 0;        // >= 0
   std::uint64_t seed = 0;
+  Products products = Products::float64;  // the passes' arithmetic (operator.hpp)
   // Called after each pass with (passes, converged pairs, largest residual of the wanted pairs relative
   // to |θ_1|), the last two as of the latest Rayleigh-Ritz step (-1 and NaN before the first); may be empty.
   std::function<void(Index, Index, double)> progress;
@@ -180,7 +182,7 @@ LanczosResult dense_eigsh(const Op& op, Index k, Interrupt& interrupt) {
     const Index nb = std::min(block, n - c0);
     ColMatrix<double> e = ColMatrix<double>::Zero(n, nb), w;
     for (Index c = 0; c < nb; ++c) e(c0 + c, c) = 1.0;
-    op.apply(e, w, interrupt);
+    op.apply(e, w, interrupt, Products::float64);
     a.middleCols(c0, nb) = w;
     out.passes += 1;
     out.n_vectors += nb;
@@ -228,7 +230,7 @@ LanczosResult block_lanczos(const Op& op, const ColMatrix<double>& v0, const Lan
   Index last_converged = -1;
   double last_residual = std::numeric_limits<double>::quiet_NaN();
   while (true) {
-    op.apply(q.middleCols(cur, b), aw, interrupt);
+    op.apply(q.middleCols(cur, b), aw, interrupt, opt.products);
     // NaN or infinity in the operator (a kernel that overflows, say) would otherwise run to the pass limit.
     if (!aw.allFinite()) throw std::domain_error("the operator's products contain NaN or infinity");
     out.passes += 1;

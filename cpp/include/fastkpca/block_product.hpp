@@ -1,7 +1,7 @@
-// The streaming block products behind the operators: W += A·V for a thin block V (b up to a few dozen
-// columns), reading each entry of A once for all b columns while it is in registers. A row-major dense
-// matrix (dense_operator.hpp) streams by rows; a tile in the panel form of packed.hpp
-// (tiled_operator.hpp) streams by panels and serves both A_IJ and A_JI.
+// The streaming block products of a dense matrix (dense_operator.hpp): W += A·V for a thin block V (b up to
+// a few dozen columns), reading each entry of A once for all b columns while it is in registers, by rows;
+// and the fixed work units of a one-triangle pass, which the kernel blocks' passes share
+// (kernel_block.hpp, whose slabs go through the micro-kernels of micro_kernel.hpp).
 #pragma once
 
 #include <algorithm>
@@ -9,7 +9,6 @@
 #include <type_traits>
 #include <vector>
 
-#include "fastkpca/packed.hpp"
 #include "fastkpca/parallel.hpp"
 #include "fastkpca/types.hpp"
 
@@ -106,80 +105,6 @@ void stream_row_range_symmetric(const T* a, Index n, Index begin, Index end, Ind
   for (; i < end; ++i) stream_rows_symmetric<1, 1>(a, n, i, j0, j1, v, ldv, w, wt);
 }
 
-
-// Rows [r_off, r_off + R) of one 8-row panel of a packed tile (panel[j·8 + r] = A[r, j], see packed.hpp),
-// one slice of 8S columns of the block: w[r] += Σ_j A[r, j] vj[j] (accumulated in registers) and, for an
-// off-diagonal tile A_IJ (Mirror), wt[j] += Σ_r A[r, j] vi[r] (its mirror A_JI = A_IJᵀ, read-modify-write
-// of Wt's rows in L1). Pointers are at the panel's first row of each operand and at the slice's column.
-constexpr Index kPrefetchAhead = 1024;
-
-template <bool Mirror, int R, int S, class T>
-void panel_rows(const T* panel, int r_off, const double* vi, const double* vj, double* w, double* wt, Index ldv) {
-  using Slice = Eigen::Array<double, 8, 1>;
-  Slice acc[R][S], x[R][S];
-  for (int r = 0; r < R; ++r)
-    for (int c = 0; c < S; ++c) {
-      acc[r][c] = Eigen::Map<const Slice>(w + (r_off + r) * ldv + 8 * c);
-      if constexpr (Mirror) x[r][c] = Eigen::Map<const Slice>(vi + (r_off + r) * ldv + 8 * c);
-    }
-  for (Index j = 0; j < kPackedTile; ++j) {
-    const T* aj = panel + j * kPanelRows + r_off;
-    // A tile is one sequential run, and a single hardware stream keeps too few loads in flight to
-    // saturate memory: fetch kPrefetchAhead elements ahead (per column of a double panel: one line).
-    __builtin_prefetch(aj + kPrefetchAhead);
-    Slice col[S];
-    if constexpr (Mirror)
-      for (int c = 0; c < S; ++c) col[c] = Eigen::Map<const Slice>(wt + j * ldv + 8 * c);
-    for (int r = 0; r < R; ++r) {
-      const double arj = static_cast<double>(aj[r]);
-      for (int c = 0; c < S; ++c) {
-        acc[r][c] += arj * Eigen::Map<const Slice>(vj + j * ldv + 8 * c);
-        if constexpr (Mirror) col[c] += arj * x[r][c];
-      }
-    }
-    if constexpr (Mirror)
-      for (int c = 0; c < S; ++c) Eigen::Map<Slice>(wt + j * ldv + 8 * c) = col[c];
-  }
-  for (int r = 0; r < R; ++r)
-    for (int c = 0; c < S; ++c) Eigen::Map<Slice>(w + (r_off + r) * ldv + 8 * c) = acc[r][c];
-}
-
-// Rows per register block for S slices: R·S accumulators and R·S cached rows of V fit the 32 vector
-// registers (one slice: the whole panel).
-template <int S>
-constexpr int panel_rows_per_block() { return S == 1 ? 8 : S <= 3 ? 4 : 2; }
-
-// A whole tile A_IJ in the panel form: w += A_IJ·vj and, with `mirror`, wt += A_IJᵀ·vi (an off-diagonal
-// tile of a symmetric matrix, or a two-sided cross block); without, the row direction only (a diagonal
-// tile, stored in full, or a one-sided product). Panel after panel, so A streams from memory in one
-// sequential run per tile; each panel (16 KiB) is swept once per register block of rows and slice of up
-// to 32 columns, from L1.
-template <class T>
-void packed_tile_product(const T* a, bool mirror, const double* vi, const double* vj, double* w, double* wt,
-                         Index ldv) {
-  constexpr Index TT = kPackedTile, P = kPanelRows;
-  auto panel = [&](auto slices_tag, const T* pa, Index r0, Index c0) {
-    constexpr int S = decltype(slices_tag)::value;
-    constexpr int R = panel_rows_per_block<S>();
-    for (int r = 0; r < P; r += R) {
-      if (mirror)
-        panel_rows<true, R, S>(pa, r, vi + r0 * ldv + c0, vj + c0, w + r0 * ldv + c0, wt + c0, ldv);
-      else
-        panel_rows<false, R, S>(pa, r, nullptr, vj + c0, w + r0 * ldv + c0, nullptr, ldv);
-    }
-  };
-  for (Index r0 = 0; r0 < TT; r0 += P) {
-    const T* pa = a + r0 * TT;
-    for (Index c0 = 0; c0 < ldv; c0 += 32) {
-      switch (std::min<Index>(4, (ldv - c0) / 8)) {
-        case 1: panel(std::integral_constant<int, 1>{}, pa, r0, c0); break;
-        case 2: panel(std::integral_constant<int, 2>{}, pa, r0, c0); break;
-        case 3: panel(std::integral_constant<int, 3>{}, pa, r0, c0); break;
-        default: panel(std::integral_constant<int, 4>{}, pa, r0, c0); break;
-      }
-    }
-  }
-}
 
 // The fixed work units of one pass over a symmetric matrix's lower triangle, or over a rectangular block,
 // with each entry used for both of its products (W_i += A_ij V_j and, mirrored, W_j += A_ij V_i).

@@ -31,7 +31,8 @@ class DenseSymmetricOperator final : public Operator {
     return PassCost{(b <= 8 ? 0.5 : 1.0) * entries * sizeof(S), 0.0, 2.0 * entries * static_cast<double>(b)};
   }
 
-  void apply(const ColMatrix<double>& v, ColMatrix<double>& w, Interrupt& interrupt) const override {
+  // A pass reads memory, not arithmetic, so float32 entries always multiply in float64.
+  void apply(const ColMatrix<double>& v, ColMatrix<double>& w, Interrupt& interrupt, Products) const override {
     constexpr Index C = 8;
     const Index b = v.cols(), ldv = (b + C - 1) / C * C;
     RowMatrix<double> vr = RowMatrix<double>::Zero(n_, ldv), wr = RowMatrix<double>::Zero(n_, ldv);

@@ -32,13 +32,15 @@ void transpose_block(const S* src, Index lds, S* dst, Index ldd, Index n_rows, I
         for (Index c = c0; c < std::min(c0 + B, n_cols); ++c) dst[c * ldd + r] = src[r * lds + c];
 }
 
-// One tile k(X[i0 .. i0+ni], Y[j0 .. j0+nj]) into the row-major block at `out` (leading dimension ld).
-// A tile on the diagonal of a symmetric kernel (`diagonal`) is made exactly symmetric from its lower
-// triangle and, for a unit-diagonal kernel, gets exact ones on its diagonal.
+// One tile k(X[i0 .. i0+ni], Y[j0 .. j0+nj]) into the row-major block at `out` (leading dimension ld),
+// i0 a multiple of kSlab<S> and j0 of micro::NR: the micro-kernel's blocks, then the kernel's
+// finish_rows. A tile on the diagonal of a symmetric kernel (`diagonal`) is made exactly symmetric from
+// its lower triangle and, for a unit-diagonal kernel, gets exact ones on its diagonal.
 template <class S, class Kernel>
 void kernel_tile(const Kernel& kernel, const Operands<S>& op, Index i0, Index ni, Index j0, Index nj,
                  bool diagonal, bool unit_diagonal, S* out, Index ld, S* scratch) {
-  kernel.tile(op, i0, ni, j0, nj, out, ld, scratch);
+  micro::distance_rect<S, Kernel::accumulate>(kernel, op, i0, ni, j0, nj, out, ld);
+  kernel.finish_rows(out, ld, ni, nj, scratch);
   if (!diagonal) return;
   for (Index r = 0; r < ni; ++r) {
     for (Index c = 0; c < r; ++c) out[c * ld + r] = out[r * ld + c];
@@ -93,25 +95,19 @@ void gram(const ConstRowMatrixMap<S>& x, const ConstRowMatrixMap<S>* y, const Ke
   });
 }
 
-// out[i] = k(x_i, x_i), each as a 1×1 diagonal tile of the symmetric build: gram(X)'s diagonal up to the
-// rounding of the inner product, and exactly 1 for a unit-diagonal kernel. Randomly pivoted Cholesky
-// samples its first pivots from this diagonal.
+// out[i] = k(x_i, x_i): gram(X)'s diagonal up to the rounding of the inner product, and exactly 1 for a
+// unit-diagonal kernel. Randomly pivoted Cholesky samples its first pivots from this diagonal.
 template <class S>
 void kernel_diagonal(const ConstRowMatrixMap<S>& x, const KernelParams& params, S* out, Interrupt& interrupt) {
   Operands<S> op;
   op.x = x;
-  with_kernel<S>(params, [&](auto kernel, bool unit_diagonal) {
+  with_kernel<S>(params, [&](auto kernel, bool) {
     kernel.prepare(op);
     const Index n = op.x.rows(), chunk = 4096;
-#pragma omp parallel
-    {
-    alignas(64) S scratch[detail::kTileScratch];
-#pragma omp for schedule(static)
+#pragma omp parallel for schedule(static)
     for (Index c0 = 0; c0 < n; c0 += chunk) {
       if (interrupt.poll()) continue;
-      for (Index i = c0; i < std::min(n, c0 + chunk); ++i)
-        detail::kernel_tile(kernel, op, i, 1, i, 1, true, unit_diagonal, out + i, 1, scratch);
-    }
+      for (Index i = c0; i < std::min(n, c0 + chunk); ++i) out[i] = kernel.diagonal(op, i);
     }
     interrupt.throw_if_stopped();
     return 0;

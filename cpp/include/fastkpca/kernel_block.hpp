@@ -28,6 +28,7 @@
 
 #include "fastkpca/block_product.hpp"
 #include "fastkpca/kernel_tiles.hpp"
+#include "fastkpca/micro_kernel.hpp"
 #include "fastkpca/packed.hpp"
 #include "fastkpca/parallel.hpp"
 
@@ -46,16 +47,28 @@ Index kernel_block_tile_offset(const KernelTiles<S>& tiles, Index I, Index J) {
                                                             J * kPackedTile * kPackedTile;
 }
 
+// Which slabs of tile (I, J) a pass uses, in its fixed order: every slab inside the block's rows and
+// columns; of a diagonal tile of a symmetric block, those on and below the diagonal.
+template <class S, class F>
+void for_each_slab(const KernelTiles<S>& tiles, Index I, Index J, F&& f) {
+  constexpr Index T = kPackedTile, B = kSlab<S>;
+  const bool diagonal_tile = tiles.symmetric() && I == J;
+  for (Index a = 0; a < T / B && I * T + a * B < tiles.n(); ++a)
+    for (Index b = 0; b <= (diagonal_tile ? a : T / B - 1) && J * T + b * B < tiles.cols(); ++b)
+      f(a, b, diagonal_tile && a == b);
+}
+
 // The tiles of the first `tile_rows` tile rows into `out` (kernel_block_elements of them), in parallel
-// over the tiles; each tile is written by the thread that computes it.
+// over the tiles; each tile is written by the thread that computes it, its unused slabs zero.
 template <class S>
 void kernel_block_tiles(const KernelTiles<S>& tiles, Index tile_rows, S* out, Interrupt& interrupt) {
+  constexpr Index T = kPackedTile, B = kSlab<S>;
   const Index col_tiles = packed_tiles(tiles.cols());
   const bool sym = tiles.symmetric();
   const Index count = sym ? tile_rows * (tile_rows + 1) / 2 : tile_rows * col_tiles;
 #pragma omp parallel
   {
-    TileWorkspace<S> ws;
+    auto ws = std::make_unique<TileWorkspace<S>>();
 #pragma omp for schedule(dynamic, 1)
     for (Index t = 0; t < count; ++t) {
       if (interrupt.poll()) continue;
@@ -69,50 +82,69 @@ void kernel_block_tiles(const KernelTiles<S>& tiles, Index tile_rows, S* out, In
         I = t / col_tiles;
         J = t % col_tiles;
       }
-      tiles.panel(I, J, out + kernel_block_tile_offset(tiles, I, J), ws);
+      S* tile = out + kernel_block_tile_offset(tiles, I, J);
+      std::fill(tile, tile + T * T, S(0));
+      for_each_slab(tiles, I, J, [&](Index a, Index b, bool diagonal) {
+        tiles.slab(I * T + a * B, J * T + b * B, diagonal, tile + slab_offset<S>(a, b), *ws);
+      });
     }
   }
   interrupt.throw_if_stopped();
 }
 
+// Columns of the zero-padded blocks of vectors a pass multiplies: b rounded up to whole vectors of the
+// products' type P, and to a multiple of 8.
+template <class P>
+constexpr Index pass_width(Index b) {
+  constexpr Index step = std::max<Index>(8, micro::W<P>);
+  return (b + step - 1) / step * step;
+}
+
 namespace detail {
 
-// The pass itself on zero-padded, row-major operands with ldv columns: va/wa have row_tiles·T rows,
-// vb/wb col_tiles·T (for a symmetric block vb == va and wb == wa; for a one-sided cross block wb is null
-// and va unused). Tiles of the first `stored_rows` tile rows come from `stored`. `blocks` fixed work
-// units (at most FixedBlocks::kMaxBlocks) when there is a mirrored side: a cross block's units each collect
-// it in a buffer of all of B's rows, so a caller on one thread asks for one.
-template <class S>
-void kernel_block_pass(const KernelTiles<S>& tiles, const S* stored, Index stored_rows, const double* va,
-                       const double* vb, double* wa, double* wb, Index ldv, Interrupt& interrupt,
+// The pass itself on zero-padded, row-major operands with ldv columns (pass_width): va/wa have
+// row_tiles·T rows, vb/wb col_tiles·T (for a symmetric block vb == va and wb == wa; for a one-sided cross
+// block wb is null and va unused). va and vb are in P, the type of the slabs' products: double, or float
+// for a float32 block whose caller asked for float32 products (each slab's sums in float32, added to the
+// double results); wa and wb are double. Tiles of the first `stored_rows` tile rows come from `stored`.
+// `blocks` fixed work units (at most FixedBlocks::kMaxBlocks) when there is a mirrored side: a cross
+// block's units each collect it in a buffer of all of B's rows, so a caller on one thread asks for one.
+//
+// Every slab, stored or computed, goes through the same two products in the same order: W_I += K·V_J
+// and, off the diagonal, W_J += Kᵀ·V_I, each a register-blocked micro-kernel over the slab in L1.
+template <class S, class P>
+void kernel_block_pass(const KernelTiles<S>& tiles, const S* stored, Index stored_rows, const P* va, const P* vb,
+                       double* wa, double* wb, Index ldv, Interrupt& interrupt,
                        Index blocks = FixedBlocks::kMaxBlocks) {
-  constexpr Index T = kPackedTile;
+  constexpr Index T = kPackedTile, B = kSlab<S>;
   const bool sym = tiles.symmetric(), mirrored = wb != nullptr;
   const Index row_tiles = packed_tiles(tiles.n()), col_tiles = packed_tiles(tiles.cols());
   FixedBlocks runs = sym ? FixedBlocks::triangle(row_tiles, T, blocks, ldv)
                          : FixedBlocks::rectangle(row_tiles, mirrored ? blocks : row_tiles, mirrored ? col_tiles * T : 0,
                                                   ldv);
-  struct Work {
-    std::unique_ptr<TileWorkspace<S>> ws;
-    std::vector<S> computed;
-  };
-  runs.run(interrupt, [] { return Work{}; }, [&](Work& work, Index begin, Index end, double* wt) {
+  runs.run(interrupt, [] { return std::unique_ptr<TileWorkspace<S>>(); },
+           [&](std::unique_ptr<TileWorkspace<S>>& ws, Index begin, Index end, double* wt) {
     for (Index I = begin; I < end; ++I) {
       if (interrupt.poll()) break;
       for (Index J = 0; J < (sym ? I + 1 : col_tiles); ++J) {
-        const S* tile;
-        if (I < stored_rows) {
-          tile = stored + kernel_block_tile_offset(tiles, I, J);
-        } else {
-          if (!work.ws) work.ws = std::make_unique<TileWorkspace<S>>(), work.computed.resize(static_cast<size_t>(T * T));
-          tiles.panel(I, J, work.computed.data(), *work.ws);
-          tile = work.computed.data();
-        }
-        // The mirrored product W_J += K_IJᵀ V_I: into W itself for rows of this run, else into its buffer.
-        double* wtj = nullptr;
-        if (mirrored && !(sym && I == J)) wtj = (sym && J >= begin ? wa : wt) + J * T * ldv;
-        packed_tile_product(tile, wtj != nullptr, wtj ? va + I * T * ldv : nullptr, vb + J * T * ldv, wa + I * T * ldv,
-                            wtj, ldv);
+        const S* tile = I < stored_rows ? stored + kernel_block_tile_offset(tiles, I, J) : nullptr;
+        // The mirrored products W_J += K_IJᵀ V_I: into W itself for rows of this run, else into its buffer.
+        double* wj = mirrored ? (sym && J >= begin ? wa : wt) + J * T * ldv : nullptr;
+        for_each_slab(tiles, I, J, [&](Index a, Index b, bool diagonal) {
+          const Index i0 = I * T + a * B, j0 = J * T + b * B;
+          const S* slab;
+          const char* next = nullptr;  // a stored slab four ahead, fetched while this one is multiplied
+          if (tile) {
+            slab = tile + slab_offset<S>(a, b);
+            next = reinterpret_cast<const char*>(slab + 4 * B * B);
+          } else {
+            if (!ws) ws = std::make_unique<TileWorkspace<S>>();
+            tiles.slab(i0, j0, diagonal, ws->slab, *ws);
+            slab = ws->slab;
+          }
+          micro::product(slab, B, 1, B, B, vb + j0 * ldv, ldv, wa + i0 * ldv, ldv, ldv, next, next ? B * B * Index(sizeof(S)) : 0);
+          if (wj && !diagonal) micro::product(slab, 1, B, B, B, va + i0 * ldv, ldv, wj + b * B * ldv, ldv, ldv);
+        });
       }
     }
   });
@@ -133,10 +165,12 @@ void kernel_block_product(const KernelTiles<S>& tiles, const S* stored, Index st
                           Index blocks = detail::FixedBlocks::kMaxBlocks) {
   constexpr Index T = kPackedTile;
   const bool sym = tiles.symmetric(), mirrored = sym || wb != nullptr;
-  const Index n_a = tiles.n(), n_b = tiles.cols(), b = wa.cols(), ldv = (b + 7) / 8 * 8;
+  const Index n_a = tiles.n(), n_b = tiles.cols(), b = wa.cols(), ldv = pass_width<double>(b);
   const Index rows_a = packed_tiles(n_a) * T, rows_b = packed_tiles(n_b) * T;
-  // Zero-padded to whole tiles: the padding of the edge tiles is zero too, so it adds nothing.
-  RowMatrix<double> va_p, wa_p = RowMatrix<double>::Zero(rows_a, ldv), vb_p, wb_p;
+  // Zero-padded to whole tiles: the padding of the edge tiles is zero too, so it adds nothing. The products
+  // run in float64 (a cross block's products are results, not solver passes).
+  RowMatrix<double> va_p, vb_p;
+  RowMatrix<double> wa_p = RowMatrix<double>::Zero(rows_a, ldv), wb_p;
   if (mirrored) {
     va_p = RowMatrix<double>::Zero(rows_a, ldv);
     va_p.topLeftCorner(n_a, b) = *va;

@@ -1,12 +1,15 @@
-// A kernel block as tiles in the panel form of packed.hpp, computed on demand: k(X, X) (symmetric, the
-// source of the packed, cached and matrix-free operators of tiled_operator.hpp) or a cross block k(A, B)
-// (rectangular, the off-diagonal blocks of a distributed pass, kernel_block.hpp).
+// A kernel block as slabs of its tiles (packed.hpp), computed on demand: k(X, X) (symmetric, the source of
+// the packed, cached and matrix-free operators of tiled_operator.hpp) or a cross block k(A, B)
+// (rectangular: the off-diagonal blocks of a distributed pass, and the one-sided products K(X, Y)·V of
+// transform and predict, kernel_block.hpp).
 //
-// A tile is computed exactly as gram.hpp computes it (same functor, same operands, same symmetrisation and
-// unit diagonal), then padded with zeros and rearranged into panels, so every storage mode multiplies by
-// the same numbers, bit for bit.
+// A slab is computed by the same micro-kernel blocks and finish as gram.hpp computes a tile (every entry
+// is its own accumulation, so grouping the blocks differently changes no bit), with the same
+// symmetrisation and unit diagonal, and its padding set to zero; so every storage mode multiplies by the
+// same numbers, bit for bit.
 #pragma once
 
+#include <algorithm>
 #include <cstddef>
 #include <limits>
 #include <memory>
@@ -17,10 +20,10 @@
 
 namespace fastkpca {
 
-// Per-thread working memory for computing one tile: the row-major tile and the functors' scratch.
+// Per-thread working memory for computing one slab: the slab and the functors' scratch.
 template <class S>
 struct TileWorkspace {
-  std::vector<S> staging = std::vector<S>(static_cast<size_t>(kPackedTile * kPackedTile));
+  alignas(64) S slab[kSlab<S> * kSlab<S>];
   alignas(64) S scratch[detail::kTileScratch];
 };
 
@@ -31,13 +34,16 @@ class KernelTiles {
   virtual Index n() const = 0;
   // Columns: n() for k(X, X), B's rows for k(A, B).
   virtual Index cols() const = 0;
-  // k(X, X): only tiles J <= I are asked for, and diagonal tiles are made exactly symmetric.
+  // k(X, X): only slabs on or below the diagonal are asked for, and diagonal slabs are made exactly
+  // symmetric.
   virtual bool symmetric() const = 0;
-  // Tile (I, J) (J <= I when symmetric) into `panel` (kPackedTile² elements, the panel form, zero padded).
-  virtual void panel(Index I, Index J, S* panel, TileWorkspace<S>& ws) const = 0;
+  // The slab of rows [i0, i0 + B) and columns [j0, j0 + B) (multiples of B = kSlab<S>) into `out` (B × B,
+  // row-major), entries beyond the block's rows or columns zero; `diagonal` (i0 == j0 of a symmetric
+  // block): exactly symmetric, with an exact unit diagonal for unit-diagonal kernels.
+  virtual void slab(Index i0, Index j0, bool diagonal, S* out, TileWorkspace<S>& ws) const = 0;
   // Σ k(x_i, x_i) (symmetric blocks only).
   virtual double trace() const = 0;
-  // Bytes of the working copies of X.
+  // Bytes of the working copies of X (and the packed operands).
   virtual std::size_t bytes() const = 0;
 };
 
@@ -56,48 +62,27 @@ class KernelTilesOf final : public KernelTiles<S> {
     if (!op_.has_y) trace_ = unit_diagonal ? static_cast<double>(x.rows()) : diagonal_sum();
   }
 
-  Index n() const override { return op_.x.rows(); }
-  Index cols() const override { return op_.rhs().rows(); }
+  Index n() const override { return op_.rows(); }
+  Index cols() const override { return op_.cols(); }
   bool symmetric() const override { return !op_.has_y; }
 
-  void panel(Index I, Index J, S* panel, TileWorkspace<S>& ws) const override {
-    constexpr Index T = kPackedTile;
-    const Index i0 = I * T, j0 = J * T;
-    const Index ni = std::min(T, n() - i0), nj = std::min(T, cols() - j0);
-    S* tile = ws.staging.data();
-    const bool diagonal = !op_.has_y && I == J;
-    kernel_tile(kernel_, op_, i0, ni, j0, nj, diagonal, unit_diagonal_, tile, T, ws.scratch);
-    // Zero the padding of an edge tile (rows >= ni, columns >= nj).
-    if (nj < T)
-      for (Index r = 0; r < ni; ++r) std::fill(tile + r * T + nj, tile + (r + 1) * T, S(0));
-    if (ni < T) std::fill(tile + ni * T, tile + T * T, S(0));
-    pack_tile(tile, T, panel);
+  void slab(Index i0, Index j0, bool diagonal, S* out, TileWorkspace<S>& ws) const override {
+    constexpr Index B = kSlab<S>;
+    const Index ni = std::clamp<Index>(n() - i0, 0, B), nj = std::clamp<Index>(cols() - j0, 0, B);
+    kernel_tile(kernel_, op_, i0, ni, j0, nj, diagonal, unit_diagonal_, out, B, ws.scratch);
+    if (nj < B)
+      for (Index r = 0; r < ni; ++r) std::fill(out + r * B + nj, out + (r + 1) * B, S(0));
+    if (ni < B) std::fill(out + ni * B, out + B * B, S(0));
   }
 
   double trace() const override { return trace_; }
-
-  std::size_t bytes() const override {
-    return sizeof(S) * static_cast<std::size_t>(op_.x.size() + op_.y.size() + op_.x_sq.size() + op_.y_sq.size() +
-                                                op_.y_t.size());
-  }
+  std::size_t bytes() const override { return op_.bytes(); }
 
  private:
-  // Σ k(x_i, x_i) from 1×1 tiles, O(N·d), summed in index order (the same at any thread count).
+  // Σ k(x_i, x_i), summed in index order (the same at any thread count).
   double diagonal_sum() const {
-    const Index n = op_.x.rows();
-    std::vector<double> diagonal(static_cast<size_t>(n));
-#pragma omp parallel
-    {
-      alignas(64) S scratch[kTileScratch];
-      alignas(64) S value[64 / sizeof(S)] = {};  // a whole vector, so vectorised 1×1 paths stay in bounds
-#pragma omp for schedule(static)
-      for (Index i = 0; i < n; ++i) {
-        kernel_.tile(op_, i, 1, i, 1, value, 1, scratch);
-        diagonal[static_cast<size_t>(i)] = static_cast<double>(value[0]);
-      }
-    }
     double total = 0;
-    for (double d : diagonal) total += d;
+    for (Index i = 0; i < n(); ++i) total += static_cast<double>(kernel_.diagonal(op_, i));
     return total;
   }
 

@@ -1,12 +1,17 @@
-// Kernel functions k(x, y), each as a small functor that turns a tile of inner products (or L1 distances)
-// into kernel values in place. Formulas and defaults follow sklearn.metrics.pairwise.
+// Kernel functions k(x, y), each as a small functor over the micro-kernels of micro_kernel.hpp. Formulas
+// and defaults follow sklearn.metrics.pairwise.
 //
 // A functor is a template over the scalar type S and the kernel kind K it evaluates (kernel_registry.hpp
-// instantiates functor<S, kind> for every entry of kernel_list.hpp). Every functor has:
-//   prepare(X, Y)  -> a working copy of the rows the tile products read (shifted, normalised or
-//                     transposed as the kernel needs), O((n_X + n_Y)·d) memory;
-//   tile(...)      -> fills out[i, j] = k(x_i, y_j) for one rectangular tile (with a 64-byte aligned
-//                     scratch of detail::kTileScratch elements, two tile rows).
+// instantiates functor<S, kind> for every entry of kernel_list.hpp). An entry is f(Σ_k a_ik ⊙ b_jk) over
+// operand rows the functor prepares; every functor has:
+//   accumulate            Accumulate::product (inner products) or Accumulate::l1 (L1 distances);
+//   prepare(op)           the working copies of X (and Y) and the packed operand rows a and b the
+//                         micro-kernel streams, O((n_X + n_Y)·d) memory;
+//   finish(acc, i0, j0, op)  the kernel's function applied to a block of accumulators in registers;
+//   finish_rows(out, ld, rows, cols, scratch)  a function applied to stored values afterwards (only the
+//                         kernels whose function has no vectorised form here: sigmoid, poly of a
+//                         non-whole degree);
+//   diagonal(op, i)       k(x_i, x_i).
 // gram.hpp and kernel_tiles.hpp drive them over tiles; adding a kernel means adding one functor here and
 // one line to kernel_list.hpp.
 #pragma once
@@ -14,45 +19,56 @@
 #include <algorithm>
 #include <cmath>
 #include <limits>
-#include <stdexcept>
-#include <string>
-
 #include <type_traits>
 
 #include "fastkpca/kernel_list.hpp"
+#include "fastkpca/micro_kernel.hpp"
 #include "fastkpca/types.hpp"
 
 namespace fastkpca {
 
-// Rows of the left (X) and right (Y) operands as a tile kernel reads them.
-// When Y is X (symmetric), y and y_sq stay empty and the right-hand accessors return X's.
+using micro::Accumulate;
+
+// The operands of a kernel block k(X, Y) (Y = X when symmetric): working copies of the rows (centered,
+// normalised or scaled as the kernel needs), their squared norms where the kernel uses them, and the
+// packed rows the micro-kernel reads (a: X's in panels of MR rows, b: Y's in panels of NR rows; micro_kernel.hpp).
 template <class S>
 struct Operands {
   bool has_y = false;
-  RowMatrix<S> x, y;          // row-major working copies (n × d)
-  Vector<S> x_sq, y_sq;       // squared row norms, for the distance expansion
-  RowMatrix<S> y_t;           // Y transposed and padded (d × n_padded), for the L1 tile kernel
+  RowMatrix<S> x, y;
+  Vector<S> x_sq, y_sq;
+  micro::PackedRows<S> a, b;
 
   const RowMatrix<S>& rhs() const { return has_y ? y : x; }
   const Vector<S>& rhs_sq() const { return has_y ? y_sq : x_sq; }
+  Index rows() const { return x.rows(); }
+  Index cols() const { return rhs().rows(); }
+  std::size_t bytes() const {
+    return sizeof(S) * static_cast<std::size_t>(x.size() + y.size() + x_sq.size() + y_sq.size()) + a.bytes() +
+           b.bytes();
+  }
+  // Pack a and b, for accumulation A, from functions writing row i of each into a buffer of `depth`.
+  template <Accumulate A, class RowA, class RowB>
+  void pack(Index depth, RowA&& row_a, RowB&& row_b) {
+    a = micro::PackedRows<S>(rows(), depth, micro::MR<A>, micro::MR_TAIL<A>, row_a);
+    b = micro::PackedRows<S>(cols(), depth, micro::NR<S>, micro::NR<S>, row_b);
+  }
+  // Pack the rows of x and of the right operand as they are.
+  template <Accumulate A>
+  void pack_rows() {
+    const Index d = x.cols();
+    pack<A>(d, [&](Index i, S* out) { std::copy(x.data() + i * d, x.data() + (i + 1) * d, out); },
+            [&](Index i, S* out) { std::copy(rhs().data() + i * d, rhs().data() + (i + 1) * d, out); });
+  }
 };
 
 namespace detail {
 
-// Elements of the per-thread scratch that gram.hpp hands to tile kernels: two tile rows.
+// Elements of the per-thread scratch of finish_rows: two tile rows.
 constexpr Index kTileScratch = 512;
 
-// out[i, j] = <x_i, y_j> for one tile, written straight into the output block by Eigen's GEMM
-// (sequential inside: the tiles themselves are the parallel unit).
-template <class S>
-void tile_dot(const Operands<S>& op, Index i0, Index ni, Index j0, Index nj, S* out, Index ld) {
-  using Stride = Eigen::OuterStride<>;
-  Eigen::Map<RowMatrix<S>, 0, Stride> block(out, ni, nj, Stride(ld));
-  block.noalias() = op.x.middleRows(i0, ni) * op.rhs().middleRows(j0, nj).transpose();
-}
-
-// row[0 .. n] = f(row[0 .. n]) through an aligned scratch strip. Eigen's vectorised exp/pow/tanh may
-// round differently from their scalar fallbacks, and it uses the fallback on a row's unaligned head: going
+// row[0 .. n] = f(row[0 .. n]) through an aligned scratch strip. Eigen's vectorised pow/tanh may round
+// differently from their scalar fallbacks, and it uses the fallback on a row's unaligned head: going
 // through an aligned strip makes every output independent of where the output buffer happens to sit.
 template <class S, class F>
 void transform_row(S* row, Index n, S* scratch, F f) {
@@ -60,28 +76,6 @@ void transform_row(S* row, Index n, S* scratch, F f) {
   strip = Eigen::Map<const Eigen::Array<S, Eigen::Dynamic, 1>>(row, n);
   strip = f(strip);
   Eigen::Map<Eigen::Array<S, Eigen::Dynamic, 1>>(row, n) = strip;
-}
-
-// row = (g · row + c0)^degree for a whole degree, by repeated multiplication in aligned strips
-// (scratch holds two tile rows).
-// Eigen's vectorised exp clamps its argument and returns a subnormal (about 5.6e-309 in double) for
-// anything below about -709, where the exact result is that small or 0: results below the smallest
-// normal number are flushed to 0, so that huge distances or gammas give exact zeros (an absolute change
-// below 2.3e-308 in double, 1.2e-38 in float). A plain loop that the compiler vectorises.
-template <class S>
-void flush_subnormal(S* x, Index n) {
-  const S smallest = std::numeric_limits<S>::min();
-  for (Index j = 0; j < n; ++j) x[j] = x[j] < smallest ? S(0) : x[j];
-}
-
-template <class S>
-void int_power_row(S* row, Index n, S* scratch, S g, S c0, int degree) {
-  using Strip = Eigen::Map<Eigen::Array<S, Eigen::Dynamic, 1>, Eigen::AlignedMax>;
-  Strip base(scratch, n), power(scratch + kTileScratch / 2, n);
-  base = g * Eigen::Map<const Eigen::Array<S, Eigen::Dynamic, 1>>(row, n) + c0;
-  power.setOnes();
-  for (int i = 0; i < degree; ++i) power *= base;
-  Eigen::Map<Eigen::Array<S, Eigen::Dynamic, 1>>(row, n) = power;
 }
 
 // Shift the rows of X and Y by the column means of the right operand (Y, or X when Y is X), computed in
@@ -105,6 +99,22 @@ void center_rows(Operands<S>& op) {
     for (Index i = 0; i < y.rows(); ++i) y.row(i) = (y.row(i).template cast<double>() - m).template cast<S>();
 }
 
+// e^(scale·acc) for every accumulator, where scale·acc <= 0: the rbf and laplacian kernels. A scale that
+// overflowed to -inf (huge gamma) maps 0 to 1 and anything else to 0, as the limit does.
+template <class S, int R, int C>
+inline void exp_scaled(micro::V<S> (&acc)[R][C], S scale) {
+  const bool finite = std::isfinite(scale);
+#pragma GCC unroll 8
+  for (int r = 0; r < R; ++r)
+#pragma GCC unroll 2
+    for (int v = 0; v < C; ++v) {
+      if (finite)
+        acc[r][v] = simd::exp_nonpositive<S>(acc[r][v] * scale);
+      else
+        acc[r][v] = acc[r][v] == S(0) ? simd::broadcast<S>(S(1)) : micro::V<S>{};
+    }
+}
+
 }  // namespace detail
 
 // Inner-product kernels: linear, poly, sigmoid, cosine (cosine = linear on L2-normalised rows). A kind
@@ -113,7 +123,8 @@ template <class S, KernelKind K>
 struct DotKernel {
   static_assert(K == KernelKind::linear || K == KernelKind::poly || K == KernelKind::sigmoid ||
                     K == KernelKind::cosine,
-                "DotKernel does not evaluate this kernel kind: handle it in tile() and prepare()");
+                "DotKernel does not evaluate this kernel kind: handle it in finish(), finish_rows() and prepare()");
+  static constexpr Accumulate accumulate = Accumulate::product;
   KernelParams p;
 
   void prepare(Operands<S>& op) const {
@@ -127,46 +138,69 @@ struct DotKernel {
       };
       normalise(op.x);
       if (op.has_y) normalise(op.y);
+    }
+    op.template pack_rows<accumulate>();
+  }
+
+  // Small whole degrees of poly by repeated multiplication (<= degree - 1 roundings), in registers.
+  bool whole_degree() const { return p.degree == std::floor(p.degree) && p.degree <= 16; }
+
+  template <int R, int C, class Op>
+  void finish(micro::V<S> (&acc)[R][C], Index, Index, const Op&) const {
+    if constexpr (K == KernelKind::poly) {
+      if (!whole_degree()) return;  // finish_rows
+      const S g = static_cast<S>(p.gamma), c0 = static_cast<S>(p.coef0);
+      const int degree = static_cast<int>(p.degree);
+#pragma GCC unroll 8
+      for (int r = 0; r < R; ++r)
+#pragma GCC unroll 2
+        for (int v = 0; v < C; ++v) {
+          const micro::V<S> base = acc[r][v] * g + c0;
+          micro::V<S> power = simd::broadcast<S>(S(1));
+          for (int i = 0; i < degree; ++i) power *= base;
+          acc[r][v] = power;
+        }
+    }
+    // linear, cosine: the inner product itself; sigmoid: finish_rows
+  }
+
+  void finish_rows(S* out, Index ld, Index rows, Index cols, S* scratch) const {
+    const S g = static_cast<S>(p.gamma), c0 = static_cast<S>(p.coef0), deg = static_cast<S>(p.degree);
+    if constexpr (K == KernelKind::poly) {
+      if (whole_degree()) return;
+      for (Index r = 0; r < rows; ++r)
+        detail::transform_row(out + r * ld, cols, scratch, [&](const auto& x) { return (g * x + c0).pow(deg); });
+    } else if constexpr (K == KernelKind::sigmoid) {
+      for (Index r = 0; r < rows; ++r)
+        detail::transform_row(out + r * ld, cols, scratch, [&](const auto& x) { return (g * x + c0).tanh(); });
     } else {
-      (void)op;  // linear, poly, sigmoid read the data as it is
+      (void)out, (void)ld, (void)rows, (void)cols, (void)scratch, (void)g, (void)c0, (void)deg;
     }
   }
 
-  void tile(const Operands<S>& op, Index i0, Index ni, Index j0, Index nj, S* out, Index ld, S* scratch) const {
-    detail::tile_dot(op, i0, ni, j0, nj, out, ld);
-    const S g = static_cast<S>(p.gamma), c0 = static_cast<S>(p.coef0);
-    if constexpr (K == KernelKind::poly) {
-      // Small whole degrees by repeated multiplication (vectorised, <= degree - 1 roundings) instead of
-      // the generic pow = exp(degree · log(base)).
-      const S deg = static_cast<S>(p.degree);
-      const bool whole = p.degree == std::floor(p.degree) && p.degree <= 16;
-      for (Index r = 0; r < ni; ++r) {
-        if (whole)
-          detail::int_power_row(out + r * ld, nj, scratch, g, c0, static_cast<int>(p.degree));
-        else
-          detail::transform_row(out + r * ld, nj, scratch, [&](const auto& x) { return (g * x + c0).pow(deg); });
-      }
-    } else if constexpr (K == KernelKind::sigmoid) {
-      for (Index r = 0; r < ni; ++r)
-        detail::transform_row(out + r * ld, nj, scratch, [&](const auto& x) { return (g * x + c0).tanh(); });
-    } else {
-      static_assert(K == KernelKind::linear || K == KernelKind::cosine);  // the inner product itself
-      (void)g, (void)c0, (void)scratch;
-    }
+  S diagonal(const Operands<S>& op, Index i) const {
+    const double dot = op.x.row(i).template cast<double>().squaredNorm();
+    const double g = p.gamma, c0 = p.coef0;
+    if constexpr (K == KernelKind::poly) return static_cast<S>(std::pow(g * dot + c0, p.degree));
+    else if constexpr (K == KernelKind::sigmoid) return static_cast<S>(std::tanh(g * dot + c0));
+    else return static_cast<S>(dot);
   }
 };
 
-// exp(-gamma |x - y|^2) through the GEMM expansion, clipped at 0 (rounding can make it negative).
+// exp(-gamma |x - y|^2). The rows are folded so that the accumulator holds the exponent's argument: with
+// a_i = [x_i, -|x_i|²/2, 1] and b_j = [y_j, 1, -|y_j|²/2] (depth d + 2), Σ_k a_ik b_jk = -|x_i - y_j|²/2,
+// clipped at 0 (rounding can make it positive), and k = e^(2·gamma·acc).
 template <class S, KernelKind K>
 struct RbfKernel {
   static_assert(K == KernelKind::rbf, "RbfKernel evaluates the rbf kernel only");
+  static constexpr Accumulate accumulate = Accumulate::product;
   KernelParams p;
   double gamma_eff = 0;  // gamma after rescaling huge data (see prepare)
 
   void prepare(Operands<S>& op) {
     detail::center_rows(op);
     // Data near 1e150 would overflow |x|^2; scale it to unit size and fold the scale into gamma,
-    // which may then overflow to +inf: the tile maps distance 0 to 1 and anything else to 0 then.
+    // which may then overflow to +inf: then distance 0 maps to 1 and anything else to 0.
     double scale = op.x.cwiseAbs().maxCoeff();
     if (op.has_y) scale = std::max(scale, static_cast<double>(op.y.cwiseAbs().maxCoeff()));
     gamma_eff = p.gamma;
@@ -175,8 +209,26 @@ struct RbfKernel {
       if (op.has_y) op.y /= static_cast<S>(scale);
       gamma_eff = p.gamma * scale * scale;
     }
-    op.x_sq = op.x.rowwise().squaredNorm();
-    if (op.has_y) op.y_sq = op.y.rowwise().squaredNorm();
+    // Zero-padded to whole slabs, so the cancellation test of a block at the edge loads whole vectors.
+    auto squared_norms = [](const RowMatrix<S>& m) {
+      Vector<S> sq = Vector<S>::Zero((m.rows() + kSlab<S> - 1) / kSlab<S> * kSlab<S>);
+      sq.head(m.rows()) = m.rowwise().squaredNorm();
+      return sq;
+    };
+    op.x_sq = squared_norms(op.x);
+    if (op.has_y) op.y_sq = squared_norms(op.y);
+    const Index d = op.x.cols();
+    op.template pack<accumulate>(d + 2,
+            [&](Index i, S* out) {
+              std::copy(op.x.data() + i * d, op.x.data() + (i + 1) * d, out);
+              out[d] = -op.x_sq[i] / S(2);
+              out[d + 1] = S(1);
+            },
+            [&](Index i, S* out) {
+              std::copy(op.rhs().data() + i * d, op.rhs().data() + (i + 1) * d, out);
+              out[d] = S(1);
+              out[d + 1] = -op.rhs_sq()[i] / S(2);
+            });
   }
 
   // Squared distances whose expansion cancelled heavily: in float32 the expansion's rounding, a few
@@ -186,105 +238,80 @@ struct RbfKernel {
   // In float64 the same bound is about 1e-13 and nothing is recomputed.
   static constexpr double kCancellationRatio = 0.125;
 
-  void tile(const Operands<S>& op, Index i0, Index ni, Index j0, Index nj, S* out, Index ld, S* scratch) const {
-    detail::tile_dot(op, i0, ni, j0, nj, out, ld);
-    const S ng = static_cast<S>(-gamma_eff);
-    const auto ysq = op.rhs_sq().segment(j0, nj).array();
-    using Strip = Eigen::Map<Eigen::Array<S, Eigen::Dynamic, 1>, Eigen::AlignedMax>;
-    Strip d2(scratch, nj);
-    for (Index r = 0; r < ni; ++r) {
-      S* row = out + r * ld;
+  template <int R, int C>
+  void finish(micro::V<S> (&acc)[R][C], Index i0, Index j0, const Operands<S>& op) const {
+#pragma GCC unroll 8
+    for (int r = 0; r < R; ++r)
+#pragma GCC unroll 2
+      for (int v = 0; v < C; ++v) acc[r][v] = simd::min<S>(acc[r][v], micro::V<S>{});  // -d²/2 <= 0
+    if constexpr (std::is_same_v<S, float>) recompute_cancelled(acc, i0, j0, op);
+    detail::exp_scaled(acc, static_cast<S>(2.0 * gamma_eff));
+  }
+
+  void finish_rows(S*, Index, Index, Index, S*) const {}
+
+  S diagonal(const Operands<S>&, Index) const { return S(1); }
+
+ private:
+  template <int R, int C>
+  static void recompute_cancelled(micro::V<S> (&acc)[R][C], Index i0, Index j0, const Operands<S>& op) {
+    constexpr int Wd = micro::W<S>;
+    const S ratio = static_cast<S>(kCancellationRatio);
+    // d² = -2·acc against (|x|² + |y|²)/8, lane by lane (the norms are zero-padded; a padding entry's
+    // d² is |x|² or |y|², never below); most blocks have no such entry.
+    simd::IVec<S> cancelled[R][C];
+    simd::IVec<S> any{};
+#pragma GCC unroll 8
+    for (int r = 0; r < R; ++r) {
       const S xsq = op.x_sq[i0 + r];
-      d2 = (xsq + ysq - S(2) * Eigen::Map<const Eigen::Array<S, Eigen::Dynamic, 1>>(row, nj)).max(S(0));
-      if constexpr (std::is_same_v<S, float>) {
-        const S* x = op.x.data() + (i0 + r) * op.x.cols();
-        for (Index j = 0; j < nj; ++j) {
-          if (d2[j] >= static_cast<S>(kCancellationRatio) * (xsq + ysq[j])) continue;
-          const S* y = op.rhs().data() + (j0 + j) * op.x.cols();
+#pragma GCC unroll 2
+      for (int v = 0; v < C; ++v) {
+        const micro::V<S> ysq = simd::load(op.rhs_sq().data() + j0 + v * Wd);
+        cancelled[r][v] = (simd::IVec<S>)(acc[r][v] * S(-2) < (ysq + xsq) * ratio);
+        any |= cancelled[r][v];
+      }
+    }
+    if (!simd::any<S>(any)) return;
+    const Index n_x = op.rows(), n_y = op.cols(), d = op.x.cols();
+    for (int r = 0; r < R && i0 + r < n_x; ++r)
+      for (int v = 0; v < C; ++v) {
+        const Index j = j0 + v * Wd;
+        if (!simd::any<S>(cancelled[r][v])) continue;
+        S lanes[Wd];
+        simd::store(lanes, acc[r][v]);
+        for (int l = 0; l < Wd && j + l < n_y; ++l) {
+          if (!cancelled[r][v][l]) continue;
+          const S* x = op.x.data() + (i0 + r) * d;
+          const S* y = op.rhs().data() + (j + l) * d;
           double exact = 0;
-          for (Index k = 0; k < op.x.cols(); ++k) {
+          for (Index k = 0; k < d; ++k) {
             const double diff = static_cast<double>(x[k]) - static_cast<double>(y[k]);
             exact += diff * diff;
           }
-          d2[j] = static_cast<S>(exact);
+          lanes[l] = static_cast<S>(-exact / 2);
         }
+        acc[r][v] = simd::load(lanes);
       }
-      // Eigen's select() is not vectorised and would send every entry to the scalar exp, so the guard
-      // (d2 > 0 ? -gamma d2 : 0), which keeps 0 · inf from giving NaN, runs only when gamma overflowed.
-      if (std::isfinite(ng))
-        d2 = (ng * d2).exp();
-      else
-        d2 = (d2 > S(0)).select(ng * d2, S(0)).exp();
-      detail::flush_subnormal(d2.data(), nj);
-      Eigen::Map<Eigen::Array<S, Eigen::Dynamic, 1>>(row, nj) = d2;
-    }
   }
 };
 
-// exp(-gamma |x - y|_1) with a register-tiled L1 distance kernel: R rows of X against W columns of Y
-// at a time, Y read transposed so the W columns are contiguous and the inner loop vectorises.
+// exp(-gamma |x - y|_1): the micro-kernel accumulates Σ_k |x_k - y_k| directly.
 template <class S, KernelKind K>
 struct LaplacianKernel {
   static_assert(K == KernelKind::laplacian, "LaplacianKernel evaluates the laplacian kernel only");
+  static constexpr Accumulate accumulate = Accumulate::l1;
   KernelParams p;
-  static constexpr Index W = 64 / static_cast<Index>(sizeof(S)) * 2;  // two 512-bit vectors of columns
-  static constexpr Index R = 4;
 
-  void prepare(Operands<S>& op) const {
-    const RowMatrix<S>& y = op.rhs();
-    // l1_block reads a whole strip of W columns from the tile's first column j0 on, and a tile may start at
-    // any column (the diagonal evaluates the single entry (i, i)): W zero columns after the last one keep
-    // every strip that starts inside Y inside y_t.
-    const Index n = y.rows(), padded = n + W;
-    op.y_t = RowMatrix<S>::Zero(y.cols(), padded);
-    op.y_t.leftCols(n) = y.transpose();
+  void prepare(Operands<S>& op) const { op.template pack_rows<accumulate>(); }
+
+  template <int R, int C, class Op>
+  void finish(micro::V<S> (&acc)[R][C], Index, Index, const Op&) const {
+    detail::exp_scaled(acc, static_cast<S>(-p.gamma));
   }
 
-  // acc[r][w] = sum_k |x[r, k] - yt[k, w]| for Rows rows of X and W columns of Y, as fixed-size Eigen
-  // arrays so that the W columns map onto whole SIMD registers.
-  template <int Rows>
-  static void l1_block(const S* x, Index d, const S* yt, Index ldt, S* acc_out) {
-    using Strip = Eigen::Array<S, W, 1>;
-    Strip acc[Rows];
-    for (int r = 0; r < Rows; ++r) acc[r].setZero();
-    for (Index k = 0; k < d; ++k) {
-      const Eigen::Map<const Strip> yk(yt + k * ldt);
-      for (int r = 0; r < Rows; ++r) acc[r] += (yk - x[r * d + k]).abs();
-    }
-    for (int r = 0; r < Rows; ++r) Eigen::Map<Strip>(acc_out + r * W) = acc[r];
-  }
+  void finish_rows(S*, Index, Index, Index, S*) const {}
 
-  void tile(const Operands<S>& op, Index i0, Index ni, Index j0, Index nj, S* out, Index ld, S* scratch) const {
-    const Index d = op.x.cols(), ldt = op.y_t.cols();
-    S acc[R * W];
-    for (Index i = 0; i < ni; i += R) {
-      const Index rows = std::min(R, ni - i);
-      const S* x = op.x.data() + (i0 + i) * d;
-      for (Index j = 0; j < nj; j += W) {
-        const S* yt = op.y_t.data() + j0 + j;
-        if (rows == R) l1_block<R>(x, d, yt, ldt, acc);
-        else for (Index r = 0; r < rows; ++r) l1_block<1>(x + r * d, d, yt, ldt, acc + r * W);
-        const Index cols = std::min(W, nj - j);
-        for (Index r = 0; r < rows; ++r)
-          std::copy(acc + r * W, acc + r * W + cols, out + (i + r) * ld + j);
-      }
-    }
-    const S ng = static_cast<S>(-p.gamma);
-    // As in RbfKernel: the unvectorised select() only where gamma overflowed.
-    const bool finite = std::isfinite(ng);
-    using Strip = Eigen::Map<Eigen::Array<S, Eigen::Dynamic, 1>, Eigen::AlignedMax>;
-    Strip dist(scratch, nj);
-    for (Index r = 0; r < ni; ++r) {
-      Eigen::Map<Eigen::Array<S, Eigen::Dynamic, 1>> row(out + r * ld, nj);
-      dist = row;
-      if (finite)
-        dist = (ng * dist).exp();
-      else
-        dist = (dist > S(0)).select(ng * dist, S(0)).exp();
-      detail::flush_subnormal(dist.data(), nj);
-      row = dist;
-    }
-  }
+  S diagonal(const Operands<S>&, Index) const { return S(1); }
 };
 
 }  // namespace fastkpca

@@ -3,15 +3,15 @@
 //
 //   tile (I, J) starts at element (I·(I+1)/2 + J)·T²,   nt = ceil(N / T) tiles per side.
 //
-// Inside a tile, rows go in panels of P = 8, each panel column by column: element (r, j) of a tile sits at
-// (r / P)·P·T + j·P + r % P. A pass reads the P entries of a column of a panel with one load, and a whole
-// tile as one sequential run (row-major tiles, read 8 rows at a time, made eight short streams per
-// panel, which the hardware prefetchers followed badly: passes were 10–25% slower).
+// Inside a tile, the entries go in slabs of B × B (kSlab: 32 doubles or 64 floats, 8 or 16 KiB), slab
+// (a, b) at (a·(T/B) + b)·B², each row-major. A pass reads or computes a slab, multiplies it into both of
+// its products while it is in L1 (kernel_block.hpp), and moves on: a stored tile is one sequential run.
 //
 // That is nt(nt+1)/2 · T² ≈ N²/2 elements: half the memory of the full matrix, and half the traffic of a
-// pass over it (every entry below the diagonal serves both A_ij and A_ji). Diagonal tiles are stored in
-// full (both triangles, exactly symmetric). Edge tiles are padded with zeros to T×T, so products with a
-// zero-padded block need no bounds checks and the padding contributes nothing.
+// pass over it (every entry below the diagonal serves both A_ij and A_ji). A diagonal tile's slabs below
+// and on the diagonal are used (the diagonal slabs exactly symmetric); those above it are zero. Edge
+// tiles are padded with zeros to T×T, so products with a zero-padded block need no bounds checks and the
+// padding contributes nothing.
 #pragma once
 
 #include "fastkpca/types.hpp"
@@ -19,8 +19,15 @@
 namespace fastkpca {
 
 constexpr Index kPackedTile = 256;
-constexpr Index kPanelRows = 8;
-static_assert(kPackedTile % kPanelRows == 0, "panels tile a tile");
+template <class S>
+constexpr Index kSlab = 256 / static_cast<Index>(sizeof(S));
+static_assert(kPackedTile % kSlab<double> == 0 && kPackedTile % kSlab<float> == 0, "slabs tile a tile");
+
+// First element of slab (a, b) inside a tile.
+template <class S>
+constexpr Index slab_offset(Index a, Index b) {
+  return (a * (kPackedTile / kSlab<S>) + b) * kSlab<S> * kSlab<S>;
+}
 
 // Tiles per side of the packed form of an n×n matrix.
 inline Index packed_tiles(Index n) { return (n + kPackedTile - 1) / kPackedTile; }
@@ -37,18 +44,5 @@ inline Index tiled_block_size(Index row_tiles, Index col_tiles) { return row_til
 
 // First element of tile (I, J), J <= I.
 inline Index packed_tile_offset(Index I, Index J) { return (I * (I + 1) / 2 + J) * kPackedTile * kPackedTile; }
-
-// Position of element (r, j) inside a tile.
-inline Index packed_in_tile(Index r, Index j) {
-  return (r / kPanelRows) * kPanelRows * kPackedTile + j * kPanelRows + r % kPanelRows;
-}
-
-// Writes a row-major T×T tile (leading dimension ld) into the panel form at dst.
-template <class S>
-void pack_tile(const S* src, Index ld, S* dst) {
-  for (Index r0 = 0; r0 < kPackedTile; r0 += kPanelRows)
-    for (Index j = 0; j < kPackedTile; ++j)
-      for (Index r = 0; r < kPanelRows; ++r) dst[packed_in_tile(r0 + r, j)] = src[(r0 + r) * ld + j];
-}
 
 }  // namespace fastkpca

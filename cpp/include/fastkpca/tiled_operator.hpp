@@ -23,6 +23,7 @@
 #include <cmath>
 #include <cstddef>
 #include <memory>
+#include <type_traits>
 #include <vector>
 
 #include "fastkpca/kernel_block.hpp"
@@ -51,17 +52,30 @@ class TiledKernelOperator final : public Operator {
 
   PassCost pass_cost(Index b) const override {
     const double all = static_cast<double>(packed_size(n_)), kept = static_cast<double>(cache_size_);
-    const double ldv = static_cast<double>((b + 7) / 8 * 8);
+    const double ldv = static_cast<double>(pass_width<double>(b));
     return PassCost{kept * sizeof(S), all - kept, 4.0 * all * ldv};
   }
 
-  void apply(const ColMatrix<double>& v, ColMatrix<double>& w, Interrupt& interrupt) const override {
+  void apply(const ColMatrix<double>& v, ColMatrix<double>& w, Interrupt& interrupt,
+             Products products) const override {
+    // The row sums (the centering's means) are always found in float64: a pass that finds them is one.
+    if (std::is_same_v<S, float> && products == Products::float32 && row_sums_known())
+      pass<float>(v, w, interrupt);
+    else
+      pass<double>(v, w, interrupt);
+  }
+
+ private:
+  // One pass with the block in P, the type of the slabs' products.
+  template <class P>
+  void pass(const ColMatrix<double>& v, ColMatrix<double>& w, Interrupt& interrupt) const {
     constexpr Index T = kPackedTile;
     const bool with_ones = !row_sums_known();
-    const Index b = v.cols(), cols = b + (with_ones ? 1 : 0), ldv = (cols + 7) / 8 * 8;
+    const Index b = v.cols(), cols = b + (with_ones ? 1 : 0), ldv = pass_width<P>(cols);
     // Zero-padded to whole tiles: the padding of the edge tiles is zero too, so it adds nothing.
-    RowMatrix<double> vr = RowMatrix<double>::Zero(nt_ * T, ldv), wr = RowMatrix<double>::Zero(nt_ * T, ldv);
-    vr.topLeftCorner(n_, b) = v;
+    RowMatrix<P> vr = RowMatrix<P>::Zero(nt_ * T, ldv);
+    RowMatrix<double> wr = RowMatrix<double>::Zero(nt_ * T, ldv);
+    vr.topLeftCorner(n_, b) = v.template cast<P>();
     if (with_ones) vr.col(b).head(n_).setOnes();
     detail::kernel_block_pass(*tiles_, cache_.get(), cached_rows_, vr.data(), vr.data(), wr.data(), wr.data(), ldv,
                               interrupt);
@@ -69,7 +83,6 @@ class TiledKernelOperator final : public Operator {
     if (with_ones) remember_row_sums(wr.col(b).head(n_));
   }
 
- private:
   // Computes and keeps the tiles of the first cached_rows_ tile rows.
   void build_cache(Interrupt& interrupt) {
     // Left uninitialised (no serial zero-fill): every element is written by the thread computing its tile.

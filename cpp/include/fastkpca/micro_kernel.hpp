@@ -1,0 +1,269 @@
+// The register-blocked micro-kernels every kernel evaluation runs on.
+//
+// A kernel entry is f(Σ_k a_ik ⊙ b_jk): an accumulation over a depth of prepared operand columns (⊙ a
+// product for the inner-product and distance kernels, |a − b| for the L1 one), finished by the kernel's
+// function (kernels.hpp). The operands are packed once, when a kernel block is prepared, into panels the
+// micro-kernel streams: the rows of the left operand in panels of MR (or, to fill a slab, MR_TAIL) rows,
+// those of the right one in panels of NR rows, each panel depth-major, zero-padded to whole slabs.
+//
+// distance_block() keeps an MR × NR block of accumulators in registers (MR rows × NV vectors of W
+// elements) over the whole depth, hands it to the kernel's finish (the exp applied in registers), and
+// stores it. product_block() is the same register blocking for W += A·B, A read by broadcasts with any
+// strides (a slab of kernel entries, by rows or by columns), B a block of vectors: the products K·V and
+// Kᵀ·V of a slab while it is in L1 (kernel_block.hpp).
+//
+// Blocking per ISA (simd.hpp's vector): AVX-512 8 × 2 vectors (16 doubles or 32 floats) of accumulators,
+// AVX2 6 × 2 (8 doubles, 16 floats; 4 × 2 for the l1 sum and a slab's last rows), SSE2 the same with 2
+// doubles or 4 floats a vector; the products 8 or 4 rows × up to 3 vectors. Each block's sums run in a fixed order, so results do not depend on the thread count.
+#pragma once
+
+#include <algorithm>
+#include <cstddef>
+#include <type_traits>
+#include <vector>
+
+#include "fastkpca/packed.hpp"
+#include "fastkpca/simd.hpp"
+#include "fastkpca/types.hpp"
+
+namespace fastkpca::micro {
+
+template <class S>
+using V = simd::Vec<S>;
+template <class S>
+constexpr int W = simd::W<S>;
+
+enum class Accumulate { product, l1 };
+
+// Rows of a distance block: MR<A> (its accumulators MR × NV vectors: 12 of the 16 AVX2/SSE registers for
+// products, the FMA pipes' latency × throughput being 8 on Zen 3 and 10 on Skylake; 8 for the l1 sum, whose
+// subtraction needs a temporary and the sign mask a register; 16 of AVX-512's 32), and the tail height
+// that completes a slab of rows (slabs of 32 doubles or 64 floats: 6+6+6+6+4+4, 6·10+4). Its columns:
+// NR = NV vectors.
+template <Accumulate A>
+constexpr int MR = simd::kBytes == 64 ? 8 : (A == Accumulate::product ? 6 : 4);
+template <Accumulate A>
+constexpr int MR_TAIL = simd::kBytes == 64 ? 8 : 4;
+constexpr int NV = 2;
+template <class S>
+constexpr int NR = NV * W<S>;
+// Rows of a product block, and the most vectors of its columns; the rows of a block of one or two vectors.
+constexpr int PR = simd::kBytes == 64 ? 8 : 4;
+constexpr int PV = 3;
+constexpr int PR_NARROW = simd::kBytes == 64 ? 8 : 6;
+
+// Operand rows packed for the micro-kernel: each slab of kSlab<S> rows (packed.hpp) split into panels of
+// `height` rows, followed by panels of `tail` rows for what is left (height·m + tail·t = kSlab<S>, m as
+// large as possible); each panel depth-major, element (r, k) of the panel starting at row p at
+// p·depth + k·h + (r - p). The panels of every slab are whole, so the blocks of any slab, any tile and
+// any Gram tile (multiples of kSlab rows) are whole panels. Rows past n are zero.
+template <class S>
+class PackedRows {
+ public:
+  PackedRows() = default;
+  // row(i, dst) writes row i's `depth` values into dst.
+  template <class RowFn>
+  PackedRows(Index n, Index depth, int height, int tail, RowFn&& row) : n_(n), depth_(depth), height_(height),
+                                                                       tail_(tail) {
+    constexpr Index G = kSlab<S>;
+    main_rows_ = G / height_ * height_;
+    while ((G - main_rows_) % tail_ != 0) main_rows_ -= height_;
+    const Index padded = (n + G - 1) / G * G;
+    data_.assign(static_cast<size_t>(padded * depth_), S(0));
+    std::vector<S> buf(static_cast<size_t>(depth_));
+    for (Index i = 0; i < n; ++i) {
+      row(i, buf.data());
+      const Index p = panel_start(i);
+      const int h = height_at(p);
+      for (Index k = 0; k < depth_; ++k) data_[static_cast<size_t>(p * depth_ + k * h + (i - p))] = buf[static_cast<size_t>(k)];
+    }
+  }
+  // The first row of the panel holding row i, and the height of the panel starting at row p.
+  Index panel_start(Index i) const {
+    const Index slab = i - i % kSlab<S>, r = i - slab;
+    return slab + (r < main_rows_ ? r / height_ * height_ : main_rows_ + (r - main_rows_) / tail_ * tail_);
+  }
+  int height_at(Index p) const { return p % kSlab<S> < main_rows_ ? height_ : tail_; }
+  // The panel starting at row p.
+  const S* panel(Index p) const { return data_.data() + p * depth_; }
+  Index rows() const { return n_; }
+  Index depth() const { return depth_; }
+  std::size_t bytes() const { return data_.size() * sizeof(S); }
+
+ private:
+  Index n_ = 0, depth_ = 0, main_rows_ = 0;
+  int height_ = 1, tail_ = 1;
+  std::vector<S> data_;
+};
+
+// acc[r][v] = Σ_k a[k·R + r] ⊙ b[k·NR + v·W + lane], for an A panel of R rows and a B panel of `depth`.
+// The sums run in a local array that nothing else sees, so the compiler keeps it in registers (the
+// caller's `acc` is handed to the kernel's finish by reference, which would pin it to memory), and are
+// copied out at the end.
+template <class S, Accumulate A, int R>
+inline void accumulate(const S* a, const S* b, Index depth, V<S> (&acc)[R][NV]) {
+  V<S> sum[R][NV];
+#pragma GCC unroll 8
+  for (int r = 0; r < R; ++r)
+#pragma GCC unroll 2
+    for (int v = 0; v < NV; ++v) sum[r][v] = V<S>{};
+  for (Index k = 0; k < depth; ++k) {
+    V<S> bv[NV];
+#pragma GCC unroll 2
+    for (int v = 0; v < NV; ++v) bv[v] = simd::load(b + k * NR<S> + v * W<S>);
+#pragma GCC unroll 8
+    for (int r = 0; r < R; ++r) {
+      const V<S> av = simd::broadcast_load(a + k * R + r);
+#pragma GCC unroll 2
+      for (int v = 0; v < NV; ++v) {
+        if constexpr (A == Accumulate::product)
+          sum[r][v] += av * bv[v];
+        else
+          sum[r][v] += simd::abs<S>(av - bv[v]);
+      }
+    }
+  }
+#pragma GCC unroll 8
+  for (int r = 0; r < R; ++r)
+#pragma GCC unroll 2
+    for (int v = 0; v < NV; ++v) acc[r][v] = sum[r][v];
+}
+
+// The block of rows [i0, i0 + R) × columns [j0, j0 + NR) of f(A ⊙ B) into out (row-major, ld), i0 the
+// start of an R-row panel, finished in registers by kernel.finish(acc, i0, j0); only the first `rows` ×
+// `cols` are written.
+template <class S, Accumulate A, int R, class Kernel, class Operands>
+inline void distance_block(const Kernel& kernel, const Operands& op, Index i0, Index j0, S* out, Index ld, Index rows,
+                           Index cols) {
+  V<S> acc[R][NV];
+  accumulate<S, A, R>(op.a.panel(i0), op.b.panel(j0), op.a.depth(), acc);
+  kernel.finish(acc, i0, j0, op);
+  if (rows == R && cols == NR<S>) {
+#pragma GCC unroll 8
+    for (int r = 0; r < R; ++r)
+#pragma GCC unroll 2
+      for (int v = 0; v < NV; ++v) simd::store(out + r * ld + v * W<S>, acc[r][v]);
+    return;
+  }
+  alignas(64) S block[R * NR<S>];
+  for (int r = 0; r < R; ++r)
+    for (int v = 0; v < NV; ++v) simd::store(block + r * NR<S> + v * W<S>, acc[r][v]);
+  for (Index r = 0; r < rows; ++r) std::copy(block + r * NR<S>, block + r * NR<S> + cols, out + r * ld);
+}
+
+// The rectangle [i0, i0 + ni) × [j0, j0 + nj) of the kernel into out (row-major, ld): i0 a multiple of
+// kSlab<S>, j0 of NR (the operands are padded to whole slabs, so edge blocks read zeros). Row panel by row
+// panel, each against the columns' panels in turn.
+template <class S, Accumulate A, class Kernel, class Operands>
+inline void distance_rect(const Kernel& kernel, const Operands& op, Index i0, Index ni, Index j0, Index nj, S* out,
+                          Index ld) {
+  for (Index i = 0; i < ni;) {
+    const int h = op.a.height_at(i0 + i);
+    const Index rows = std::min<Index>(h, ni - i);
+    for (Index j = 0; j < nj; j += NR<S>) {
+      const Index cols = std::min<Index>(NR<S>, nj - j);
+      S* o = out + i * ld + j;
+      if (h == MR<A>)
+        distance_block<S, A, MR<A>>(kernel, op, i0 + i, j0 + j, o, ld, rows, cols);
+      else
+        distance_block<S, A, MR_TAIL<A>>(kernel, op, i0 + i, j0 + j, o, ld, rows, cols);
+    }
+    i += h;
+  }
+}
+
+// *a in every lane of a vector of T (a float entry widened to double when T is).
+template <class T, class S>
+inline V<T> broadcast_entry(const S* a) {
+  if constexpr (std::is_same_v<T, S>)
+    return simd::broadcast_load(a);
+  else
+    return simd::broadcast(static_cast<T>(*a));
+}
+
+// w[0 .. W<T>) += v, with w in double: a float vector widened first.
+template <class T>
+inline void add_to(double* w, V<T> v) {
+  if constexpr (std::is_same_v<T, double>) {
+    simd::store(w, simd::load(w) + v);
+  } else {
+    typedef double Wide __attribute__((vector_size(2 * simd::kBytes)));
+    typedef double WideU __attribute__((vector_size(2 * simd::kBytes), aligned(8)));
+    *reinterpret_cast<WideU*>(w) = *reinterpret_cast<const WideU*>(w) + __builtin_convertvector(v, Wide);
+  }
+}
+
+// W[r][c] += Σ_k A[r·a_rs + k·a_ks] · B[k·ldb + c] for r < R and c < NVp·W, the sums over k in registers in
+// type T: one block of a product of a slab of kernel entries (A, by rows or, transposed, by columns) with a
+// block of vectors (B, in T). W is double: a float32 slab's products run in float32 over the slab's depth
+// (at most 64 terms) and are added to W in double.
+template <int R, int NVp, class T, class S>
+inline void product_block(const S* a, Index a_rs, Index a_ks, Index depth, const T* b, Index ldb, double* w,
+                          Index ldw) {
+  V<T> acc[R][NVp];
+#pragma GCC unroll 8
+  for (int r = 0; r < R; ++r)
+#pragma GCC unroll 3
+    for (int v = 0; v < NVp; ++v) acc[r][v] = V<T>{};
+  for (Index k = 0; k < depth; ++k) {
+    V<T> bv[NVp];
+#pragma GCC unroll 3
+    for (int v = 0; v < NVp; ++v) bv[v] = simd::load(b + k * ldb + v * W<T>);
+#pragma GCC unroll 8
+    for (int r = 0; r < R; ++r) {
+      const V<T> av = broadcast_entry<T>(a + r * a_rs + k * a_ks);
+#pragma GCC unroll 3
+      for (int v = 0; v < NVp; ++v) acc[r][v] += av * bv[v];
+    }
+  }
+#pragma GCC unroll 8
+  for (int r = 0; r < R; ++r)
+#pragma GCC unroll 3
+    for (int v = 0; v < NVp; ++v) add_to<T>(w + r * ldw + v * W<T>, acc[r][v]);
+}
+
+// W[rows × ldv] += A·B over all of B's ldv columns (a multiple of W<T>); rows a multiple of PR. Blocks of PR
+// rows × up to PV vectors; a block of one or two vectors (b <= 8 in double on AVX2) in blocks of
+// PR_NARROW rows instead (then PR for what is left), so that it too keeps 12 sums in flight.
+template <class T, class S>
+inline void product(const S* a, Index a_rs, Index a_ks, Index rows, Index depth, const T* b, Index ldb, double* w,
+                    Index ldw, Index ldv, const char* ahead = nullptr, Index ahead_bytes = 0) {
+  const Index vectors = ldv / W<T>;
+  // Cache lines of `ahead` asked for before each row block: a stored pass reads its next slab while this
+  // one is multiplied, spread over the blocks so that the requests do not queue up behind each other.
+  Index fetched = 0;
+  auto prefetch = [&](Index r) {
+    const Index until = ahead_bytes * std::min<Index>(rows, r + PR_NARROW) / rows;
+    for (; fetched < until; fetched += 64) __builtin_prefetch(ahead + fetched, 0, 3);
+  };
+  if (vectors <= 2) {
+    Index main = rows / PR_NARROW * PR_NARROW;
+    while ((rows - main) % PR != 0) main -= PR_NARROW;
+    for (Index r = 0; r < rows;) {
+      if (ahead) prefetch(r);
+      const bool narrow = r < main;
+      const S* ar = a + r * a_rs;
+      double* wr = w + r * ldw;
+      if (narrow && vectors == 2) product_block<PR_NARROW, 2>(ar, a_rs, a_ks, depth, b, ldb, wr, ldw);
+      else if (narrow) product_block<PR_NARROW, 1>(ar, a_rs, a_ks, depth, b, ldb, wr, ldw);
+      else if (vectors == 2) product_block<PR, 2>(ar, a_rs, a_ks, depth, b, ldb, wr, ldw);
+      else product_block<PR, 1>(ar, a_rs, a_ks, depth, b, ldb, wr, ldw);
+      r += narrow ? PR_NARROW : PR;
+    }
+    return;
+  }
+  for (Index r = 0; r < rows; r += PR) {
+    if (ahead) prefetch(r);
+    const S* ar = a + r * a_rs;
+    double* wr = w + r * ldw;
+    Index c = 0;
+    for (; c + PV * W<T> <= ldv; c += PV * W<T>) product_block<PR, PV>(ar, a_rs, a_ks, depth, b + c, ldb, wr + c, ldw);
+    switch ((ldv - c) / W<T>) {
+      case 2: product_block<PR, 2>(ar, a_rs, a_ks, depth, b + c, ldb, wr + c, ldw); break;
+      case 1: product_block<PR, 1>(ar, a_rs, a_ks, depth, b + c, ldb, wr + c, ldw); break;
+      default: break;
+    }
+  }
+}
+
+}  // namespace fastkpca::micro
