@@ -5,10 +5,11 @@ LinearOperator, so it is imported on first use (``import fastkpca`` does not imp
 
 from __future__ import annotations
 
+from .arithmetic import FLOAT32_PRODUCTS_MIN_TOL, products_for
 from .storage import PACKED_MAX_BLOCK, STORAGES, StoragePlan, pass_bytes, plan_storage
 
-__all__ = ["KernelOperator", "kernel_operator", "from_matrix", "build", "python_operator", "StoragePlan",
-           "plan_storage", "pass_bytes", "STORAGES", "PACKED_MAX_BLOCK"]
+__all__ = ["KernelOperator", "kernel_operator", "from_matrix", "build", "python_operator", "products_for",
+           "FLOAT32_PRODUCTS_MIN_TOL", "StoragePlan", "plan_storage", "pass_bytes", "STORAGES", "PACKED_MAX_BLOCK"]
 
 _FROM_OPERATOR = ("KernelOperator", "kernel_operator", "from_matrix", "build", "python_operator")
 

@@ -20,12 +20,12 @@ from .storage import STORAGES, StoragePlan, pass_bytes, plan_storage
 
 __all__ = ["KernelOperator", "kernel_operator", "from_matrix", "build", "python_operator"]
 
-
 class KernelOperator(LinearOperator):
     """A symmetric kernel matrix (or a centered or shifted view of one) as a SciPy LinearOperator.
 
     Products ``K @ V`` run in the native core on ``n_jobs`` threads and return float64 (float32 kernels
-    are stored or evaluated in float32 and accumulated in float64). SciPy's ``eigsh``, ``cg``, ``lobpcg``
+    are stored or evaluated in float32 and accumulated in float64; a solver with a loose tolerance may
+    multiply them in float32, see :func:`fastkpca.operators.products_for`). SciPy's ``eigsh``, ``cg``, ``lobpcg``
     and any code that takes a LinearOperator accept it; :func:`fastkpca.eigsh` runs it natively. Used as a
     context manager, it releases what it holds on exit (kept tiles, on a cluster too).
 
