@@ -44,6 +44,36 @@ def cpu_model() -> str:
     return platform.processor() or "unknown"
 
 
+def cpu_flags() -> str:
+    """The SIMD flags that decide which micro-kernel runs (lscpu's flags, filtered), e.g. "avx2 fma"."""
+    wanted = ("avx", "avx2", "fma", "avx512f", "avx512dq", "avx512bw", "avx512vl", "neon", "asimd", "sve")
+    try:
+        with open("/proc/cpuinfo", encoding="utf-8", errors="replace") as f:
+            for line in f:
+                if line.lower().startswith(("flags", "features")):
+                    have = set(line.split(":", 1)[1].split())
+                    return " ".join(flag for flag in wanted if flag in have) or "none of " + ", ".join(wanted)
+    except OSError:
+        pass
+    return "unknown"
+
+
+def cpu_description() -> str:
+    """Model (with its family/model numbers: "AMD EPYC" alone names Zen 3 and Zen 5 alike), SIMD flags and
+    cores of this machine, as every figure must quote them."""
+    numbers = {}
+    try:
+        with open("/proc/cpuinfo", encoding="utf-8", errors="replace") as f:
+            for line in f:
+                key = line.split(":", 1)[0].strip().lower()
+                if key in ("cpu family", "model") and key not in numbers:
+                    numbers[key] = line.split(":", 1)[1].strip()
+    except OSError:
+        pass
+    family = f", family {numbers['cpu family']} model {numbers['model']}" if len(numbers) == 2 else ""
+    return f"{cpu_model()}{family} (flags: {cpu_flags()}; {available_cores()} cores)"
+
+
 def _git_commit() -> str | None:
     try:
         out = subprocess.run(["git", "rev-parse", "--short", "HEAD"], cwd=Path(__file__).resolve().parent,
