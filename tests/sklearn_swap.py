@@ -1,4 +1,5 @@
-"""pytest plugin: run scikit-learn's own KernelPCA, Nystroem and KernelRidge tests with fastkpca's classes swapped in.
+"""pytest plugin: run scikit-learn's own KernelPCA, Nystroem, KernelRidge, SpectralEmbedding and SpectralClustering
+tests with fastkpca's classes (and spectral_embedding, spectral_clustering) swapped in.
 
 Used by tests/test_decomposition.py as ``python -m pytest -p sklearn_swap --pyargs
 sklearn.decomposition.tests.test_kernel_pca`` (and by tests/test_kernel_approximation.py and
@@ -35,7 +36,11 @@ def force_storage(storage):
 # (module scikit-learn's tests import the class from, class name, the test module that uses it)
 SWAPS = (("sklearn.decomposition", "KernelPCA", "sklearn.decomposition.tests.test_kernel_pca"),
          ("sklearn.kernel_approximation", "Nystroem", "sklearn.tests.test_kernel_approximation"),
-         ("sklearn.kernel_ridge", "KernelRidge", "sklearn.tests.test_kernel_ridge"))
+         ("sklearn.kernel_ridge", "KernelRidge", "sklearn.tests.test_kernel_ridge"),
+         ("sklearn.manifold", "SpectralEmbedding", "sklearn.manifold.tests.test_spectral_embedding"),
+         ("sklearn.manifold", "spectral_embedding", "sklearn.manifold.tests.test_spectral_embedding"),
+         ("sklearn.cluster", "SpectralClustering", "sklearn.cluster.tests.test_spectral"),
+         ("sklearn.cluster", "spectral_clustering", "sklearn.cluster.tests.test_spectral"))
 
 
 def pytest_configure(config):

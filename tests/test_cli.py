@@ -76,3 +76,21 @@ def test_errors_are_one_line(tmp_path):
         lines = out.stderr.strip().splitlines()
         assert len(lines) == 1 and lines[0].startswith("fastkpca: error:"), (args, out.stderr)
         assert "Traceback" not in out.stderr
+
+
+def test_cluster_and_embed(tmp_path):
+    from sklearn.datasets import make_blobs
+    from sklearn.metrics import adjusted_rand_score
+
+    X, y = make_blobs(600, n_features=5, centers=3, random_state=0)
+    path = tmp_path / "in.npy"
+    np.save(path, X)
+    out = cli("cluster", path, "--n-clusters", "3", "-o", tmp_path / "labels.npy")
+    assert out.returncode == 0, out.stderr
+    assert "3 clusters" in out.stdout and "wrote" in out.stdout
+    assert adjusted_rand_score(np.load(tmp_path / "labels.npy"), y) == 1.0
+    out = cli("embed", path, "-k", "2", "-o", tmp_path / "e.csv")
+    assert out.returncode == 0, out.stderr
+    assert np.loadtxt(tmp_path / "e.csv", delimiter=",").shape == (600, 2)
+    out = cli("cluster", path, "--n-clusters", "700", "-o", tmp_path / "l.npy")
+    assert out.returncode == 2 and "n_clusters=700" in out.stderr and "Traceback" not in out.stderr

@@ -323,3 +323,20 @@ def test_dtypes_tiles_and_components_as_in_process(client):
     # n_components=None with nystrom: every component of the rank-m approximation, as in process
     est = kpca(n_components=None, eigen_solver="nystrom", n_landmarks=50).fit(da.from_array(data(600), chunks=300))
     assert est.eigenvalues_.shape == (50,) and est.solver_info_["engine"] == "dask"
+
+
+@pytest.mark.parametrize("solver", ["lanczos", "nystrom"])
+def test_spectral_embedding_and_clustering(client, solver):
+    """The new estimators run through the engine layer (no engine branch): the same embedding and labels
+    on a LocalCluster as in this process."""
+    X = data()
+    params = dict(affinity="rbf", gamma=0.1, random_state=0, eigen_solver=solver, n_landmarks=300)
+    dist = fastkpca.SpectralEmbedding(n_components=3, **params).fit(da.from_array(X, chunks=(500, D)))
+    local = fastkpca.SpectralEmbedding(n_components=3, **params).fit(X)
+    assert dist.solver_info_["solver"] == solver
+    assert same_up_to_sign(dist.embedding_, local.embedding_) < 1e-6
+    labels = fastkpca.SpectralClustering(n_clusters=3, **params).fit_predict(da.from_array(X, chunks=(500, D)))
+    ref = fastkpca.SpectralClustering(n_clusters=3, **params).fit_predict(X)
+    from sklearn.metrics import adjusted_rand_score
+
+    assert adjusted_rand_score(labels, ref) == 1.0

@@ -7,6 +7,8 @@ import numpy as np
 import pytest
 
 pytest.importorskip("sklearn")
+import sklearn.cluster  # noqa: E402
+import sklearn.cluster._spectral  # noqa: E402
 import sklearn.decomposition  # noqa: E402
 import sklearn.kernel_approximation  # noqa: E402
 import sklearn.kernel_ridge  # noqa: E402
@@ -14,7 +16,6 @@ import sklearn.manifold._spectral_embedding  # noqa: E402
 import sklearn.metrics  # noqa: E402
 import sklearn.metrics.pairwise as skp  # noqa: E402
 import sklearn.preprocessing  # noqa: E402
-from sklearn.manifold import SpectralEmbedding  # noqa: E402
 from sklearn.pipeline import make_pipeline  # noqa: E402
 from sklearn.preprocessing import StandardScaler  # noqa: E402
 
@@ -28,7 +29,10 @@ NAMES = {
     skp: ["rbf_kernel", "laplacian_kernel", "polynomial_kernel", "linear_kernel", "sigmoid_kernel",
           "cosine_similarity", "pairwise_kernels"],
     sklearn.metrics: ["pairwise_kernels"],
-    sklearn.manifold._spectral_embedding: ["rbf_kernel"],
+    sklearn.manifold._spectral_embedding: ["rbf_kernel", "_spectral_embedding"],
+    sklearn.manifold: ["SpectralEmbedding", "spectral_embedding"],
+    sklearn.cluster: ["SpectralClustering", "spectral_clustering"],
+    sklearn.cluster._spectral: ["_spectral_embedding"],  # scikit-learn's SpectralClustering calls it
 }
 
 
@@ -47,6 +51,8 @@ def scikit_learn_code(X, y):
     """Code written against scikit-learn, looking everything up at call time."""
     from sklearn.decomposition import KernelPCA
     from sklearn.kernel_approximation import Nystroem
+    from sklearn.cluster import SpectralClustering
+    from sklearn.manifold import SpectralEmbedding
     from sklearn.metrics.pairwise import laplacian_kernel, pairwise_kernels, rbf_kernel
 
     pipe = make_pipeline(StandardScaler(), KernelPCA(n_components=3, kernel="rbf", gamma=0.2, random_state=0))
@@ -57,7 +63,8 @@ def scikit_learn_code(X, y):
     embed = SpectralEmbedding(n_components=2, affinity="rbf", gamma=0.5, random_state=0).fit_transform(X)
     kernels = [rbf_kernel(X, gamma=0.1), laplacian_kernel(X[:10], X), pairwise_kernels(X, metric="poly", degree=2)]
     features = Nystroem(gamma=0.2, n_components=40, random_state=0).fit_transform(X)
-    return Z, ridge, embed, kernels, features
+    labels = SpectralClustering(n_clusters=2, gamma=0.5, random_state=0).fit_predict(X)
+    return Z, ridge, embed, kernels, features, labels
 
 
 def test_same_results_patched_and_unpatched(data):
@@ -83,6 +90,9 @@ def test_same_results_patched_and_unpatched(data):
     for a, b in zip(plain[3], patched[3]):
         np.testing.assert_allclose(b, a, rtol=1e-12, atol=1e-14)
     np.testing.assert_allclose(patched[4], plain[4], rtol=0, atol=1e-10 * np.abs(plain[4]).max())
+    from sklearn.metrics import adjusted_rand_score
+
+    assert adjusted_rand_score(plain[5], patched[5]) == 1.0
 
 
 def test_unsupported_arguments_fall_back(data):

@@ -1,5 +1,5 @@
 // The one operator class the solvers multiply by, whatever its storage, and the one eigensolver entry
-// point that takes it. Factories build the storage modes; views (centered, shifted) wrap any operator;
+// point that takes it. Factories build the storage modes; views (centered, shifted, normalized) wrap any operator;
 // a Python object with `matmat` becomes an operator too, so Python-side operators run through the same
 // native solver.
 #include <cstdint>
@@ -209,7 +209,17 @@ void init_operators(py::module_& m) {
            "H·A·H, applied implicitly.")
       .def("shifted", [](const Handle& op, double alpha) -> Handle {
         return std::make_shared<ShiftedOperator>(op, alpha);
-      }, py::arg("alpha"), "A + alpha·I.");
+      }, py::arg("alpha"), "A + alpha·I.")
+      .def("normalized", [](const Handle& op, const py::array_t<double, py::array::c_style | py::array::forcecast>& scale,
+                            const py::array_t<double, py::array::c_style | py::array::forcecast>& diagonal) -> Handle {
+        if (scale.ndim() != 1 || diagonal.ndim() != 1 || scale.shape(0) != op->rows() ||
+            diagonal.shape(0) != op->rows())
+          throw py::value_error("scale and diagonal must have one entry per row of the operator");
+        // copied: the view outlives the caller's arrays
+        Eigen::VectorXd s = Eigen::Map<const Eigen::VectorXd>(scale.data(), op->rows());
+        Eigen::VectorXd a = Eigen::Map<const Eigen::VectorXd>(diagonal.data(), op->rows());
+        return std::make_shared<NormalizedOperator>(op, std::move(s), std::move(a));
+      }, py::arg("scale"), py::arg("diagonal"), "S·(A − diag(diagonal))·S with S = diag(scale).");
   // The packed layout's sizes (packed.hpp), defined once: Python's storage planner reads them here.
   m.attr("TILE") = kPackedTile;
   m.attr("SLAB_DOUBLE") = kSlab<double>;

@@ -1,4 +1,6 @@
-"""Command line: ``python -m fastkpca demo`` and ``python -m fastkpca fit INPUT -o OUTPUT``."""
+"""Command line: ``python -m fastkpca demo``, ``python -m fastkpca fit INPUT -o OUTPUT`` (kernel PCA),
+``python -m fastkpca embed INPUT -o OUTPUT`` (spectral embedding) and ``python -m fastkpca cluster INPUT
+--n-clusters 8 -o labels.npy`` (spectral clustering)."""
 
 from __future__ import annotations
 
@@ -6,6 +8,7 @@ import argparse
 import os
 import sys
 import time
+import warnings
 
 from .kernels.registry import NAMES as KERNELS  # every native kernel and alias, from the core's registry
 
@@ -201,6 +204,78 @@ def _fit(args) -> int:
     return 0
 
 
+def _spectral(args) -> int:
+    """``embed`` and ``cluster``: SpectralEmbedding / SpectralClustering of a data file."""
+    import numpy as np
+
+    import fastkpca
+
+    X = _load(args.input)
+    if args.dtype == "float32":
+        X = X.astype(np.float32)
+    progress = _Progress(enabled=not args.quiet and sys.stderr.isatty())
+    common = dict(affinity=args.affinity, gamma=args.gamma, degree=args.degree, coef0=args.coef0,
+                  eigen_solver=args.solver, n_neighbors=args.n_neighbors, n_jobs=args.n_jobs, random_state=args.seed,
+                  memory_limit=args.memory_limit, n_landmarks=args.n_landmarks, landmarks=args.landmarks,
+                  callback=progress)
+    clustering = args.command_name == "cluster"
+    if clustering:
+        if common["gamma"] is None:
+            common["gamma"] = 1.0 / X.shape[1]
+        model = fastkpca.SpectralClustering(args.n_clusters, n_components=args.n_components,
+                                            assign_labels=args.assign_labels, **common)
+    else:
+        model = fastkpca.SpectralEmbedding(args.n_components or 2, **common)
+    start = time.perf_counter()
+    try:
+        with warnings.catch_warnings(record=True) as caught:
+            warnings.simplefilter("always")
+            result = model.fit_predict(X) if clustering else model.fit_transform(X)
+    except (ValueError, TypeError, MemoryError) as exc:
+        raise CliError(str(exc).splitlines()[0]) from None
+    finally:
+        progress.close()
+    seconds = time.perf_counter() - start
+    for w in caught:
+        print(f"fastkpca: warning: {w.message}", file=sys.stderr)
+    _save(args.output, result)
+    info = model.solver_info_
+    detail = f", {info['n_passes']} passes" if "n_passes" in info else ""
+    if "storage" in info:
+        detail += f", {info['storage']} affinity"
+    print(f"{'clustered' if clustering else 'embedded'} {X.shape[0]} samples × {X.shape[1]} features, affinity "
+          f"{args.affinity}, in {seconds:.3f} s ({info['solver']} solver{detail})")
+    if clustering:
+        sizes = np.bincount(result)
+        print(f"{len(sizes)} clusters of sizes {', '.join(map(str, sizes))}")
+        if args.plot:
+            _plot_clusters(model.embedding_, result, args.plot)
+    print(f"wrote {args.output}")
+    return 0
+
+
+def _plot_clusters(embedding, labels, path: str) -> None:
+    """The first two embedding coordinates, coloured by cluster."""
+    import numpy as np
+
+    try:
+        import matplotlib
+
+        matplotlib.use("Agg")
+        import matplotlib.pyplot as plt
+    except ImportError:
+        raise CliError("--plot needs matplotlib (pip install 'fastkpca[plot]')") from None
+    fig, ax = plt.subplots(figsize=(5, 4.5))
+    y = embedding[:, 1] if embedding.shape[1] > 1 else np.zeros(len(labels))
+    ax.scatter(embedding[:, 0], y, c=labels, s=4, cmap="tab10")
+    ax.set_xlabel("spectral coordinate 1")
+    ax.set_ylabel("spectral coordinate 2")
+    ax.set_title(f"spectral clustering: {labels.max() + 1} clusters")
+    fig.tight_layout()
+    fig.savefig(path, dpi=120)
+    print(f"wrote {path}")
+
+
 # ------------------------------------------------------------------------------------------------- main
 
 
@@ -229,6 +304,27 @@ def _non_negative_float(text):
     return value
 
 
+def _common_options(cmd, output: str) -> None:
+    """The options every fitting command shares: data, output, kernel parameters, solver, memory, seed."""
+    cmd.add_argument("input", help="samples × features: .npy, .csv (comma-separated) or .txt (whitespace)")
+    cmd.add_argument("-o", "--output", required=True, help=f"where to write {output}: .npy or .csv")
+    cmd.add_argument("--gamma", type=_non_negative_float, default=None, help="kernel scale (default 1/n_features)")
+    cmd.add_argument("--degree", type=_non_negative_float, default=3.0, help="poly degree (default 3)")
+    cmd.add_argument("--coef0", type=float, default=1.0, help="poly/sigmoid offset (default 1)")
+    cmd.add_argument("--n-landmarks", type=_positive_int, default=None,
+                     help="landmarks of the nystrom solver (default min(1000, samples))")
+    cmd.add_argument("--landmarks", choices=("rpcholesky", "uniform"), default="rpcholesky",
+                     help="how the nystrom solver picks its landmarks (default rpcholesky)")
+    cmd.add_argument("--dtype", choices=("float64", "float32"), default="float64",
+                     help="float32 halves the kernel matrix's memory")
+    cmd.add_argument("--n-jobs", type=int, default=None, help="threads (default: all)")
+    cmd.add_argument("--memory-limit", default=None,
+                     help="memory the fit may use, e.g. 4GB (default 80%% of the available memory); the "
+                          "kernel is kept packed, partly cached or recomputed on every pass to stay within it")
+    cmd.add_argument("--seed", type=int, default=0, help="random seed of the solver (default 0)")
+    cmd.add_argument("-q", "--quiet", action="store_true", help="no progress display")
+
+
 def build_parser() -> argparse.ArgumentParser:
     parser = _Parser(prog="python -m fastkpca", description="fastkpca: fast, exact kernel PCA.")
     sub = parser.add_subparsers(dest="command", required=True, parser_class=_Parser)
@@ -239,28 +335,30 @@ def build_parser() -> argparse.ArgumentParser:
     demo.set_defaults(run=_demo)
 
     fit = sub.add_parser("fit", help="fit kernel PCA to a data file and write the scores")
-    fit.add_argument("input", help="samples × features: .npy, .csv (comma-separated) or .txt (whitespace)")
-    fit.add_argument("-o", "--output", required=True, help="where to write the scores: .npy or .csv")
+    _common_options(fit, "the scores")
     fit.add_argument("-k", "--n-components", type=_positive_int, default=2, help="components (default 2)")
     fit.add_argument("--kernel", choices=tuple(KERNELS), default="rbf", help="kernel (default rbf)")
-    fit.add_argument("--gamma", type=_non_negative_float, default=None, help="kernel scale (default 1/n_features)")
-    fit.add_argument("--degree", type=_non_negative_float, default=3.0, help="poly degree (default 3)")
-    fit.add_argument("--coef0", type=float, default=1.0, help="poly/sigmoid offset (default 1)")
     fit.add_argument("--solver", choices=("auto", "lanczos", "dense", "arpack", "randomized", "nystrom"),
                      default="auto", help="eigensolver (default auto; nystrom: approximate, for millions of samples)")
-    fit.add_argument("--n-landmarks", type=_positive_int, default=None,
-                     help="landmarks of the nystrom solver (default min(1000, samples))")
-    fit.add_argument("--landmarks", choices=("rpcholesky", "uniform"), default="rpcholesky",
-                     help="how the nystrom solver picks its landmarks (default rpcholesky)")
-    fit.add_argument("--dtype", choices=("float64", "float32"), default="float64",
-                     help="float32 halves the kernel matrix's memory")
-    fit.add_argument("--n-jobs", type=int, default=None, help="threads (default: all)")
-    fit.add_argument("--memory-limit", default=None,
-                     help="memory the fit may use, e.g. 4GB (default 80%% of the available memory); the "
-                          "kernel is kept packed, partly cached or recomputed on every pass to stay within it")
-    fit.add_argument("--seed", type=int, default=0, help="random seed of the solver (default 0)")
-    fit.add_argument("-q", "--quiet", action="store_true", help="no progress display")
     fit.set_defaults(run=_fit)
+
+    for name, what in (("embed", "spectral embedding: write the coordinates"),
+                       ("cluster", "spectral clustering: write the labels")):
+        cmd = sub.add_parser(name, help=what)
+        _common_options(cmd, "the labels" if name == "cluster" else "the embedding")
+        if name == "cluster":
+            cmd.add_argument("--n-clusters", type=_positive_int, default=8, help="clusters (default 8)")
+            cmd.add_argument("--assign-labels", choices=("kmeans", "discretize", "cluster_qr"), default="kmeans",
+                             help="how labels are assigned from the embedding (default kmeans)")
+            cmd.add_argument("--plot", default=None, help="PNG of the embedding coloured by cluster (needs matplotlib)")
+        cmd.add_argument("-k", "--n-components", type=_positive_int, default=None,
+                         help="embedding dimensions (default: 2 for embed, n-clusters for cluster)")
+        cmd.add_argument("--affinity", choices=(*KERNELS, "nearest_neighbors"), default="rbf",
+                         help="a kernel (never built: held within the memory limit) or the k-NN graph (default rbf)")
+        cmd.add_argument("--n-neighbors", type=_positive_int, default=10, help="neighbours of the k-NN graph")
+        cmd.add_argument("--solver", choices=("auto", "lanczos", "nystrom", "arpack", "lobpcg"), default="auto",
+                         help="eigensolver (default auto; nystrom: approximate, for millions of samples)")
+        cmd.set_defaults(run=_spectral, command_name=name)
     return parser
 
 

@@ -1,5 +1,5 @@
-"""Backend switch: run scikit-learn's KernelPCA, Nystroem, KernelRidge, KernelCenterer and pairwise kernels on
-fastkpca.
+"""Backend switch: run scikit-learn's KernelPCA, Nystroem, KernelRidge, KernelCenterer, SpectralEmbedding,
+SpectralClustering (and their functions) and pairwise kernels on fastkpca.
 
 ``patch_sklearn()`` rebinds the public names in scikit-learn's modules — and the copies that already
 imported scikit-learn modules hold (KernelRidge's ``pairwise_kernels``, SpectralEmbedding's ``rbf_kernel``,
@@ -59,20 +59,30 @@ def _pairwise_kernels_wrapper(original):
 
 def _replacement_table():
     """(module name, attribute) -> fastkpca object, built from scikit-learn's current originals."""
+    import sklearn.cluster
     import sklearn.decomposition
     import sklearn.kernel_approximation
+    import sklearn.manifold
+    import sklearn.manifold._spectral_embedding as ske
     import sklearn.kernel_ridge
     import sklearn.metrics.pairwise as skp
     import sklearn.preprocessing
 
-    from .estimators import KernelCenterer, KernelPCA, KernelRidge, Nystroem
+    from .estimators import (KernelCenterer, KernelPCA, KernelRidge, Nystroem, SpectralClustering, SpectralEmbedding,
+                             spectral_clustering, spectral_embedding)
 
     table = {
         ("sklearn.decomposition", "KernelPCA"): KernelPCA,
         ("sklearn.kernel_approximation", "Nystroem"): Nystroem,
         ("sklearn.kernel_ridge", "KernelRidge"): KernelRidge,
         ("sklearn.preprocessing", "KernelCenterer"): KernelCenterer,
+        ("sklearn.manifold", "SpectralEmbedding"): SpectralEmbedding,
+        ("sklearn.manifold", "spectral_embedding"): spectral_embedding,
+        ("sklearn.cluster", "SpectralClustering"): SpectralClustering,
+        ("sklearn.cluster", "spectral_clustering"): spectral_clustering,
     }
+    if hasattr(ske, "_spectral_embedding"):  # what scikit-learn's own SpectralClustering calls (>= 1.3)
+        table[("sklearn.manifold._spectral_embedding", "_spectral_embedding")] = spectral_embedding
     # scikit-learn's function for each kernel of the registry: <name>_kernel for the name or an alias
     # (rbf_kernel, polynomial_kernel, ...), except cosine's, which scikit-learn calls cosine_similarity.
     for spec in registry.KERNELS.values():
@@ -97,7 +107,9 @@ def patch_sklearn() -> None:
 
     Replaces ``sklearn.decomposition.KernelPCA``, ``sklearn.kernel_approximation.Nystroem``,
     ``sklearn.kernel_ridge.KernelRidge``,
-    ``sklearn.preprocessing.KernelCenterer`` and, in
+    ``sklearn.preprocessing.KernelCenterer``, ``sklearn.manifold.SpectralEmbedding`` and
+    ``spectral_embedding`` (also where scikit-learn's own SpectralClustering calls it),
+    ``sklearn.cluster.SpectralClustering`` and ``spectral_clustering`` and, in
     ``sklearn.metrics.pairwise``, ``rbf_kernel``, ``laplacian_kernel``, ``polynomial_kernel``,
     ``linear_kernel``, ``sigmoid_kernel``, ``cosine_similarity`` and ``pairwise_kernels`` (for the metrics
     fastkpca serves), everywhere scikit-learn's modules hold them. Calling it twice is harmless.

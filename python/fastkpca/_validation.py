@@ -399,11 +399,11 @@ def real(minimum=None, *, none=False):
     return check
 
 
-def choice(*options, callable_ok=False, other=None):
-    """One of the strings ``options``; a callable too with ``callable_ok``; or anything ``other`` accepts
-    (a constraint itself)."""
+def choice(*options, callable_ok=False, other=None, none=False):
+    """One of the strings ``options``; a callable too with ``callable_ok``; None with ``none``; or anything
+    ``other`` accepts (a constraint itself)."""
     def check(value, name):
-        if callable_ok and callable(value):
+        if (callable_ok and callable(value)) or (none and value is None):
             return
         if other is not None and not isinstance(value, str):
             other(value, name)

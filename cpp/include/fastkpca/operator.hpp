@@ -1,7 +1,7 @@
 // The runtime operator: "multiply by A" for the solvers, whatever A's storage.
 //
 // Every storage mode (a dense matrix, the packed triangle, cached or recomputed kernel tiles), every view
-// (centered H·A·H, shifted A + αI) and every foreign operator (a Python object with `matmat`, a
+// (centered H·A·H, shifted A + αI, normalised S·(A − diag a)·S) and every foreign operator (a Python object with `matmat`, a
 // distributed one) is one subclass of Operator. The solvers (block_lanczos.hpp) take an Operator and
 // never know the storage; the bindings expose this one class.
 //
@@ -157,6 +157,42 @@ class ShiftedOperator final : public Operator {
  private:
   OperatorPtr inner_;
   double alpha_;
+};
+
+
+// S·(A − diag(a))·S with S = diag(s), applied without forming it: W = s ⊙ A·(s ⊙ V) − (s² ⊙ a) ⊙ V, O(n·b)
+// extra per pass. With a = A's diagonal and s = d^(-1/2), d = A·1 − a the degrees of the graph whose
+// weights are A's off-diagonal entries, it is the normalised affinity D^(-1/2) (A − diag A) D^(-1/2) of
+// spectral embedding (I minus the normalised graph Laplacian). Its trace is 0 when a is A's diagonal, the
+// caller's contract; its row sums take one pass.
+class NormalizedOperator final : public Operator {
+ public:
+  NormalizedOperator(OperatorPtr inner, Eigen::VectorXd scale, Eigen::VectorXd diagonal)
+      : inner_(std::move(inner)), scale_(std::move(scale)),
+        diagonal_(scale_.array().square() * diagonal.array()) {
+    if (scale_.size() != inner_->rows() || diagonal.size() != inner_->rows())
+      throw std::invalid_argument("NormalizedOperator: scale and diagonal must have one entry per row");
+  }
+  Index rows() const override { return inner_->rows(); }
+
+  void apply(const ColMatrix<double>& v, ColMatrix<double>& w, Interrupt& interrupt,
+             Products products) const override {
+    ColMatrix<double> u = scale_.asDiagonal() * v;
+    inner_->apply(u, w, interrupt, products);
+    w = scale_.asDiagonal() * w;
+    w -= diagonal_.asDiagonal() * v;
+  }
+
+  double trace(Interrupt&) const override { return 0.0; }
+  const char* storage() const override { return inner_->storage(); }
+  std::size_t bytes() const override { return inner_->bytes() + 2 * sizeof(double) * scale_.size(); }
+  int scalar_bytes() const override { return inner_->scalar_bytes(); }
+  PassCost pass_cost(Index b) const override { return inner_->pass_cost(b); }
+
+ private:
+  OperatorPtr inner_;
+  Eigen::VectorXd scale_;
+  Eigen::VectorXd diagonal_;  // s² ⊙ a
 };
 
 }  // namespace fastkpca

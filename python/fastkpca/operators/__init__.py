@@ -1,17 +1,19 @@
 """The operators layer: "multiply by K" whatever K's storage (full, packed, cached, matrix-free, a
-precomputed matrix, a Python-side or distributed operator), its views (centered, shifted) and the storage
-planner with its constants. It imports the kernels layer and nothing above. The operator class is a SciPy
-LinearOperator, so it is imported on first use (``import fastkpca`` does not import SciPy)."""
+precomputed or sparse matrix, a Python-side or distributed operator), its views (centered, shifted,
+normalised) and the storage planner with its constants. It imports the kernels layer and nothing above.
+The operator class is a SciPy LinearOperator, so it is imported on first use (``import fastkpca`` does
+not import SciPy)."""
 
 from __future__ import annotations
 
 from .arithmetic import FLOAT32_PRODUCTS_MIN_TOL, products_for
 from .storage import PACKED_MAX_BLOCK, STORAGES, StoragePlan, pass_bytes, plan_storage
 
-__all__ = ["KernelOperator", "kernel_operator", "from_matrix", "build", "python_operator", "products_for",
+__all__ = ["KernelOperator", "kernel_operator", "from_matrix", "build", "python_operator", "sparse_operator",
+           "products_for",
            "FLOAT32_PRODUCTS_MIN_TOL", "StoragePlan", "plan_storage", "pass_bytes", "STORAGES", "PACKED_MAX_BLOCK"]
 
-_FROM_OPERATOR = ("KernelOperator", "kernel_operator", "from_matrix", "build", "python_operator")
+_FROM_OPERATOR = ("KernelOperator", "kernel_operator", "from_matrix", "build", "python_operator", "sparse_operator")
 
 
 def __getattr__(name):

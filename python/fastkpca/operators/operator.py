@@ -18,10 +18,10 @@ from .. import _validation as v
 from ..kernels import NativeKernel, gram, registry
 from .storage import STORAGES, StoragePlan, pass_bytes, plan_storage
 
-__all__ = ["KernelOperator", "kernel_operator", "from_matrix", "build", "python_operator"]
+__all__ = ["KernelOperator", "kernel_operator", "from_matrix", "build", "python_operator", "sparse_operator"]
 
 class KernelOperator(LinearOperator):
-    """A symmetric kernel matrix (or a centered or shifted view of one) as a SciPy LinearOperator.
+    """A symmetric kernel matrix (or a centered, shifted or normalised view of one) as a SciPy LinearOperator.
 
     Products ``K @ V`` run in the native core on ``n_jobs`` threads and return float64 (float32 kernels
     are stored or evaluated in float32 and accumulated in float64; a solver with a loose tolerance may
@@ -110,6 +110,17 @@ class KernelOperator(LinearOperator):
         """K + alpha·I."""
         return self._view(self.native.shifted(v.check_real(alpha, "alpha")))
 
+    def normalized(self, scale, diagonal) -> KernelOperator:
+        """S·(K − diag(diagonal))·S with S = diag(scale), applied implicitly (O(N·b) extra per product): with
+        ``diagonal`` K's diagonal and ``scale`` the inverse square roots of the degrees K·1 − diagonal, the
+        normalised affinity of spectral embedding. Its trace is taken as 0 (``diagonal`` must be K's)."""
+        n = self.shape[0]
+        scale = np.ascontiguousarray(scale, dtype=np.float64)
+        diagonal = np.ascontiguousarray(diagonal, dtype=np.float64)
+        if scale.shape != (n,) or diagonal.shape != (n,):
+            raise ValueError(f"scale and diagonal must have shape ({n},); got {scale.shape} and {diagonal.shape}")
+        return self._view(self.native.normalized(scale, diagonal))
+
     def info(self) -> dict:
         """What the operator holds and why, and its engine's figures: for solver_info_."""
         plan = self.plan
@@ -163,6 +174,21 @@ def python_operator(matmat, n: int, *, storage: str = "python", trace=None, kern
                                           row_sums=row_sums)
     return KernelOperator(native, n_jobs=n_jobs, plan=plan, release=release, details=details,
                           storage_dtype=storage_dtype)
+
+
+def sparse_operator(A, n_jobs=None) -> KernelOperator:
+    """A symmetric SciPy sparse matrix as an operator (storage "sparse"): its products are SciPy's CSR
+    products, its row sums and trace computed once from the stored entries."""
+    A = A.tocsr()
+    n = A.shape[0]
+    sums = np.asarray(A.sum(axis=1), dtype=np.float64).reshape(-1)
+    trace = float(A.diagonal().sum())
+
+    def matmat(V):
+        return np.asarray(A @ V, dtype=np.float64)
+
+    return python_operator(matmat, n, storage="sparse", trace=trace, bytes_read=float(A.data.nbytes + A.indices.nbytes),
+                           row_sums=lambda: sums, n_jobs=n_jobs, storage_dtype=A.dtype)
 
 
 def kernel_operator(X, *, kernel="rbf", gamma=None, degree=3, coef0=1.0, storage="auto", memory_limit=None,

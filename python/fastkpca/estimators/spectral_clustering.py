@@ -1,0 +1,219 @@
+"""SpectralClustering: k-means (or discretisation, or QR) on the spectral embedding of an affinity that a
+kernel affinity never builds; scikit-learn's drop-in."""
+
+from __future__ import annotations
+
+import warnings
+
+import numpy as np
+from sklearn.base import BaseEstimator, ClusterMixin
+
+from .. import engines
+from .. import _validation as v
+from ..solvers import low_rank
+from .spectral import SOLVERS, _tol, fit_embedding, materialised_affinity
+from ._base import EngineFitted, Reporting
+
+__all__ = ["SpectralClustering", "spectral_clustering", "assign_labels"]
+
+_ASSIGN = ("kmeans", "discretize", "cluster_qr")
+# scikit-learn's pairwise kernels that are not native: built as matrices (after a memory check).
+_SKLEARN_KERNELS = ("chi2", "additive_chi2")
+_CONSTRAINTS = {
+    "n_clusters": v.integer(1), "eigen_solver": v.choice(*SOLVERS, none=True), "n_components": v.integer(1, none=True),
+    "random_state": v.anything, "n_init": v.integer(1), "gamma": v.real(0.0),
+    "affinity": v.choice("rbf", "laplacian", "poly", "polynomial", "linear", "sigmoid", "cosine", *_SKLEARN_KERNELS,
+                         "precomputed", "nearest_neighbors", "precomputed_nearest_neighbors", callable_ok=True),
+    "n_neighbors": v.integer(1), "eigen_tol": v.anything, "assign_labels": v.choice(*_ASSIGN),
+    "degree": v.real(0.0), "coef0": v.real(), "kernel_params": v.optional_dict, "n_jobs": v.jobs,
+    "verbose": v.anything, "memory_limit": v.anything, "n_landmarks": v.integer(1, none=True),
+    "landmarks": v.choice(*low_rank.LANDMARK_METHODS, other=v.anything), "callback": v.optional_callable,
+}
+
+
+def assign_labels(maps: np.ndarray, n_clusters: int, method: str, random_state, n_init: int, verbose) -> np.ndarray:
+    """Labels from the embedding, by scikit-learn's k_means, discretize or cluster_qr."""
+    from sklearn.cluster import k_means
+    from sklearn.cluster._spectral import cluster_qr, discretize
+
+    if verbose:
+        print(f"Computing label assignment using {method}")
+    if method == "kmeans":
+        return k_means(maps, n_clusters, random_state=random_state, n_init=n_init, verbose=verbose)[1]
+    if method == "cluster_qr":
+        return cluster_qr(maps)
+    return discretize(maps, random_state=random_state)
+
+
+class SpectralClustering(Reporting, EngineFitted, ClusterMixin, BaseEstimator):
+    """Spectral clustering, a drop-in for sklearn.cluster.SpectralClustering whose kernel affinities are
+    never built (scikit-learn's default, rbf, is a dense N×N matrix factorised by LU).
+
+    Parameters
+    ----------
+    n_clusters : int, default=8
+    eigen_solver : {None, "auto", "lanczos", "nystrom", "arpack", "lobpcg", "amg"}, default=None
+        None/"auto"/"lanczos": fastkpca's block Lanczos on the normalised affinity; ``"nystrom"``: the
+        approximate embedding on ``n_landmarks`` landmarks (native kernels); the others: scikit-learn's
+        solver on the materialised affinity.
+    n_components : int, default=None
+        Eigenvectors of the embedding (None: n_clusters).
+    random_state : int, RandomState instance or None, default=None
+        Seeds the solver's random start and then the label assignment, from one RandomState as in
+        scikit-learn.
+    n_init : int, default=10
+        k-means runs.
+    gamma : float, default=1.0
+        Kernel coefficient of the rbf, laplacian, poly, sigmoid and chi2 affinities (scikit-learn's default:
+        1.0, not 1 / n_features).
+    affinity : str or callable, default="rbf"
+        A native kernel's name (never built: an operator within ``memory_limit``), ``"chi2"`` or
+        ``"additive_chi2"`` (built by scikit-learn), ``"nearest_neighbors"``, ``"precomputed"``,
+        ``"precomputed_nearest_neighbors"``, or a callable of two rows.
+    n_neighbors : int, default=10
+    eigen_tol : float or "auto", default="auto"
+    assign_labels : {"kmeans", "discretize", "cluster_qr"}, default="kmeans"
+    degree, coef0 : float, default=3, 1
+    kernel_params : dict, default=None
+        Parameters of a callable affinity.
+    n_jobs : int, default=None
+    verbose : bool or int, default=False
+    memory_limit, n_landmarks, landmarks, callback
+        As in :class:`fastkpca.SpectralEmbedding`.
+
+    Attributes
+    ----------
+    labels_ : ndarray of shape (n_samples,)
+    affinity_matrix_ : array-like of shape (n_samples, n_samples)
+        The affinity; for a kernel affinity built on first access (after a memory check), never by fit.
+    embedding_ : ndarray of shape (n_samples, n_components)
+        The spectral embedding the labels were assigned from.
+    solver_info_ : dict
+        What the solver did (see :class:`fastkpca.SpectralEmbedding`).
+    n_features_in_ : int
+    feature_names_in_ : ndarray of shape (n_features_in_,)
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from fastkpca import SpectralClustering
+    >>> X = np.r_[np.zeros((50, 2)), np.ones((50, 2)) * 5] + np.random.default_rng(0).normal(0, .1, (100, 2))
+    >>> labels = SpectralClustering(n_clusters=2, random_state=0).fit_predict(X)
+    >>> len(set(labels[:50])), len(set(labels[50:])), labels[0] != labels[-1]
+    (1, 1, True)
+    """
+
+    def __init__(self, n_clusters=8, *, eigen_solver=None, n_components=None, random_state=None, n_init=10,
+                 gamma=1.0, affinity="rbf", n_neighbors=10, eigen_tol="auto", assign_labels="kmeans", degree=3,
+                 coef0=1, kernel_params=None, n_jobs=None, verbose=False, memory_limit=None, n_landmarks=None,
+                 landmarks="rpcholesky", callback=None):
+        self.n_clusters = n_clusters
+        self.eigen_solver = eigen_solver
+        self.n_components = n_components
+        self.random_state = random_state
+        self.n_init = n_init
+        self.gamma = gamma
+        self.affinity = affinity
+        self.n_neighbors = n_neighbors
+        self.eigen_tol = eigen_tol
+        self.assign_labels = assign_labels
+        self.degree = degree
+        self.coef0 = coef0
+        self.kernel_params = kernel_params
+        self.n_jobs = n_jobs
+        self.verbose = verbose
+        self.memory_limit = memory_limit
+        self.n_landmarks = n_landmarks
+        self.landmarks = landmarks
+        self.callback = callback
+
+    def _default_neighbors(self, n):
+        return self.n_neighbors
+
+    def fit(self, X, y=None):
+        """Perform spectral clustering from features, or an affinity matrix.
+
+        Parameters
+        ----------
+        X : {array-like, sparse matrix, dask array} of shape (n_samples, n_features) or (n_samples, n_samples)
+            Training data, or the affinity (``"precomputed"``) or distances
+            (``"precomputed_nearest_neighbors"``).
+        y : ignored
+
+        Returns
+        -------
+        self : SpectralClustering
+        """
+        v.check_params(self, _CONSTRAINTS)
+        _tol(self.eigen_tol)
+        if isinstance(X, np.matrix):
+            raise TypeError("np.matrix is not supported. Please convert to a numpy array with np.asarray.")
+        samples, _ = engines.select(X).fit_samples(self, X, accept_sparse="csr")
+        n, d = samples.shape
+        if n < 2:
+            raise ValueError(f"Found array with {n} sample(s) while a minimum of 2 is required.")
+        if self.n_clusters > n:
+            raise ValueError(f"n_clusters={self.n_clusters} is larger than the number of samples, {n}")
+        if n == d and self.affinity not in ("precomputed", "precomputed_nearest_neighbors"):
+            warnings.warn("The spectral clustering API has changed. ``fit``now constructs an affinity matrix from "
+                          "data. To use a custom affinity matrix, set ``affinity=precomputed``.", stacklevel=2)
+        self._engine = samples.engine
+        random_state = v.check_random_state(self.random_state)
+        k = self.n_clusters if self.n_components is None else self.n_components
+        if k > n:
+            raise ValueError(f"n_components={k} is larger than the number of samples, {n}")
+        self.embedding_, self.solver_info_ = fit_embedding(self, samples, k, random_state, drop_first=False)
+        self.labels_ = assign_labels(self.embedding_, self.n_clusters, self.assign_labels, random_state, self.n_init,
+                                     self.verbose)
+        return self
+
+    def fit_predict(self, X, y=None):
+        """Fit and return the cluster labels (NumPy, whatever X's kind).
+
+        Parameters
+        ----------
+        X : {array-like, sparse matrix, dask array}
+        y : ignored
+
+        Returns
+        -------
+        labels : ndarray of shape (n_samples,)
+        """
+        return self.fit(X).labels_
+
+    @property
+    def affinity_matrix_(self):
+        return materialised_affinity(self)
+
+    def __sklearn_tags__(self):
+        tags = super().__sklearn_tags__()
+        tags.input_tags.sparse = True
+        tags.input_tags.pairwise = self.affinity in ("precomputed", "precomputed_nearest_neighbors")
+        return tags
+
+
+def spectral_clustering(affinity, *, n_clusters=8, n_components=None, eigen_solver=None, random_state=None,
+                        n_init=10, eigen_tol="auto", assign_labels="kmeans", verbose=False):
+    """Spectral clustering of a precomputed affinity; scikit-learn's ``sklearn.cluster.spectral_clustering``
+    on fastkpca's solver.
+
+    Parameters
+    ----------
+    affinity : {array-like, sparse matrix} of shape (n_samples, n_samples)
+        Symmetric, non-negative affinity.
+    n_clusters : int, default=8
+    n_components : int, default=None
+    eigen_solver : {None, "lanczos", "arpack", "lobpcg", "amg"}, default=None
+    random_state : int, RandomState instance or None, default=None
+    n_init : int, default=10
+    eigen_tol : float or "auto", default="auto"
+    assign_labels : {"kmeans", "discretize", "cluster_qr"}, default="kmeans"
+    verbose : bool, default=False
+
+    Returns
+    -------
+    labels : ndarray of shape (n_samples,)
+    """
+    return SpectralClustering(n_clusters=n_clusters, n_components=n_components, eigen_solver=eigen_solver,
+                              random_state=random_state, n_init=n_init, affinity="precomputed", eigen_tol=eigen_tol,
+                              assign_labels=assign_labels, verbose=verbose).fit(affinity).labels_

@@ -1,0 +1,139 @@
+"""Spectral embedding of an affinity operator: the graph Laplacian's bottom eigenvectors as the top
+eigenvectors of a view of the affinity, never a Laplacian matrix.
+
+What is computed (scikit-learn's ``spectral_embedding`` with SciPy's ``csgraph.laplacian``, exactly):
+with A the symmetric non-negative affinity, a its diagonal (ignored, as the graph Laplacian ignores
+self-loops) and d = A·1 − a the degrees,
+
+- ``norm_laplacian=True``: L = I − D^(-1/2) (A − diag a) D^(-1/2), its diagonal set to 1 (scikit-learn sets
+  the diagonal of the normalised Laplacian to 1, also for an isolated node, a row with d = 0, whose degree
+  is taken as 1). The bottom eigenvectors of L are the top ones of M = S (A − diag a) S, S = diag(s),
+  s = d^(-1/2) (1 where d = 0): the operator view ``normalized(s, a)``, whose eigenvalues lie in [−1, 1] and
+  whose top ones crowd at 1, one per well-separated cluster. The embedding is x / √d (x / 1 for an isolated
+  node): scikit-learn's ``embedding / dd``.
+- ``norm_laplacian=False``: L = D − (A − diag a). Its bottom eigenvectors are the top ones of
+  c·I − L = (A − diag a) − D + c·I with c = 2·max d (the view ``normalized(1, a + d − c)``; by
+  Gershgorin L's eigenvalues lie in [0, 2·max d], so the view is positive semi-definite and the solver's
+  relative tolerance is relative to c). The embedding is x itself.
+
+Then every row of the embedding (one per eigenvector, in order of ascending Laplacian eigenvalue) is signed
+so that its largest-magnitude entry is positive, and ``drop_first`` drops the first (for a connected graph
+the constant vector times √d). The eigenpairs come from the block Lanczos solver (solvers/lanczos.py) on
+the view, or from LAPACK's ``eigh`` on a dense M for small problems.
+"""
+
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass
+
+import numpy as np
+
+from .. import _validation as v
+from . import lanczos
+
+__all__ = ["Degrees", "degrees", "laplacian_view", "embed", "dense_embed", "DEFAULT_TOL"]
+
+#: Relative residual of every returned pair: ‖Mx − θx‖ ≤ tol·|θ₁|, θ₁ = 1 for the normalised affinity of a
+#: graph with an edge. An eigenvector whose eigenvalue is separated from the others by a gap g is then
+#: within an angle of about tol/g of the exact one. (1e-10 costs 33 passes instead of 29 on 8 blobs at
+#: N = 10,000, where the ninth eigenvalue is 1% from the tenth.)
+DEFAULT_TOL = 1e-8
+
+
+@dataclass
+class Degrees:
+    """d = A·1 − a (a the diagonal), the square roots scikit-learn divides by (``dd``: 1 at an isolated
+    node), and which nodes are isolated."""
+
+    degrees: np.ndarray
+    diagonal: np.ndarray
+    root: np.ndarray
+    isolated: np.ndarray
+
+    @property
+    def n_isolated(self) -> int:
+        return int(self.isolated.sum())
+
+
+def degrees(row_sums: np.ndarray, diagonal: np.ndarray) -> Degrees:
+    """The degrees of the graph whose edge weights are A's off-diagonal entries. Negative or non-finite
+    degrees (an affinity with negative entries, NaN or infinity) raise ValueError; rounding may leave a
+    degree of a few ulps of the row sum below 0, which is taken as 0 (isolated)."""
+    row_sums = np.asarray(row_sums, dtype=np.float64)
+    diagonal = np.asarray(diagonal, dtype=np.float64)
+    d = row_sums - diagonal
+    if not np.isfinite(d).all():
+        raise ValueError("affinity: the affinity contains NaN or infinity (or its row sums overflow)")
+    noise = 64 * np.finfo(np.float64).eps * np.abs(row_sums).max(initial=0.0)
+    if (d < -noise).any():
+        i = int(np.argmin(d))
+        raise ValueError(f"affinity: a spectral embedding needs non-negative affinities; row {i} has degree "
+                         f"{d[i]:.6g} (the sum of its off-diagonal entries)")
+    d = np.maximum(d, 0.0)
+    isolated = d <= noise
+    d[isolated] = 0.0
+    root = np.where(isolated, 1.0, np.sqrt(d))
+    return Degrees(d, diagonal, root, isolated)
+
+
+def laplacian_view(op, deg: Degrees, norm_laplacian: bool):
+    """The operator whose top eigenvectors are the Laplacian's bottom ones (see the module's
+    documentation), and the shift c with L's eigenvalues = c − θ."""
+    if norm_laplacian:
+        return op.normalized(1.0 / deg.root, deg.diagonal), 1.0
+    c = 2.0 * float(deg.degrees.max(initial=0.0)) or 1.0
+    return op.normalized(np.ones_like(deg.degrees), deg.diagonal + deg.degrees - c), c
+
+
+def finish(vectors: np.ndarray, deg: Degrees, norm_laplacian: bool, drop_first: bool, n_components: int):
+    """scikit-learn's post-processing: divide by √d (normalised), sign each eigenvector so that its largest
+    entry is positive, drop the first when asked; returns (n_samples, n_components)."""
+    embedding = vectors.T.copy()  # one row per eigenvector, ascending Laplacian eigenvalue
+    if norm_laplacian:
+        embedding /= deg.root
+    rows = np.arange(embedding.shape[0])
+    signs = np.sign(embedding[rows, np.argmax(np.abs(embedding), axis=1)])
+    embedding *= np.where(signs == 0, 1.0, signs)[:, None]
+    start = 1 if drop_first else 0
+    return np.ascontiguousarray(embedding[start:start + n_components].T)
+
+
+def embed(op, deg: Degrees, n_components: int, *, norm_laplacian=True, drop_first=True, tol=None,
+          maxiter=None, block_size=None, random_state=None, threads=1, progress=None):
+    """(embedding, info) of an affinity operator ``op`` (a KernelOperator: any storage, a sparse or a
+    Python-side operator) with its degrees, by block Lanczos on its Laplacian view. ``info`` holds the
+    solver's figures (passes, residuals, block width, ...) and the Laplacian's eigenvalues."""
+    k = n_components + 1 if drop_first else n_components
+    view, shift = laplacian_view(op, deg, norm_laplacian)
+    values, vectors, info = lanczos.solve(view, k, tol=DEFAULT_TOL if tol is None else tol, maxiter=maxiter,
+                                          block_size=block_size, random_state=random_state, threads=threads,
+                                          progress=progress)
+    info["laplacian_eigenvalues"] = shift - values
+    info["n_isolated"] = deg.n_isolated
+    return finish(vectors, deg, norm_laplacian, drop_first, n_components), info
+
+
+def dense_embed(A: np.ndarray, deg: Degrees, n_components: int, *, norm_laplacian=True, drop_first=True):
+    """The same from a dense affinity by LAPACK (``eigh`` of the n×n view): for small problems."""
+    start = time.perf_counter()
+    n = A.shape[0]
+    k = n_components + 1 if drop_first else n_components
+    v.check_memory(3 * n * n * 8, f"the dense eigensolver on a {n}×{n} affinity")
+    M = np.array(A, dtype=np.float64)
+    M[np.diag_indices(n)] -= deg.diagonal
+    if norm_laplacian:
+        s = 1.0 / deg.root
+        M *= s[:, None]
+        M *= s[None, :]
+        shift = 1.0
+    else:
+        shift = 2.0 * float(deg.degrees.max(initial=0.0)) or 1.0
+        M[np.diag_indices(n)] += shift - deg.degrees
+    from scipy import linalg
+
+    values, vectors = linalg.eigh(M, subset_by_index=(n - k, n - 1), check_finite=False)
+    values, vectors = values[::-1], vectors[:, ::-1]
+    info = {"method": "dense", "solver": "dense", "laplacian_eigenvalues": shift - values,
+            "n_isolated": deg.n_isolated, "solve_seconds": time.perf_counter() - start}
+    return finish(vectors, deg, norm_laplacian, drop_first, n_components), info

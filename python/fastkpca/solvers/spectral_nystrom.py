@@ -1,0 +1,116 @@
+"""Approximate spectral embedding through the Nyström factor (Fowlkes, Belongie, Chung and Malik 2004), for
+sample counts beyond what exact passes afford.
+
+With S the m landmarks, C = K(X, S) and T the whitening of W = K(S, S) (low_rank.whitening: T Tᵀ = W⁺), the
+kernel is replaced by K̃ = Φ Φᵀ, Φ = C T. Then
+
+- degrees: d̂ = K̃·1 − a = Φ (Φᵀ 1) − a, with Φᵀ 1 = Tᵀ (Cᵀ 1) = Tᵀ K(S, X)·1 (a the kernel's diagonal, as the
+  exact embedding ignores self-loops): a pass of N·m kernel evaluations for Cᵀ1, then one of N·m for d̂;
+- the normalised affinity D̂^(-1/2) K̃ D̂^(-1/2) = Φ̃ Φ̃ᵀ with Φ̃ = D̂^(-1/2) Φ, whose top eigenvectors are
+  u = Φ̃ q / √σ for the eigenpairs (σ, q) of the r×r matrix Φ̃ᵀ Φ̃ = Tᵀ (Cᵀ D̂⁻¹ C) T: a pass with N·m² flops
+  (nystrom_moments with weights 1/d̂);
+- the embedding u / √d̂ = D̂⁻¹ C (T Q Σ^(-1/2)): a pass of N·m kernel evaluations.
+
+The term −D̂^(-1/2) diag(a) D̂^(-1/2) of the exact normalised affinity is left out: it is diagonal, of size
+a/d̂ (1/d̂ for rbf: O(1/N) of the eigenvalues near 1), and not low-rank. Memory O(m² + N·k); the N×m
+features are never stored. Rows with d̂ <= 0 (possible: K̃ is only approximately non-negative) are
+treated as isolated nodes (degree taken as 1, weight 0) and counted in ``solver_info_``.
+"""
+
+from __future__ import annotations
+
+import time
+
+import numpy as np
+from scipy import linalg as sla
+
+from .. import _validation as v
+from .low_rank import (DEFAULT_N_LANDMARKS, NystromProjection, landmark_whitening, landmarks, nystrom_moments,
+                       stream_rows)
+from .rows import as_rows
+from .spectral import finish, degrees as exact_degrees
+
+__all__ = ["nystrom_embedding"]
+
+
+class _ColumnSums:
+    """One chunk's K(S, chunk)·1 (m,), in float64: the landmarks' kernel sums over the samples."""
+
+    def __init__(self, S, kernel):
+        self.S, self.kernel = S, kernel
+
+    def on_threads(self, threads: int) -> _ColumnSums:
+        return _ColumnSums(self.S, self.kernel.on_threads(threads))
+
+    def __call__(self, X):
+        X = v.check_samples(X, "X", self.S.dtype)
+        return self.kernel.product(self.S, X, np.ones((X.shape[0], 1))).reshape(-1)
+
+
+class _Diagonal:
+    """One chunk's kernel diagonal k(x, x), in float64."""
+
+    def __init__(self, kernel, dtype):
+        self.kernel, self.dtype = kernel, dtype
+
+    def on_threads(self, threads: int) -> _Diagonal:
+        return _Diagonal(self.kernel.on_threads(threads), self.dtype)
+
+    def __call__(self, X):
+        return self.kernel.diagonal(v.check_samples(X, "X", self.dtype)).astype(np.float64)
+
+
+def nystrom_embedding(samples, kernel, n_components: int, *, drop_first: bool, n_landmarks, landmarks_spec,
+                      random_state, memory_limit: int):
+    """(embedding, solver_info) of the normalised Nyström affinity on ``n_landmarks`` landmarks chosen by
+    ``landmarks_spec`` ("rpcholesky", "uniform" or the points); four streamed passes over the samples (a
+    row source: an array or an engine's samples)."""
+    seconds = {}
+    start = time.perf_counter()
+    n = samples.shape[0]
+    k = n_components + 1 if drop_first else n_components
+    m = min(DEFAULT_N_LANDMARKS, n) if n_landmarks is None else n_landmarks
+    S, index, selection = landmarks(samples, landmarks_spec, m, kernel, random_state=random_state,
+                                    memory_limit=memory_limit, name="n_landmarks")
+    m = S.shape[0]
+    if k > m:
+        raise ValueError(f"n_components={n_components}{' (+1 for drop_first)' if drop_first else ''} is larger "
+                         f"than n_landmarks={m}: the Nyström affinity has rank at most n_landmarks")
+    seconds["landmarks"] = time.perf_counter() - start
+    rows = stream_rows(n, m, samples.dtype.itemsize, memory_limit, extra_bytes=8 * n * (k + 4),
+                       what=f"eigen_solver='nystrom' with {m} landmarks")
+    source = as_rows(samples)
+    start = time.perf_counter()
+    T, rank = landmark_whitening(S, kernel)
+    sums = source.reduce(_ColumnSums(S, kernel), rows=rows)                  # Cᵀ1
+    P = (T @ (T.T @ sums))[:, None]                                          # W⁺ Cᵀ 1
+    row_sums = source.map(NystromProjection(S, kernel, P, None), rows=rows).reshape(-1)   # K̃·1
+    diagonal = source.map(_Diagonal(kernel, S.dtype), rows=rows)
+    positive = row_sums - diagonal > 0
+    deg = exact_degrees(np.where(positive, row_sums, diagonal), diagonal)  # d̂ <= 0: isolated
+    seconds["degrees"] = time.perf_counter() - start
+    start = time.perf_counter()
+    weights = np.where(deg.isolated, 0.0, 1.0 / np.where(deg.isolated, 1.0, deg.degrees))
+    gram, _ = nystrom_moments(source, S, kernel, rows, weights=weights)
+    G = T.T @ gram @ T
+    G = (G + G.T) / 2
+    k_eff = min(k, rank)
+    values, Q = sla.eigh(G, subset_by_index=(rank - k_eff, rank - 1), check_finite=False)
+    values, Q = values[::-1], Q[:, ::-1]
+    seconds["moments"] = time.perf_counter() - start
+    start = time.perf_counter()
+    root = np.sqrt(np.maximum(values, 0))
+    P = T @ (Q / np.where(root > 0, root, 1.0))
+    U = source.map(NystromProjection(S, kernel, P, None), rows=rows)         # C T Q Σ^(-1/2)
+    U *= (weights)[:, None]                                                  # D̂⁻¹: D̂^(-1/2) of Φ̃, then / √d̂
+    vectors = np.zeros((n, k))
+    vectors[:, :k_eff] = U
+    # finish divides by √d̂; the vectors above already carry it, so hand it unit degrees
+    unit = exact_degrees(np.ones(n), np.zeros(n))
+    embedding = finish(vectors, unit, True, drop_first, n_components)
+    seconds["embedding"] = time.perf_counter() - start
+    info = {"solver": "nystrom", "landmarks": selection["method"], "n_landmarks": m, "rank": rank,
+            "chunk_rows": rows, "memory_limit": memory_limit, "landmark_selection": selection,
+            "laplacian_eigenvalues": 1.0 - values, "n_isolated": deg.n_isolated, "seconds": seconds,
+            "landmark_indices": index, **(samples.info() if hasattr(samples, "info") else {})}
+    return embedding, info

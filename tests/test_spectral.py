@@ -1,0 +1,282 @@
+"""Spectral embedding and clustering: the operator view against a dense NumPy normalised affinity, the
+embedding against scipy.linalg.eigh of it and against scikit-learn, every storage, float32, Nyström, the
+bad inputs."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+import warnings
+
+import numpy as np
+import pytest
+import scipy.sparse as sp
+from hypothesis import given, settings
+from hypothesis import strategies as st
+from scipy import linalg
+from sklearn import cluster as skc
+from sklearn import manifold as skm
+from sklearn.datasets import make_blobs
+from sklearn.metrics import adjusted_rand_score
+from sklearn.metrics.pairwise import laplacian_kernel, rbf_kernel
+
+import fastkpca
+from fastkpca import SpectralClustering, SpectralEmbedding, spectral_clustering, spectral_embedding
+from fastkpca.solvers import spectral
+
+TESTS = os.path.dirname(__file__)
+
+
+def reference_embedding(A, k, norm_laplacian=True, drop_first=True):
+    """The embedding from a dense eigendecomposition of SciPy's graph Laplacian, written from the
+    definitions (scikit-learn's conventions), in NumPy."""
+    from scipy.sparse import csgraph
+
+    A = np.asarray(A, dtype=np.float64)
+    L, dd = csgraph.laplacian(A, normed=norm_laplacian, return_diag=True)
+    if norm_laplacian:
+        L[np.diag_indices_from(L)] = 1.0
+    values, vectors = linalg.eigh(L)
+    E = vectors[:, : k + drop_first].T
+    if norm_laplacian:
+        E = E / dd
+    E *= np.sign(E[np.arange(E.shape[0]), np.argmax(np.abs(E), axis=1)])[:, None]
+    return E[1:].T if drop_first else E.T, values
+
+
+def max_angle(a, b):
+    return float(linalg.subspace_angles(a, b).max())
+
+
+def blobs(n, d=6, centers=4, std=2.5, seed=0):
+    X, y = make_blobs(n, n_features=d, centers=centers, cluster_std=std, random_state=seed)
+    return X, y
+
+
+@pytest.mark.parametrize("storage", ["full", "packed", "cached", "matrix_free"])
+def test_normalized_view_equals_the_dense_normalised_affinity(storage, rng):
+    X = rng.standard_normal((700, 5))
+    op = fastkpca.kernel_operator(X, kernel="rbf", gamma=0.3, storage=storage)
+    K = rbf_kernel(X, gamma=0.3)
+    a = np.diag(K).copy()
+    d = K.sum(1) - a
+    s = 1 / np.sqrt(d)
+    M = s[:, None] * (K - np.diag(a)) * s[None, :]
+    V = rng.standard_normal((700, 5))
+    W = op.normalized(s, a) @ V
+    np.testing.assert_allclose(W, M @ V, rtol=0, atol=1e-12 * np.abs(M).sum(1).max() * np.abs(V).max())
+    assert op.normalized(s, a).trace() == 0.0
+
+
+def test_normalized_view_checks_its_vectors():
+    op = fastkpca.kernel_operator(np.eye(4), kernel="rbf", storage="full")
+    with pytest.raises(ValueError, match="shape"):
+        op.normalized(np.ones(3), np.ones(4))
+
+
+@pytest.mark.parametrize("norm_laplacian", [True, False])
+@pytest.mark.parametrize("drop_first", [True, False])
+def test_function_matches_the_dense_laplacian(norm_laplacian, drop_first, rng):
+    X, _ = blobs(300, std=4.0)
+    A = rbf_kernel(X, gamma=0.05)
+    A[np.diag_indices_from(A)] = rng.uniform(0, 3, 300)  # the diagonal must be ignored
+    E = spectral_embedding(A, n_components=4, norm_laplacian=norm_laplacian, drop_first=drop_first,
+                           random_state=0, eigen_tol=1e-12)
+    R, values = reference_embedding(A, 4, norm_laplacian, drop_first)
+    gaps = np.diff(values[: 4 + drop_first + 1])
+    assert gaps.min() > 1e-5 * values[-1]  # the data give a well-defined subspace
+    assert max_angle(E, R) < 1e-8
+    np.testing.assert_allclose(E, R, atol=1e-7 * np.abs(R).max())
+
+
+@pytest.mark.parametrize("storage", ["full", "packed", "cached", "matrix_free"])
+@pytest.mark.parametrize("dtype", [np.float64, np.float32])
+def test_estimator_matches_scikit_learn_in_every_storage(storage, dtype):
+    from sklearn_swap import force_storage
+
+    X, _ = blobs(600, std=3.0)
+    X = X.astype(dtype)
+    undo = force_storage(storage) if storage in ("cached", "matrix_free") else (lambda: None)
+    try:
+        ours = SpectralEmbedding(n_components=3, affinity="rbf", gamma=0.05, random_state=0,
+                                 memory_limit="4GB" if storage != "full" else None).fit(X)
+    finally:
+        undo()
+    ref = skm.SpectralEmbedding(n_components=3, affinity="rbf", gamma=0.05, random_state=0).fit(X.astype(np.float64))
+    assert ours.embedding_.dtype == dtype
+    tol = 1e-6 if dtype == np.float64 else 1e-3
+    assert max_angle(ours.embedding_.astype(np.float64), ref.embedding_) < tol
+    info = ours.solver_info_
+    assert info["solver"] == "lanczos" and info["converged"]
+    if storage in ("cached", "matrix_free"):
+        assert info["storage"] == storage
+
+
+@given(n=st.integers(12, 80), d=st.integers(1, 5), gamma=st.floats(0.05, 2.0), seed=st.integers(0, 10**6))
+@settings(max_examples=25, deadline=None)
+def test_embedding_solves_the_laplacian_eigenproblem(n, d, gamma, seed):
+    """Whatever the data: every returned vector, times √d, is an eigenvector of the normalised Laplacian
+    within tolerance, and the eigenvalues are the smallest ones."""
+    X = np.random.default_rng(seed).standard_normal((n, d))
+    k = 3
+    est = SpectralEmbedding(n_components=k, affinity="rbf", gamma=gamma, random_state=0, eigen_tol=1e-10)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", UserWarning)  # tiny random graphs may underflow to disconnected
+        E = est.fit(X).embedding_
+    A = rbf_kernel(X, gamma=gamma)
+    deg = spectral.degrees(A.sum(1), np.diag(A))
+    L = np.eye(n) - (A - np.diag(np.diag(A))) / np.outer(deg.root, deg.root)
+    L[np.diag_indices(n)] = 1.0
+    lam = est.solver_info_["laplacian_eigenvalues"]
+    exact = linalg.eigvalsh(L)[: k + 1]
+    np.testing.assert_allclose(lam, exact, atol=1e-8)
+    U = E * deg.root[:, None]
+    for j in range(k):
+        u = U[:, j] / np.linalg.norm(U[:, j])
+        assert np.linalg.norm(L @ u - lam[j + 1] * u) < 1e-7
+
+
+def test_clustering_same_labels_as_scikit_learn():
+    X, y = blobs(800, d=4, centers=5, std=0.6)
+    for assign in ("kmeans", "discretize", "cluster_qr"):
+        ours = SpectralClustering(n_clusters=5, gamma=0.5, assign_labels=assign, random_state=0).fit_predict(X)
+        ref = skc.SpectralClustering(n_clusters=5, gamma=0.5, assign_labels=assign, random_state=0).fit_predict(X)
+        assert adjusted_rand_score(ours, ref) == 1.0
+        assert adjusted_rand_score(ours, y) == 1.0
+
+
+def test_function_forms_and_affinities():
+    X, y = blobs(300, d=3, centers=3, std=0.5)
+    A = rbf_kernel(X, gamma=1.0)
+    assert adjusted_rand_score(spectral_clustering(A, n_clusters=3, random_state=0), y) == 1.0
+    assert adjusted_rand_score(spectral_clustering(sp.csr_matrix(A), n_clusters=3, random_state=0), y) == 1.0
+    X = np.random.default_rng(0).uniform(-1, 1, (300, 3))  # one connected cloud: a well-defined subspace
+    for affinity in ("nearest_neighbors", "laplacian", "precomputed_nearest_neighbors"):
+        data = X if affinity != "precomputed_nearest_neighbors" else np.linalg.norm(X[:, None] - X[None], axis=2)
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore", UserWarning)
+            ours = SpectralEmbedding(n_components=2, affinity=affinity, n_neighbors=15, random_state=0).fit(data)
+            theirs = affinity if affinity != "laplacian" else (lambda Z: laplacian_kernel(Z, gamma=1 / 3))
+            ref = skm.SpectralEmbedding(n_components=2, affinity=theirs, n_neighbors=15, random_state=0).fit(data)
+        assert max_angle(ours.embedding_, ref.embedding_) < 1e-5, affinity
+    E = SpectralEmbedding(n_components=2, affinity=lambda Z: rbf_kernel(Z, gamma=1.0), random_state=0).fit_transform(X)
+    assert E.shape == (300, 2)
+    assert max_angle(E, skm.SpectralEmbedding(n_components=2, affinity="rbf", gamma=1.0, random_state=0)
+                     .fit_transform(X)) < 1e-6
+
+
+def test_affinity_matrix_is_built_only_on_access():
+    X, _ = blobs(200)
+    est = SpectralEmbedding(n_components=2, affinity="rbf", gamma=0.1, random_state=0).fit(X)
+    assert "affinity_matrix_" not in vars(est)
+    np.testing.assert_allclose(est.affinity_matrix_, rbf_kernel(X, gamma=0.1), atol=1e-14)
+
+
+def test_nystrom_embedding_close_to_exact():
+    """On data whose eigenvalues are distinct (uniform in a cube): within an angle of 0.01 of the exact
+    embedding (measured 1.1e-3 at m = 100..1000: the floor is the diagonal term the approximation leaves
+    out, see solvers/spectral_nystrom.py), and the same clusters on blobs."""
+    X = np.random.default_rng(0).uniform(-1, 1, (3000, 3))
+    exact = SpectralEmbedding(n_components=3, affinity="rbf", gamma=1.0, random_state=0).fit(X).embedding_
+    approx = SpectralEmbedding(n_components=3, affinity="rbf", gamma=1.0, eigen_solver="nystrom", n_landmarks=300,
+                               random_state=0).fit(X)
+    assert approx.solver_info_["solver"] == "nystrom"
+    assert max_angle(approx.embedding_, exact) < 0.01
+    X, _ = blobs(3000, d=5, centers=4, std=1.5)
+    labels = SpectralClustering(n_clusters=4, gamma=0.05, eigen_solver="nystrom", n_landmarks=300,
+                                random_state=0).fit_predict(X)
+    ref = SpectralClustering(n_clusters=4, gamma=0.05, random_state=0).fit_predict(X)
+    assert adjusted_rand_score(labels, ref) > 0.99
+
+
+def test_scikit_learn_solvers_by_name():
+    X, _ = blobs(200, std=3.0)
+    for solver in ("arpack", "lobpcg"):
+        ours = SpectralEmbedding(n_components=2, affinity="rbf", eigen_solver=solver, random_state=0).fit(X)
+        ref = skm.SpectralEmbedding(n_components=2, affinity="rbf", eigen_solver=solver, random_state=0).fit(X)
+        np.testing.assert_allclose(ours.embedding_, ref.embedding_, atol=1e-10)
+        assert ours.solver_info_["solver"] == solver
+
+
+# ------------------------------------------------------------------------------------------- bad input
+
+def test_bad_affinities_are_refused_by_name():
+    A = rbf_kernel(np.random.default_rng(0).standard_normal((20, 2)))
+    with pytest.raises(ValueError, match="negative"):
+        spectral_embedding(A - 0.5)
+    with pytest.raises(ValueError, match="symmetric"):
+        spectral_embedding(A + np.triu(np.full_like(A, 0.1), 1))
+    with pytest.raises(ValueError, match="square"):
+        spectral_embedding(A[:, :10])
+    bad = A.copy()
+    bad[3, 4] = bad[4, 3] = np.nan
+    with pytest.raises(ValueError, match="NaN"):
+        spectral_embedding(bad)
+    with pytest.raises(ValueError, match="negative"):
+        spectral_embedding(sp.csr_matrix(A - 0.5))
+    with pytest.raises(TypeError, match="np.matrix"):
+        spectral_clustering(np.matrix(A))
+    X = np.random.default_rng(0).standard_normal((10, 3))
+    with pytest.raises(ValueError, match="n_clusters=11"):
+        SpectralClustering(n_clusters=11).fit(X)
+    with pytest.raises(ValueError, match="larger than the number of samples"):
+        SpectralEmbedding(n_components=10, affinity="rbf").fit(X)
+    X[2, 1] = np.inf
+    with pytest.raises(ValueError, match="[Ii]nf"):
+        SpectralEmbedding(affinity="rbf").fit(X)
+    with pytest.raises(ValueError, match="eigen_solver"):
+        SpectralEmbedding(eigen_solver="magic").fit(X)
+
+
+def test_negative_kernel_degrees_are_refused():
+    X = np.random.default_rng(1).standard_normal((50, 3))
+    with pytest.raises(ValueError, match="non-negative affinities"):
+        SpectralEmbedding(n_components=2, affinity="linear").fit(X - X.mean(0) + np.r_[[[40, 0, 0]], np.zeros((49, 3))])
+
+
+def test_disconnected_graph_warns_and_isolated_points_are_defined():
+    A = np.zeros((12, 12))
+    A[:6, :6] = 1.0
+    A[6:11, 6:11] = 1.0  # node 11 is isolated
+    with pytest.warns(UserWarning, match="not fully connected"):
+        E = spectral_embedding(A, n_components=2, drop_first=False, random_state=0)
+    ref, _ = reference_embedding(A, 2, True, False)
+    assert np.isfinite(E).all()
+    assert max_angle(E, ref) < 1e-6 or E.shape == ref.shape  # degenerate eigenvalue 0 three times: any basis
+    est = SpectralClustering(n_clusters=3, affinity="precomputed", random_state=0)
+    with pytest.warns(UserWarning, match="not fully connected"):
+        labels = est.fit_predict(A)
+    assert len(set(labels[:6])) == 1 and len(set(labels[6:11])) == 1 and len(set(labels)) == 3
+    assert est.solver_info_["n_isolated"] == 1
+
+
+def test_user_arrays_are_not_modified():
+    A = rbf_kernel(np.random.default_rng(0).standard_normal((40, 2)))
+    A[np.diag_indices(40)] = 2.0
+    before = A.copy()
+    spectral_embedding(A, n_components=2)
+    np.testing.assert_array_equal(A, before)
+
+
+# -------------------------------------------------------------------------------------- conformance
+
+@pytest.mark.parametrize("estimator", [SpectralEmbedding(affinity="rbf", random_state=0),
+                                       SpectralClustering(n_clusters=2, random_state=0)],
+                         ids=["embedding", "clustering"])
+def test_check_estimator(estimator):
+    from sklearn.utils.estimator_checks import check_estimator
+
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", UserWarning)
+        check_estimator(estimator)
+
+
+def test_scikit_learns_spectral_test_modules_pass_against_fastkpca():
+    env = dict(os.environ, PYTHONPATH=TESTS + os.pathsep + os.environ.get("PYTHONPATH", ""))
+    out = subprocess.run(
+        [sys.executable, "-m", "pytest", "-q", "-p", "sklearn_swap", "-p", "no:cacheprovider", "--pyargs",
+         "sklearn.manifold.tests.test_spectral_embedding", "sklearn.cluster.tests.test_spectral"],
+        capture_output=True, text=True, env=env, cwd=os.path.dirname(TESTS))
+    assert out.returncode == 0, out.stdout[-4000:] + out.stderr[-2000:]
+    assert " passed" in out.stdout and "failed" not in out.stdout
