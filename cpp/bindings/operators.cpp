@@ -212,12 +212,9 @@ void init_operators(py::module_& m) {
       }, py::arg("alpha"), "A + alpha·I.")
       .def("normalized", [](const Handle& op, const py::array_t<double, py::array::c_style | py::array::forcecast>& scale,
                             const py::array_t<double, py::array::c_style | py::array::forcecast>& diagonal) -> Handle {
-        if (scale.ndim() != 1 || diagonal.ndim() != 1 || scale.shape(0) != op->rows() ||
-            diagonal.shape(0) != op->rows())
-          throw py::value_error("scale and diagonal must have one entry per row of the operator");
-        // copied: the view outlives the caller's arrays
-        Eigen::VectorXd s = Eigen::Map<const Eigen::VectorXd>(scale.data(), op->rows());
-        Eigen::VectorXd a = Eigen::Map<const Eigen::VectorXd>(diagonal.data(), op->rows());
+        // copied: the view outlives the caller's arrays (its constructor checks the sizes)
+        Eigen::VectorXd s = Eigen::Map<const Eigen::VectorXd>(scale.data(), scale.size());
+        Eigen::VectorXd a = Eigen::Map<const Eigen::VectorXd>(diagonal.data(), diagonal.size());
         return std::make_shared<NormalizedOperator>(op, std::move(s), std::move(a));
       }, py::arg("scale"), py::arg("diagonal"), "S·(A − diag(diagonal))·S with S = diag(scale).");
   // The packed layout's sizes (packed.hpp), defined once: Python's storage planner reads them here.

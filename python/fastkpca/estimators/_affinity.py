@@ -17,7 +17,7 @@ import numpy as np
 
 from .. import _native
 from .. import _validation as v
-from ..kernels import NativeKernel, registry
+from ..kernels import NativeKernel
 from ..operators import from_matrix, sparse_operator
 from ..solvers import lanczos
 from ..solvers.spectral import Degrees, degrees
@@ -125,16 +125,14 @@ def matrix_affinity(A, n_jobs=None) -> Affinity:
 
 
 def graph_is_connected(affinity: Affinity) -> bool:
-    """Whether the graph of the affinity's off-diagonal entries is connected: by SciPy's connected
-    components for a matrix; for a kernel operator (all of whose entries are positive unless they
-    underflow), whether no node is isolated."""
+    """Whether the graph of the affinity's off-diagonal entries is connected: scikit-learn's test for a
+    matrix (connected components of a sparse graph, a breadth-first search over a dense one); for a kernel
+    operator (all of whose entries are positive unless they underflow), whether no node is isolated."""
     if affinity.matrix is None:
         return affinity.degrees.n_isolated == 0
-    from scipy.sparse import csgraph
+    from sklearn.manifold._spectral_embedding import _graph_is_connected
 
-    A = affinity.matrix
-    count, _ = csgraph.connected_components(A if v.is_sparse(A) else (A != 0), directed=False)
-    return count == 1
+    return bool(_graph_is_connected(affinity.matrix))
 
 
 def warn_if_disconnected(affinity: Affinity) -> None:
@@ -164,7 +162,3 @@ def pairwise_affinity(X, metric, params: dict, n_jobs=None) -> np.ndarray:
     n = X.shape[0]
     v.check_memory(2 * n * n * 8, f"the {n}×{n} affinity of {getattr(metric, '__name__', metric)!r}")
     return pairwise_kernels(X, metric=metric, filter_params=True, n_jobs=n_jobs, **params)
-
-
-def is_native(affinity) -> bool:
-    return registry.is_native(affinity)

@@ -19,7 +19,8 @@ from ..solvers.spectral_nystrom import nystrom_embedding
 from . import _affinity as aff
 from ._base import EngineFitted, Reporting
 
-__all__ = ["SpectralEmbedding", "spectral_embedding", "embed_affinity", "SOLVERS", "SKLEARN_SOLVERS"]
+__all__ = ["SpectralEmbedding", "spectral_embedding", "embed_affinity", "AffinityFitted", "SOLVERS",
+           "SKLEARN_SOLVERS"]
 
 #: scikit-learn's own solvers, run on the materialised affinity when asked for by name.
 SKLEARN_SOLVERS = ("arpack", "lobpcg", "amg")
@@ -126,7 +127,22 @@ _CONSTRAINTS = {
 }
 
 
-class SpectralEmbedding(Reporting, EngineFitted, BaseEstimator):
+class AffinityFitted:
+    """What the spectral estimators share: ``affinity_matrix_`` (the matrix the fit used, or a kernel
+    affinity built on access) and their input tags."""
+
+    @property
+    def affinity_matrix_(self):
+        return materialised_affinity(self)
+
+    def __sklearn_tags__(self):
+        tags = super().__sklearn_tags__()
+        tags.input_tags.sparse = True
+        tags.input_tags.pairwise = self.affinity in ("precomputed", "precomputed_nearest_neighbors")
+        return tags
+
+
+class SpectralEmbedding(Reporting, EngineFitted, AffinityFitted, BaseEstimator):
     """Spectral embedding for non-linear dimensionality reduction; a drop-in for
     sklearn.manifold.SpectralEmbedding whose kernel affinities are never built.
 
@@ -251,28 +267,17 @@ class SpectralEmbedding(Reporting, EngineFitted, BaseEstimator):
         self.fit(X)
         return engines.select(X).wrap(self.embedding_, X)
 
-    @property
-    def affinity_matrix_(self):
-        return materialised_affinity(self)
-
-    def __sklearn_tags__(self):
-        tags = super().__sklearn_tags__()
-        tags.input_tags.sparse = True
-        tags.input_tags.pairwise = self.affinity in ("precomputed", "precomputed_nearest_neighbors")
-        return tags
 
 
 def affinity_of(est, samples, k: int) -> aff.Affinity:
     """The affinity an estimator's parameters name, over its validated samples (an engine's)."""
-    affinity, n, d = est.affinity, samples.shape[0], samples.shape[1]
+    affinity, n = est.affinity, samples.shape[0]
     if affinity == "nearest_neighbors" and v.is_sparse(samples.local("affinity='nearest_neighbors'")):
         warnings.warn("Nearest neighbors affinity currently does not support sparse input, falling back to "
                       "rbf affinity", stacklevel=3)
         affinity = "rbf"
-    if aff.is_native(affinity):
-        est.gamma_ = 1.0 / d if est.gamma is None else est.gamma
-        kernel = NativeKernel.resolve(affinity, est.gamma_, est.degree, est.coef0, d, est.n_jobs)
-        est._fitted_affinity = (affinity, kernel, samples.fitted())
+    if registry.is_native(affinity):
+        kernel = native_kernel(est, affinity, samples)
         return aff.kernel_affinity(samples, kernel, k, v.memory_limit(est.memory_limit), est.n_jobs)
     X = samples.local(f"affinity={affinity!r}")
     if affinity in aff.GRAPHS:
@@ -289,6 +294,16 @@ def affinity_of(est, samples, k: int) -> aff.Affinity:
                                   est.n_jobs)
     est._fitted_affinity = (affinity, A, None)
     return aff.matrix_affinity(A, est.n_jobs)
+
+
+def native_kernel(est, affinity: str, samples) -> NativeKernel:
+    """The native kernel an estimator's affinity names (``gamma_`` set; None means 1 / n_features), and
+    what ``affinity_matrix_`` will need to build it."""
+    d = samples.shape[1]
+    est.gamma_ = 1.0 / d if est.gamma is None else est.gamma
+    kernel = NativeKernel.resolve(affinity, est.gamma_, est.degree, est.coef0, d, est.n_jobs)
+    est._fitted_affinity = (affinity, kernel, samples.fitted())
+    return kernel
 
 
 def callable_affinity(est, X):
@@ -308,10 +323,7 @@ def fit_embedding(est, samples, n_components, random_state, *, drop_first):
     dtype = np.float32 if samples.dtype == np.float32 else np.float64
     if est.eigen_solver == "nystrom":
         registry.check_native_kernel(est.affinity, "eigen_solver='nystrom'")
-        d = samples.shape[1]
-        est.gamma_ = 1.0 / d if est.gamma is None else est.gamma
-        kernel = NativeKernel.resolve(est.affinity, est.gamma_, est.degree, est.coef0, d, est.n_jobs)
-        est._fitted_affinity = (est.affinity, kernel, samples.fitted())
+        kernel = native_kernel(est, est.affinity, samples)
         result = nystrom_embedding(samples, kernel, n_components, drop_first=drop_first,
                                    n_landmarks=est.n_landmarks, landmarks_spec=est.landmarks, random_state=random_state,
                                    memory_limit=v.memory_limit(est.memory_limit))

@@ -11,7 +11,7 @@ from sklearn.base import BaseEstimator, ClusterMixin
 from .. import engines
 from .. import _validation as v
 from ..solvers import low_rank
-from .spectral import SOLVERS, _tol, fit_embedding, materialised_affinity
+from .spectral import SOLVERS, AffinityFitted, _tol, fit_embedding
 from ._base import EngineFitted, Reporting
 
 __all__ = ["SpectralClustering", "spectral_clustering", "assign_labels"]
@@ -45,7 +45,7 @@ def assign_labels(maps: np.ndarray, n_clusters: int, method: str, random_state, 
     return discretize(maps, random_state=random_state)
 
 
-class SpectralClustering(Reporting, EngineFitted, ClusterMixin, BaseEstimator):
+class SpectralClustering(Reporting, EngineFitted, AffinityFitted, ClusterMixin, BaseEstimator):
     """Spectral clustering, a drop-in for sklearn.cluster.SpectralClustering whose kernel affinities are
     never built (scikit-learn's default, rbf, is a dense N×N matrix factorised by LU).
 
@@ -181,15 +181,6 @@ class SpectralClustering(Reporting, EngineFitted, ClusterMixin, BaseEstimator):
         """
         return self.fit(X).labels_
 
-    @property
-    def affinity_matrix_(self):
-        return materialised_affinity(self)
-
-    def __sklearn_tags__(self):
-        tags = super().__sklearn_tags__()
-        tags.input_tags.sparse = True
-        tags.input_tags.pairwise = self.affinity in ("precomputed", "precomputed_nearest_neighbors")
-        return tags
 
 
 def spectral_clustering(affinity, *, n_clusters=8, n_components=None, eigen_solver=None, random_state=None,

@@ -19,20 +19,18 @@ self-loops) and d = A·1 − a the degrees,
 Then every row of the embedding (one per eigenvector, in order of ascending Laplacian eigenvalue) is signed
 so that its largest-magnitude entry is positive, and ``drop_first`` drops the first (for a connected graph
 the constant vector times √d). The eigenpairs come from the block Lanczos solver (solvers/lanczos.py) on
-the view, or from LAPACK's ``eigh`` on a dense M for small problems.
+the view (which solves small problems densely itself).
 """
 
 from __future__ import annotations
 
-import time
 from dataclasses import dataclass
 
 import numpy as np
 
-from .. import _validation as v
 from . import lanczos
 
-__all__ = ["Degrees", "degrees", "laplacian_view", "embed", "dense_embed", "DEFAULT_TOL"]
+__all__ = ["Degrees", "degrees", "laplacian_view", "finish", "embed", "DEFAULT_TOL"]
 
 #: Relative residual of every returned pair: ‖Mx − θx‖ ≤ tol·|θ₁|, θ₁ = 1 for the normalised affinity of a
 #: graph with an edge. An eigenvector whose eigenvalue is separated from the others by a gap g is then
@@ -86,12 +84,13 @@ def laplacian_view(op, deg: Degrees, norm_laplacian: bool):
     return op.normalized(np.ones_like(deg.degrees), deg.diagonal + deg.degrees - c), c
 
 
-def finish(vectors: np.ndarray, deg: Degrees, norm_laplacian: bool, drop_first: bool, n_components: int):
-    """scikit-learn's post-processing: divide by √d (normalised), sign each eigenvector so that its largest
-    entry is positive, drop the first when asked; returns (n_samples, n_components)."""
+def finish(vectors: np.ndarray, root: np.ndarray | None, drop_first: bool, n_components: int):
+    """scikit-learn's post-processing: divide by ``root`` (√d for the normalised Laplacian; None: no
+    division), sign each eigenvector so that its largest entry is positive, drop the first when asked;
+    returns (n_samples, n_components)."""
     embedding = vectors.T.copy()  # one row per eigenvector, ascending Laplacian eigenvalue
-    if norm_laplacian:
-        embedding /= deg.root
+    if root is not None:
+        embedding /= root
     rows = np.arange(embedding.shape[0])
     signs = np.sign(embedding[rows, np.argmax(np.abs(embedding), axis=1)])
     embedding *= np.where(signs == 0, 1.0, signs)[:, None]
@@ -111,29 +110,4 @@ def embed(op, deg: Degrees, n_components: int, *, norm_laplacian=True, drop_firs
                                           progress=progress)
     info["laplacian_eigenvalues"] = shift - values
     info["n_isolated"] = deg.n_isolated
-    return finish(vectors, deg, norm_laplacian, drop_first, n_components), info
-
-
-def dense_embed(A: np.ndarray, deg: Degrees, n_components: int, *, norm_laplacian=True, drop_first=True):
-    """The same from a dense affinity by LAPACK (``eigh`` of the n×n view): for small problems."""
-    start = time.perf_counter()
-    n = A.shape[0]
-    k = n_components + 1 if drop_first else n_components
-    v.check_memory(3 * n * n * 8, f"the dense eigensolver on a {n}×{n} affinity")
-    M = np.array(A, dtype=np.float64)
-    M[np.diag_indices(n)] -= deg.diagonal
-    if norm_laplacian:
-        s = 1.0 / deg.root
-        M *= s[:, None]
-        M *= s[None, :]
-        shift = 1.0
-    else:
-        shift = 2.0 * float(deg.degrees.max(initial=0.0)) or 1.0
-        M[np.diag_indices(n)] += shift - deg.degrees
-    from scipy import linalg
-
-    values, vectors = linalg.eigh(M, subset_by_index=(n - k, n - 1), check_finite=False)
-    values, vectors = values[::-1], vectors[:, ::-1]
-    info = {"method": "dense", "solver": "dense", "laplacian_eigenvalues": shift - values,
-            "n_isolated": deg.n_isolated, "solve_seconds": time.perf_counter() - start}
-    return finish(vectors, deg, norm_laplacian, drop_first, n_components), info
+    return finish(vectors, deg.root if norm_laplacian else None, drop_first, n_components), info

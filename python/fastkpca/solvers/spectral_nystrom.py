@@ -47,24 +47,11 @@ class _ColumnSums:
         return self.kernel.product(self.S, X, np.ones((X.shape[0], 1))).reshape(-1)
 
 
-class _Diagonal:
-    """One chunk's kernel diagonal k(x, x), in float64."""
-
-    def __init__(self, kernel, dtype):
-        self.kernel, self.dtype = kernel, dtype
-
-    def on_threads(self, threads: int) -> _Diagonal:
-        return _Diagonal(self.kernel.on_threads(threads), self.dtype)
-
-    def __call__(self, X):
-        return self.kernel.diagonal(v.check_samples(X, "X", self.dtype)).astype(np.float64)
-
-
 def nystrom_embedding(samples, kernel, n_components: int, *, drop_first: bool, n_landmarks, landmarks_spec,
                       random_state, memory_limit: int):
     """(embedding, solver_info) of the normalised Nyström affinity on ``n_landmarks`` landmarks chosen by
-    ``landmarks_spec`` ("rpcholesky", "uniform" or the points); four streamed passes over the samples (a
-    row source: an array or an engine's samples)."""
+    ``landmarks_spec`` ("rpcholesky", "uniform" or the points); four streamed passes over an engine's
+    samples (engines/base.py: a row source with the kernel's diagonal)."""
     seconds = {}
     start = time.perf_counter()
     n = samples.shape[0]
@@ -85,7 +72,7 @@ def nystrom_embedding(samples, kernel, n_components: int, *, drop_first: bool, n
     sums = source.reduce(_ColumnSums(S, kernel), rows=rows)                  # Cᵀ1
     P = (T @ (T.T @ sums))[:, None]                                          # W⁺ Cᵀ 1
     row_sums = source.map(NystromProjection(S, kernel, P, None), rows=rows).reshape(-1)   # K̃·1
-    diagonal = source.map(_Diagonal(kernel, S.dtype), rows=rows)
+    diagonal = np.asarray(samples.columns(kernel).diagonal(), dtype=np.float64)
     positive = row_sums - diagonal > 0
     deg = exact_degrees(np.where(positive, row_sums, diagonal), diagonal)  # d̂ <= 0: isolated
     seconds["degrees"] = time.perf_counter() - start
@@ -102,12 +89,10 @@ def nystrom_embedding(samples, kernel, n_components: int, *, drop_first: bool, n
     root = np.sqrt(np.maximum(values, 0))
     P = T @ (Q / np.where(root > 0, root, 1.0))
     U = source.map(NystromProjection(S, kernel, P, None), rows=rows)         # C T Q Σ^(-1/2)
-    U *= (weights)[:, None]                                                  # D̂⁻¹: D̂^(-1/2) of Φ̃, then / √d̂
+    U *= weights[:, None]                                                    # D̂⁻¹: D̂^(-1/2) of Φ̃, then / √d̂
     vectors = np.zeros((n, k))
     vectors[:, :k_eff] = U
-    # finish divides by √d̂; the vectors above already carry it, so hand it unit degrees
-    unit = exact_degrees(np.ones(n), np.zeros(n))
-    embedding = finish(vectors, unit, True, drop_first, n_components)
+    embedding = finish(vectors, None, drop_first, n_components)  # U already carries the division by √d̂
     seconds["embedding"] = time.perf_counter() - start
     info = {"solver": "nystrom", "landmarks": selection["method"], "n_landmarks": m, "rank": rank,
             "chunk_rows": rows, "memory_limit": memory_limit, "landmark_selection": selection,
