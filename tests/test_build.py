@@ -67,6 +67,21 @@ def test_import_does_not_import_sklearn():
 
 def test_public_functions_have_numpydoc_docstrings():
     for name in ("gram", "pairwise_kernels", "double_center", "double_center_distances", "eigsh",
-                 "show_config"):
+                 "show_config", "show_versions"):
         doc = getattr(fastkpca, name).__doc__
         assert doc and "Parameters\n    ----------" in doc, name
+
+
+def test_show_versions_names_what_a_bug_report_needs():
+    buf = io.StringIO()
+    fastkpca.show_versions(file=buf)
+    text = buf.getvalue()
+    for field in ("python:", "machine:", f"fastkpca: {fastkpca.__version__}", f"module: {_native.core.__name__}",
+                  "ISA level:", "OpenMP threads:", "numpy:", "scipy:", "scikit-learn:", "dask:"):
+        assert field in text, field
+    sections = fastkpca._show_versions.versions()
+    import threadpoolctl  # noqa: F401  (a test extra: the runtimes are listed)
+
+    runtimes = " ".join(str(v) for v in sections["Threadpools (BLAS, OpenMP)"].values())
+    # the core's OpenMP runtime is loaded and found, and NumPy's BLAS
+    assert "openmp" in runtimes and "blas" in " ".join(sections["Threadpools (BLAS, OpenMP)"])

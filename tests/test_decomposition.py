@@ -3,6 +3,7 @@ memory, explained variance, and the scikit-learn machinery (pipelines, grid sear
 
 from __future__ import annotations
 
+import io
 import os
 import pickle
 import subprocess
@@ -161,6 +162,32 @@ def test_progress_reporting(rng, capsys):
     assert "[KernelPCA] kernel" in err and "[KernelPCA] done" in err
     KernelPCA(5, kernel="rbf").fit(X)
     assert capsys.readouterr().err == ""
+
+
+class _Terminal(io.StringIO):
+    """stderr as a terminal would be: tqdm's bar is drawn only there (or in a notebook)."""
+
+    def isatty(self):
+        return True
+
+
+def test_progress_bar_in_a_terminal(rng, monkeypatch):
+    pytest.importorskip("tqdm")
+    X = rng.standard_normal((2000, 5))
+    terminal = _Terminal()
+    monkeypatch.setattr(sys, "stderr", terminal)
+    kp = KernelPCA(5, kernel="rbf", gamma=0.5, eigen_solver="lanczos", verbose=1).fit(X)
+    out = terminal.getvalue()
+    passes = kp.solver_info_["n_passes"]
+    # the bar ends full at the solver's pass count, between the stage lines; no per-pass lines at verbose=1
+    assert f"{passes}/{passes} [" in out and "passes/s" in out and "residual=" in out
+    assert out.index("[KernelPCA] center") < out.index("passes/s") < out.index("[KernelPCA] done")
+    assert "[KernelPCA] pass:" not in out
+    # not a terminal (a log file, CI): the stage lines only, no bar
+    plain = io.StringIO()
+    monkeypatch.setattr(sys, "stderr", plain)
+    KernelPCA(5, kernel="rbf", gamma=0.5, eigen_solver="lanczos", verbose=1).fit(X)
+    assert "[KernelPCA] done" in plain.getvalue() and "passes/s" not in plain.getvalue()
 
 
 def test_does_not_modify_input(rng):

@@ -8,6 +8,8 @@ the estimators and operators load them on first use.
 
 from __future__ import annotations
 
+from typing import IO, TYPE_CHECKING
+
 from ._version import __version__
 from .exceptions import ConvergenceWarning, FastkpcaWarning, NonEuclideanWarning, SingularKernelWarning
 from .kernels import double_center, double_center_distances, gram, pairwise_kernels
@@ -42,7 +44,26 @@ __all__ = [
     "sklearn_patched",
     "unpatch_sklearn",
     "show_config",
+    "show_versions",
 ]
+
+if TYPE_CHECKING:  # what type checkers and IDEs see of the names imported on first access below
+    from ._show_versions import show_versions
+    from ._sklearn_patch import patch_sklearn, sklearn_patched, unpatch_sklearn
+    from .estimators import (
+        ClassicalMDS,
+        KernelCenterer,
+        KernelPCA,
+        KernelRidge,
+        KernelRidgeCV,
+        Nystroem,
+        SpectralClustering,
+        SpectralEmbedding,
+        classical_mds,
+        spectral_clustering,
+        spectral_embedding,
+    )
+    from .operators import KernelOperator, kernel_operator
 
 # Names that need scikit-learn, imported on first access (PEP 562).
 _LAZY = {
@@ -62,6 +83,7 @@ _LAZY = {
     "sklearn_patched": "_sklearn_patch",
     "kernel_operator": "operators",
     "KernelOperator": "operators",
+    "show_versions": "_show_versions",
 }
 
 
@@ -100,7 +122,7 @@ def get_include() -> str:
     return os.path.normpath(os.path.join(here, "..", "..", "cpp", "include"))
 
 
-def show_config(file=None) -> None:
+def show_config(file: IO[str] | None = None) -> None:
     """Print the native module in use, its SIMD level, OpenMP threads, Eigen and compiler versions.
 
     Parameters

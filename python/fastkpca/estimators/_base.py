@@ -3,7 +3,9 @@ a model fitted by any engine as one that lives in this process."""
 
 from __future__ import annotations
 
+import importlib.util
 import sys
+import weakref
 
 from sklearn.utils.validation import check_is_fitted
 
@@ -12,7 +14,9 @@ from .. import engines
 
 class Reporting:
     """``_report(stage, **figures)``: calls ``self.callback(stage, figures)`` and, with ``verbose``, prints
-    the stage to stderr; the stages of every pass or iteration (``PER_PASS``) only from ``verbose=2``."""
+    the stage to stderr; the stages of every pass or iteration (``PER_PASS``) are printed from ``verbose=2``,
+    and with ``verbose=1`` they drive a progress bar (passes, residual, time left) when tqdm is installed and
+    stderr is a terminal or a notebook. Without tqdm, ``verbose=1`` prints the stages only."""
 
     PER_PASS = ("pass", "iteration")
 
@@ -20,12 +24,82 @@ class Reporting:
         if getattr(self, "callback", None) is not None:
             self.callback(stage, info)
         verbose = getattr(self, "verbose", 0)
-        if verbose and (stage not in self.PER_PASS or verbose >= 2):
-            figures = ", ".join(f"{k}={val:.3g}" if isinstance(val, float) else f"{k}={val}" for k, val in info.items())
-            print(f"[{type(self).__name__}] {stage}: {figures}", file=sys.stderr, flush=True)
+        if not verbose:
+            return
+        if stage in self.PER_PASS:
+            if verbose >= 2:
+                print(self._line(stage, info), file=sys.stderr, flush=True)
+            else:
+                bar = progress_bar(self, stage)
+                if bar is not None:
+                    bar.update(stage, info)
+            return
+        finish_progress_bar(self)
+        print(self._line(stage, info), file=sys.stderr, flush=True)
+
+    def _line(self, stage: str, info: dict) -> str:
+        figures = ", ".join(f"{k}={val:.3g}" if isinstance(val, float) else f"{k}={val}" for k, val in info.items())
+        return f"[{type(self).__name__}] {stage}: {figures}"
 
     def _wants_progress(self) -> bool:
-        return getattr(self, "callback", None) is not None or getattr(self, "verbose", 0) >= 2
+        verbose = getattr(self, "verbose", 0)
+        return (getattr(self, "callback", None) is not None or verbose >= 2
+                or (verbose == 1 and progress_bars_shown()))
+
+
+def progress_bars_shown() -> bool:
+    """A bar needs tqdm and somewhere that redraws a line: a terminal on stderr, or a notebook."""
+    if importlib.util.find_spec("tqdm") is None:
+        return False
+    stream = sys.stderr
+    return bool(getattr(stream, "isatty", lambda: False)()) or "ipykernel" in sys.modules
+
+
+class PassBar:
+    """A tqdm bar over the passes (or iterations) of one solve: the total is the passes done plus the
+    solver's estimate of those left (from the residual's decay), so the bar's ETA is the solver's."""
+
+    UNITS = {"pass": " passes", "iteration": " iterations"}
+
+    def __init__(self, owner: str, stage: str):
+        from tqdm.auto import tqdm
+
+        self.bar = tqdm(total=None, desc=owner, unit=self.UNITS.get(stage, f" {stage}"), file=sys.stderr,
+                        leave=True, dynamic_ncols=True)
+
+    def update(self, stage: str, info: dict) -> None:
+        done = int(info.get("passes", info.get("iterations", self.bar.n)))
+        per_pass, eta = info.get("seconds_per_pass"), info.get("eta_seconds")
+        if per_pass and eta is not None:
+            self.bar.total = done + int(round(eta / per_pass))
+        postfix = {"residual": f"{info['residual']:.2e}"} if "residual" in info else {}
+        if "converged" in info:
+            postfix["converged"] = info["converged"]
+        self.bar.set_postfix(postfix, refresh=False)
+        self.bar.update(max(done - self.bar.n, 0))
+
+    def close(self) -> None:
+        if self.bar.total is not None:  # a finished solve fills its bar, whatever the estimate said
+            self.bar.total = self.bar.n
+        self.bar.close()
+
+
+# The open bar of an estimator's fit, by estimator: not an attribute, so that clones and pickles never see it.
+_BARS: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()
+
+
+def progress_bar(estimator, stage: str) -> PassBar | None:
+    if estimator not in _BARS:
+        if not progress_bars_shown():
+            return None
+        _BARS[estimator] = PassBar(type(estimator).__name__, stage)
+    return _BARS[estimator]
+
+
+def finish_progress_bar(estimator) -> None:
+    bar = _BARS.pop(estimator, None)
+    if bar is not None:
+        bar.close()
 
 
 class EngineFitted:

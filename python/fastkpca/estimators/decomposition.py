@@ -140,7 +140,9 @@ default="linear"
         ``chunk_rows``, ``landmark_selection`` (for rpcholesky: rows searched, kernel columns evaluated,
         residual trace fraction) and ``seconds`` per stage.
     n_features_in_ : int
-    feature_names_in_ : ndarray of shape (n_features_in_,)
+        Number of features seen during fit.
+    feature_names_in_ : ndarray of shape (`n_features_in_`,)
+        Names of the features seen during fit, when X has feature names that are all strings.
 
     Notes
     -----
@@ -441,6 +443,8 @@ default="linear"
         ----------
         X : {array-like, sparse matrix, dask array} of shape (n_samples, n_features)
         y : ignored
+        **params : dict
+            Passed to :meth:`fit` (scikit-learn's signature; fit takes none).
 
         Returns
         -------

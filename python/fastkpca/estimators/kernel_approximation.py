@@ -70,7 +70,9 @@ class Nystroem(EngineFitted, ClassNamePrefixFeaturesOutMixin, TransformerMixin, 
         How the landmarks were chosen (method, seconds; for rpcholesky the rows searched, kernel columns
         evaluated and the residual trace fraction).
     n_features_in_ : int
-    feature_names_in_ : ndarray of shape (n_features_in_,)
+        Number of features seen during fit.
+    feature_names_in_ : ndarray of shape (`n_features_in_`,)
+        Names of the features seen during fit, when X has feature names that are all strings.
 
     Examples
     --------

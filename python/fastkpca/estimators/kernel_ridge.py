@@ -413,8 +413,23 @@ class KernelRidgeCV(MultiOutputMixin, RegressorMixin, BaseEstimator):
         return alphas, gammas, v.memory_limit(self.memory_limit)
 
     def fit(self, X, y, sample_weight=None):
-        """Choose alpha (and gamma) and refit on all the data. sample_weight applies to the refit and to
-        the validation errors' weights (the LOO and fold systems are solved unweighted)."""
+        """Choose alpha (and gamma) and refit on all the data.
+
+        Parameters
+        ----------
+        X : array-like of shape (n_samples, n_features), or (n_samples, n_samples) if precomputed
+            Training data.
+        y : array-like of shape (n_samples,) or (n_samples, n_targets)
+            Targets.
+        sample_weight : array-like of shape (n_samples,), default=None
+            Weights of the refit and of the validation errors (the leave-one-out and fold systems are
+            solved unweighted).
+
+        Returns
+        -------
+        self : KernelRidgeCV
+            The fitted estimator.
+        """
         alphas, gammas, limit = self._check()
         samples, y = engines.select(X).fit_samples(self, X, y, targets=True)
         X = samples.local("KernelRidgeCV")
@@ -467,7 +482,18 @@ class KernelRidgeCV(MultiOutputMixin, RegressorMixin, BaseEstimator):
         return kernel.cross(v.check_samples(X, "X", X.dtype)).astype(np.float64, copy=False)
 
     def predict(self, X):
-        """Predictions of the refitted model."""
+        """Predictions of the refitted model.
+
+        Parameters
+        ----------
+        X : array-like of shape (n_new, n_features)
+            New samples.
+
+        Returns
+        -------
+        y : ndarray of shape (n_new,) or (n_new, n_targets)
+            ``estimator_.predict(X)``.
+        """
         check_is_fitted(self)
         return self.estimator_.predict(X)
 

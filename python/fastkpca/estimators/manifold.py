@@ -6,6 +6,7 @@ from __future__ import annotations
 import warnings
 
 import numpy as np
+from numpy.typing import ArrayLike
 from sklearn.base import BaseEstimator, ClassNamePrefixFeaturesOutMixin, TransformerMixin
 
 from .. import _native
@@ -63,7 +64,9 @@ def _embed(B, n_components, random_state, n_jobs, euclidean=False):
     return vectors * np.sqrt(values), values, smallest, trace
 
 
-def classical_mds(D, n_components=2, *, squared=False, random_state=None, n_jobs=None):
+def classical_mds(D: ArrayLike, n_components: int = 2, *, squared: bool = False,
+                  random_state: int | np.random.RandomState | None = None,
+                  n_jobs: int | None = None) -> np.ndarray:
     """Classical scaling of a distance matrix: the top principal coordinates.
 
     Parameters
@@ -152,12 +155,38 @@ class ClassicalMDS(ClassNamePrefixFeaturesOutMixin, TransformerMixin, BaseEstima
         self.n_jobs = n_jobs
 
     def fit(self, X, y=None):
-        """Compute the embedding of X (samples, or distances when dissimilarity="precomputed")."""
+        """Compute the embedding of X (samples, or distances when dissimilarity="precomputed").
+
+        Parameters
+        ----------
+        X : array-like of shape (n_samples, n_features) or (n_samples, n_samples)
+            Samples, or the distance matrix when ``dissimilarity="precomputed"``.
+        y : None
+            Ignored.
+
+        Returns
+        -------
+        self : ClassicalMDS
+            The fitted estimator.
+        """
         self.fit_transform(X)
         return self
 
     def fit_transform(self, X, y=None):
-        """Compute and return the embedding."""
+        """Compute and return the embedding.
+
+        Parameters
+        ----------
+        X : array-like of shape (n_samples, n_features) or (n_samples, n_samples)
+            Samples, or the distance matrix when ``dissimilarity="precomputed"``.
+        y : None
+            Ignored.
+
+        Returns
+        -------
+        embedding : ndarray of shape (n_samples, n_components)
+            The coordinates, ``embedding_``.
+        """
         if self.dissimilarity not in ("euclidean", "precomputed"):
             raise ValueError(f"dissimilarity must be 'euclidean' or 'precomputed', got {self.dissimilarity!r}")
         n_components = v.check_int(self.n_components, "n_components", minimum=1)

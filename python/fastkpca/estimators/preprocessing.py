@@ -27,7 +27,9 @@ class KernelCenterer(ClassNamePrefixFeaturesOutMixin, TransformerMixin, BaseEsti
     K_fit_all_ : float
         Mean of the training kernel.
     n_features_in_ : int
-    feature_names_in_ : ndarray of shape (n_features_in_,)
+        Number of features seen during fit.
+    feature_names_in_ : ndarray of shape (`n_features_in_`,)
+        Names of the features seen during fit, when X has feature names that are all strings.
         Only when fitted on a DataFrame with string column names.
 
     Examples
@@ -43,7 +45,20 @@ class KernelCenterer(ClassNamePrefixFeaturesOutMixin, TransformerMixin, BaseEsti
     """
 
     def fit(self, K, y=None):
-        """Learn the column means and the grand mean of the training kernel K (n_samples, n_samples)."""
+        """Learn the column means and the grand mean of the training kernel.
+
+        Parameters
+        ----------
+        K : array-like of shape (n_samples, n_samples)
+            The training kernel matrix.
+        y : None
+            Ignored.
+
+        Returns
+        -------
+        self : KernelCenterer
+            The fitted centerer.
+        """
         K = validate_data(self, K, dtype=[np.float64, np.float32])
         if K.shape[0] != K.shape[1]:
             raise ValueError(f"Kernel matrix must be a square matrix. Input is a {K.shape[0]}x{K.shape[1]} matrix.")
@@ -55,8 +70,19 @@ class KernelCenterer(ClassNamePrefixFeaturesOutMixin, TransformerMixin, BaseEsti
     def transform(self, K, copy=True):
         """Center a kernel K (n_new, n_samples) between new samples and the training samples.
 
-        ``K' = K - 1 K_fit_rows_ᵀ - rowmean(K) 1ᵀ + K_fit_all_``. With copy=False a C-contiguous float
-        K is centered in place.
+        ``K' = K - 1 K_fit_rows_ᵀ - rowmean(K) 1ᵀ + K_fit_all_``.
+
+        Parameters
+        ----------
+        K : array-like of shape (n_new, n_samples)
+            Kernel between new samples (rows) and the training samples (columns).
+        copy : bool, default=True
+            With ``copy=False`` a C-contiguous, writeable float K is centered in place.
+
+        Returns
+        -------
+        K_new : ndarray of shape (n_new, n_samples)
+            The centered kernel.
         """
         check_is_fitted(self)
         K = validate_data(self, K, copy=copy, dtype=[np.float64, np.float32], reset=False)

@@ -4,6 +4,7 @@ Lanczos solver (solvers/spectral.py says exactly what is computed)."""
 from __future__ import annotations
 
 import time
+from typing import Any
 import warnings
 
 import numpy as np
@@ -66,8 +67,9 @@ def embed_affinity(affinity: aff.Affinity, n_components: int, *, eigen_solver, r
     return E.astype(dtype, copy=False), info
 
 
-def spectral_embedding(adjacency, *, n_components=8, eigen_solver=None, random_state=None, eigen_tol="auto",
-                       norm_laplacian=True, drop_first=True, n_jobs=None):
+def spectral_embedding(adjacency: Any, *, n_components: int = 8, eigen_solver: str | None = None,
+                       random_state: int | np.random.RandomState | None = None, eigen_tol: float | str = "auto",
+                       norm_laplacian: bool = True, drop_first: bool = True, n_jobs: int | None = None) -> np.ndarray:
     """Project the sample on the first eigenvectors of the graph Laplacian; scikit-learn's
     ``sklearn.manifold.spectral_embedding`` on fastkpca's block Lanczos solver.
 
@@ -159,8 +161,6 @@ class SpectralEmbedding(Reporting, EngineFitted, AffinityFitted, BaseEstimator):
         callable gets X and returns the affinity.
     gamma : float, default=None
         Kernel coefficient of the kernel affinities (None: 1 / n_features).
-    degree, coef0 : float, default=3, 1
-        Parameters of the poly and sigmoid affinities.
     random_state : int, RandomState instance or None, default=None
     eigen_solver : {None, "auto", "lanczos", "nystrom", "arpack", "lobpcg", "amg"}, default=None
         None/"auto"/"lanczos": block Lanczos on the normalised affinity; ``"nystrom"``: the approximate
@@ -172,6 +172,8 @@ class SpectralEmbedding(Reporting, EngineFitted, AffinityFitted, BaseEstimator):
         Neighbours of the k-NN graph (None: max(n_samples / 10, 1)).
     n_jobs : int, default=None
         Threads.
+    degree, coef0 : float, default=3, 1
+        Parameters of the poly and sigmoid affinities.
     memory_limit : int or str, default=None
         Bytes a kernel affinity's operator may hold (see :class:`fastkpca.KernelPCA`).
     n_landmarks : int, default=None
@@ -197,7 +199,9 @@ class SpectralEmbedding(Reporting, EngineFitted, AffinityFitted, BaseEstimator):
         scikit-learn does; their rows of the embedding are 0 unless the graph has fewer components than
         wanted eigenvectors) and timings.
     n_features_in_ : int
-    feature_names_in_ : ndarray of shape (n_features_in_,)
+        Number of features seen during fit.
+    feature_names_in_ : ndarray of shape (`n_features_in_`,)
+        Names of the features seen during fit, when X has feature names that are all strings.
 
     Examples
     --------

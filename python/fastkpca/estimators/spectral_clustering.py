@@ -4,6 +4,7 @@ kernel affinity never builds; scikit-learn's drop-in."""
 from __future__ import annotations
 
 import warnings
+from typing import Any
 
 import numpy as np
 from sklearn.base import BaseEstimator, ClusterMixin
@@ -91,7 +92,9 @@ class SpectralClustering(Reporting, EngineFitted, AffinityFitted, ClusterMixin, 
     solver_info_ : dict
         What the solver did (see :class:`fastkpca.SpectralEmbedding`).
     n_features_in_ : int
-    feature_names_in_ : ndarray of shape (n_features_in_,)
+        Number of features seen during fit.
+    feature_names_in_ : ndarray of shape (`n_features_in_`,)
+        Names of the features seen during fit, when X has feature names that are all strings.
 
     Examples
     --------
@@ -99,7 +102,7 @@ class SpectralClustering(Reporting, EngineFitted, AffinityFitted, ClusterMixin, 
     >>> from fastkpca import SpectralClustering
     >>> X = np.r_[np.zeros((50, 2)), np.ones((50, 2)) * 5] + np.random.default_rng(0).normal(0, .1, (100, 2))
     >>> labels = SpectralClustering(n_clusters=2, random_state=0).fit_predict(X)
-    >>> len(set(labels[:50])), len(set(labels[50:])), labels[0] != labels[-1]
+    >>> len(set(labels[:50])), len(set(labels[50:])), bool(labels[0] != labels[-1])
     (1, 1, True)
     """
 
@@ -183,8 +186,10 @@ class SpectralClustering(Reporting, EngineFitted, AffinityFitted, ClusterMixin, 
 
 
 
-def spectral_clustering(affinity, *, n_clusters=8, n_components=None, eigen_solver=None, random_state=None,
-                        n_init=10, eigen_tol="auto", assign_labels="kmeans", verbose=False):
+def spectral_clustering(affinity: Any, *, n_clusters: int = 8, n_components: int | None = None,
+                        eigen_solver: str | None = None, random_state: int | np.random.RandomState | None = None,
+                        n_init: int = 10, eigen_tol: float | str = "auto", assign_labels: str = "kmeans",
+                        verbose: bool = False) -> np.ndarray:
     """Spectral clustering of a precomputed affinity; scikit-learn's ``sklearn.cluster.spectral_clustering``
     on fastkpca's solver.
 

@@ -53,7 +53,7 @@ def _center(K, name: str, what: str, alpha: float, copy: bool, n_jobs) -> np.nda
     return result
 
 
-def double_center(K, *, copy=False, n_jobs=None):
+def double_center(K: np.ndarray, *, copy: bool = False, n_jobs: int | None = None) -> np.ndarray:
     """Doubly centered kernel matrix ``H K H`` with ``H = I - 11ᵀ/N``.
 
     Parameters
@@ -94,7 +94,8 @@ def double_center(K, *, copy=False, n_jobs=None):
     return _center(K, "K", "kernel", 1.0, copy, n_jobs)
 
 
-def double_center_distances(D, *, squared=False, copy=False, n_jobs=None):
+def double_center_distances(D: np.ndarray, *, squared: bool = False, copy: bool = False,
+                            n_jobs: int | None = None) -> np.ndarray:
     """Classical scaling: ``B = -½ H D⁽²⁾ H`` from a distance matrix (PCA's dual on distances).
 
     For Euclidean distances between the rows of X, B equals the Gram matrix of the column-centered X, so

@@ -4,7 +4,10 @@ data, precomputed kernels)."""
 
 from __future__ import annotations
 
+from typing import Any, Callable
+
 import numpy as np
+from numpy.typing import ArrayLike
 
 from .. import _native
 from .. import _validation as v
@@ -17,7 +20,8 @@ __all__ = ["gram", "pairwise_kernels", "MatrixKernel", "ChunkedProduct", "CROSS_
 CROSS_KERNEL_CHUNK_BYTES = 256 * 2**20
 
 
-def gram(X, Y=None, *, kernel="linear", gamma=None, degree=3, coef0=1.0, n_jobs=None):
+def gram(X: ArrayLike, Y: ArrayLike | None = None, *, kernel: str = "linear", gamma: float | None = None,
+         degree: float = 3, coef0: float = 1.0, n_jobs: int | None = None) -> np.ndarray:
     """Kernel matrix ``K[i, j] = k(X[i], Y[j])``, computed in parallel tiles.
 
     Parameters
@@ -94,7 +98,8 @@ _NATIVE_METRICS = {
 }
 
 
-def pairwise_kernels(X, Y=None, metric="linear", *, filter_params=False, n_jobs=None, **kwds):
+def pairwise_kernels(X: ArrayLike, Y: ArrayLike | None = None, metric: str | Callable[..., float] = "linear", *,
+                     filter_params: bool = False, n_jobs: int | None = None, **kwds: Any) -> np.ndarray:
     """Kernel between arrays, with the signature and semantics of sklearn.metrics.pairwise.pairwise_kernels.
 
     The metrics ``"linear"``, ``"poly"``/``"polynomial"``, ``"rbf"``, ``"laplacian"``, ``"sigmoid"`` and

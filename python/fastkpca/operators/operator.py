@@ -11,6 +11,7 @@ precomputed matrix (:func:`from_matrix`) and an operator whose products come fro
 from __future__ import annotations
 
 import numpy as np
+from numpy.typing import ArrayLike
 from scipy.sparse.linalg import LinearOperator
 
 from .. import _native
@@ -40,6 +41,11 @@ class KernelOperator(LinearOperator):
     plan : StoragePlan or None
         Why this storage was chosen.
     native : the core's operator, which the solvers multiply by.
+
+    Notes
+    -----
+    Made by :func:`fastkpca.kernel_operator` (and the estimators); the constructor's arguments are the
+    engine's, not an interface.
     """
 
     def __init__(self, native, *, n_jobs=None, plan=None, keep=None, release=None, details=None, storage_dtype=None):
@@ -107,13 +113,37 @@ class KernelOperator(LinearOperator):
         return self._view(self.native.centered())
 
     def shifted(self, alpha: float) -> KernelOperator:
-        """K + alpha·I."""
+        """K + alpha·I, applied implicitly.
+
+        Parameters
+        ----------
+        alpha : float
+            The shift.
+
+        Returns
+        -------
+        op : KernelOperator
+            A view over the same kernel.
+        """
         return self._view(self.native.shifted(v.check_real(alpha, "alpha")))
 
     def normalized(self, scale, diagonal) -> KernelOperator:
         """S·(K − diag(diagonal))·S with S = diag(scale), applied implicitly (O(N·b) extra per product): with
         ``diagonal`` K's diagonal and ``scale`` the inverse square roots of the degrees K·1 − diagonal, the
-        normalised affinity of spectral embedding. Its trace is taken as 0 (``diagonal`` must be K's)."""
+        normalised affinity of spectral embedding. Its trace is taken as 0 (``diagonal`` must be K's).
+
+        Parameters
+        ----------
+        scale : array-like of shape (n,)
+            The diagonal of S.
+        diagonal : array-like of shape (n,)
+            K's diagonal, subtracted before scaling.
+
+        Returns
+        -------
+        op : KernelOperator
+            A view over the same kernel.
+        """
         n = self.shape[0]
         scale = np.ascontiguousarray(scale, dtype=np.float64)
         diagonal = np.ascontiguousarray(diagonal, dtype=np.float64)
@@ -122,7 +152,7 @@ class KernelOperator(LinearOperator):
         return self._view(self.native.normalized(scale, diagonal))
 
     def info(self) -> dict:
-        """What the operator holds and why, and its engine's figures: for solver_info_."""
+        """What the operator holds and why, and its engine's figures: for an estimator's ``solver_info_``."""
         plan = self.plan
         out = {"storage": self.storage, "storage_reason": plan.reason if plan else "",
                "kernel_bytes": self.kernel_bytes}
@@ -191,8 +221,9 @@ def sparse_operator(A, n_jobs=None) -> KernelOperator:
                            row_sums=lambda: sums, n_jobs=n_jobs, storage_dtype=A.dtype)
 
 
-def kernel_operator(X, *, kernel="rbf", gamma=None, degree=3, coef0=1.0, storage="auto", memory_limit=None,
-                    block_size=8, n_jobs=None) -> KernelOperator:
+def kernel_operator(X: ArrayLike, *, kernel: str = "rbf", gamma: float | None = None, degree: float = 3,
+                    coef0: float = 1.0, storage: str = "auto", memory_limit: int | str | None = None,
+                    block_size: int = 8, n_jobs: int | None = None) -> KernelOperator:
     """The kernel matrix ``K[i, j] = k(X[i], X[j])`` as an operator, held within a memory limit.
 
     Parameters

@@ -8,6 +8,7 @@ as given and only checks that they are consistent.
 from __future__ import annotations
 
 import math
+from typing import Any
 import time
 import warnings
 
@@ -204,7 +205,9 @@ def as_native_operator(A, threads: int):
     return _native.core.dense_operator(arr), arr.dtype
 
 
-def eigsh(A, k, *, tol=None, maxiter=None, block_size=None, random_state=None, return_info=False, n_jobs=None):
+def eigsh(A: Any, k: int, *, tol: float | None = None, maxiter: int | None = None, block_size: int | None = None,
+          random_state: int | np.random.RandomState | None = None, return_info: bool = False,
+          n_jobs: int | None = None) -> tuple[Any, ...]:
     """The k algebraically largest eigenpairs of a symmetric matrix or operator, by block Lanczos.
 
     Parameters
@@ -218,8 +221,8 @@ def eigsh(A, k, *, tol=None, maxiter=None, block_size=None, random_state=None, r
     k : int
         Number of eigenpairs, 1 <= k <= N.
     tol : float, default=None
-        Stop when every wanted pair has ‖Av − λv‖ <= tol·|λ₁| (λ₁ the largest eigenvalue returned).
-        ``None`` means 1e-10, enough for eigenvalues within about 1e-10·|λ₁| of the exact ones.
+        Stop when every wanted pair has ‖Av − λv‖ <= tol·abs(λ₁) (λ₁ the largest eigenvalue returned).
+        ``None`` means 1e-10, enough for eigenvalues within about 1e-10·abs(λ₁) of the exact ones.
     maxiter : int, default=None
         Maximum number of passes (products of A with a block); ``None`` means 1000. When reached, the best
         pairs found are returned with a :class:`fastkpca.ConvergenceWarning`.
@@ -249,8 +252,8 @@ def eigsh(A, k, *, tol=None, maxiter=None, block_size=None, random_state=None, r
     Raises
     ------
     ValueError
-        k not in [1, N]; A not square, not symmetric (the message gives max |A − Aᵀ|), or with NaN/inf;
-        negative tol.
+        k not in [1, N]; A not square, not symmetric (the message gives the largest entry of
+        abs(A − Aᵀ)), or with NaN/inf; negative tol.
     TypeError
         k, maxiter or block_size not an integer; A of a non-numeric type.
 
