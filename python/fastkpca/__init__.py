@@ -135,7 +135,8 @@ def show_config(file: IO[str] | None = None) -> None:
     >>> import fastkpca
     >>> fastkpca.show_config()  # doctest: +SKIP
     fastkpca 0.1.0
-    native module  : fastkpca._core_v4 (ISA level v4; runnable here: baseline, v3, v4)
+    native module       : fastkpca._core_v4
+    ISA level           : v4
     ...
     """
     import platform
@@ -143,15 +144,7 @@ def show_config(file: IO[str] | None = None) -> None:
 
     from . import _native
 
-    info = _native.core.build_info()
-    lines = [
-        f"fastkpca {__version__}",
-        f"native module  : {_native.core.__name__} (ISA level {info['isa']}; "
-        f"runnable here: {', '.join(_native.runnable_levels())})",
-        f"SIMD           : {info['simd']}",
-        f"OpenMP threads : {info['omp_max_threads']} (of {info['omp_num_procs']} processors; OpenMP {info['openmp']})",
-        f"Eigen          : {info['eigen']}",
-        f"compiler       : {info['compiler']}",
-        f"python         : {sys.version.split()[0]} on {platform.machine()}",
-    ]
+    figures = {**_native.describe(), "python": f"{sys.version.split()[0]} on {platform.machine()}"}
+    width = max(len(key) for key in figures)
+    lines = [f"fastkpca {__version__}"] + [f"{key:<{width}} : {value}" for key, value in figures.items()]
     print("\n".join(lines), file=file)

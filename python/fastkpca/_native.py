@@ -58,3 +58,17 @@ def load(level: str | None = None) -> ModuleType:
 
 #: The module every public function calls. Tests may swap it to check each ISA build.
 core: ModuleType = load()
+
+
+def describe() -> dict[str, str]:
+    """The native module in use, as ``show_config`` and ``show_versions`` print it."""
+    info = core.build_info()
+    return {
+        "native module": core.__name__,
+        "ISA level": info["isa"],
+        "runnable ISA levels": ", ".join(runnable_levels()),
+        "SIMD": info["simd"],
+        "OpenMP threads": f"{info['omp_max_threads']} of {info['omp_num_procs']} processors (OpenMP {info['openmp']})",
+        "Eigen": info["eigen"],
+        "compiler": info["compiler"],
+    }

@@ -23,22 +23,12 @@ def versions() -> dict[str, dict[str, object]]:
     from . import _native
     from ._version import __version__
 
-    info = _native.core.build_info()
     system = {
         "python": sys.version.replace("\n", " "),
         "executable": sys.executable,
         "machine": platform.platform(),
     }
-    native = {
-        "fastkpca": __version__,
-        "module": _native.core.__name__,
-        "ISA level": info["isa"],
-        "runnable ISA levels": ", ".join(_native.runnable_levels()),
-        "SIMD": info["simd"],
-        "OpenMP threads": f"{info['omp_max_threads']} of {info['omp_num_procs']} processors (OpenMP {info['openmp']})",
-        "compiler": info["compiler"],
-        "Eigen": info["eigen"],
-    }
+    native = {"fastkpca": __version__, **_native.describe()}
     dependencies = {name: _package_version(name) for name in DEPENDENCIES}
     runtimes: dict[str, object] = {}
     try:
