@@ -334,17 +334,28 @@ def test_dtypes_tiles_and_components_as_in_process(client):
 
 
 @pytest.mark.parametrize("solver", ["lanczos", "nystrom"])
-def test_spectral_embedding_and_clustering(client, solver):
+def test_spectral_embedding_and_clustering(client, solver, monkeypatch):
     """The new estimators run through the engine layer (no engine branch): the same embedding and labels
-    on a LocalCluster as in this process."""
+    on a LocalCluster as in this process, the solver's k-means start included (made from the workers'
+    rows at any size here)."""
+    from fastkpca.solvers import spectral_start
+
+    monkeypatch.setattr(spectral_start, "MIN_ROWS", 0)
     X = data()
     params = dict(affinity="rbf", gamma=0.1, random_state=0, eigen_solver=solver, n_landmarks=300)
     dist = fastkpca.SpectralEmbedding(n_components=3, **params).fit(da.from_array(X, chunks=(500, D)))
     local = fastkpca.SpectralEmbedding(n_components=3, **params).fit(X)
     assert dist.solver_info_["solver"] == solver
+    if solver == "lanczos":
+        assert dist.solver_info_["start"] == local.solver_info_["start"] == "partition into 4 groups"
     assert same_up_to_sign(dist.embedding_, local.embedding_) < 1e-6
+    # Labels on clustered data (on the Gaussian cloud above, k-means' boundary points flip with the last
+    # digits of the embedding, which differ with the order of the distributed sums).
+    from sklearn.datasets import make_blobs
+    from sklearn.metrics import adjusted_rand_score
+
+    X, _ = make_blobs(N, n_features=D, centers=3, cluster_std=2.0, random_state=0)
     labels = fastkpca.SpectralClustering(n_clusters=3, **params).fit_predict(da.from_array(X, chunks=(500, D)))
     ref = fastkpca.SpectralClustering(n_clusters=3, **params).fit_predict(X)
-    from sklearn.metrics import adjusted_rand_score
 
     assert adjusted_rand_score(labels, ref) == 1.0

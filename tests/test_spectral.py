@@ -23,7 +23,8 @@ from sklearn.metrics.pairwise import laplacian_kernel, rbf_kernel
 
 import fastkpca
 from fastkpca import SpectralClustering, SpectralEmbedding, spectral_clustering, spectral_embedding
-from fastkpca.solvers import spectral
+from fastkpca.solvers import spectral, spectral_start
+from fastkpca.solvers.spectral_start import NearestCentre, partition_start
 
 TESTS = os.path.dirname(__file__)
 
@@ -171,6 +172,51 @@ def test_affinity_matrix_is_built_only_on_access():
     est = SpectralEmbedding(n_components=2, affinity="rbf", gamma=0.1, random_state=0).fit(X)
     assert "affinity_matrix_" not in vars(est)
     np.testing.assert_allclose(est.affinity_matrix_, rbf_kernel(X, gamma=0.1), atol=1e-14)
+
+
+def test_partition_start_is_root_times_the_group_indicators():
+    labels = np.array([2, 0, 2, 5, 0])
+    root = np.array([1.0, 2.0, 3.0, 4.0, 5.0])
+    S = partition_start(labels, root)
+    expected = np.array([[0, 2, 0, 0, 5], [1, 0, 3, 0, 0], [0, 0, 0, 4, 0]], dtype=float).T
+    np.testing.assert_allclose(S, expected / np.linalg.norm(expected, axis=0), rtol=1e-15)
+    np.testing.assert_allclose(partition_start(labels, None).T @ partition_start(labels, None), np.eye(3))
+
+
+def test_nearest_centre_on_dense_and_sparse_rows(rng):
+    X = rng.standard_normal((200, 5))
+    centres = rng.standard_normal((7, 5))
+    expected = np.argmin(((X[:, None, :] - centres[None]) ** 2).sum(axis=2), axis=1)
+    np.testing.assert_array_equal(NearestCentre(centres)(X), expected)
+    np.testing.assert_array_equal(NearestCentre(centres)(sp.csr_matrix(X)), expected)
+
+
+def test_kmeans_start_solves_separated_clusters_in_a_few_passes_and_changes_nothing(monkeypatch):
+    """scikit-learn's SpectralClustering default gamma = 1 on separated blobs: the ninth Laplacian
+    eigenvalue is small, and from random vectors the solver needs many passes; started from √d times the
+    indicators of a k-means partition, a few; the embedding is the same subspace either way and the labels
+    the same."""
+    X, _ = make_blobs(2500, n_features=8, centers=6, cluster_std=1.0, random_state=3)
+    warm = SpectralClustering(n_clusters=6, random_state=0).fit(X)
+    monkeypatch.setattr(spectral_start, "MIN_ROWS", 10**9)  # no partition: a random start
+    cold = SpectralClustering(n_clusters=6, random_state=0).fit(X)
+    assert warm.solver_info_["start"] == "partition into 6 groups" and cold.solver_info_["start"] == "random"
+    assert warm.solver_info_["n_passes"] <= 3 < 10 <= cold.solver_info_["n_passes"]
+    assert max_angle(warm.embedding_, cold.embedding_) < 1e-6
+    assert adjusted_rand_score(warm.labels_, cold.labels_) == 1.0
+
+
+def test_a_start_that_misses_the_clusters_still_gives_the_dense_embedding(monkeypatch):
+    """Two moons, where k-means' groups are not the affinity's clusters: the embedding is still that of the
+    dense Laplacian."""
+    from sklearn.datasets import make_moons
+
+    monkeypatch.setattr(spectral_start, "MIN_ROWS", 0)
+    X, _ = make_moons(700, noise=0.05, random_state=0)
+    est = SpectralEmbedding(n_components=3, affinity="rbf", gamma=30.0, random_state=0).fit(X)
+    assert est.solver_info_["start"] == "partition into 4 groups"
+    ref, _ = reference_embedding(rbf_kernel(X, gamma=30.0), 3)
+    assert max_angle(est.embedding_, ref) < 1e-6
 
 
 def test_nystrom_embedding_close_to_exact():

@@ -17,6 +17,7 @@ from ..exceptions import ConvergenceWarning
 from ..kernels import NativeKernel, registry
 from ..solvers import low_rank, spectral
 from ..solvers.spectral_nystrom import nystrom_embedding
+from ..solvers.spectral_start import KMeansPartition
 from . import _affinity as aff
 from ._base import EngineFitted, Reporting
 
@@ -57,9 +58,12 @@ def embed_affinity(affinity: aff.Affinity, n_components: int, *, eigen_solver, r
                                             random_state=random_state, eigen_tol=eigen_tol,
                                             norm_laplacian=norm_laplacian, drop_first=drop_first)
         return E, {"solver": solver, "solve_seconds": time.perf_counter() - start}
+    # A kernel affinity's samples give the solver its start: a k-means partition (solvers/spectral_start.py).
+    partition = None if affinity.samples is None else KMeansPartition(affinity.samples,
+                                                                      random_state.randint(np.iinfo(np.int32).max))
     E, info = spectral.embed(affinity.op, affinity.degrees, n_components, norm_laplacian=norm_laplacian,
                              drop_first=drop_first, tol=_tol(eigen_tol), random_state=random_state,
-                             threads=affinity.op.threads, progress=progress)
+                             threads=affinity.op.threads, progress=progress, partition=partition)
     if not info["converged"]:
         warnings.warn(f"spectral embedding: the lanczos solver stopped after {info['n_passes']} passes before "
                       "every eigenvector converged", ConvergenceWarning, stacklevel=3)

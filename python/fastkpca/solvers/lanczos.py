@@ -21,7 +21,7 @@ from ..operators.arithmetic import products_for
 from ..operators.storage import pass_bytes
 from .eigenvalues import sign_flip
 
-__all__ = ["eigsh"]
+__all__ = ["eigsh", "solve", "block_size_for"]
 
 #: Default relative residual tolerance: ‖Av − λv‖ ≤ tol·|λ₁| for every returned pair.
 DEFAULT_TOL = 1e-10
@@ -112,6 +112,13 @@ class PassClock:
                 "seconds": elapsed, "seconds_per_pass": per_pass, "eta_seconds": eta}
 
 
+def block_size_for(op, k: int) -> int:
+    """The default block width of the top k pairs of ``op``: that of a compute-bound operator when its
+    passes evaluate kernel entries (recomputed tiles), else that of a memory-bound one."""
+    op = getattr(op, "native", op)
+    return default_block_size(k, op.n, op.pass_cost(8)["kernel_entries"] > 0)
+
+
 def solve(op, k: int, *, tol, maxiter, block_size, random_state, threads: int, progress=None, start=None):
     """Top-k pairs of the operator ``op`` (a :class:`fastkpca.KernelOperator`, centered or shifted views
     included, or the core's operator itself). ``progress(figures)`` gets the PassClock's figures after
@@ -122,8 +129,7 @@ def solve(op, k: int, *, tol, maxiter, block_size, random_state, threads: int, p
     """
     op = getattr(op, "native", op)
     n = op.n
-    compute_bound = op.pass_cost(8)["kernel_entries"] > 0
-    b = default_block_size(k, n, compute_bound) if block_size is None else block_size
+    b = block_size_for(op, k) if block_size is None else block_size
     tol = DEFAULT_TOL if tol is None else tol
     maxiter = DEFAULT_MAX_PASSES if maxiter is None else maxiter
     rng = v.check_random_state(random_state)

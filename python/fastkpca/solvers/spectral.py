@@ -24,11 +24,13 @@ the view (which solves small problems densely itself).
 
 from __future__ import annotations
 
+import time
 from dataclasses import dataclass
 
 import numpy as np
 
 from . import lanczos
+from .spectral_start import partition_start
 
 __all__ = ["Degrees", "degrees", "laplacian_view", "finish", "embed", "DEFAULT_TOL"]
 
@@ -99,15 +101,28 @@ def finish(vectors: np.ndarray, root: np.ndarray | None, drop_first: bool, n_com
 
 
 def embed(op, deg: Degrees, n_components: int, *, norm_laplacian=True, drop_first=True, tol=None,
-          maxiter=None, block_size=None, random_state=None, threads=1, progress=None):
+          maxiter=None, block_size=None, random_state=None, threads=1, progress=None, partition=None):
     """(embedding, info) of an affinity operator ``op`` (a KernelOperator: any storage, a sparse or a
     Python-side operator) with its degrees, by block Lanczos on its Laplacian view. ``info`` holds the
-    solver's figures (passes, residuals, block width, ...) and the Laplacian's eigenvalues."""
+    solver's figures (passes, residuals, block width, ...) and the Laplacian's eigenvalues.
+
+    ``partition(groups)``, when given, returns labels of the samples (or None) from which the solver's
+    start block is made (spectral_start.py: √d times the groups' indicators), for at most as many groups
+    as the block has columns and pairs are wanted."""
     k = n_components + 1 if drop_first else n_components
     view, shift = laplacian_view(op, deg, norm_laplacian)
+    b = lanczos.block_size_for(view, k) if block_size is None else block_size
+    start, seconds = None, time.perf_counter()
+    labels = partition(min(k, b)) if partition is not None and not lanczos.solves_densely(k, b, deg.root.shape[0]) \
+        else None
+    if labels is not None:
+        start = partition_start(labels, deg.root if norm_laplacian else None)
+    seconds = time.perf_counter() - seconds
     values, vectors, info = lanczos.solve(view, k, tol=DEFAULT_TOL if tol is None else tol, maxiter=maxiter,
-                                          block_size=block_size, random_state=random_state, threads=threads,
-                                          progress=progress)
+                                          block_size=b, random_state=random_state, threads=threads,
+                                          progress=progress, start=start)
+    info["start"] = "random" if start is None else f"partition into {start.shape[1]} groups"
+    info["start_seconds"] = seconds
     info["laplacian_eigenvalues"] = shift - values
     info["n_isolated"] = deg.n_isolated
     return finish(vectors, deg.root if norm_laplacian else None, drop_first, n_components), info
