@@ -142,7 +142,13 @@ void kernel_block_pass(const KernelTiles<S>& tiles, const S* stored, Index store
             tiles.slab(i0, j0, diagonal, ws->slab, *ws);
             slab = ws->slab;
           }
-          micro::product(slab, B, 1, B, B, vb + j0 * ldv, ldv, wa + i0 * ldv, ldv, ldv, next, next ? B * B * Index(sizeof(S)) : 0);
+          const Index ahead = next ? B * B * Index(sizeof(S)) : 0;
+          if (wj && !diagonal && micro::symmetric_fits<P>(ldv)) {  // both products in one sweep
+            micro::symmetric_product(slab, B, B, B, va + i0 * ldv, vb + j0 * ldv, wa + i0 * ldv, wj + b * B * ldv, ldv,
+                                     next, ahead);
+            return;
+          }
+          micro::product(slab, B, 1, B, B, vb + j0 * ldv, ldv, wa + i0 * ldv, ldv, ldv, next, ahead);
           if (wj && !diagonal) micro::product(slab, 1, B, B, B, va + i0 * ldv, ldv, wj + b * B * ldv, ldv, ldv);
         });
       }

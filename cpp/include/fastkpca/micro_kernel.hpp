@@ -266,4 +266,83 @@ inline void product(const S* a, Index a_rs, Index a_ks, Index rows, Index depth,
   }
 }
 
+// Both products of an off-diagonal slab in one sweep, each entry read once: for R rows of the slab from
+// `a` (row-major, leading dimension lda) and its `depth` columns,
+//   wi[r] += Σ_j a[r, j] vj[j]   (the sums over j in registers, added to wi at the end) and
+//   col[j] += a[r, j] vi[r]      (the mirrored sums, one per column, in an L1 buffer of the whole slab),
+// over one slice of NVp vectors of the block (vi, vj, col in T; wi in double; leading dimension ldv for
+// vi, vj, wi, NVp·W for col). The columns' chains are independent, so their FMAs overlap. Every sum runs
+// in the order of the two-sweep product() (j ascending for wi, rows ascending for col), so both give the
+// same numbers; one broadcast of an entry here feeds both products' FMAs.
+template <int R, int NVp, class T, class S>
+inline void symmetric_block(const S* a, Index lda, Index depth, const T* vi, const T* vj, Index ldv, double* wi,
+                            T* col) {
+  V<T> acc[R][NVp], x[R][NVp];
+#pragma GCC unroll 8
+  for (int r = 0; r < R; ++r)
+#pragma GCC unroll 2
+    for (int v = 0; v < NVp; ++v) {
+      acc[r][v] = V<T>{};
+      x[r][v] = simd::load(vi + r * ldv + v * W<T>);
+    }
+  for (Index j = 0; j < depth; ++j) {
+    V<T> bv[NVp], c[NVp];
+#pragma GCC unroll 2
+    for (int v = 0; v < NVp; ++v) {
+      bv[v] = simd::load(vj + j * ldv + v * W<T>);
+      c[v] = simd::load(col + j * NVp * W<T> + v * W<T>);
+    }
+#pragma GCC unroll 8
+    for (int r = 0; r < R; ++r) {
+      const V<T> av = broadcast_entry<T>(a + r * lda + j);
+#pragma GCC unroll 2
+      for (int v = 0; v < NVp; ++v) {
+        acc[r][v] += av * bv[v];
+        c[v] += av * x[r][v];
+      }
+    }
+#pragma GCC unroll 2
+    for (int v = 0; v < NVp; ++v) simd::store(col + j * NVp * W<T> + v * W<T>, c[v]);
+  }
+#pragma GCC unroll 8
+  for (int r = 0; r < R; ++r)
+#pragma GCC unroll 2
+    for (int v = 0; v < NVp; ++v) add_to<T>(wi + r * ldv + v * W<T>, acc[r][v]);
+}
+
+// Whether symmetric_product handles a block of ldv columns: one or two vectors (b <= 8 in double on AVX2,
+// b <= 16 on AVX-512), the memory-bound passes over a stored kernel; wider blocks take two sweeps.
+template <class T>
+constexpr bool symmetric_fits(Index ldv) {
+  return ldv / W<T> <= 2;
+}
+
+// Rows per block of symmetric_block: R·NVp sums and R·NVp rows of V_I in registers.
+constexpr int SR = simd::kBytes == 64 ? 8 : 4;
+
+// An off-diagonal slab's W_I += A·V_J and W_J += Aᵀ·V_I (A: rows × depth <= kSlab, row-major, leading
+// dimension lda) in one sweep; the mirrored sums are added to W_J once, at the end, as product() adds its
+// own. `ahead` as in product().
+template <class T, class S>
+inline void symmetric_product(const S* a, Index lda, Index rows, Index depth, const T* vi, const T* vj, double* wi,
+                              double* wj, Index ldv, const char* ahead = nullptr, Index ahead_bytes = 0) {
+  constexpr Index most = kSlab<S> * 2 * simd::kBytes / Index(sizeof(T));
+  alignas(64) T col[most];
+  const int vectors = static_cast<int>(ldv / W<T>);
+  std::fill(col, col + depth * vectors * W<T>, T(0));
+  Index fetched = 0;
+  for (Index r = 0; r < rows; r += SR) {
+    if (ahead) {
+      const Index until = ahead_bytes * std::min<Index>(rows, r + SR) / rows;
+      for (; fetched < until; fetched += 64) __builtin_prefetch(ahead + fetched, 0, 3);
+    }
+    if (vectors == 2)
+      symmetric_block<SR, 2>(a + r * lda, lda, depth, vi + r * ldv, vj, ldv, wi + r * ldv, col);
+    else
+      symmetric_block<SR, 1>(a + r * lda, lda, depth, vi + r * ldv, vj, ldv, wi + r * ldv, col);
+  }
+  for (Index j = 0; j < depth; ++j)
+    for (int v = 0; v < vectors; ++v) add_to<T>(wj + j * ldv + v * W<T>, simd::load(col + (j * vectors + v) * W<T>));
+}
+
 }  // namespace fastkpca::micro
