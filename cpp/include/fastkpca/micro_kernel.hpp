@@ -222,6 +222,19 @@ inline void product_block(const S* a, Index a_rs, Index a_ks, Index depth, const
     for (int v = 0; v < NVp; ++v) add_to<T>(w + r * ldw + v * W<T>, acc[r][v]);
 }
 
+// Cache lines of `ahead` (the next stored slab, `bytes` long; none when null) asked for while the rows of
+// this one are multiplied: before the block ending at row `until_row`, the share of `ahead` up to that
+// row, so that the requests are spread over the blocks and do not queue up behind each other.
+struct SlabPrefetch {
+  const char* ahead;
+  Index bytes, rows, fetched = 0;
+  void operator()(Index until_row) {
+    if (!ahead) return;
+    const Index until = bytes * std::min<Index>(rows, until_row) / rows;
+    for (; fetched < until; fetched += 64) __builtin_prefetch(ahead + fetched, 0, 3);
+  }
+};
+
 // W[rows × ldv] += A·B over all of B's ldv columns (a multiple of W<T>); rows a multiple of PR. Blocks of PR
 // rows × up to PV vectors; a block of one or two vectors (b <= 8 in double on AVX2) in blocks of
 // PR_NARROW rows instead (then PR for what is left), so that it too keeps 12 sums in flight.
@@ -229,18 +242,12 @@ template <class T, class S>
 inline void product(const S* a, Index a_rs, Index a_ks, Index rows, Index depth, const T* b, Index ldb, double* w,
                     Index ldw, Index ldv, const char* ahead = nullptr, Index ahead_bytes = 0) {
   const Index vectors = ldv / W<T>;
-  // Cache lines of `ahead` asked for before each row block: a stored pass reads its next slab while this
-  // one is multiplied, spread over the blocks so that the requests do not queue up behind each other.
-  Index fetched = 0;
-  auto prefetch = [&](Index r) {
-    const Index until = ahead_bytes * std::min<Index>(rows, r + PR_NARROW) / rows;
-    for (; fetched < until; fetched += 64) __builtin_prefetch(ahead + fetched, 0, 3);
-  };
+  SlabPrefetch prefetch{ahead, ahead_bytes, rows};
   if (vectors <= 2) {
     Index main = rows / PR_NARROW * PR_NARROW;
     while ((rows - main) % PR != 0) main -= PR_NARROW;
     for (Index r = 0; r < rows;) {
-      if (ahead) prefetch(r);
+      prefetch(r + PR_NARROW);
       const bool narrow = r < main;
       const S* ar = a + r * a_rs;
       double* wr = w + r * ldw;
@@ -253,7 +260,7 @@ inline void product(const S* a, Index a_rs, Index a_ks, Index rows, Index depth,
     return;
   }
   for (Index r = 0; r < rows; r += PR) {
-    if (ahead) prefetch(r);
+    prefetch(r + PR_NARROW);
     const S* ar = a + r * a_rs;
     double* wr = w + r * ldw;
     Index c = 0;
@@ -330,12 +337,9 @@ inline void symmetric_product(const S* a, Index lda, Index rows, Index depth, co
   alignas(64) T col[most];
   const int vectors = static_cast<int>(ldv / W<T>);
   std::fill(col, col + depth * vectors * W<T>, T(0));
-  Index fetched = 0;
+  SlabPrefetch prefetch{ahead, ahead_bytes, rows};
   for (Index r = 0; r < rows; r += SR) {
-    if (ahead) {
-      const Index until = ahead_bytes * std::min<Index>(rows, r + SR) / rows;
-      for (; fetched < until; fetched += 64) __builtin_prefetch(ahead + fetched, 0, 3);
-    }
+    prefetch(r + SR);
     if (vectors == 2)
       symmetric_block<SR, 2>(a + r * lda, lda, depth, vi + r * ldv, vj, ldv, wi + r * ldv, col);
     else
