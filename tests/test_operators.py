@@ -104,6 +104,44 @@ def test_every_block_width_in_every_isa(block, isa):
         assert overlap.min() > 1 - 1e-10
 
 
+@pytest.mark.parametrize("dtype", [np.float64, np.float32])
+def test_one_vector_products_in_every_isa(dtype, isa):
+    """A single vector (conjugate gradients' product) is multiplied unpadded, along the slabs' rows
+    (micro::one_vector_product): against the reference, against the same column of a wider block (its sums
+    run in another order, so to rounding), the same for every thread count, in float64 and float32
+    products, for every tiled storage and the distributed pair blocks; n and the cross block's sides are
+    not multiples of a tile or a slab."""
+    n = 777
+    X = np.random.default_rng(21).standard_normal((n, 6)).astype(dtype)
+    K = reference_kernel(X.astype(np.float64), None, "rbf", gamma=0.3)
+    v = np.random.default_rng(22).standard_normal((n, 1))
+    V = np.hstack([v, np.random.default_rng(23).standard_normal((n, 8))])
+    exact = K @ v
+    scale = np.abs(K).sum(1).max() * np.abs(v).max()
+    nt = -(-n // TILE)
+    for rows in (nt, 2, 0):  # tile rows kept: packed, cached, matrix-free
+        native = _native.core.kernel_operator(X, "rbf", 0.3, 3.0, 1.0, rows, 2)
+        native.row_sums(2)  # the first pass carries a column of ones: the later ones are one vector wide
+        products = ["float64", "float32"] if dtype == np.float32 else ["float64"]
+        for arithmetic in products:
+            tol = (1e-13 if arithmetic == "float64" else 1e-5) * scale
+            once = [native.matmat(np.asfortranarray(v), threads, arithmetic) for threads in (1, 2, 3)]
+            for other in once[1:]:
+                np.testing.assert_array_equal(other, once[0])
+            np.testing.assert_allclose(once[0], exact, rtol=0, atol=max(tol, 1e-6 * scale * (dtype == np.float32)))
+            wide = native.matmat(np.asfortranarray(V), 2, arithmetic)[:, :1]
+            np.testing.assert_allclose(once[0], wide, rtol=0, atol=tol)
+    A, B = X[:530], X[530:]
+    vb = np.random.default_rng(24).standard_normal((B.shape[0], 1))
+    wa, wb = _native.core.kernel_block_product(A, B, "rbf", 0.3, 3.0, 1.0, None, v[:530], vb, 1, 1)
+    cross = K[:530, 530:]
+    tol = (1e-13 if dtype == np.float64 else 1e-6) * scale
+    np.testing.assert_allclose(wa, cross @ vb, rtol=0, atol=tol)
+    np.testing.assert_allclose(wb, cross.T @ v[:530], rtol=0, atol=tol)
+    w, _ = _native.core.kernel_block_product(A, None, "rbf", 0.3, 3.0, 1.0, None, v[:530], None, 1, 1)
+    np.testing.assert_allclose(w, K[:530, :530] @ v[:530], rtol=0, atol=tol)
+
+
 @pytest.mark.parametrize("storage", TILED)
 def test_results_do_not_depend_on_the_thread_count(storage):
     n = 1500

@@ -93,9 +93,10 @@ void kernel_block_tiles(const KernelTiles<S>& tiles, Index tile_rows, S* out, In
 }
 
 // Columns of the zero-padded blocks of vectors a pass multiplies: b rounded up to whole vectors of the
-// products' type P, and to a multiple of 8.
+// products' type P, and to a multiple of 8; a single vector is not padded (micro::one_vector_product).
 template <class P>
 constexpr Index pass_width(Index b) {
+  if (b == 1) return 1;
   constexpr Index step = std::max<Index>(8, micro::W<P>);
   return (b + step - 1) / step * step;
 }
@@ -143,6 +144,12 @@ void kernel_block_pass(const KernelTiles<S>& tiles, const S* stored, Index store
             slab = ws->slab;
           }
           const Index ahead = next ? B * B * Index(sizeof(S)) : 0;
+          if (ldv == 1) {  // one vector, not padded: both products along the slab's rows
+            const bool both = wj && !diagonal;
+            micro::one_vector_product(slab, B, B, B, both ? va + i0 : nullptr, vb + j0, wa + i0,
+                                      both ? wj + b * B : nullptr, next, ahead);
+            return;
+          }
           if (wj && !diagonal && micro::symmetric_fits<P>(ldv)) {  // both products in one sweep
             micro::symmetric_product(slab, B, B, B, va + i0 * ldv, vb + j0 * ldv, wa + i0 * ldv, wj + b * B * ldv, ldv,
                                      next, ahead);

@@ -349,4 +349,72 @@ inline void symmetric_product(const S* a, Index lda, Index rows, Index depth, co
     for (int v = 0; v < vectors; ++v) add_to<T>(wj + j * ldv + v * W<T>, simd::load(col + (j * vectors + v) * W<T>));
 }
 
+// W<T> consecutive entries of a slab's row as a vector of T (float entries widened when T is double).
+template <class T, class S>
+inline V<T> load_entries(const S* a) {
+  if constexpr (std::is_same_v<T, S>) {
+    return simd::load(a);
+  } else {
+    typedef S Entries __attribute__((vector_size(W<T> * sizeof(S)), aligned(sizeof(S))));
+    return __builtin_convertvector(*reinterpret_cast<const Entries*>(a), V<T>);
+  }
+}
+
+// The lanes of v added in lane order, in double.
+template <class T>
+inline double lane_sum(V<T> v) {
+  double s = static_cast<double>(v[0]);
+#pragma GCC unroll 16
+  for (int l = 1; l < W<T>; ++l) s += static_cast<double>(v[l]);
+  return s;
+}
+
+// A slab's products with a block of one vector (ldv = 1: not padded to whole vectors):
+//   wi[r] += Σ_j a[r, j] vj[j]   and, when wj is given (an off-diagonal slab), wj[j] += Σ_r a[r, j] vi[r],
+// along the rows of the slab, G = C·W<T> entries of a row at a time: the G entries' products with vj summed
+// in the W<T> lanes of one vector (lane l takes the entries j0 + l, j0 + W + l, …), whose lanes are then
+// added to wi[r] in order; the G mirrored sums kept in C vectors over all the rows, added to wj once. Each
+// entry costs half an FMA per product, where a padded block (products with ldv >= 8 columns) costs one per
+// padded vector. The sums' order is fixed by the slab's shape alone: deterministic, independent of threads,
+// but not the order of a wider block's product(), so the last bits of a one-vector product may differ from
+// the same column's in a wider block.
+template <class T, class S>
+inline void one_vector_product(const S* a, Index lda, Index rows, Index depth, const T* vi, const T* vj, double* wi,
+                               double* wj, const char* ahead = nullptr, Index ahead_bytes = 0) {
+  constexpr int C = std::min<int>(4, kSlab<S> / W<T>);
+  constexpr Index G = C * W<T>;
+  SlabPrefetch prefetch{ahead, ahead_bytes, rows};
+  for (Index j0 = 0; j0 < depth; j0 += G) {
+    V<T> x[C], col[C];
+#pragma GCC unroll 4
+    for (int c = 0; c < C; ++c) {
+      x[c] = simd::load(vj + j0 + c * W<T>);
+      col[c] = V<T>{};
+    }
+    for (Index r = 0; r < rows; ++r) {
+      if (j0 == 0) prefetch(r + 1);
+      const S* ar = a + r * lda + j0;
+      V<T> e = load_entries<T>(ar), acc = e * x[0];
+      if (wj) {
+        const V<T> xi = simd::broadcast(vi[r]);
+        col[0] += e * xi;
+#pragma GCC unroll 4
+        for (int c = 1; c < C; ++c) {
+          e = load_entries<T>(ar + c * W<T>);
+          acc += e * x[c];
+          col[c] += e * xi;
+        }
+      } else {
+#pragma GCC unroll 4
+        for (int c = 1; c < C; ++c) acc += load_entries<T>(ar + c * W<T>) * x[c];
+      }
+      wi[r] += lane_sum<T>(acc);
+    }
+    if (wj)
+      for (int c = 0; c < C; ++c)
+#pragma GCC unroll 16
+        for (int l = 0; l < W<T>; ++l) wj[j0 + c * W<T> + l] += static_cast<double>(col[c][l]);
+  }
+}
+
 }  // namespace fastkpca::micro
