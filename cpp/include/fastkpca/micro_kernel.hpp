@@ -369,7 +369,8 @@ inline double lane_sum(V<T> v) {
   return s;
 }
 
-// A slab's products with a block of one vector (ldv = 1: not padded to whole vectors):
+// A slab's products with a block of one vector (ldv = 1: not padded to whole vectors; depth a multiple of G,
+// as a whole slab's is):
 //   wi[r] += Σ_j a[r, j] vj[j]   and, when wj is given (an off-diagonal slab), wj[j] += Σ_r a[r, j] vi[r],
 // along the rows of the slab, G = C·W<T> entries of a row at a time: the G entries' products with vj summed
 // in the W<T> lanes of one vector (lane l takes the entries j0 + l, j0 + W + l, …), whose lanes are then
