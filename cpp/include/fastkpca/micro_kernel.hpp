@@ -412,9 +412,7 @@ inline void one_vector_product(const S* a, Index lda, Index rows, Index depth, c
       wi[r] += lane_sum<T>(acc);
     }
     if (wj)
-      for (int c = 0; c < C; ++c)
-#pragma GCC unroll 16
-        for (int l = 0; l < W<T>; ++l) wj[j0 + c * W<T> + l] += static_cast<double>(col[c][l]);
+      for (int c = 0; c < C; ++c) add_to<T>(wj + j0 + c * W<T>, col[c]);
   }
 }
 

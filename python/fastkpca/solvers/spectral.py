@@ -112,12 +112,12 @@ def embed(op, deg: Degrees, n_components: int, *, norm_laplacian=True, drop_firs
     k = n_components + 1 if drop_first else n_components
     view, shift = laplacian_view(op, deg, norm_laplacian)
     b = lanczos.block_size_for(view, k) if block_size is None else block_size
-    start, seconds = None, time.perf_counter()
-    labels = partition(min(k, b)) if partition is not None and not lanczos.solves_densely(k, b, deg.root.shape[0]) \
-        else None
-    if labels is not None:
-        start = partition_start(labels, deg.root if norm_laplacian else None)
-    seconds = time.perf_counter() - seconds
+    start, began = None, time.perf_counter()
+    if partition is not None and not lanczos.solves_densely(k, b, deg.root.shape[0]):
+        labels = partition(min(k, b))
+        if labels is not None:
+            start = partition_start(labels, deg.root if norm_laplacian else None)
+    seconds = time.perf_counter() - began
     values, vectors, info = lanczos.solve(view, k, tol=DEFAULT_TOL if tol is None else tol, maxiter=maxiter,
                                           block_size=b, random_state=random_state, threads=threads,
                                           progress=progress, start=start)
