@@ -44,6 +44,23 @@ def cross_product_into(
     x: NDArray[_F], y: NDArray[_F], kernel: _Kernel, gamma: float, degree: float, coef0: float,
     v: NDArray[np.float64], out: NDArray[np.float64], n_threads: int,
 ) -> None: ...
+# A canonical CSR matrix as the sparse entry points take it: (indptr, indices, values, n_columns).
+_Sparse = tuple[NDArray[np.int64], NDArray[np.int32], NDArray[_F], int]
+
+def sparse_gram_into(
+    x: _Sparse[_F], y: _Sparse[_F] | None, kernel: _Kernel, gamma: float, degree: float, coef0: float,
+    out: NDArray[_F], n_threads: int,
+) -> None: ...
+def sparse_kernel_diagonal_into(
+    x: _Sparse[_F], kernel: _Kernel, gamma: float, degree: float, coef0: float, out: NDArray[_F], n_threads: int
+) -> None: ...
+def sparse_cross_product_into(
+    x: _Sparse[_F], y: _Sparse[_F], kernel: _Kernel, gamma: float, degree: float, coef0: float,
+    v: NDArray[np.float64], out: NDArray[np.float64], n_threads: int,
+) -> None: ...
+def sparse_kernel_operator(
+    x: _Sparse[_F], kernel: _Kernel, gamma: float, degree: float, coef0: float, cached_tile_rows: int, n_threads: int
+) -> Operator: ...
 def double_center_inplace(
     k: NDArray[_F], input: Literal["kernel", "distances", "squared_distances"], alpha: float, n_threads: int
 ) -> tuple[bool, NDArray[np.float64], float]: ...

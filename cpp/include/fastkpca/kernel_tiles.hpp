@@ -17,14 +17,17 @@
 
 #include "fastkpca/gram.hpp"
 #include "fastkpca/packed.hpp"
+#include "fastkpca/sparse_rows.hpp"
 
 namespace fastkpca {
 
-// Per-thread working memory for computing one slab: the slab and the functors' scratch.
+// Per-thread working memory for computing one slab: the slab, the functors' scratch, and the scatter lists
+// of sparse rows (empty for dense ones).
 template <class S>
 struct TileWorkspace {
   alignas(64) S slab[kSlab<S> * kSlab<S>];
   alignas(64) S scratch[detail::kTileScratch];
+  SparseScratch sparse;
 };
 
 template <class S>

@@ -11,9 +11,12 @@
 //   finish_rows(out, ld, rows, cols, scratch)  a function applied to stored values afterwards (only the
 //                         kernels whose function has no vectorised form here: sigmoid, poly of a
 //                         non-whole degree);
-//   diagonal(op, i)       k(x_i, x_i).
-// gram.hpp and kernel_tiles.hpp drive them over tiles; adding a kernel means adding one functor here and
-// one line to kernel_list.hpp.
+//   diagonal(op, i)       k(x_i, x_i);
+//   sparse_form           what the accumulator holds when the rows are sparse (SparseForm: sparse_tiles.hpp
+//                         computes it from sparse inner products and the rows' norms), and
+//   prepare_sparse(op)    the kernel's own preparation of sparse rows (cosine normalises them).
+// gram.hpp and kernel_tiles.hpp drive them over tiles, sparse_tiles.hpp over sparse rows; adding a kernel
+// means adding one functor here and one line to kernel_list.hpp.
 #pragma once
 
 #include <algorithm>
@@ -29,11 +32,18 @@ namespace fastkpca {
 
 using micro::Accumulate;
 
+// The accumulator of a kernel entry computed from sparse rows x, y (sparse_tiles.hpp), in double before it is
+// rounded to S and finished by the kernel's finish: x·y; x·y − (|x|² + |y|²)/2 = −|x − y|²/2 (the rbf
+// kernel's folded accumulator, kernels.hpp's RbfKernel); or |x − y|₁ = |x|₁ + |y|₁ − Σ_k (|x_k| + |y_k| −
+// |x_k − y_k|) over the columns k both rows have.
+enum class SparseForm { dot, half_negative_squared_distance, l1 };
+
 // The operands of a kernel block k(X, Y) (Y = X when symmetric): working copies of the rows (centered,
 // normalised or scaled as the kernel needs), their squared norms where the kernel uses them, and the
 // packed rows the micro-kernel reads (a: X's in panels of MR rows, b: Y's in panels of NR rows; micro_kernel.hpp).
 template <class S>
 struct Operands {
+  static constexpr bool kDense = true;
   bool has_y = false;
   RowMatrix<S> x, y;
   Vector<S> x_sq, y_sq;
@@ -125,7 +135,18 @@ struct DotKernel {
                     K == KernelKind::cosine,
                 "DotKernel does not evaluate this kernel kind: handle it in finish(), finish_rows() and prepare()");
   static constexpr Accumulate accumulate = Accumulate::product;
+  static constexpr SparseForm sparse_form = SparseForm::dot;
   KernelParams p;
+
+  // Cosine: rows normalised (in double) to unit length, zero rows kept at zero.
+  template <class SparseOp>
+  void prepare_sparse(SparseOp& op) const {
+    if constexpr (K == KernelKind::cosine) {
+      op.normalise_rows();
+    } else {
+      (void)op;
+    }
+  }
 
   void prepare(Operands<S>& op) const {
     if constexpr (K == KernelKind::cosine) {
@@ -194,8 +215,21 @@ template <class S, KernelKind K>
 struct RbfKernel {
   static_assert(K == KernelKind::rbf, "RbfKernel evaluates the rbf kernel only");
   static constexpr Accumulate accumulate = Accumulate::product;
+  static constexpr SparseForm sparse_form = SparseForm::half_negative_squared_distance;
   KernelParams p;
   double gamma_eff = 0;  // gamma after rescaling huge data (see prepare)
+
+  // Sparse rows are not centred (that would fill them in); their norms and products run in double, and
+  // values near 1e150 are scaled to unit size with the scale folded into gamma, as prepare() does.
+  template <class SparseOp>
+  void prepare_sparse(SparseOp& op) {
+    const double scale = op.max_abs();
+    gamma_eff = p.gamma;
+    if (scale > 1e60) {
+      op.scale_values(1.0 / scale);
+      gamma_eff = p.gamma * scale * scale;
+    }
+  }
 
   void prepare(Operands<S>& op) {
     detail::center_rows(op);
@@ -238,13 +272,14 @@ struct RbfKernel {
   // In float64 the same bound is about 1e-13 and nothing is recomputed.
   static constexpr double kCancellationRatio = 0.125;
 
-  template <int R, int C>
-  void finish(micro::V<S> (&acc)[R][C], Index i0, Index j0, const Operands<S>& op) const {
+  template <int R, int C, class Op>
+  void finish(micro::V<S> (&acc)[R][C], Index i0, Index j0, const Op& op) const {
 #pragma GCC unroll 8
     for (int r = 0; r < R; ++r)
 #pragma GCC unroll 2
       for (int v = 0; v < C; ++v) acc[r][v] = simd::min<S>(acc[r][v], micro::V<S>{});  // -d²/2 <= 0
-    if constexpr (std::is_same_v<S, float>) recompute_cancelled(acc, i0, j0, op);
+    // Sparse rows' accumulators come from double sums: no cancellation to repair.
+    if constexpr (std::is_same_v<S, float> && Op::kDense) recompute_cancelled(acc, i0, j0, op);
     detail::exp_scaled(acc, static_cast<S>(2.0 * gamma_eff));
   }
 
@@ -300,7 +335,11 @@ template <class S, KernelKind K>
 struct LaplacianKernel {
   static_assert(K == KernelKind::laplacian, "LaplacianKernel evaluates the laplacian kernel only");
   static constexpr Accumulate accumulate = Accumulate::l1;
+  static constexpr SparseForm sparse_form = SparseForm::l1;
   KernelParams p;
+
+  template <class SparseOp>
+  void prepare_sparse(SparseOp&) const {}
 
   void prepare(Operands<S>& op) const { op.template pack_rows<accumulate>(); }
 
