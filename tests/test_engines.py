@@ -1,6 +1,7 @@
 """Adding an engine is one module: an engine written here, in this test file alone, and registered here,
-serves KernelPCA (exact and Nyström), Nystroem and KernelRidge (cg and nystrom) — fit, transform, predict
-and pickling — with the same results as in process, and no edit anywhere else.
+serves KernelPCA (exact and Nyström), Nystroem, KernelRidge (cg and nystrom), SpectralEmbedding and
+SpectralClustering (exact and Nyström) — fit, transform, predict and pickling — with the same results as in
+process, and no edit anywhere else.
 
 The engine keeps its samples "elsewhere" (it refuses to hand all of X to the estimator) and evaluates
 every kernel entry with the NumPy reference (tests/reference.py), so nothing of the native kernel
@@ -17,6 +18,7 @@ import pytest
 import fastkpca
 import reference as ref
 from fastkpca import engines
+from fastkpca.engines.local import LOCAL
 from fastkpca.operators import StoragePlan, python_operator
 
 
@@ -66,7 +68,12 @@ class ReferenceSamples:
         self.engine, self.X = engine, X
         self.shape, self.dtype = X.shape, X.dtype
 
-    def local(self, what):
+    def bind(self, kernel):
+        if not kernel.native:
+            raise ValueError(f"{kernel.label}: the reference engine evaluates native kernels only")
+        return kernel
+
+    def kernel_matrix(self, kernel, *, what, memory_limit, writable=False, hint="", dtype=None):
         raise ValueError(f"{what} needs X in this process; the reference engine keeps it to itself")
 
     def rows(self, index):
@@ -89,12 +96,13 @@ class ReferenceSamples:
     def kernel_operator(self, kernel, plan, n_jobs=None):
         K = _kernel(kernel, self.X)
         return python_operator(lambda V: K @ V, K.shape[0], storage="reference", trace=float(np.trace(K)),
-                               row_sums=lambda: K.sum(axis=1), plan=plan, storage_dtype=self.dtype)
+                               row_sums=lambda: K.sum(axis=1), plan=plan, storage_dtype=self.dtype,
+                               diagonal=lambda: np.diag(K))
 
     def columns(self, kernel):
         return ReferenceColumns(self.X, kernel)
 
-    def cross_product(self, kernel, V, correction=None, *, promote=False, out_dtype=None):
+    def cross_product(self, kernel, V, correction=None, *, promote=False, out_dtype=None, memory_limit=None):
         return ReferenceProduct(self.X, kernel, V, correction, out_dtype)
 
     def fitted(self):
@@ -129,7 +137,7 @@ class ReferenceEngine:
         return RefArray(Z)
 
     def localise(self, state):
-        return {key: engines.LOCAL if value is self else (value.a if isinstance(value, RefArray) else value)
+        return {key: LOCAL if value is self else (value.a if isinstance(value, RefArray) else value)
                 for key, value in state.items()}
 
 
@@ -171,6 +179,8 @@ def test_kernel_pca_exact_and_nystrom(reference_engine):
 def test_exact_fit_needs_no_local_x_but_dense_solvers_say_so(reference_engine):
     with pytest.raises(ValueError, match="eigen_solver='dense' needs X in this process"):
         fastkpca.KernelPCA(4, kernel="rbf", eigen_solver="dense").fit(RefArray(data()))
+    with pytest.raises(ValueError, match="kernel='precomputed': the reference engine evaluates native kernels only"):
+        fastkpca.KernelPCA(4, kernel="precomputed").fit(RefArray(data()))
 
 
 @pytest.mark.parametrize("landmarks", ["uniform", "rpcholesky"])
@@ -199,3 +209,24 @@ def test_kernel_ridge(reference_engine, solver):
     np.testing.assert_allclose(got.a, expected, rtol=0, atol=1e-8 * np.abs(expected).max())
     restored = pickle.loads(pickle.dumps(ours))
     np.testing.assert_allclose(restored.predict(X_new), expected, rtol=0, atol=1e-8 * np.abs(expected).max())
+
+
+@pytest.mark.parametrize("solver", ["lanczos", "nystrom"])
+def test_spectral_embedding_and_clustering(reference_engine, solver):
+    rng = np.random.default_rng(5)
+    centres = rng.standard_normal((3, 5)) * 6
+    X = np.concatenate([c + rng.standard_normal((130, 5)) for c in centres])
+    params = dict(affinity="rbf", gamma=0.1, random_state=0, eigen_solver=solver)
+    if solver == "nystrom":
+        params.update(n_landmarks=120, landmarks="uniform")
+    ours = fastkpca.SpectralEmbedding(3, **params)
+    local = fastkpca.SpectralEmbedding(3, **params).fit(X)
+    embedding = ours.fit_transform(RefArray(X))
+    assert isinstance(embedding, RefArray) and ours._engine is reference_engine
+    assert same_up_to_sign(embedding.a, local.embedding_) < 1e-6
+    clusters = fastkpca.SpectralClustering(3, **params).fit(RefArray(X))
+    expected = fastkpca.SpectralClustering(3, **params).fit(X)
+    assert clusters._engine is reference_engine
+    np.testing.assert_array_equal(clusters.labels_, expected.labels_)
+    assert same_up_to_sign(clusters.embedding_, expected.embedding_) < 1e-6
+    assert pickle.loads(pickle.dumps(clusters)).labels_.shape == (390,)

@@ -17,6 +17,7 @@ import pytest
 import reference as ref
 from fastkpca import _native
 from fastkpca.kernels import NativeKernel, registry
+from fastkpca.kernels.native import native_operand
 from fastkpca.solvers.low_rank import rpcholesky
 
 KERNELS = sorted({spec.name for spec in registry.NAMES.values()})
@@ -34,6 +35,16 @@ def misaligned(a: np.ndarray) -> np.ndarray:
     out[...] = a
     assert not out.flags.aligned and np.array_equal(out, a)
     return out
+
+
+def sparse_operand(A: np.ndarray, rng, density: float = 0.4):
+    """(indptr int64, indices int32, values, n_columns) of A with about 1 - density of its entries zeroed: the
+    form the core's sparse entry points take (fastkpca.kernels.native.native_operand)."""
+    from scipy import sparse
+
+    S = sparse.csr_matrix(np.where(rng.random(A.shape) < density, A, 0.0).astype(A.dtype))
+    S.sort_indices()
+    return (S.indptr.astype(np.int64), S.indices.astype(np.int32), S.data, A.shape[1])
 
 
 def tolerance(dtype, scale):
@@ -80,6 +91,57 @@ def test_every_native_path_at_every_width(kernel, dtype):
                                        err_msg=f"RPCholesky columns, d={d}")
 
 
+@pytest.mark.parametrize("dtype", DTYPES)
+@pytest.mark.parametrize("kernel", KERNELS)
+def test_every_sparse_path_at_every_width(kernel, dtype):
+    """The sparse paths (sparse_tiles.hpp) at d = 1 … 40 on rows with from none to all of their entries: Gram
+    (symmetric and cross), diagonal, cross product and the tiled operator, against the NumPy reference on the
+    dense rows. An overread of a row, a column list or a slab is an AddressSanitizer report."""
+    from scipy import sparse
+
+    rng = np.random.default_rng(11)
+    for d in range(1, 41):
+        n_x, n_y = 17 + d % 13, 9 + (5 * d) % 19
+        X = sparse.random(n_x, d, density=0.3, format="lil", random_state=d, dtype=dtype)
+        X[0] = 0  # an empty row
+        X = X.tocsr()
+        Y = sparse.random(n_y, d, density=0.5, format="csr", random_state=d + 100, dtype=dtype)
+        k = NativeKernel.resolve(kernel, None, 3, 1, d, n_jobs=2)
+        Xd, Yd = X.toarray(), Y.toarray()
+        expected = ref.kernel(Xd, Yd, kernel, k.gamma, k.degree, k.coef0)
+        expected_xx = ref.kernel(Xd, None, kernel, k.gamma, k.degree, k.coef0)
+        tol = tolerance(dtype, np.abs(expected_xx).max())
+        Xs, Ys = k.check_samples(X), k.check_samples(Y)
+        np.testing.assert_allclose(k.cross(Xs, Ys), expected, rtol=0, atol=tol, err_msg=f"gram(X, Y), d={d}")
+        np.testing.assert_allclose(k.cross(Xs), expected_xx, rtol=0, atol=tol, err_msg=f"gram(X), d={d}")
+        np.testing.assert_allclose(k.diagonal(Xs), np.diag(expected_xx), rtol=0, atol=tol, err_msg=f"diagonal, d={d}")
+        V = rng.standard_normal((n_y, 3))
+        np.testing.assert_allclose(k.product(Xs, Ys, V), expected @ V, rtol=0, atol=tol * n_y,
+                                   err_msg=f"cross product, d={d}")
+        op = _native.core.sparse_kernel_operator(native_operand(Xs), k.name, k.gamma, k.degree, k.coef0, 0, 2)
+        VA = np.asfortranarray(rng.standard_normal((n_x, 3)))
+        np.testing.assert_allclose(op.matmat(VA, 2), expected_xx @ VA, rtol=0, atol=tol * n_x,
+                                   err_msg=f"sparse operator, d={d}")
+
+
+def test_malformed_sparse_structure_is_refused_at_the_boundary():
+    """The core reads a CSR matrix only after checking its structure: no read outside its arrays whatever the
+    caller passes."""
+    core = _native.core
+    indptr, indices, values = np.array([0, 2, 3], np.int64), np.array([0, 2, 1], np.int32), np.ones(3)
+    out = np.zeros((2, 2))
+    args = ("rbf", 0.5, 3.0, 1.0)
+    for bad, match in [((indptr, indices, values, 2), "column index out of range"),
+                       ((np.array([0, 3, 2], np.int64), indices, values, 3), "indptr decreases|does not span"),
+                       ((np.array([0, 2, 4], np.int64), indices, values, 3), "does not span"),
+                       ((indptr, indices, values[:2], 3), "differ in length"),
+                       ((np.array([0], np.int64), indices[:0], values[:0], 3), "at least one row")]:
+        with pytest.raises(ValueError, match=match):
+            core.sparse_gram_into(bad, None, *args, out, 1)
+    with pytest.raises(TypeError):  # indices of another dtype select no overload
+        core.sparse_gram_into((indptr, indices.astype(np.int64), values, 3), None, *args, out, 1)
+
+
 @pytest.mark.parametrize("kernel", KERNELS)
 def test_tile_edges_and_single_entries(kernel):
     """Sizes around the 256-row tile, and the diagonal of every row of a tile edge (a 1×1 tile at every
@@ -119,6 +181,12 @@ def _bindings():
     def out(shape, dtype=np.float64):
         return np.zeros(shape, dtype=dtype)
 
+    XS, YS = (sparse_operand(A, np.random.default_rng(s)) for A, s in ((X, 1), (Y, 2)))
+
+    def csr(m, operand):  # every array of a sparse operand through make
+        indptr, indices, values, cols = operand
+        return (m(indptr), m(indices), m(values), cols)
+
     return {
         "gram_into": [lambda m: (core.gram_into(m(X), m(Y), *args, o := m(out((40, 30))), 1), o)[1], ("out",)],
         "kernel_diagonal_into": [lambda m: (core.kernel_diagonal_into(m(X), *args, o := m(out(40)), 1), o)[1],
@@ -142,6 +210,14 @@ def _bindings():
         "vector_exp": [lambda m: core.vector_exp(m(X[:, 0] - 3.0)), ()],
         "python_operator": [lambda m: core.eigsh(core.python_operator(lambda W: m(K @ W), 40), F, 2, 1e-10, 24, 100, 3,
                                                  False, None, 1)["values"], ()],
+        "sparse_gram_into": [lambda m: (core.sparse_gram_into(csr(m, XS), csr(m, YS), *args, o := m(out((40, 30))), 1),
+                                        o)[1], ("out",)],
+        "sparse_kernel_diagonal_into": [lambda m: (core.sparse_kernel_diagonal_into(csr(m, XS), *args, o := m(out(40)),
+                                                                                    1), o)[1], ("out",)],
+        "sparse_cross_product_into": [lambda m: (core.sparse_cross_product_into(csr(m, XS), csr(m, YS), *args, m(V),
+                                                                                o := m(out((40, 4))), 1), o)[1],
+                                      ("out",)],
+        "sparse_kernel_operator": [lambda m: core.sparse_kernel_operator(csr(m, XS), *args, 0, 1).matmat(F, 1), ()],
     }
 
 

@@ -3,8 +3,8 @@ SpectralClustering (and their functions) and pairwise kernels on fastkpca.
 
 ``patch_sklearn()`` rebinds the public names in scikit-learn's modules — and the copies that already
 imported scikit-learn modules hold (KernelRidge's ``pairwise_kernels``, SpectralEmbedding's ``rbf_kernel``,
-...) — to fastkpca's versions, so code that looks them up after patching runs on fastkpca. Each kernel
-wrapper hands calls with arguments fastkpca does not serve (sparse input, ``dense_output=False``,
+...) — to fastkpca's versions, so code that looks them up after patching runs on fastkpca (dense or sparse
+input). Each kernel wrapper hands calls with arguments fastkpca does not serve (``dense_output=False``,
 unknown keywords) to the original function. ``unpatch_sklearn()`` restores every original.
 """
 
@@ -15,7 +15,6 @@ import functools
 import inspect
 import sys
 
-from ._validation import is_sparse as _is_sparse
 from .kernels import pairwise, registry
 
 # (module, name) -> original object, for everything patch_sklearn replaced.
@@ -37,8 +36,7 @@ def _kernel_wrapper(original, kernel: str, accepted: tuple[str, ...]):
         bound.apply_defaults()
         params = dict(bound.arguments)
         X, Y = params.pop("X"), params.pop("Y", None)
-        if (params.pop("dense_output", True) is not True or _is_sparse(X) or _is_sparse(Y)
-                or set(params) - set(accepted)):
+        if params.pop("dense_output", True) is not True or set(params) - set(accepted):
             return original(*args, **kwargs)
         return pairwise.gram(X, Y, kernel=kernel, **params)
 
@@ -49,7 +47,7 @@ def _kernel_wrapper(original, kernel: str, accepted: tuple[str, ...]):
 def _pairwise_kernels_wrapper(original):
     @functools.wraps(original)
     def wrapper(X, Y=None, metric="linear", *, filter_params=False, n_jobs=None, **kwds):
-        if _is_sparse(X) or _is_sparse(Y) or not (isinstance(metric, str) and metric in pairwise._NATIVE_METRICS):
+        if not (isinstance(metric, str) and metric in pairwise._NATIVE_METRICS):
             return original(X, Y, metric=metric, filter_params=filter_params, n_jobs=n_jobs, **kwds)
         return pairwise.pairwise_kernels(X, Y, metric, filter_params=filter_params, n_jobs=n_jobs, **kwds)
 

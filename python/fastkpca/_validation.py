@@ -92,38 +92,36 @@ def check_in_place(arr: np.ndarray, name: str) -> None:
                          "aligned copy (numpy.require(a, requirements='A'))")
 
 
-def is_dask_array(x) -> bool:
-    """A dask.array.Array, recognised without importing dask (an optional dependency)."""
-    return type(x).__module__.startswith("dask.array") and hasattr(x, "chunks") and hasattr(x, "dask")
+def check_sparse_samples(x, name: str, dtype=None):
+    """Sparse samples as the native core reads them: a canonical CSR matrix (indices sorted within each row, no
+    duplicate entries: a row's norm must be the norm of its values) of float32/float64 values (integers and
+    booleans become float64, float16 float32), finite, with at least one sample and one feature. The caller's
+    matrix is never changed: a copy is made only when it is not already so."""
+    from scipy import sparse
 
-
-def check_dask_samples(x, name: str, dtype=None):
-    """A dask array of samples, as the Dask engine reads it: 2-D, real, float32/float64 (integers become
-    float64), with known chunk sizes and all columns in one chunk (split columns are rechunked: a kernel
-    entry needs whole rows). Its values are checked finite by the tasks that persist its row blocks
-    (engines/dask.py): checking here would compute the array once more."""
     if x.ndim != 2:
-        raise ValueError(f"{name} must be a 2-D dask array (samples × features), got {x.ndim}-D with shape "
-                         f"{x.shape}")
-    if any(math.isnan(c) for c in x.chunks[0]) or any(math.isnan(c) for c in x.chunks[1]):
-        raise ValueError(f"{name} is a dask array with unknown chunk sizes (NaN in {name}.chunks); call "
-                         f"{name}.compute_chunk_sizes() first, or build it with known sizes")
+        raise ValueError(f"{name} must be a 2-D sparse matrix (samples × features), got shape {x.shape}")
     kind = x.dtype.kind
     if kind == "c":
         raise TypeError(f"{name} is complex ({x.dtype}); fastkpca works on real data")
     if kind not in "biuf":
         raise TypeError(f"{name} has dtype {x.dtype}; expected numbers")
-    if x.shape[0] == 0:
-        raise ValueError(f"{name} has 0 samples (shape {x.shape}); at least 1 is required")
-    if x.shape[1] == 0:
-        raise ValueError(f"{name} has 0 features (shape {x.shape}); at least 1 is required")
-    if dtype is None:  # as the estimators' NumPy path: float32 stays, anything else becomes float64
-        dtype = np.float32 if x.dtype == np.float32 else np.float64
-    if x.dtype != dtype:
-        x = x.astype(dtype)
-    if len(x.chunks[1]) > 1:
-        x = x.rechunk({1: -1})
-    return x
+    if dtype is None:
+        dtype = np.float32 if x.dtype in (np.float32, np.float16) else np.float64
+    csr = x if getattr(x, "format", None) == "csr" else sparse.csr_matrix(x)
+    if csr.dtype != dtype:
+        csr = csr.astype(dtype)
+    if not csr.has_canonical_format:
+        csr = csr.copy() if csr is x else csr
+        csr.sum_duplicates()  # sorts the indices too
+    if csr.shape[0] == 0:
+        raise ValueError(f"{name} has 0 samples (shape {csr.shape}); at least 1 is required")
+    if csr.shape[1] == 0:
+        raise ValueError(f"{name} has 0 features (shape {csr.shape}); at least 1 is required")
+    if csr.shape[1] >= 2**31:
+        raise ValueError(f"{name} has {csr.shape[1]} features; fastkpca's sparse kernels take fewer than 2**31")
+    check_finite(csr.data, name)
+    return csr
 
 
 def check_targets(y, n: int) -> np.ndarray:
@@ -218,7 +216,7 @@ def sample_weight_root(sample_weight, n: int):
 
 def common_dtype(*arrays) -> type:
     """float32 only if every array is float32 (or float16), float64 otherwise."""
-    kinds = [np.asarray(a).dtype if not is_sparse(a) else a.dtype for a in arrays if a is not None]
+    kinds = [a.dtype if is_sparse(a) else np.asarray(a).dtype for a in arrays if a is not None]
     return np.float32 if all(k in (np.float32, np.float16) for k in kinds) else np.float64
 
 

@@ -9,11 +9,10 @@ from __future__ import annotations
 
 import importlib
 
-from .. import _validation as v
 from .base import Engine, Samples
-from .local import LOCAL, LocalEngine
+from .local import LOCAL
 
-__all__ = ["Engine", "Samples", "select", "register", "unregister", "LOCAL", "LocalEngine"]
+__all__ = ["Engine", "Samples", "select", "register", "unregister"]
 
 _registered: list = []
 
@@ -33,7 +32,12 @@ class _Lazy:
         return self._engine
 
 
-_BUILT_IN = (_Lazy(".dask", "DaskEngine", v.is_dask_array),)
+def _is_dask_array(X) -> bool:
+    """A dask.array.Array, recognised without importing dask (an optional dependency)."""
+    return type(X).__module__.startswith("dask.array") and hasattr(X, "chunks") and hasattr(X, "dask")
+
+
+_BUILT_IN = (_Lazy(".dask", "DaskEngine", _is_dask_array),)
 
 
 def register(engine) -> None:

@@ -5,8 +5,10 @@ An :class:`Engine` is where the work of a fit runs. It is chosen once, from the 
 
 - owns the training samples: :meth:`Engine.fit_samples` validates X (and y) and returns :class:`Samples`,
   the rows where the engine keeps them (this process's memory, a cluster's workers, ...);
-- makes the kernel operator for them (:meth:`Samples.plan`, :meth:`Samples.kernel_operator`), and the
-  column source randomly pivoted Cholesky reads (:meth:`Samples.columns`);
+- takes the fit's kernel for them (:meth:`Samples.bind`: a kind it cannot evaluate where the samples live
+  is refused there, naming it), makes its operator (:meth:`Samples.plan`, :meth:`Samples.kernel_operator`),
+  its whole matrix where a solver needs one (:meth:`Samples.kernel_matrix`) and the column source randomly
+  pivoted Cholesky reads (:meth:`Samples.columns`);
 - runs streamed map/reduce passes over their rows (:meth:`Samples.reduce`, :meth:`Samples.map`: the
   Nyström moments and projections; samples are row sources, solvers/rows.py);
 - computes the fitted cross products of transform and predict (:meth:`Samples.cross_product`), and
@@ -16,6 +18,9 @@ An :class:`Engine` is where the work of a fit runs. It is chosen once, from the 
 A row map is a picklable callable ``f(X_chunk) -> ndarray`` of an array of rows in this process, whose
 result for a row depends on that row alone (kernels.KernelProduct, solvers.low_rank.NystromProjection,
 ...); it may also be an engine's own object that :meth:`Engine.apply` of that engine recognises.
+
+An estimator reaches an engine through :func:`fastkpca.engines.select` only, and talks to it through these
+two protocols: it never names an engine or its samples' type.
 
 Adding an engine is one module with a class that implements both protocols, registered with
 :func:`fastkpca.engines.register`; no estimator changes.
@@ -37,9 +42,10 @@ class Samples(Protocol):
     shape: tuple[int, int]
     dtype: np.dtype
 
-    def local(self, what: str) -> Any:
-        """All of X in this process as validated (dense or sparse), or ValueError saying that ``what`` needs
-        it there."""
+    def bind(self, kernel) -> Any:
+        """The kernel (kernels.Kernel) this fit uses on these samples: the kind's own checks of the samples
+        run here (a precomputed kernel must be square, ...), a kind may hand over to another for them, and a
+        kind this engine cannot evaluate where it keeps the samples raises ValueError naming it."""
 
     def rows(self, index: np.ndarray) -> np.ndarray:
         """The rows ``index`` in this process, in that order."""
@@ -58,12 +64,19 @@ class Samples(Protocol):
         """The kernel matrix of these samples as an operators.KernelOperator held as ``plan`` says; a
         context manager that releases what it holds on exit."""
 
+    def kernel_matrix(self, kernel, *, what: str, memory_limit: int, writable: bool = False, hint: str = "",
+                      dtype=None) -> Any:
+        """The whole kernel matrix in this process (after a memory check; ``writable``: a dense array the caller
+        may overwrite, copied when it is the user's; ``dtype``: the samples cast to it first), or
+        ValueError/MemoryError saying that ``what`` needs it (``hint``: what fits instead)."""
+
     def columns(self, kernel):
         """The kernel's diagonal and columns as a column source (``n``, ``dtype``, ``diagonal()``,
         ``columns(index, out)``)."""
 
-    def cross_product(self, kernel, V: np.ndarray, correction=None, *, promote: bool = False, out_dtype=None):
-        """The fitted row map ``x ↦ correction(K(x, X)·V)`` (see kernels.KernelProduct)."""
+    def cross_product(self, kernel, V: np.ndarray, correction=None, *, promote: bool = False, out_dtype=None,
+                      memory_limit=None):
+        """The fitted row map ``x ↦ correction(K(x, X)·V)`` (see kernels.CrossProduct)."""
 
     def fitted(self) -> Any:
         """What the estimator keeps as ``X_fit_``."""

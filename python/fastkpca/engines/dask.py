@@ -77,6 +77,40 @@ def current_client():
         return None
 
 
+def is_dask_array(x) -> bool:
+    """A dask.array.Array, recognised without importing dask."""
+    return type(x).__module__.startswith("dask.array") and hasattr(x, "chunks") and hasattr(x, "dask")
+
+
+def check_dask_samples(x, name: str, dtype=None):
+    """A dask array of samples, as this engine reads it: 2-D, real, float32/float64 (integers become float64),
+    with known chunk sizes and all columns in one chunk (split columns are rechunked: a kernel entry needs
+    whole rows). Its values are checked finite by the tasks that persist its row blocks (_check_block):
+    checking here would compute the array once more."""
+    if x.ndim != 2:
+        raise ValueError(f"{name} must be a 2-D dask array (samples × features), got {x.ndim}-D with shape "
+                         f"{x.shape}")
+    if any(math.isnan(c) for c in x.chunks[0]) or any(math.isnan(c) for c in x.chunks[1]):
+        raise ValueError(f"{name} is a dask array with unknown chunk sizes (NaN in {name}.chunks); call "
+                         f"{name}.compute_chunk_sizes() first, or build it with known sizes")
+    kind = x.dtype.kind
+    if kind == "c":
+        raise TypeError(f"{name} is complex ({x.dtype}); fastkpca works on real data")
+    if kind not in "biuf":
+        raise TypeError(f"{name} has dtype {x.dtype}; expected numbers")
+    if x.shape[0] == 0:
+        raise ValueError(f"{name} has 0 samples (shape {x.shape}); at least 1 is required")
+    if x.shape[1] == 0:
+        raise ValueError(f"{name} has 0 features (shape {x.shape}); at least 1 is required")
+    if dtype is None:  # as the estimators' NumPy path: float32 stays, anything else becomes float64
+        dtype = np.float32 if x.dtype == np.float32 else np.float64
+    if x.dtype != dtype:
+        x = x.astype(dtype)
+    if len(x.chunks[1]) > 1:
+        x = x.rechunk({1: -1})
+    return x
+
+
 def block_rows(n: int) -> int:
     """Rows per row block: about TARGET_BLOCK_ROWS, at most MAX_BLOCKS blocks, a multiple of the core's
     tile, and equal blocks (but the last). A function of n alone."""
@@ -185,7 +219,7 @@ class DaskSamples:
     def __init__(self, engine: DaskEngine, client, X):
         dask, da, distributed = dask_modules()
         self.engine = engine
-        X = v.check_dask_samples(X, "X")
+        X = check_dask_samples(X, "X")
         self.n, self.d = (int(s) for s in X.shape)
         self.dtype = np.dtype(X.dtype)
         X = X.rechunk({0: block_rows(self.n), 1: -1})
@@ -215,10 +249,17 @@ class DaskSamples:
     def sizes(self) -> np.ndarray:
         return np.diff(self.offsets)
 
-    def local(self, what: str):
-        raise ValueError(f"{what} needs all of X in this process, but X is a dask array on a cluster; fit it with "
-                         "one of fastkpca's native kernels and an exact iterative or Nyström solver, or compute X "
-                         "first")
+    def bind(self, kernel):
+        """Only fastkpca's native kernels run on the workers: any other kind is refused here, naming it."""
+        if not kernel.native:
+            raise ValueError(f"{kernel.label} cannot be evaluated on a Dask cluster: only fastkpca's native kernels "
+                             "run on its workers; compute X first (X.compute()) to fit it in this process")
+        return kernel
+
+    def kernel_matrix(self, kernel, *, what: str, memory_limit: int, writable: bool = False, hint: str = "",
+                      dtype=None):
+        raise ValueError(f"{what} needs the whole {self.n}×{self.n} kernel matrix in this process, but X is a dask "
+                         "array on a cluster; fit it with an exact iterative or Nyström solver, or compute X first")
 
     def rows(self, index) -> np.ndarray:
         index = np.asarray(index, dtype=np.int64)
@@ -285,7 +326,7 @@ class DaskSamples:
     def columns(self, kernel):
         return DistributedColumns(self, kernel)
 
-    def cross_product(self, kernel, V, correction=None, *, promote=False, out_dtype=None):
+    def cross_product(self, kernel, V, correction=None, *, promote=False, out_dtype=None, memory_limit=None):
         return DaskKernelProduct(self, kernel, V, correction, promote=promote, out_dtype=out_dtype)
 
     def fitted(self):
@@ -438,7 +479,8 @@ class DistributedKernel:
         return python_operator(self.matmat, self.n, storage=self.storage, trace=self.diagonal_sum(),
                                kernel_entries=self.n * (self.n + 1) / 2, row_sums=self.row_sums, plan=self.plan,
                                n_jobs=n_jobs, release=self.release, details=self.info,
-                               storage_dtype=self.samples.dtype)
+                               storage_dtype=self.samples.dtype,
+                               diagonal=lambda: self.samples.map(_diagonal, self.kernel))
 
     def info(self) -> dict:
         """What the passes cost: per pass its seconds, the task seconds (kernel work on the workers) and the
@@ -516,10 +558,9 @@ class DaskKernelProduct:
         return self.on_dask(da.from_array(X, chunks=(block_rows(X.shape[0]), X.shape[1]))).compute()
 
     def localised(self):
-        from ..kernels import KernelProduct
-
-        return KernelProduct(np.asarray(self.samples.array.compute()), self.kernel.on_threads(self._threads), self.V,
-                             self.correction, promote=self.promote, out_dtype=self.out_dtype)
+        return self.kernel.on_threads(self._threads).cross_product(
+            np.asarray(self.samples.array.compute()), self.V, self.correction, promote=self.promote,
+            out_dtype=self.out_dtype)
 
 
 # ------------------------------------------------------------------------------------------- engine
@@ -531,10 +572,10 @@ class DaskEngine:
     name = "dask"
 
     def accepts(self, X) -> bool:
-        return v.is_dask_array(X)
+        return is_dask_array(X)
 
     def gather(self, a, name: str):
-        if not v.is_dask_array(a):
+        if not is_dask_array(a):
             return a
         if any(math.isnan(c) for c in a.chunks[0]):
             raise ValueError(f"{name} is a dask array with unknown chunk sizes; call {name}.compute_chunk_sizes() "
@@ -542,7 +583,7 @@ class DaskEngine:
         return a.compute()
 
     def fit_samples(self, estimator, X, y=None, *, targets=False, accept_sparse=False, copy=False):
-        X = v.check_dask_samples(X, "X")
+        X = check_dask_samples(X, "X")
         y = self.gather(y, "y")
         client = current_client()
         if client is None:
@@ -560,7 +601,7 @@ class DaskEngine:
         return samples, y
 
     def new_samples(self, estimator, X, *, accept_sparse=False):
-        X = v.check_dask_samples(X, "X")
+        X = check_dask_samples(X, "X")
         d = estimator.n_features_in_
         if X.shape[1] != d:
             raise ValueError(f"X has {X.shape[1]} features, but {type(estimator).__name__} is expecting {d} features "
@@ -582,7 +623,7 @@ class DaskEngine:
         for key, value in state.items():
             if isinstance(value, DaskKernelProduct):
                 value = value.localised()
-            elif v.is_dask_array(value):
+            elif is_dask_array(value):
                 value = np.asarray(value.compute())
             elif value is self:
                 value = LOCAL

@@ -1,13 +1,13 @@
-"""The in-process engine: the samples are an array in this process's memory, the kernel operator is held
-in the storage the memory limit allows (full, packed, cached or matrix-free), and the streamed passes run
-over chunks of rows here."""
+"""The in-process engine: the samples are an array in this process's memory (dense, or a CSR matrix that the
+native kernels evaluate from its sparse rows), the kernel operator is held in the storage the memory limit
+allows (full, packed, cached or matrix-free), and the streamed passes run over chunks of rows here."""
 
 from __future__ import annotations
 
 import numpy as np
 
 from .. import _validation as v
-from ..kernels import KernelColumns, KernelProduct
+from ..kernels import Kernel
 from ..operators import storage as _storage
 from ..solvers.rows import ArrayRows
 
@@ -22,34 +22,42 @@ class LocalSamples(ArrayRows):
     def __init__(self, X, engine: LocalEngine):
         super().__init__(X)
         self.engine = engine
-        self._dense = None
 
-    def local(self, what: str):
-        return self.X
-
-    def dense(self) -> np.ndarray:
-        """X as the native core reads it: C-contiguous and aligned (sparse data densified, once, after a
-        memory check)."""
-        if self._dense is None:
-            self._dense = v.check_samples(self.X, "X", self.X.dtype)
-        return self._dense
+    def bind(self, kernel: Kernel) -> Kernel:
+        kernel = kernel.for_samples(self.X)
+        self.X = kernel.check_samples(self.X)
+        return kernel
 
     def plan(self, kernel, *, block_size: int, memory_limit, other_bytes: int, storage: str = "auto"):
-        n, d = self.X.shape
-        return _storage.plan_storage(n, d, self.X.dtype.itemsize, block_size=block_size,
-                                     memory_limit=v.memory_limit(memory_limit), other_bytes=other_bytes,
-                                     storage=storage)
+        return _storage.plan_for(kernel, self.X, block_size=block_size, memory_limit=v.memory_limit(memory_limit),
+                                 other_bytes=other_bytes, storage=storage)
 
     def kernel_operator(self, kernel, plan, n_jobs=None):
         from ..operators import build  # SciPy's LinearOperator, only where an operator is made
 
-        return build(self.dense(), kernel, plan, n_jobs)
+        return build(self.X, kernel, plan, n_jobs)
+
+    def kernel_matrix(self, kernel, *, what: str, memory_limit: int, writable: bool = False, hint: str = "",
+                      dtype=None):
+        n = self.X.shape[0]
+        X = self.X if dtype is None or self.X.dtype == dtype else self.X.astype(dtype)
+        itemsize = X.dtype.itemsize if X.dtype in (np.float32, np.float64) else 8
+        v.check_within(kernel.matrix_bytes(n, itemsize), memory_limit, f"{what} with the whole {n}×{n} kernel matrix",
+                       hint)
+        K, owned = kernel.matrix(X)
+        owned = owned or X is not self.X  # a cast precomputed matrix is a copy already
+        if not writable or (owned and isinstance(K, np.ndarray) and K.flags.c_contiguous and K.flags.writeable):
+            return K
+        # The user's matrix (a precomputed kernel) or a sparse one: the caller writes a copy.
+        v.check_within(n * n * itemsize, memory_limit, f"{what} with a copy of the {n}×{n} kernel matrix", hint)
+        return v.contiguous(K.toarray() if v.is_sparse(K) else np.array(K, order="C", copy=True))
 
     def columns(self, kernel):
-        return KernelColumns(self.dense(), kernel)
+        return kernel.columns(self.X)
 
-    def cross_product(self, kernel, V, correction=None, *, promote=False, out_dtype=None):
-        return KernelProduct(self.dense(), kernel, V, correction, promote=promote, out_dtype=out_dtype)
+    def cross_product(self, kernel, V, correction=None, *, promote=False, out_dtype=None, memory_limit=None):
+        return kernel.cross_product(self.X, V, correction, promote=promote, out_dtype=out_dtype,
+                                    memory_limit=memory_limit)
 
     def fitted(self):
         return self.X

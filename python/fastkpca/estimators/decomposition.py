@@ -4,29 +4,29 @@ from __future__ import annotations
 
 import time
 import warnings
+from typing import Any, Callable
 
 import numpy as np
 from sklearn.base import BaseEstimator, ClassNamePrefixFeaturesOutMixin, TransformerMixin
 from sklearn.exceptions import NotFittedError
 from sklearn.utils.validation import check_is_fitted
 
-from .. import _native, engines
+from .. import engines, kernels
 from .. import _validation as v
 from ..exceptions import ConvergenceWarning
-from ..kernels import ChunkedProduct, KernelCentering, MatrixKernel, NativeKernel, registry
-from ..operators import StoragePlan, from_matrix
+from ..kernels import KernelCentering
 from ..solvers import dense, lanczos, low_rank
 from ..solvers.eigenvalues import finish_eigenpairs, projection
 from ._base import EngineFitted, Reporting
 
 __all__ = ["KernelPCA"]
 
-_KERNELS = (*registry.NAMES, "precomputed")
+_KERNELS = kernels.KERNEL_NAMES
 _SOLVERS = ("auto", "lanczos", *dense.SOLVERS, "nystrom")
 # Below this many samples a dense LAPACK solve is as fast as anything and exactly scikit-learn's path.
 _DENSE_BELOW = 200
 _CONSTRAINTS = {
-    "n_components": v.integer(1, none=True), "kernel": v.choice(*_KERNELS, callable_ok=True),
+    "n_components": v.integer(1, none=True), "kernel": kernels.constraint(*_KERNELS),
     "gamma": v.real(0.0, none=True), "degree": v.real(0.0), "coef0": v.real(), "kernel_params": v.optional_dict,
     "alpha": v.real(0.0), "fit_inverse_transform": v.anything, "eigen_solver": v.choice(*_SOLVERS),
     "tol": v.real(0.0), "max_iter": v.integer(1, none=True),
@@ -48,9 +48,11 @@ class KernelPCA(Reporting, EngineFitted, ClassNamePrefixFeaturesOutMixin, Transf
     ----------
     n_components : int, default=None
         Number of components. ``None`` keeps all non-zero components (a full decomposition).
-    kernel : {"linear", "poly", "rbf", "laplacian", "sigmoid", "cosine", "precomputed"} or callable, \
-default="linear"
-        Kernel; ``"laplacian"`` is an extra over scikit-learn. A callable gets two rows and returns a float.
+    kernel : {"linear", "poly", "rbf", "laplacian", "sigmoid", "cosine", "precomputed"}, callable or kernel \
+object, default="linear"
+        Kernel; ``"laplacian"`` is an extra over scikit-learn. A callable gets two rows and returns a float;
+        a scikit-learn kernel object (``sklearn.gaussian_process.kernels``) is evaluated by its own
+        vectorised ``__call__``. Native kernels take sparse X from its sparse rows (never densified).
     gamma : float, default=None
         Kernel coefficient of rbf, laplacian, poly and sigmoid; ``None`` means ``1 / n_features``.
     degree : float, default=3
@@ -69,7 +71,7 @@ default="linear"
         when there are at most 200 samples or all components are wanted, else lanczos (or
         scikit-learn's rule if a precomputed kernel is not symmetric). ``"nystrom"``: approximate kernel
         PCA of the Nyström approximation on ``n_landmarks`` landmarks (see Notes), for N beyond what
-        exact passes afford; native kernels only.
+        exact passes afford (not with a precomputed kernel).
     tol : float, default=0
         Convergence tolerance: ARPACK's, or for lanczos the relative residual ‖Kv − λv‖/λ₁ (0 means
         fastkpca's default, 1e-10).
@@ -95,11 +97,12 @@ default="linear"
     memory_limit : int or str, default=None
         Bytes the fit may use beyond X, or a size such as ``"4GB"``; None means 80% of the memory
         available. With the lanczos solver the kernel is held in the fastest storage that fits (full or
-        packed, else the tiles that fit with the rest recomputed on every pass, else nothing: matrix-free),
-        so any number of samples can be fitted; ``solver_info_`` says what was chosen and why. transform
-        multiplies the cross kernel of a native kernel into the projection tile by tile (never stored);
-        other kernels build it in chunks of at most 256 MiB (and a quarter of the limit). With a dask array
-        X: the bytes of kernel tiles each worker may keep (default 40% of its memory limit).
+        packed, else the tiles that fit with the rest recomputed on every pass, else nothing: matrix-free;
+        a kernel evaluated in Python: its matrix, else its row blocks on every pass), so any number of
+        samples can be fitted; ``solver_info_`` says what was chosen and why. transform multiplies the cross
+        kernel of a native kernel into the projection tile by tile (never stored); other kernels build it
+        in chunks of at most 256 MiB (and a quarter of the limit). With a dask array X: the bytes of kernel
+        tiles each worker may keep (default 40% of its memory limit).
     n_landmarks : int, default=None
         Landmarks m of ``eigen_solver="nystrom"``: ``n_components <= m <= n_samples``. None means
         min(1000, n_samples).
@@ -171,31 +174,14 @@ default="linear"
     (300, 2)
     """
 
-    def __init__(
-        self,
-        n_components=None,
-        *,
-        kernel="linear",
-        gamma=None,
-        degree=3,
-        coef0=1,
-        kernel_params=None,
-        alpha=1.0,
-        fit_inverse_transform=False,
-        eigen_solver="auto",
-        tol=0,
-        max_iter=None,
-        iterated_power="auto",
-        remove_zero_eig=False,
-        random_state=None,
-        copy_X=True,
-        n_jobs=None,
-        verbose=0,
-        callback=None,
-        memory_limit=None,
-        n_landmarks=None,
-        landmarks="rpcholesky",
-    ):
+    def __init__(self, n_components: int | None = None, *, kernel: str | Callable[..., Any] | Any = "linear",
+                 gamma: float | None = None, degree: float = 3, coef0: float = 1, kernel_params: dict | None = None,
+                 alpha: float = 1.0, fit_inverse_transform: bool = False, eigen_solver: str = "auto", tol: float = 0,
+                 max_iter: int | None = None, iterated_power: int | str = "auto", remove_zero_eig: bool = False,
+                 random_state: int | np.random.RandomState | None = None, copy_X: bool = True,
+                 n_jobs: int | None = None, verbose: int = 0, callback: Callable[[str, dict], Any] | None = None,
+                 memory_limit: int | str | None = None, n_landmarks: int | None = None,
+                 landmarks: str | Any = "rpcholesky"):
         self.n_components = n_components
         self.kernel = kernel
         self.kernel_params = kernel_params
@@ -218,14 +204,6 @@ default="linear"
         self.n_landmarks = n_landmarks
         self.landmarks = landmarks
 
-    def _check_params(self):
-        v.check_params(self, _CONSTRAINTS)
-        if self.fit_inverse_transform and self.kernel == "precomputed":
-            raise ValueError("Cannot fit_inverse_transform with a precomputed kernel.")
-        if self.eigen_solver == "nystrom":
-            registry.check_native_kernel(self.kernel, "eigen_solver='nystrom'")
-        return v.memory_limit(self.memory_limit)
-
     # ------------------------------------------------------------------------------------------ fit
 
     def fit(self, X, y=None):
@@ -241,64 +219,60 @@ default="linear"
         -------
         self : KernelPCA
         """
-        limit = self._check_params()
+        v.check_params(self, _CONSTRAINTS)
+        limit = v.memory_limit(self.memory_limit)
         nystrom = self.eigen_solver == "nystrom"
         # The Nyström fit keeps only its landmarks: no copy of X is needed.
         samples, _ = engines.select(X).fit_samples(self, X, accept_sparse="csr", copy=self.copy_X and not nystrom)
         self._engine = samples.engine
         n, d = samples.shape
         self.gamma_ = 1 / d if self.gamma is None else self.gamma
+        kernel = samples.bind(kernels.make(self.kernel, gamma=self.gamma_, degree=self.degree, coef0=self.coef0,
+                                           kernel_params=self.kernel_params, n_features=d, n_jobs=self.n_jobs))
+        pre_image = kernel.between_samples("fit_inverse_transform") if self.fit_inverse_transform else None
         n_components = n if self.n_components is None else min(n, self.n_components)
         if nystrom:
-            return self._fit_nystrom(samples, n_components, limit)
-        values, vectors, centering = self._fit_exact(samples, n_components, limit)
-        self.K_fit_rows_, self.K_fit_all_ = centering.column_means, centering.grand_mean
-        self.eigenvalues_, self.eigenvectors_ = finish_eigenpairs(values, vectors,
-                                                                  self.remove_zero_eig or self.n_components is None)
-        self._transform_map = self._projection_map(samples, centering, limit)
-        if self.fit_inverse_transform:
-            X_local = samples.local("fit_inverse_transform=True")
-            self._fit_inverse_transform(self.eigenvectors_ * np.sqrt(self.eigenvalues_), X_local)
-        self.X_fit_ = samples.fitted()
+            S = self._fit_nystrom(samples, kernel.between_samples("use eigen_solver='nystrom'"), n_components, limit)
+            scores, targets = self.transform(S), S  # the pre-image map is learnt on the landmarks alone
+        else:
+            values, vectors, centering = self._fit_exact(samples, kernel, n_components, limit)
+            self.K_fit_rows_, self.K_fit_all_ = centering.column_means, centering.grand_mean
+            self.eigenvalues_, self.eigenvectors_ = finish_eigenpairs(values, vectors,
+                                                                      self.remove_zero_eig or self.n_components is None)
+            M = projection(self.eigenvalues_, self.eigenvectors_)
+            V, correction = centering.product_correction(M)
+            self._transform_map = samples.cross_product(kernel, V, correction, out_dtype=M.dtype, memory_limit=limit)
+            self.X_fit_ = samples.fitted()
+            if pre_image is not None:
+                scores = self.eigenvectors_ * np.sqrt(self.eigenvalues_)
+                targets = v.as_float_array(samples.engine.gather(self.X_fit_, "X"), "X")  # the ridge's targets
+        if pre_image is not None:
+            self._fit_inverse_transform(scores, targets, pre_image)
         return self
 
-    def _native_kernel(self, n_features: int) -> NativeKernel:
-        return NativeKernel.resolve(self.kernel, self.gamma_, self.degree, self.coef0, n_features, self.n_jobs)
-
-    def _matrix_kernel(self, Y) -> MatrixKernel:
-        """K(·, Y) as a matrix (Y=None: K(X, X), exactly symmetric): native kernels natively, callables
-        through scikit-learn."""
-        params = self.kernel_params if callable(self.kernel) else \
-            {"gamma": self.gamma_, "degree": self.degree, "coef0": self.coef0}
-        return MatrixKernel(Y, self.kernel, params, self.n_jobs)
-
-    def _fit_exact(self, samples, n_components, limit):
+    def _fit_exact(self, samples, kernel, n_components, limit):
         """(values, vectors, centering) of H K H, by block Lanczos on a kernel operator or by one of
         scikit-learn's solvers on the explicitly centered matrix."""
         n = samples.shape[0]
-        K, symmetric = None, True
-        if self.kernel == "precomputed":
-            K, symmetric = self._precomputed(samples.local("kernel='precomputed'"))
-        solver = self._choose_solver(n, n_components, symmetric)
+        solver = self._choose_solver(n, n_components, kernel.symmetric)
+        if solver == "lanczos" and not kernel.symmetric:
+            raise ValueError(f"eigen_solver='lanczos' needs a symmetric kernel; {kernel.label} has max |K - K.T| = "
+                             f"{kernel.asymmetry:.3g}")
         start = time.perf_counter()
         if solver == "lanczos":
-            with self._training_operator(samples, K, n_components, limit) as op:
+            block, working = lanczos.memory_needs(n_components, n)
+            plan = samples.plan(kernel, block_size=block, memory_limit=self.memory_limit, other_bytes=working)
+            with samples.kernel_operator(kernel, plan, self.n_jobs) as op:
                 self._report("kernel", seconds=time.perf_counter() - start, n_samples=n, storage=op.storage,
                              kernel_bytes=op.kernel_bytes)
                 return self._solve_lanczos(op, n_components, limit)
-        owned = K is None
-        if owned:
-            what = f"eigen_solver={solver!r}" + (" (n_components=None: all components need the dense N×N "
-                                                 "eigendecomposition)" if self.n_components is None else "")
-            X = samples.local(what)
-        needed = n * n * (np.dtype(samples.dtype).itemsize if owned else 8)  # the kernel, or the centered copy
-        v.check_within(needed, limit, f"eigen_solver={solver!r} with the whole {n}×{n} kernel matrix",
-                       "eigen_solver='lanczos' fits within any limit")
-        if owned:
-            K = self._matrix_kernel(None)(X)  # Y=None: the symmetric build
+        what = f"eigen_solver={solver!r}" + (" (n_components=None: all components need the dense N×N "
+                                             "eigendecomposition)" if self.n_components is None else "")
+        K = samples.kernel_matrix(kernel, what=what, memory_limit=limit, writable=True,
+                                  hint="eigen_solver='lanczos' fits within any limit")
         self._report("kernel", seconds=time.perf_counter() - start, n_samples=n, storage="full", kernel_bytes=K.nbytes)
         start = time.perf_counter()
-        Kc, centering, self._total_variance = dense.center_kernel(K, owned=owned, threads=v.n_threads(self.n_jobs))
+        Kc, centering, self._total_variance = dense.center_kernel(K, threads=v.n_threads(self.n_jobs))
         self._report("center", seconds=time.perf_counter() - start, implicit=False)
         start = time.perf_counter()
         values, vectors = dense.top_eigenpairs(Kc, n_components, solver, tol=self.tol, maxiter=self.max_iter,
@@ -309,19 +283,6 @@ default="linear"
         self._report("done", solver=solver, seconds=seconds)
         return values, vectors, centering
 
-    def _precomputed(self, K):
-        """(K, symmetric): the user's precomputed kernel, C-contiguous and aligned (read in place), checked
-        finite."""
-        K = v.contiguous(v.as_float_array(K, "X (the precomputed kernel)"))  # sparse kernels are densified
-        v.check_square(K, "X (the precomputed kernel)")
-        finite, _, asym = _native.core.scan_square(K, True, v.n_threads(self.n_jobs))
-        if not finite:
-            raise ValueError("the kernel matrix contains NaN or infinity")
-        if self.eigen_solver == "lanczos" and asym != 0:
-            raise ValueError(f"eigen_solver='lanczos' needs a symmetric kernel; the precomputed kernel has "
-                             f"max |K - K.T| = {asym:.3g}")
-        return K, asym == 0
-
     def _choose_solver(self, n, n_components, symmetric):
         if self.eigen_solver != "auto":
             return self.eigen_solver
@@ -330,23 +291,6 @@ default="linear"
         if n <= _DENSE_BELOW or self.n_components is None:
             return "dense"
         return "lanczos"
-
-    def _training_operator(self, samples, K, n_components, limit):
-        """The training kernel as an operator the lanczos solver reads: the user's precomputed kernel in
-        place, a callable kernel's full matrix, or a native kernel in the storage the engine plans within
-        the memory limit."""
-        if K is None and registry.is_native(self.kernel):
-            n, d = samples.shape
-            kernel = self._native_kernel(d)
-            block, working = lanczos.memory_needs(n_components, n)
-            plan = samples.plan(kernel, block_size=block, memory_limit=self.memory_limit, other_bytes=working)
-            return samples.kernel_operator(kernel, plan, self.n_jobs)
-        if K is None:
-            X = samples.local(f"kernel={self.kernel!r}")
-            v.check_memory(X.shape[0] ** 2 * 8, "the kernel matrix of a callable kernel")
-            K = self._matrix_kernel(None)(X)
-        plan = StoragePlan("full", 0, K.nbytes, limit, "a precomputed or callable kernel is a full matrix")
-        return from_matrix(K, plan, self.n_jobs)
 
     def _solve_lanczos(self, op, n_components, limit):
         """(values, vectors, centering) of H K H by block Lanczos on the implicitly centered operator: K is
@@ -370,39 +314,25 @@ default="linear"
         dtype = op.storage_dtype
         return values.astype(dtype, copy=False), vectors.astype(dtype, copy=False), centering
 
-    def _projection_map(self, samples, centering, limit):
-        """transform's row map: x ↦ center(K(x, X_fit_))·U Λ^(-½), the cross kernel multiplied into the
-        projection tile by tile for native kernels on dense data, else built and centered in chunks."""
-        M = projection(self.eigenvalues_, self.eigenvectors_)
-        if registry.is_native(self.kernel) and not v.is_sparse(samples.fitted()):
-            V, correction = centering.product_correction(M)
-            return samples.cross_product(self._native_kernel(samples.shape[1]), V, correction, out_dtype=M.dtype)
-        Y = None if self.kernel == "precomputed" else samples.local("transform with this kernel")
-        return ChunkedProduct(self._matrix_kernel(Y), M, samples.shape[0], memory_limit=limit, finish=centering.center)
-
-    def _fit_inverse_transform(self, X_transformed, X):
+    def _fit_inverse_transform(self, X_transformed, X, kernel):
         """The pre-image map: kernel ridge regression from the scores back to X, (K(Z, Z) + αI) β = X, by
-        fastkpca.KernelRidge (dense Cholesky for small N, conjugate gradients on a kernel operator within
-        the memory limit for large N: no O(N³) solve, no second N×N matrix)."""
-        if v.is_sparse(X):
-            raise NotImplementedError("Inverse transform not implemented for sparse matrices!")
+        fastkpca.KernelRidge with the fit's kernel (dense Cholesky for small N, conjugate gradients on a kernel
+        operator within the memory limit for large N: no O(N³) solve, no second N×N matrix)."""
         from .kernel_ridge import KernelRidge
 
-        ridge = KernelRidge(alpha=self.alpha, kernel=self.kernel, gamma=self.gamma_, degree=self.degree,
-                            coef0=self.coef0, kernel_params=self.kernel_params if callable(self.kernel) else None,
-                            memory_limit=self.memory_limit, n_jobs=self.n_jobs, random_state=self.random_state)
-        ridge.fit(X_transformed, X)
+        ridge = KernelRidge(alpha=self.alpha, kernel=kernel, memory_limit=self.memory_limit, n_jobs=self.n_jobs,
+                            random_state=self.random_state).fit(X_transformed, X)
+        self._pre_image = ridge
         self.dual_coef_ = ridge.dual_coef_.astype(np.result_type(X.dtype, np.float32), copy=False)
         self.inverse_solver_info_ = ridge.solver_info_
         self.X_transformed_fit_ = X_transformed
 
     # ------------------------------------------------------------------------------------- nystrom
 
-    def _fit_nystrom(self, samples, n_components, limit):
+    def _fit_nystrom(self, samples, kernel, n_components, limit):
         """Approximate kernel PCA on the Nyström approximation (low_rank.nystrom_pca), streamed over the
-        samples wherever the engine keeps them."""
-        n, d = samples.shape
-        kernel = self._native_kernel(d)
+        samples wherever the engine keeps them; returns the landmarks."""
+        n = samples.shape[0]
         start = time.perf_counter()
         m = min(low_rank.DEFAULT_N_LANDMARKS, n) if self.n_landmarks is None else self.n_landmarks
         S, index, selection = low_rank.landmarks(samples, self.landmarks, m, kernel, random_state=self.random_state,
@@ -429,10 +359,7 @@ default="linear"
                              "rank": pca.rank, "chunk_rows": rows, "memory_limit": limit,
                              "landmark_selection": selection, "seconds": seconds, **samples.info()}
         self._report("done", solver="nystrom", seconds=sum(seconds.values()), n_landmarks=m, rank=pca.rank)
-        if self.fit_inverse_transform:
-            # The pre-image map is learnt on the landmarks alone (an m×m ridge problem).
-            self._fit_inverse_transform(self.transform(S), S)
-        return self
+        return S
 
     # ------------------------------------------------------------------------------------ transform
 
@@ -483,7 +410,8 @@ default="linear"
                 "The fit_inverse_transform parameter was not set to True when instantiating and hence "
                 "the inverse transform is not available."
             )
-        return self._matrix_kernel(self.X_transformed_fit_)(X) @ self.dual_coef_
+        check_is_fitted(self)
+        return self._pre_image.predict(X).astype(self.dual_coef_.dtype, copy=False)
 
     # --------------------------------------------------------------------------------- attributes
 
@@ -506,8 +434,8 @@ default="linear"
         tags = super().__sklearn_tags__()
         tags.input_tags.sparse = True
         tags.transformer_tags.preserves_dtype = ["float64", "float32"]
-        tags.input_tags.pairwise = self.kernel == "precomputed"
+        tags.input_tags.pairwise = kernels.takes_matrix(self.kernel)
         return tags
 
     def _more_tags(self):  # scikit-learn < 1.6
-        return {"preserves_dtype": [np.float64, np.float32], "pairwise": self.kernel == "precomputed"}
+        return {"preserves_dtype": [np.float64, np.float32], "pairwise": kernels.takes_matrix(self.kernel)}

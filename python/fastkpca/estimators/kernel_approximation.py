@@ -4,21 +4,23 @@ from __future__ import annotations
 
 import time
 import warnings
+from typing import Any, Callable
 
 import numpy as np
 from scipy import linalg as sla
 from sklearn.base import BaseEstimator, ClassNamePrefixFeaturesOutMixin, TransformerMixin
+from sklearn.metrics.pairwise import PAIRWISE_KERNEL_FUNCTIONS
 
-from .. import engines
+from .. import engines, kernels
 from .. import _validation as v
-from ..kernels import NativeKernel, pairwise_kernels, registry
+from ..kernels import Kernel
 from ..solvers import low_rank
 from ._base import EngineFitted
 
 __all__ = ["Nystroem"]
 
-# Kernel names scikit-learn's Nystroem accepts that fastkpca does not evaluate natively (scikit-learn does).
-_SKLEARN_ONLY_KERNELS = ("chi2", "additive_chi2")
+#: scikit-learn's kernel names (its pairwise kernels and "precomputed") and fastkpca's native ones.
+_KERNELS = tuple(dict.fromkeys((*kernels.KERNEL_NAMES, *PAIRWISE_KERNEL_FUNCTIONS)))
 # scikit-learn clamps the landmark kernel's singular values at this before inverting their square roots.
 _SINGULAR_VALUE_FLOOR = 1e-12
 
@@ -33,10 +35,10 @@ class Nystroem(EngineFitted, ClassNamePrefixFeaturesOutMixin, TransformerMixin, 
 
     Parameters
     ----------
-    kernel : str or callable, default="rbf"
+    kernel : str, callable or kernel object, default="rbf"
         A kernel name of sklearn.metrics.pairwise (``"linear"``, ``"poly"``, ``"rbf"``, ``"laplacian"``,
-        ``"sigmoid"``, ``"cosine"`` run natively; ``"chi2"``, ``"additive_chi2"``, ``"precomputed"`` and
-        callables through scikit-learn).
+        ``"sigmoid"``, ``"cosine"`` run natively, on dense or sparse X; ``"chi2"``, ``"additive_chi2"``,
+        ``"precomputed"`` and callables through scikit-learn), or a scikit-learn kernel object.
     gamma, coef0, degree : float, default=None
         Kernel parameters (None: the kernel's default). Not allowed with callable or precomputed kernels.
     kernel_params : dict, default=None
@@ -52,8 +54,8 @@ class Nystroem(EngineFitted, ClassNamePrefixFeaturesOutMixin, TransformerMixin, 
         ``"uniform"``: m training samples drawn uniformly (scikit-learn's draw). ``"rpcholesky"``:
         randomly pivoted Cholesky, each landmark drawn with probability proportional to the residual
         kernel's diagonal, so regions already explained (and repeated points) are not drawn again and small
-        clusters are not missed; native kernels and dense X only. An array: these m points (n_components is
-        then ignored; ``component_indices_`` is None).
+        clusters are not missed. An array: these m points (n_components is then ignored;
+        ``component_indices_`` is None).
     memory_limit : int or str, default=None
         Bytes ``fit`` and ``transform`` may use beyond X and the result (None: 80% of the available
         memory): bounds the chunks of the cross kernel and RPCholesky's search.
@@ -83,8 +85,10 @@ class Nystroem(EngineFitted, ClassNamePrefixFeaturesOutMixin, TransformerMixin, 
     (500, 50)
     """
 
-    def __init__(self, kernel="rbf", *, gamma=None, coef0=None, degree=None, kernel_params=None, n_components=100,
-                 random_state=None, n_jobs=None, landmarks="uniform", memory_limit=None):
+    def __init__(self, kernel: str | Callable[..., Any] | Any = "rbf", *, gamma: float | None = None,
+                 coef0: float | None = None, degree: float | None = None, kernel_params: dict | None = None,
+                 n_components: int = 100, random_state: int | np.random.RandomState | None = None,
+                 n_jobs: int | None = None, landmarks: str | Any = "uniform", memory_limit: int | str | None = None):
         self.kernel = kernel
         self.gamma = gamma
         self.coef0 = coef0
@@ -96,41 +100,14 @@ class Nystroem(EngineFitted, ClassNamePrefixFeaturesOutMixin, TransformerMixin, 
         self.landmarks = landmarks
         self.memory_limit = memory_limit
 
-    # ----------------------------------------------------------------------------------------- checks
-
-    def _kernel_params(self):
-        """scikit-learn's rule: kernel_params plus the non-None gamma/coef0/degree, which callable and
-        precomputed kernels refuse."""
-        params = dict(self.kernel_params or {})
-        if callable(self.kernel) or self.kernel == "precomputed":
-            if self.gamma is not None or self.coef0 is not None or self.degree is not None:
-                raise ValueError("Don't pass gamma, coef0 or degree to Nystroem if using a callable or "
-                                 "precomputed kernel")
-            return params
-        for name in ("gamma", "coef0", "degree"):
-            if getattr(self, name) is not None:
-                params[name] = getattr(self, name)
-        return params
-
-    def _check_params(self):
-        if not callable(self.kernel):
-            v.check_choice(self.kernel, "kernel", (*registry.NAMES, *_SKLEARN_ONLY_KERNELS, "precomputed"))
-        v.check_int(self.n_components, "n_components", minimum=1)
-        if isinstance(self.landmarks, str):
-            v.check_choice(self.landmarks, "landmarks", low_rank.LANDMARK_METHODS)
-        if self.kernel_params is not None and not isinstance(self.kernel_params, dict):
-            raise TypeError(f"kernel_params must be a dict or None, got {self.kernel_params!r}")
-        v.n_threads(self.n_jobs)
-        return v.memory_limit(self.memory_limit)
-
-    def _native_kernel(self, n_features: int):
-        """The NativeKernel of a native kernel name, else None (scikit-learn evaluates)."""
-        if not registry.is_native(self.kernel):
-            return None
-        params = self._kernel_params()
-        spec = registry.spec(self.kernel)
-        return NativeKernel.resolve(spec.name, params.get("gamma") if "gamma" in spec.parameters else None,
-                                    params.get("degree", 3), params.get("coef0", 1), n_features, self.n_jobs)
+    def _kernel(self, n_features: int) -> Kernel:
+        """The kernel by scikit-learn's rule: kernel_params plus the non-None gamma/coef0/degree, which callable
+        and precomputed kernels refuse."""
+        named = {name: getattr(self, name) for name in ("gamma", "coef0", "degree") if getattr(self, name) is not None}
+        params = {**(self.kernel_params or {}), **named}
+        return kernels.make(self.kernel, gamma=params.get("gamma"), degree=params.get("degree"),
+                            coef0=params.get("coef0"), kernel_params=self.kernel_params, n_features=n_features,
+                            n_jobs=self.n_jobs, named_given_to="Nystroem" if named else None)
 
     # --------------------------------------------------------------------------------------------- fit
 
@@ -146,12 +123,16 @@ class Nystroem(EngineFitted, ClassNamePrefixFeaturesOutMixin, TransformerMixin, 
         -------
         self : Nystroem
         """
-        limit = self._check_params()
+        kernels.constraint(*_KERNELS)(self.kernel, "kernel")
+        v.check_int(self.n_components, "n_components", minimum=1)
+        v.choice(*low_rank.LANDMARK_METHODS, other=v.anything)(self.landmarks, "landmarks")
+        v.optional_dict(self.kernel_params, "kernel_params")
+        v.n_threads(self.n_jobs)
+        limit = v.memory_limit(self.memory_limit)
         samples, _ = engines.select(X).fit_samples(self, X, accept_sparse="csr")
         self._engine = samples.engine
-        params = self._kernel_params()  # raises for gamma/coef0/degree with a callable or precomputed kernel
         n, d = samples.shape
-        native = self._native_kernel(d)
+        kernel = samples.bind(self._kernel(d))
         start = time.perf_counter()
         if isinstance(self.landmarks, str) and self.landmarks == "uniform":
             m = self.n_components
@@ -160,29 +141,20 @@ class Nystroem(EngineFitted, ClassNamePrefixFeaturesOutMixin, TransformerMixin, 
                               "n_samples, which results in inefficient evaluation of the full kernel.",
                               stacklevel=2)
                 m = n
-            # scikit-learn's draw; X may be sparse here
-            index, info = low_rank.select_landmarks(samples, m, "uniform", None, random_state=self.random_state,
+            # scikit-learn's draw
+            index, info = low_rank.select_landmarks(samples, m, "uniform", kernel, random_state=self.random_state,
                                                     memory_limit=limit)
-            basis = samples.rows(index)
+            basis = kernel.check_samples(samples.rows(index))
         else:
-            if isinstance(self.landmarks, str):  # rpcholesky
-                registry.check_native_kernel(self.kernel, "landmarks='rpcholesky'")
-            basis, index, info = low_rank.landmarks(samples, self.landmarks, self.n_components, native,
+            basis, index, info = low_rank.landmarks(samples, self.landmarks, self.n_components, kernel,
                                                     random_state=self.random_state, memory_limit=limit,
                                                     name="n_components")
-        if native is not None and not v.is_sparse(basis):
-            basis = v.contiguous(basis)
-            W = native.cross(basis)
-        else:
-            W = np.asarray(pairwise_kernels(basis, metric=self.kernel, filter_params=True, n_jobs=self.n_jobs,
-                                            **params))
-        self.normalization_ = _inverse_sqrt(W)
+        self.normalization_ = _inverse_sqrt(np.asarray(kernel.cross(basis)))
         self.components_ = basis
         self.component_indices_ = index
         self.landmark_info_ = dict(info, seconds=time.perf_counter() - start)
         self._n_features_out = basis.shape[0]
-        self._feature_map = _NystromFeatures(basis, self.normalization_, self.kernel, params, native, limit,
-                                             self.n_jobs)
+        self._feature_map = _NystromFeatures(basis, self.normalization_, kernel, limit)
         return self
 
     def transform(self, X):
@@ -206,34 +178,28 @@ class Nystroem(EngineFitted, ClassNamePrefixFeaturesOutMixin, TransformerMixin, 
 
 
 class _NystromFeatures:
-    """transform's row map: x ↦ K(x, S)·normalizationᵀ, in x's dtype. Native kernels on dense rows build the
-    cross kernel in chunks (low_rank.chunk_rows) into one preallocated result; the others (sparse rows,
-    scikit-learn's kernels) through scikit-learn's pairwise_kernels. Picklable."""
+    """transform's row map: x ↦ K(x, S)·normalizationᵀ, in x's dtype: the cross kernel built in chunks
+    (low_rank.chunk_rows) into one buffer by the kernel (natively for native kernels, on dense or sparse
+    rows), each multiplied by the normalization into one preallocated result. Picklable."""
 
-    def __init__(self, basis, normalization, kernel, params, native, memory_limit, n_jobs):
-        self.basis, self.normalization, self.kernel, self.params = basis, normalization, kernel, params
-        self.native, self.memory_limit, self.n_jobs = native, memory_limit, n_jobs
+    def __init__(self, basis, normalization, kernel: Kernel, memory_limit):
+        self.basis, self.normalization, self.kernel, self.memory_limit = basis, normalization, kernel, memory_limit
 
     def on_threads(self, threads: int):
-        native = None if self.native is None else self.native.on_threads(threads)
-        return _NystromFeatures(self.basis, self.normalization, self.kernel, self.params, native, self.memory_limit,
-                                threads)
+        return _NystromFeatures(self.basis, self.normalization, self.kernel.on_threads(threads), self.memory_limit)
 
     def __call__(self, X) -> np.ndarray:
-        if self.native is None or v.is_sparse(X) or v.is_sparse(self.basis):
-            K = pairwise_kernels(X, self.basis, metric=self.kernel, filter_params=True, n_jobs=self.n_jobs,
-                                 **self.params)
-            return np.asarray(K) @ self.normalization.T
-        X = v.check_samples(X, "X", X.dtype)
-        basis = v.contiguous(self.basis.astype(X.dtype, copy=False))
-        n, m = X.shape[0], basis.shape[0]
-        rows = low_rank.chunk_rows(m, X.dtype.itemsize, self.memory_limit)
-        out = v.empty((n, m), X.dtype, f"the {n}×{m} Nyström features")
-        weights = np.ascontiguousarray(self.normalization.T, dtype=X.dtype)
-        buf = np.empty((min(rows, n), m), X.dtype)
+        dtype = X.dtype if X.dtype in (np.float32, np.float64) else np.float64
+        X = self.kernel.new_rows(X, self.basis, dtype)
+        basis = self.basis if self.basis.dtype == dtype else self.basis.astype(dtype)
+        n, m = X.shape[0], self.normalization.shape[0]
+        rows = low_rank.chunk_rows(basis.shape[0], dtype.itemsize, self.memory_limit)
+        out = v.empty((n, m), dtype, f"the {n}×{m} Nyström features")
+        weights = np.ascontiguousarray(self.normalization.T, dtype=dtype)
+        buf = np.empty((min(rows, n), basis.shape[0]), dtype)
         for start in range(0, n, rows):
             part = X[start:start + rows]
-            C = self.native.cross(part, basis, out=buf[:part.shape[0]])
+            C = self.kernel.cross(part, basis, out=buf[:part.shape[0]])
             np.matmul(C, weights, out=out[start:start + part.shape[0]])
         return out
 

@@ -3,18 +3,17 @@ KernelRidgeCV: alpha (and gamma) chosen by cross-validation from one factorisati
 
 from __future__ import annotations
 
-import numbers
 import operator
 import time
+from typing import Any, Callable
 
 import numpy as np
 from sklearn.base import BaseEstimator, MultiOutputMixin, RegressorMixin
+from sklearn.metrics.pairwise import PAIRWISE_KERNEL_FUNCTIONS
 from sklearn.utils.validation import check_is_fitted
 
-from .. import engines
+from .. import engines, kernels
 from .. import _validation as v
-from ..kernels import ChunkedProduct, KernelProduct, MatrixColumns, MatrixKernel, NativeKernel, registry
-from ..operators import StoragePlan, from_matrix
 from ..solvers import low_rank, ridge, ridge_cv
 from ._base import EngineFitted, Reporting
 
@@ -25,6 +24,14 @@ SOLVERS = ("auto", "cholesky", "cg", "nystrom")
 AUTO_CHOLESKY_BELOW = 3000
 #: The first column of a product with a 1-D dual_coef_ (picklable, for an engine's tasks).
 _FIRST_COLUMN = operator.itemgetter((slice(None), 0))
+#: scikit-learn's kernel names (its pairwise kernels and "precomputed") and fastkpca's native ones.
+_KERNELS = tuple(dict.fromkeys((*kernels.KERNEL_NAMES, *PAIRWISE_KERNEL_FUNCTIONS)))
+_CONSTRAINTS = {
+    "kernel": kernels.constraint(*_KERNELS), "solver": v.choice(*SOLVERS), "tol": v.real(0.0, none=True),
+    "max_iter": v.integer(1, none=True), "preconditioner_rank": v.integer(0, none=True),
+    "n_landmarks": v.integer(1, none=True), "landmarks": v.choice(*low_rank.LANDMARK_METHODS, other=v.anything),
+    "kernel_params": v.optional_dict, "verbose": v.integer(), "callback": v.optional_callable, "n_jobs": v.jobs,
+}
 
 
 class KernelRidge(Reporting, EngineFitted, MultiOutputMixin, RegressorMixin, BaseEstimator):
@@ -37,9 +44,11 @@ class KernelRidge(Reporting, EngineFitted, MultiOutputMixin, RegressorMixin, Bas
     ----------
     alpha : float or array-like of shape (n_targets,), default=1
         Regularisation, >= 0; one per target, or one for all.
-    kernel : str or callable, default="linear"
-        A name of sklearn.metrics.pairwise (fastkpca's native kernels run natively), ``"precomputed"``
-        (X is the kernel matrix, used in place), or a callable.
+    kernel : str, callable or kernel object, default="linear"
+        A name of sklearn.metrics.pairwise (fastkpca's native kernels run natively, also on sparse X, from
+        its sparse rows), ``"precomputed"`` (X is the kernel matrix, used in place), a callable of two rows,
+        or a scikit-learn kernel object (``sklearn.gaussian_process.kernels``, evaluated by its own
+        ``__call__``).
     gamma, degree, coef0, kernel_params :
         Kernel parameters, as scikit-learn's.
     solver : {"auto", "cholesky", "cg", "nystrom"}, default="auto"
@@ -104,10 +113,13 @@ class KernelRidge(Reporting, EngineFitted, MultiOutputMixin, RegressorMixin, Bas
     True
     """
 
-    def __init__(self, alpha=1, *, kernel="linear", gamma=None, degree=3, coef0=1, kernel_params=None,
-                 solver="auto", tol=None, max_iter=None, memory_limit=None, preconditioner_rank=None,
-                 n_landmarks=None, landmarks="rpcholesky", random_state=None, n_jobs=None, verbose=0,
-                 callback=None):
+    def __init__(self, alpha: float | Any = 1, *, kernel: str | Callable[..., Any] | Any = "linear",
+                 gamma: float | None = None, degree: float = 3, coef0: float = 1, kernel_params: dict | None = None,
+                 solver: str = "auto", tol: float | None = None, max_iter: int | None = None,
+                 memory_limit: int | str | None = None, preconditioner_rank: int | None = None,
+                 n_landmarks: int | None = None, landmarks: str | Any = "rpcholesky",
+                 random_state: int | np.random.RandomState | None = None, n_jobs: int | None = None, verbose: int = 0,
+                 callback: Callable[[str, dict], Any] | None = None):
         self.alpha = alpha
         self.kernel = kernel
         self.gamma = gamma
@@ -125,42 +137,6 @@ class KernelRidge(Reporting, EngineFitted, MultiOutputMixin, RegressorMixin, Bas
         self.n_jobs = n_jobs
         self.verbose = verbose
         self.callback = callback
-
-    def _check_params(self):
-        if not callable(self.kernel) and not isinstance(self.kernel, str):
-            raise TypeError(f"kernel must be a string or a callable, got {self.kernel!r}")
-        v.check_choice(self.solver, "solver", SOLVERS)
-        if self.tol is not None:
-            v.check_real(self.tol, "tol", minimum=0.0)
-        if self.max_iter is not None:
-            v.check_int(self.max_iter, "max_iter", minimum=1)
-        if self.preconditioner_rank is not None:
-            v.check_int(self.preconditioner_rank, "preconditioner_rank", minimum=0)
-        if self.n_landmarks is not None:
-            v.check_int(self.n_landmarks, "n_landmarks", minimum=1)
-        if isinstance(self.landmarks, str):
-            v.check_choice(self.landmarks, "landmarks", low_rank.LANDMARK_METHODS)
-        if self.kernel_params is not None and not isinstance(self.kernel_params, dict):
-            raise TypeError(f"kernel_params must be a dict or None, got {self.kernel_params!r}")
-        if not isinstance(self.verbose, numbers.Integral):
-            raise TypeError(f"verbose must be an integer, got {self.verbose!r}")
-        if self.callback is not None and not callable(self.callback):
-            raise TypeError("callback must be callable or None")
-        if self.solver == "nystrom":
-            registry.check_native_kernel(self.kernel, "solver='nystrom'")
-        v.n_threads(self.n_jobs)
-        return v.memory_limit(self.memory_limit)
-
-    def _native_kernel(self, n_features: int) -> NativeKernel:
-        return NativeKernel.resolve(self.kernel, self.gamma, self.degree, self.coef0, n_features, self.n_jobs)
-
-    def _matrix_kernel(self, Y) -> MatrixKernel:
-        """K(·, Y) as scikit-learn's KernelRidge evaluates it (native kernels natively; Y=None: K(X, X))."""
-        if callable(self.kernel):
-            params = self.kernel_params or {}
-        else:
-            params = {"gamma": self.gamma, "degree": self.degree, "coef0": self.coef0}
-        return MatrixKernel(Y, self.kernel, params, self.n_jobs)
 
     # --------------------------------------------------------------------------------------------- fit
 
@@ -180,31 +156,33 @@ class KernelRidge(Reporting, EngineFitted, MultiOutputMixin, RegressorMixin, Bas
         -------
         self : KernelRidge
         """
-        limit = self._check_params()
+        v.check_params(self, _CONSTRAINTS)
+        limit = v.memory_limit(self.memory_limit)
         engine = engines.select(X)
         samples, y = engine.fit_samples(self, X, y, targets=True, accept_sparse=("csr", "csc"))
         self._engine = samples.engine
-        n = samples.shape[0]
+        n, d = samples.shape
+        kernel = samples.bind(kernels.make(self.kernel, gamma=self.gamma, degree=self.degree, coef0=self.coef0,
+                                           kernel_params=self.kernel_params, n_features=d, n_jobs=self.n_jobs))
         Y = np.asarray(y, dtype=np.float64).reshape(n, -1)
         alphas = v.check_alphas(self.alpha, Y.shape[1])
         root_w = v.sample_weight_root(engine.gather(sample_weight, "sample_weight"), n)
-        if self.kernel == "precomputed":
-            v.check_square(samples.local("kernel='precomputed'"), "X (the precomputed kernel)")
         solver = self._choose_solver(n, alphas, limit)
         start = time.perf_counter()
-        landmarks = None
-        if solver == "cholesky":
-            dual, info = self._fit_cholesky(samples, Y, alphas, root_w, limit)
-        elif solver == "cg":
-            dual, info = self._fit_cg(samples, Y, alphas, root_w, limit)
+        first = _FIRST_COLUMN if y.ndim == 1 else None
+        if solver == "nystrom":
+            dual, info, S = self._fit_nystrom(samples, kernel.between_samples("use solver='nystrom'"), Y, alphas,
+                                              root_w, limit)
+            self.X_fit_, self._predict_map = S, kernel.cross_product(S, dual, first, promote=True)
         else:
-            dual, info, landmarks = self._fit_nystrom(samples, Y, alphas, root_w, limit)
+            fit = self._fit_cholesky if solver == "cholesky" else self._fit_cg
+            dual, info = fit(samples, kernel, Y, alphas, root_w, limit)
+            self.X_fit_ = samples.fitted()
+            self._predict_map = samples.cross_product(kernel, dual, first, promote=True, memory_limit=limit)
         info.update(solver=solver, seconds=time.perf_counter() - start)
         self.solver_info_ = info
         self.n_iter_ = int(info.get("iterations", 1))
         self.dual_coef_ = dual.ravel() if y.ndim == 1 else dual
-        self.X_fit_ = samples.fitted() if landmarks is None else landmarks
-        self._predict_map = self._prediction_map(samples, landmarks, dual, y.ndim == 1, limit)
         self._report("done", solver=solver, seconds=info["seconds"])
         return self
 
@@ -218,29 +196,10 @@ class KernelRidge(Reporting, EngineFitted, MultiOutputMixin, RegressorMixin, Bas
             return "cholesky"  # a singular system needs the least-squares fallback, which needs the matrix
         return "cg"
 
-    def _owned_kernel(self, samples, limit):
-        """The training kernel as a float64 C-contiguous array this fit may overwrite (a copy of a
-        precomputed one)."""
-        n = samples.shape[0]
-        native = registry.is_native(self.kernel)
-        what = ("solver='cholesky'" if native or self.kernel == "precomputed"
-                else f"kernel={self.kernel!r} (evaluated as a full matrix)")
-        X = samples.local(what)
-        v.check_within(n * n * 8, limit, f"{what} with the {n}×{n} kernel matrix",
-                       "solver='cg' fits within any limit" if what.startswith("solver") else "")
-        if self.kernel == "precomputed":
-            K = v.as_float_array(X, "X (the precomputed kernel)", np.float64)
-            v.check_finite(K, "X (the precomputed kernel)")
-            return np.array(K, dtype=np.float64, order="C", copy=True)
-        if native:
-            return self._native_kernel(X.shape[1]).cross(v.check_samples(X, "X", np.float64))
-        K = v.contiguous(np.asarray(self._matrix_kernel(None)(X), dtype=np.float64))
-        v.check_finite(K, "the kernel matrix")
-        return K
-
-    def _fit_cholesky(self, samples, Y, alphas, root_w, limit):
+    def _fit_cholesky(self, samples, kernel, Y, alphas, root_w, limit):
         start = time.perf_counter()
-        K = self._owned_kernel(samples, limit)
+        K = samples.kernel_matrix(kernel, what="solver='cholesky'", memory_limit=limit, writable=True,
+                                  dtype=np.float64, hint="solver='cg' fits within any limit")
         stages = {"kernel": time.perf_counter() - start}
         self._report("kernel", seconds=stages["kernel"], storage="full")
         start = time.perf_counter()
@@ -248,47 +207,32 @@ class KernelRidge(Reporting, EngineFitted, MultiOutputMixin, RegressorMixin, Bas
         stages["solve"] = time.perf_counter() - start
         return dual, {"storage": "full", "kernel_bytes": K.nbytes, "singular": singular, "stages": stages}
 
-    def _fit_cg(self, samples, Y, alphas, root_w, limit):
-        """Preconditioned CG on the kernel operator the engine plans within the memory limit (or on the
-        full matrix of a precomputed or callable kernel)."""
+    def _fit_cg(self, samples, kernel, Y, alphas, root_w, limit):
+        """Preconditioned CG on the kernel operator the engine plans within the memory limit."""
         n, t = Y.shape
         start = time.perf_counter()
-        if registry.is_native(self.kernel):
-            kernel = self._native_kernel(samples.shape[1])
-            probe = samples.plan(kernel, block_size=max(t, 1), memory_limit=self.memory_limit,
-                                 other_bytes=8 * n * t * 8)
-            rank = ridge.preconditioner_rank(self.preconditioner_rank, n, limit, probe.stored)
-            plan = samples.plan(kernel, block_size=max(t, 1), memory_limit=self.memory_limit,
-                                other_bytes=ridge.cg_bytes(n, t, rank))
-            op, columns = samples.kernel_operator(kernel, plan, self.n_jobs), samples.columns(kernel)
-        else:
-            if self.kernel == "precomputed":  # used in place: no copy
-                K = v.contiguous(v.as_float_array(samples.local("kernel='precomputed'"), "X (the precomputed kernel)"))
-                v.check_finite(K, "X (the precomputed kernel)")
-                held, reason = 0, "a precomputed kernel is used in place"
-            else:
-                K = self._owned_kernel(samples, limit)
-                held, reason = K.nbytes, "a callable or scikit-learn kernel is a full matrix"
-            rank = ridge.preconditioner_rank(self.preconditioner_rank, n, limit, True)
-            op, columns = from_matrix(K, StoragePlan("full", 0, held, limit, reason), self.n_jobs), MatrixColumns(K)
-        with op:
+        probe = samples.plan(kernel, block_size=max(t, 1), memory_limit=self.memory_limit, other_bytes=8 * n * t * 8)
+        rank = ridge.preconditioner_rank(self.preconditioner_rank, n, limit, probe.stored)
+        plan = samples.plan(kernel, block_size=max(t, 1), memory_limit=self.memory_limit,
+                            other_bytes=ridge.cg_bytes(n, t, rank))
+        with samples.kernel_operator(kernel, plan, self.n_jobs) as op:
             stages = {"kernel": time.perf_counter() - start}
             self._report("kernel", seconds=stages["kernel"], storage=op.storage, kernel_bytes=op.kernel_bytes)
             progress = None
             if self._wants_progress():
                 def progress(iterations, converged, residual):
                     self._report("iteration", iterations=iterations, converged=converged, residual=residual)
-            dual, info = ridge.solve_cg(op, columns, Y, alphas, root_w, rank=rank, tol=self.tol, maxiter=self.max_iter,
-                                        random_state=self.random_state, progress=progress, report=self._report)
+            dual, info = ridge.solve_cg(op, samples.columns(kernel), Y, alphas, root_w, rank=rank, tol=self.tol,
+                                        maxiter=self.max_iter, random_state=self.random_state, progress=progress,
+                                        report=self._report)
             info.update(op.info(), memory_limit=limit)
         info["stages"] = {**stages, **info["stages"]}
         return dual, info
 
-    def _fit_nystrom(self, samples, Y, alphas, root_w, limit):
+    def _fit_nystrom(self, samples, kernel, Y, alphas, root_w, limit):
         """Falkon's restricted problem on m landmarks (ridge.solve_nystrom), streamed over the samples
         wherever the engine keeps them."""
-        n, d = samples.shape
-        kernel = self._native_kernel(d)
+        n = samples.shape[0]
         start = time.perf_counter()
         m = min(low_rank.DEFAULT_N_LANDMARKS, n) if self.n_landmarks is None else self.n_landmarks
         S, _, selection = low_rank.landmarks(samples, self.landmarks, m, kernel, random_state=self.random_state,
@@ -301,19 +245,6 @@ class KernelRidge(Reporting, EngineFitted, MultiOutputMixin, RegressorMixin, Bas
         info.update(n_landmarks=m, landmarks=selection["method"], landmark_selection=selection, chunk_rows=rows,
                     memory_limit=limit, **samples.info())
         return dual, info, S
-
-    def _prediction_map(self, samples, landmarks, dual, ravel, limit):
-        """predict's row map x ↦ K(x, X_fit_)·β: tile by tile for native kernels on dense data, else the cross
-        kernel in bounded chunks. Evaluated in float32 only when both sides are (as scikit-learn's pairwise
-        kernels upcast)."""
-        first = _FIRST_COLUMN if ravel else None
-        if landmarks is not None:  # Nyström: the landmarks (dense) are all predict needs
-            return KernelProduct(landmarks, self._native_kernel(samples.shape[1]), dual, first, promote=True)
-        if registry.is_native(self.kernel) and not v.is_sparse(samples.fitted()):
-            return samples.cross_product(self._native_kernel(samples.shape[1]), dual, first, promote=True)
-        Y = None if self.kernel == "precomputed" else samples.local("predict with this kernel")
-        return ChunkedProduct(self._matrix_kernel(Y), dual.ravel() if ravel else dual, samples.shape[0],
-                              memory_limit=limit)
 
     # ----------------------------------------------------------------------------------------- predict
 
@@ -336,11 +267,11 @@ class KernelRidge(Reporting, EngineFitted, MultiOutputMixin, RegressorMixin, Bas
     def __sklearn_tags__(self):
         tags = super().__sklearn_tags__()
         tags.input_tags.sparse = True
-        tags.input_tags.pairwise = self.kernel == "precomputed"
+        tags.input_tags.pairwise = kernels.takes_matrix(self.kernel)
         return tags
 
     def _more_tags(self):  # scikit-learn < 1.6
-        return {"pairwise": self.kernel == "precomputed"}
+        return {"pairwise": kernels.takes_matrix(self.kernel)}
 
 
 class KernelRidgeCV(MultiOutputMixin, RegressorMixin, BaseEstimator):
@@ -358,8 +289,9 @@ class KernelRidgeCV(MultiOutputMixin, RegressorMixin, BaseEstimator):
     Parameters
     ----------
     alphas : array-like of float > 0, default=(0.1, 1.0, 10.0)
-    kernel : str, default="rbf"
-        A native kernel name (or "precomputed" with cv=None or an int).
+    kernel : str, callable or kernel object, default="rbf"
+        A native kernel name, ``"precomputed"``, or another kernel (evaluated as a matrix; cross-validated
+        matrix-free only for native kernels).
     gammas : array-like of float or None, default=None
         Kernel scales to try (None: the kernel's default gamma only).
     degree, coef0 : kernel parameters.
@@ -381,8 +313,9 @@ class KernelRidgeCV(MultiOutputMixin, RegressorMixin, BaseEstimator):
         The refitted model; predict uses it.
     """
 
-    def __init__(self, alphas=(0.1, 1.0, 10.0), *, kernel="rbf", gammas=None, degree=3, coef0=1, cv=None,
-                 tol=None, max_iter=None, memory_limit=None, n_jobs=None):
+    def __init__(self, alphas: Any = (0.1, 1.0, 10.0), *, kernel: str | Any = "rbf", gammas: Any = None,
+                 degree: float = 3, coef0: float = 1, cv: int | None = None, tol: float | None = None,
+                 max_iter: int | None = None, memory_limit: int | str | None = None, n_jobs: int | None = None):
         self.alphas = alphas
         self.kernel = kernel
         self.gammas = gammas
@@ -404,10 +337,7 @@ class KernelRidgeCV(MultiOutputMixin, RegressorMixin, BaseEstimator):
             gammas = list(np.atleast_1d(np.asarray(self.gammas, dtype=np.float64)))
             if not gammas or not all(np.isfinite(g) and g > 0 for g in gammas):
                 raise ValueError(f"gammas must be a non-empty list of finite numbers > 0, got {self.gammas!r}")
-        if self.kernel != "precomputed":
-            registry.check_kernel(self.kernel)
-        elif self.gammas is not None:
-            raise ValueError("gammas cannot be searched with a precomputed kernel")
+        kernels.constraint(*kernels.KERNEL_NAMES)(self.kernel, "kernel")
         if self.cv is not None:
             v.check_int(self.cv, "cv", minimum=2)
         return alphas, gammas, v.memory_limit(self.memory_limit)
@@ -431,35 +361,23 @@ class KernelRidgeCV(MultiOutputMixin, RegressorMixin, BaseEstimator):
             The fitted estimator.
         """
         alphas, gammas, limit = self._check()
-        samples, y = engines.select(X).fit_samples(self, X, y, targets=True)
-        X = samples.local("KernelRidgeCV")
-        n = X.shape[0]
+        samples, y = engines.select(X).fit_samples(self, X, y, targets=True, accept_sparse="csr")
+        n, d = samples.shape
         Y = np.asarray(y, dtype=np.float64).reshape(n, -1)
         weights = None if sample_weight is None else v.sample_weight_root(sample_weight, n) ** 2
         if self.cv is not None and self.cv > n:
             raise ValueError(f"cv={self.cv} folds need at least {self.cv} samples, got {n}")
-        rows = []
-        method = None
-        fits = ridge_cv.dense_fits(n, limit)
+        rows, method = [], ""
         for gamma in gammas:
-            kernel = None if self.kernel == "precomputed" else \
-                NativeKernel.resolve(self.kernel, gamma, self.degree, self.coef0, X.shape[1], self.n_jobs)
-            if self.cv is None:
-                v.check_within(3 * n * n * 8, limit, f"leave-one-out with three {n}×{n} matrices",
-                               "use cv=k (k-fold), which runs matrix-free")
-                errors, method = ridge_cv.loo_errors(self._kernel_matrix(X, kernel), Y, alphas, weights), "loo-eigh"
-            elif fits or kernel is None:
-                errors = ridge_cv.kfold_errors_dense(self._kernel_matrix(X, kernel), Y, alphas, self.cv, weights)
-                method = "kfold-eigh"
-            else:
-                errors = ridge_cv.kfold_errors_krylov(
-                    v.check_samples(X, "X", X.dtype), Y, kernel, alphas, self.cv, weights,
-                    tol=ridge.DEFAULT_TOL if self.tol is None else self.tol,
-                    maxiter=ridge.DEFAULT_MAX_ITER if self.max_iter is None else self.max_iter, memory_limit=limit,
-                    n_jobs=self.n_jobs)
-                method = "kfold-multishift-cg"
-            used_gamma = np.nan if kernel is None else kernel.gamma
-            rows += [(alpha, used_gamma, err) for alpha, err in zip(alphas, errors)]
+            kernel = samples.bind(kernels.make(self.kernel, gamma=gamma, degree=self.degree, coef0=self.coef0,
+                                               n_features=d, n_jobs=self.n_jobs))
+            scales = dict(zip(kernel.hyperparameters, np.exp(kernel.theta)))
+            if gamma is not None and "gamma" not in scales:
+                raise ValueError(f"gammas cannot be searched with {kernel.label}: it has no gamma")
+            errors, method = ridge_cv.cross_validate(samples, kernel, Y, alphas, self.cv, weights,
+                                                     tol=self.tol, maxiter=self.max_iter, memory_limit=limit,
+                                                     n_jobs=self.n_jobs)
+            rows += [(alpha, scales.get("gamma", np.nan), err) for alpha, err in zip(alphas, errors)]
         table = np.array(rows, dtype=np.float64)
         best = int(np.argmin(table[:, 2]))
         self.cv_results_ = {"alpha": table[:, 0], "gamma": table[:, 1], "mean_squared_error": table[:, 2],
@@ -473,13 +391,6 @@ class KernelRidgeCV(MultiOutputMixin, RegressorMixin, BaseEstimator):
         self.dual_coef_ = self.estimator_.dual_coef_
         self.X_fit_ = self.estimator_.X_fit_
         return self
-
-    @staticmethod
-    def _kernel_matrix(X, kernel) -> np.ndarray:
-        """The whole training kernel in float64 (a precomputed one as given)."""
-        if kernel is None:
-            return np.array(X, dtype=np.float64)
-        return kernel.cross(v.check_samples(X, "X", X.dtype)).astype(np.float64, copy=False)
 
     def predict(self, X):
         """Predictions of the refitted model.
@@ -499,5 +410,5 @@ class KernelRidgeCV(MultiOutputMixin, RegressorMixin, BaseEstimator):
 
     def __sklearn_tags__(self):
         tags = super().__sklearn_tags__()
-        tags.input_tags.pairwise = self.kernel == "precomputed"
+        tags.input_tags.pairwise = kernels.takes_matrix(self.kernel)
         return tags

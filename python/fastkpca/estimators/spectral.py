@@ -1,28 +1,28 @@
 """Spectral embedding and spectral clustering: scikit-learn's drop-ins on fastkpca's operators and block
-Lanczos solver (solvers/spectral.py says exactly what is computed)."""
+Lanczos solver (solvers/spectral.py says exactly what is computed). :class:`SpectralFit` is what both
+estimators share: the fit of an affinity's embedding, with hooks for what differs."""
 
 from __future__ import annotations
 
 import time
-from typing import Any
 import warnings
+from typing import Any, Callable
 
 import numpy as np
 from sklearn.base import BaseEstimator
 from sklearn.manifold import _spectral_embedding as _sk_embedding
+from sklearn.utils.validation import check_is_fitted
 
-from .. import engines
+from .. import engines, kernels
 from .. import _validation as v
 from ..exceptions import ConvergenceWarning
-from ..kernels import NativeKernel, registry
 from ..solvers import low_rank, spectral
+from ..solvers.affinity import Affinity, affinity_of, matrix_affinity, warn_if_disconnected
 from ..solvers.spectral_nystrom import nystrom_embedding
-from ..solvers.spectral_start import KMeansPartition
-from . import _affinity as aff
+from ..solvers.spectral_start import partition_of
 from ._base import EngineFitted, Reporting
 
-__all__ = ["SpectralEmbedding", "spectral_embedding", "embed_affinity", "AffinityFitted", "SOLVERS",
-           "SKLEARN_SOLVERS"]
+__all__ = ["SpectralEmbedding", "SpectralFit", "spectral_embedding", "embed_affinity", "SOLVERS", "SKLEARN_SOLVERS"]
 
 #: scikit-learn's own solvers, run on the materialised affinity when asked for by name.
 SKLEARN_SOLVERS = ("arpack", "lobpcg", "amg")
@@ -38,19 +38,19 @@ def _tol(eigen_tol):
     return v.check_real(eigen_tol, "eigen_tol", minimum=0)
 
 
-def embed_affinity(affinity: aff.Affinity, n_components: int, *, eigen_solver, random_state, eigen_tol,
-                   norm_laplacian=True, drop_first=True, threads=1, progress=None, dtype=np.float64):
-    """(embedding, solver_info) of an affinity (estimators/_affinity.py) by the named solver: block Lanczos
-    on the Laplacian view (any storage), or scikit-learn's solver on the materialised matrix."""
+def embed_affinity(affinity: Affinity, n_components: int, *, eigen_solver, random_state, eigen_tol,
+                   memory_limit: int, norm_laplacian=True, drop_first=True, progress=None, dtype=np.float64):
+    """(embedding, solver_info) of an affinity (solvers/affinity.py) by the named solver: block Lanczos on the
+    Laplacian view (any storage), or scikit-learn's solver on the materialised matrix."""
     solver = "lanczos" if eigen_solver in (None, "auto") else eigen_solver
     n = affinity.op.shape[0]
     k = n_components + 1 if drop_first else n_components
     if k > n:
         raise ValueError(f"n_components={n_components}{' (+1 for drop_first)' if drop_first else ''} is larger "
                          f"than the number of samples, {n}")
-    aff.warn_if_disconnected(affinity)
+    warn_if_disconnected(affinity)
     if solver in SKLEARN_SOLVERS:
-        A = affinity.dense(f"eigen_solver={solver!r}")  # scikit-learn's solvers need the matrix
+        A = affinity.dense(f"eigen_solver={solver!r}", memory_limit)  # scikit-learn's solvers need the matrix
         start = time.perf_counter()
         with warnings.catch_warnings():
             warnings.filterwarnings("ignore", "Graph is not fully connected")  # warned above
@@ -59,8 +59,7 @@ def embed_affinity(affinity: aff.Affinity, n_components: int, *, eigen_solver, r
                                             norm_laplacian=norm_laplacian, drop_first=drop_first)
         return E, {"solver": solver, "solve_seconds": time.perf_counter() - start}
     # A kernel affinity's samples give the solver its start: a k-means partition (solvers/spectral_start.py).
-    partition = None if affinity.samples is None else KMeansPartition(affinity.samples,
-                                                                      random_state.randint(np.iinfo(np.int32).max))
+    partition = partition_of(affinity.samples, affinity.kernel, random_state.randint(np.iinfo(np.int32).max))
     E, info = spectral.embed(affinity.op, affinity.degrees, n_components, norm_laplacian=norm_laplacian,
                              drop_first=drop_first, tol=_tol(eigen_tol), random_state=random_state,
                              threads=affinity.op.threads, progress=progress, partition=partition)
@@ -113,18 +112,135 @@ def spectral_embedding(adjacency: Any, *, n_components: int = 8, eigen_solver: s
     solver = v.check_choice("auto" if eigen_solver is None else eigen_solver, "eigen_solver",
                             SOLVERS[:2] + SKLEARN_SOLVERS)
     n_components = v.check_int(n_components, "n_components", minimum=1)
-    A = aff.check_affinity_matrix(adjacency, "adjacency", n_jobs)
+    A = kernels.make_affinity("precomputed", n_neighbors=0, callable_is_pairwise=False, n_features=0,
+                              n_jobs=n_jobs).check_samples(adjacency, "adjacency")
     dtype = np.float32 if A.dtype == np.float32 else np.float64
-    with aff.matrix_affinity(A, n_jobs) as affinity:
+    with matrix_affinity(A, n_jobs) as affinity:
         E, _ = embed_affinity(affinity, n_components, eigen_solver=solver,
                               random_state=v.check_random_state(random_state), eigen_tol=eigen_tol,
-                              norm_laplacian=bool(norm_laplacian), drop_first=bool(drop_first), dtype=dtype)
+                              memory_limit=v.memory_limit(None), norm_laplacian=bool(norm_laplacian),
+                              drop_first=bool(drop_first), dtype=dtype)
     return E
 
 
-_AFFINITIES = (*registry.NAMES, "precomputed", *aff.GRAPHS)
+#: The affinities both estimators name: the native kernels, "precomputed" and the graphs.
+AFFINITIES = kernels.AFFINITY_NAMES
+
+
+class SpectralFit(Reporting, EngineFitted, BaseEstimator):
+    """What SpectralEmbedding and SpectralClustering share: the fit of the spectral embedding of an affinity
+    of X, and ``affinity_matrix_``. The estimators differ only in these hooks:
+
+    - ``_CONSTRAINTS``: the parameter table; ``_DROP_FIRST``: whether the first eigenvector is dropped;
+      ``_CALLABLE_IS_PAIRWISE``: a callable affinity is a kernel of two rows (SpectralClustering) or a
+      function of X returning the affinity (SpectralEmbedding);
+    - ``_embedding_size()``: the eigenvectors of the embedding; ``_neighbors(n)``: the neighbours of a k-NN
+      graph; ``_kernel_params()``: a callable kernel's parameters;
+    - ``_check_fit(n, d)``: checks of the samples beyond the shared ones; ``_after_embedding(rng)``: what
+      comes after the embedding (the labels).
+    """
+
+    _CONSTRAINTS: dict = {}
+    _DROP_FIRST = True
+    _CALLABLE_IS_PAIRWISE = False
+
+    def _embedding_size(self) -> int:
+        return self.n_components
+
+    def _neighbors(self, n: int) -> int:
+        return self.n_neighbors
+
+    def _kernel_params(self) -> dict | None:
+        return None
+
+    def _check_fit(self, n: int, d: int) -> None:
+        """Further checks of the samples (n rows, d columns)."""
+
+    def _after_embedding(self, random_state) -> None:
+        """What the estimator computes from ``embedding_``."""
+
+    def fit(self, X, y=None):
+        """Fit the model from data in X.
+
+        Parameters
+        ----------
+        X : {array-like, sparse matrix, dask array} of shape (n_samples, n_features) or (n_samples, n_samples)
+            Training data, or the affinity (``"precomputed"``) or distances (``"precomputed_nearest_neighbors"``).
+        y : ignored
+
+        Returns
+        -------
+        self : estimator
+        """
+        v.check_params(self, self._CONSTRAINTS)
+        _tol(self.eigen_tol)
+        if isinstance(X, np.matrix):
+            raise TypeError("np.matrix is not supported. Please convert to a numpy array with np.asarray.")
+        random_state = v.check_random_state(self.random_state)
+        samples, _ = engines.select(X).fit_samples(self, X, accept_sparse="csr")
+        n, d = samples.shape
+        if n < 2:
+            raise ValueError(f"Found array with {n} sample(s) while a minimum of 2 is required.")
+        self._check_fit(n, d)
+        self._engine = samples.engine
+        k = self._embedding_size()
+        if k > n:
+            raise ValueError(f"n_components={k} is larger than the number of samples, {n}")
+        self.n_neighbors_ = self._neighbors(n)
+        self.gamma_ = 1.0 / d if self.gamma is None else self.gamma
+        kernel = samples.bind(kernels.make_affinity(
+            self.affinity, gamma=self.gamma_, degree=self.degree, coef0=self.coef0, kernel_params=self._kernel_params(),
+            n_neighbors=self.n_neighbors_, callable_is_pairwise=self._CALLABLE_IS_PAIRWISE, n_features=d,
+            n_jobs=self.n_jobs))
+        self.embedding_, self.solver_info_ = self._embed(samples, kernel, k, random_state)
+        self._after_embedding(random_state)
+        return self
+
+    def _embed(self, samples, kernel, k, random_state):
+        """(embedding, solver_info): block Lanczos (or scikit-learn's solver) on the affinity's operator, or
+        the Nyström embedding."""
+        start = time.perf_counter()
+        dtype = np.float32 if samples.dtype == np.float32 else np.float64
+        limit = v.memory_limit(self.memory_limit)
+        if self.eigen_solver == "nystrom":
+            kernel = kernel.between_samples("use eigen_solver='nystrom'")
+            E, info = nystrom_embedding(samples, kernel, k, drop_first=self._DROP_FIRST, n_landmarks=self.n_landmarks,
+                                        landmarks_spec=self.landmarks, random_state=random_state, memory_limit=limit)
+            self._fitted_affinity = (kernel, None, samples.fitted())
+            self._report("done", solver="nystrom", seconds=time.perf_counter() - start)
+            return E.astype(dtype, copy=False), info
+        with affinity_of(samples, kernel, k + self._DROP_FIRST, limit, self.n_jobs) as affinity:
+            self._report("affinity", seconds=time.perf_counter() - start, storage=affinity.op.storage)
+            progress = (lambda figures: self._report("pass", **figures)) if self._wants_progress() else None
+            E, info = embed_affinity(affinity, k, eigen_solver=self.eigen_solver, random_state=random_state,
+                                     eigen_tol=self.eigen_tol, memory_limit=limit, drop_first=self._DROP_FIRST,
+                                     progress=progress, dtype=dtype)
+            self._fitted_affinity = (kernel, affinity.retained(), samples.fitted())
+        self._report("done", solver=info["solver"], seconds=time.perf_counter() - start, passes=info.get("n_passes"))
+        return E, info
+
+    @property
+    def affinity_matrix_(self):
+        """The affinity the fit used: the matrix it held (a graph, a precomputed affinity), or, for a kernel
+        affinity, the kernel of the training data built now (after a memory check): the fit never builds it."""
+        check_is_fitted(self, "embedding_")
+        kernel, matrix, X = self._fitted_affinity
+        if matrix is not None:
+            return matrix
+        X = kernel.check_samples(self._engine.gather(X, "X"))  # the training data here, wherever they were fitted
+        n = X.shape[0]
+        v.check_memory(n * n * X.dtype.itemsize, f"affinity_matrix_ (the {n}×{n} kernel)")
+        return kernel.cross(X)
+
+    def __sklearn_tags__(self):
+        tags = super().__sklearn_tags__()
+        tags.input_tags.sparse = True
+        tags.input_tags.pairwise = kernels.takes_matrix(self.affinity)
+        return tags
+
+
 _CONSTRAINTS = {
-    "n_components": v.integer(1), "affinity": v.choice(*_AFFINITIES, callable_ok=True),
+    "n_components": v.integer(1), "affinity": kernels.constraint(*AFFINITIES),
     "gamma": v.real(0.0, none=True), "degree": v.real(0.0), "coef0": v.real(),
     "random_state": v.anything, "eigen_solver": v.choice(*SOLVERS, none=True), "eigen_tol": v.anything,
     "n_neighbors": v.integer(1, none=True), "n_jobs": v.jobs, "memory_limit": v.anything,
@@ -133,22 +249,7 @@ _CONSTRAINTS = {
 }
 
 
-class AffinityFitted:
-    """What the spectral estimators share: ``affinity_matrix_`` (the matrix the fit used, or a kernel
-    affinity built on access) and their input tags."""
-
-    @property
-    def affinity_matrix_(self):
-        return materialised_affinity(self)
-
-    def __sklearn_tags__(self):
-        tags = super().__sklearn_tags__()
-        tags.input_tags.sparse = True
-        tags.input_tags.pairwise = self.affinity in ("precomputed", "precomputed_nearest_neighbors")
-        return tags
-
-
-class SpectralEmbedding(Reporting, EngineFitted, AffinityFitted, BaseEstimator):
+class SpectralEmbedding(SpectralFit):
     """Spectral embedding for non-linear dimensionality reduction; a drop-in for
     sklearn.manifold.SpectralEmbedding whose kernel affinities are never built.
 
@@ -157,12 +258,13 @@ class SpectralEmbedding(Reporting, EngineFitted, AffinityFitted, BaseEstimator):
     n_components : int, default=2
         Dimension of the embedded space.
     affinity : {"nearest_neighbors", "rbf", "laplacian", "poly", "linear", "sigmoid", "cosine", \
-"precomputed", "precomputed_nearest_neighbors"} or callable, default="nearest_neighbors"
-        A native kernel's name: the kernel operator of X, held within ``memory_limit`` (full, packed, cached
-        or matrix-free) and never built as an N×N affinity. ``"nearest_neighbors"``: the sparse symmetric
-        k-NN connectivity graph; ``"precomputed"``: X is the affinity (dense or sparse);
-        ``"precomputed_nearest_neighbors"``: X is a precomputed distance matrix whose k-NN graph is used; a
-        callable gets X and returns the affinity.
+"precomputed", "precomputed_nearest_neighbors"}, callable or kernel object, default="nearest_neighbors"
+        A native kernel's name: the kernel operator of X (dense or sparse), held within ``memory_limit``
+        (full, packed, cached or matrix-free) and never built as an N×N affinity. ``"nearest_neighbors"``:
+        the sparse symmetric k-NN connectivity graph (on sparse X: rbf, with a warning, as scikit-learn
+        does); ``"precomputed"``: X is the affinity (dense or sparse); ``"precomputed_nearest_neighbors"``:
+        X is a precomputed distance matrix whose k-NN graph is used; a callable gets X and returns the
+        affinity; a scikit-learn kernel object is evaluated as a kernel.
     gamma : float, default=None
         Kernel coefficient of the kernel affinities (None: 1 / n_features).
     random_state : int, RandomState instance or None, default=None
@@ -216,9 +318,14 @@ class SpectralEmbedding(Reporting, EngineFitted, AffinityFitted, BaseEstimator):
     (500, 2)
     """
 
-    def __init__(self, n_components=2, *, affinity="nearest_neighbors", gamma=None, random_state=None,
-                 eigen_solver=None, eigen_tol="auto", n_neighbors=None, n_jobs=None, degree=3, coef0=1,
-                 memory_limit=None, n_landmarks=None, landmarks="rpcholesky", verbose=0, callback=None):
+    _CONSTRAINTS = _CONSTRAINTS
+
+    def __init__(self, n_components: int = 2, *, affinity: str | Callable[..., Any] | Any = "nearest_neighbors",
+                 gamma: float | None = None, random_state: int | np.random.RandomState | None = None,
+                 eigen_solver: str | None = None, eigen_tol: float | str = "auto", n_neighbors: int | None = None,
+                 n_jobs: int | None = None, degree: float = 3, coef0: float = 1, memory_limit: int | str | None = None,
+                 n_landmarks: int | None = None, landmarks: str | Any = "rpcholesky", verbose: int = 0,
+                 callback: Callable[[str, dict], Any] | None = None):
         self.n_components = n_components
         self.affinity = affinity
         self.gamma = gamma
@@ -235,30 +342,8 @@ class SpectralEmbedding(Reporting, EngineFitted, AffinityFitted, BaseEstimator):
         self.verbose = verbose
         self.callback = callback
 
-    def fit(self, X, y=None):
-        """Fit the model from data in X.
-
-        Parameters
-        ----------
-        X : {array-like, sparse matrix, dask array} of shape (n_samples, n_features)
-            Training data, or the affinity (distance) matrix for ``"precomputed"``
-            (``"precomputed_nearest_neighbors"``).
-        y : ignored
-
-        Returns
-        -------
-        self : SpectralEmbedding
-        """
-        v.check_params(self, _CONSTRAINTS)
-        _tol(self.eigen_tol)
-        random_state = v.check_random_state(self.random_state)
-        samples, _ = engines.select(X).fit_samples(self, X, accept_sparse="csr")
-        if samples.shape[0] < 2:
-            raise ValueError(f"Found array with {samples.shape[0]} sample(s) while a minimum of 2 is required.")
-        self._engine = samples.engine
-        self.embedding_, self.solver_info_ = fit_embedding(self, samples, self.n_components, random_state,
-                                                           drop_first=True)
-        return self
+    def _neighbors(self, n: int) -> int:
+        return max(int(n / 10), 1) if self.n_neighbors is None else self.n_neighbors
 
     def fit_transform(self, X, y=None):
         """Fit the model from data in X and return the embedding.
@@ -274,87 +359,3 @@ class SpectralEmbedding(Reporting, EngineFitted, AffinityFitted, BaseEstimator):
         """
         self.fit(X)
         return engines.select(X).wrap(self.embedding_, X)
-
-
-
-def affinity_of(est, samples, k: int) -> aff.Affinity:
-    """The affinity an estimator's parameters name, over its validated samples (an engine's)."""
-    affinity, n = est.affinity, samples.shape[0]
-    if affinity == "nearest_neighbors" and v.is_sparse(samples.local("affinity='nearest_neighbors'")):
-        warnings.warn("Nearest neighbors affinity currently does not support sparse input, falling back to "
-                      "rbf affinity", stacklevel=3)
-        affinity = "rbf"
-    if registry.is_native(affinity):
-        kernel = native_kernel(est, affinity, samples)
-        return aff.kernel_affinity(samples, kernel, k, v.memory_limit(est.memory_limit), est.n_jobs)
-    X = samples.local(f"affinity={affinity!r}")
-    if affinity in aff.GRAPHS:
-        default = getattr(est, "_default_neighbors", lambda n: max(int(n / 10), 1))
-        est.n_neighbors_ = default(n) if est.n_neighbors is None else est.n_neighbors
-        if affinity == "precomputed_nearest_neighbors":
-            v.check_square(X, "X (the precomputed distances)")
-        A = aff.knn_graph(X, est.n_neighbors_, affinity == "precomputed_nearest_neighbors", est.n_jobs)
-    elif affinity == "precomputed":
-        A = X
-    else:
-        A = callable_affinity(est, X)
-    A = aff.check_affinity_matrix(A, "the affinity matrix" if affinity != "precomputed" else "X (the affinity)",
-                                  est.n_jobs)
-    est._fitted_affinity = (affinity, A, None)
-    return aff.matrix_affinity(A, est.n_jobs)
-
-
-def native_kernel(est, affinity: str, samples) -> NativeKernel:
-    """The native kernel an estimator's affinity names (``gamma_`` set; None means 1 / n_features), and
-    what ``affinity_matrix_`` will need to build it."""
-    d = samples.shape[1]
-    est.gamma_ = 1.0 / d if est.gamma is None else est.gamma
-    kernel = NativeKernel.resolve(affinity, est.gamma_, est.degree, est.coef0, d, est.n_jobs)
-    est._fitted_affinity = (affinity, kernel, samples.fitted())
-    return kernel
-
-
-def callable_affinity(est, X):
-    """SpectralEmbedding's callable gets X; SpectralClustering's is a pairwise kernel (or names one of
-    scikit-learn's), as in scikit-learn."""
-    if callable(est.affinity) and not hasattr(est, "kernel_params"):
-        return est.affinity(X)
-    params = dict(est.kernel_params or {}) if getattr(est, "kernel_params", None) else {}
-    if not callable(est.affinity):
-        params.update(gamma=est.gamma, degree=est.degree, coef0=est.coef0)
-    return aff.pairwise_affinity(X, est.affinity, params, est.n_jobs)
-
-
-def fit_embedding(est, samples, n_components, random_state, *, drop_first):
-    """(embedding, solver_info) of an estimator's affinity over its samples, by its solver."""
-    start = time.perf_counter()
-    dtype = np.float32 if samples.dtype == np.float32 else np.float64
-    if est.eigen_solver == "nystrom":
-        registry.check_native_kernel(est.affinity, "eigen_solver='nystrom'")
-        kernel = native_kernel(est, est.affinity, samples)
-        result = nystrom_embedding(samples, kernel, n_components, drop_first=drop_first,
-                                   n_landmarks=est.n_landmarks, landmarks_spec=est.landmarks, random_state=random_state,
-                                   memory_limit=v.memory_limit(est.memory_limit))
-        est._report("done", solver="nystrom", seconds=time.perf_counter() - start)
-        return result[0].astype(dtype, copy=False), result[1]
-    with affinity_of(est, samples, n_components + drop_first) as affinity:
-        est._report("affinity", seconds=time.perf_counter() - start, storage=affinity.op.storage)
-        progress = (lambda figures: est._report("pass", **figures)) if est._wants_progress() else None
-        E, info = embed_affinity(affinity, n_components, eigen_solver=est.eigen_solver, random_state=random_state,
-                                 eigen_tol=est.eigen_tol, drop_first=drop_first, progress=progress, dtype=dtype)
-    est._report("done", solver=info["solver"], seconds=time.perf_counter() - start, passes=info.get("n_passes"))
-    return E, info
-
-
-def materialised_affinity(est):
-    """``affinity_matrix_``: the matrix the fit used, or, for a kernel affinity, the kernel of the training
-    data built now (after a memory check): the fit never builds it."""
-    from sklearn.utils.validation import check_is_fitted
-
-    check_is_fitted(est, "embedding_" if hasattr(est, "embedding_") else "labels_")
-    name, what, X = est._fitted_affinity
-    if not isinstance(what, NativeKernel):
-        return what
-    X = v.check_samples(est._engine.gather(X, "X"), "X")  # the training data here, wherever they were fitted
-    v.check_memory(X.shape[0] ** 2 * X.dtype.itemsize, f"affinity_matrix_ (the {X.shape[0]}×{X.shape[0]} kernel)")
-    return what.cross(X)

@@ -4,27 +4,25 @@ kernel affinity never builds; scikit-learn's drop-in."""
 from __future__ import annotations
 
 import warnings
-from typing import Any
+from typing import Any, Callable
 
 import numpy as np
-from sklearn.base import BaseEstimator, ClusterMixin
+from sklearn.base import ClusterMixin
 
-from .. import engines
+from .. import kernels
 from .. import _validation as v
 from ..solvers import low_rank
-from .spectral import SOLVERS, AffinityFitted, _tol, fit_embedding
-from ._base import EngineFitted, Reporting
+from .spectral import AFFINITIES, SOLVERS, SpectralFit
 
 __all__ = ["SpectralClustering", "spectral_clustering", "assign_labels"]
 
 _ASSIGN = ("kmeans", "discretize", "cluster_qr")
-# scikit-learn's pairwise kernels that are not native: built as matrices (after a memory check).
+# scikit-learn's pairwise kernels that are not native: evaluated by scikit-learn.
 _SKLEARN_KERNELS = ("chi2", "additive_chi2")
 _CONSTRAINTS = {
     "n_clusters": v.integer(1), "eigen_solver": v.choice(*SOLVERS, none=True), "n_components": v.integer(1, none=True),
     "random_state": v.anything, "n_init": v.integer(1), "gamma": v.real(0.0),
-    "affinity": v.choice("rbf", "laplacian", "poly", "polynomial", "linear", "sigmoid", "cosine", *_SKLEARN_KERNELS,
-                         "precomputed", "nearest_neighbors", "precomputed_nearest_neighbors", callable_ok=True),
+    "affinity": kernels.constraint(*AFFINITIES, *_SKLEARN_KERNELS),
     "n_neighbors": v.integer(1), "eigen_tol": v.anything, "assign_labels": v.choice(*_ASSIGN),
     "degree": v.real(0.0), "coef0": v.real(), "kernel_params": v.optional_dict, "n_jobs": v.jobs,
     "verbose": v.anything, "memory_limit": v.anything, "n_landmarks": v.integer(1, none=True),
@@ -46,7 +44,7 @@ def assign_labels(maps: np.ndarray, n_clusters: int, method: str, random_state, 
     return discretize(maps, random_state=random_state)
 
 
-class SpectralClustering(Reporting, EngineFitted, AffinityFitted, ClusterMixin, BaseEstimator):
+class SpectralClustering(ClusterMixin, SpectralFit):
     """Spectral clustering, a drop-in for sklearn.cluster.SpectralClustering whose kernel affinities are
     never built (scikit-learn's default, rbf, is a dense N×N matrix factorised by LU).
 
@@ -67,10 +65,11 @@ class SpectralClustering(Reporting, EngineFitted, AffinityFitted, ClusterMixin, 
     gamma : float, default=1.0
         Kernel coefficient of the rbf, laplacian, poly, sigmoid and chi2 affinities (scikit-learn's default:
         1.0, not 1 / n_features).
-    affinity : str or callable, default="rbf"
-        A native kernel's name (never built: an operator within ``memory_limit``), ``"chi2"`` or
-        ``"additive_chi2"`` (built by scikit-learn), ``"nearest_neighbors"``, ``"precomputed"``,
-        ``"precomputed_nearest_neighbors"``, or a callable of two rows.
+    affinity : str, callable or kernel object, default="rbf"
+        A native kernel's name (never built: an operator within ``memory_limit``, on dense or sparse X),
+        ``"chi2"`` or ``"additive_chi2"`` (evaluated by scikit-learn), ``"nearest_neighbors"``,
+        ``"precomputed"``, ``"precomputed_nearest_neighbors"``, a callable of two rows, or a scikit-learn
+        kernel object.
     n_neighbors : int, default=10
     eigen_tol : float or "auto", default="auto"
     assign_labels : {"kmeans", "discretize", "cluster_qr"}, default="kmeans"
@@ -106,10 +105,17 @@ class SpectralClustering(Reporting, EngineFitted, AffinityFitted, ClusterMixin, 
     (1, 1, True)
     """
 
-    def __init__(self, n_clusters=8, *, eigen_solver=None, n_components=None, random_state=None, n_init=10,
-                 gamma=1.0, affinity="rbf", n_neighbors=10, eigen_tol="auto", assign_labels="kmeans", degree=3,
-                 coef0=1, kernel_params=None, n_jobs=None, verbose=False, memory_limit=None, n_landmarks=None,
-                 landmarks="rpcholesky", callback=None):
+    _CONSTRAINTS = _CONSTRAINTS
+    _DROP_FIRST = False
+    _CALLABLE_IS_PAIRWISE = True
+
+    def __init__(self, n_clusters: int = 8, *, eigen_solver: str | None = None, n_components: int | None = None,
+                 random_state: int | np.random.RandomState | None = None, n_init: int = 10, gamma: float = 1.0,
+                 affinity: str | Callable[..., Any] | Any = "rbf", n_neighbors: int = 10,
+                 eigen_tol: float | str = "auto", assign_labels: str = "kmeans", degree: float = 3, coef0: float = 1,
+                 kernel_params: dict | None = None, n_jobs: int | None = None, verbose: bool | int = False,
+                 memory_limit: int | str | None = None, n_landmarks: int | None = None,
+                 landmarks: str | Any = "rpcholesky", callback: Callable[[str, dict], Any] | None = None):
         self.n_clusters = n_clusters
         self.eigen_solver = eigen_solver
         self.n_components = n_components
@@ -130,45 +136,22 @@ class SpectralClustering(Reporting, EngineFitted, AffinityFitted, ClusterMixin, 
         self.landmarks = landmarks
         self.callback = callback
 
-    def _default_neighbors(self, n):
-        return self.n_neighbors
+    def _embedding_size(self) -> int:
+        return self.n_clusters if self.n_components is None else self.n_components
 
-    def fit(self, X, y=None):
-        """Perform spectral clustering from features, or an affinity matrix.
+    def _kernel_params(self) -> dict | None:
+        return self.kernel_params
 
-        Parameters
-        ----------
-        X : {array-like, sparse matrix, dask array} of shape (n_samples, n_features) or (n_samples, n_samples)
-            Training data, or the affinity (``"precomputed"``) or distances
-            (``"precomputed_nearest_neighbors"``).
-        y : ignored
-
-        Returns
-        -------
-        self : SpectralClustering
-        """
-        v.check_params(self, _CONSTRAINTS)
-        _tol(self.eigen_tol)
-        if isinstance(X, np.matrix):
-            raise TypeError("np.matrix is not supported. Please convert to a numpy array with np.asarray.")
-        samples, _ = engines.select(X).fit_samples(self, X, accept_sparse="csr")
-        n, d = samples.shape
-        if n < 2:
-            raise ValueError(f"Found array with {n} sample(s) while a minimum of 2 is required.")
+    def _check_fit(self, n: int, d: int) -> None:
         if self.n_clusters > n:
             raise ValueError(f"n_clusters={self.n_clusters} is larger than the number of samples, {n}")
-        if n == d and self.affinity not in ("precomputed", "precomputed_nearest_neighbors"):
+        if n == d and not kernels.takes_matrix(self.affinity):
             warnings.warn("The spectral clustering API has changed. ``fit``now constructs an affinity matrix from "
-                          "data. To use a custom affinity matrix, set ``affinity=precomputed``.", stacklevel=2)
-        self._engine = samples.engine
-        random_state = v.check_random_state(self.random_state)
-        k = self.n_clusters if self.n_components is None else self.n_components
-        if k > n:
-            raise ValueError(f"n_components={k} is larger than the number of samples, {n}")
-        self.embedding_, self.solver_info_ = fit_embedding(self, samples, k, random_state, drop_first=False)
+                          "data. To use a custom affinity matrix, set ``affinity=precomputed``.", stacklevel=3)
+
+    def _after_embedding(self, random_state) -> None:
         self.labels_ = assign_labels(self.embedding_, self.n_clusters, self.assign_labels, random_state, self.n_init,
                                      self.verbose)
-        return self
 
     def fit_predict(self, X, y=None):
         """Fit and return the cluster labels (NumPy, whatever X's kind).
@@ -183,7 +166,6 @@ class SpectralClustering(Reporting, EngineFitted, AffinityFitted, ClusterMixin, 
         labels : ndarray of shape (n_samples,)
         """
         return self.fit(X).labels_
-
 
 
 def spectral_clustering(affinity: Any, *, n_clusters: int = 8, n_components: int | None = None,

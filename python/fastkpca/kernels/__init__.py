@@ -1,10 +1,17 @@
-"""The kernels layer: the one registry of native kernels, native evaluation (Gram matrices, diagonals,
-products that never store K, column sources), scikit-learn's pairwise_kernels interface and the centering
-algebra of feature space. It imports nothing above it."""
+"""The kernels layer: what a kernel is (kernel.py: one interface every kind implements, kinds.py: which kind
+an estimator's parameter names), the one registry of native kernels, native evaluation on dense or sparse
+samples (Gram blocks, diagonals, products that never store K), the other kinds (a precomputed matrix, a
+Python callable or scikit-learn metric, a scikit-learn kernel object, graph affinities), scikit-learn's
+pairwise_kernels interface and the centering algebra of feature space. It imports nothing above it."""
 
 from .centering import KernelCentering, double_center, double_center_distances
-from .native import KernelColumns, KernelProduct, MatrixColumns, NativeKernel
-from .pairwise import ChunkedProduct, MatrixKernel, gram, pairwise_kernels
+from .kernel import CrossProduct, Kernel, KernelColumns
+from .kinds import (AFFINITY_NAMES, GRAPHS, KERNEL_NAMES, constraint, make, make_affinity, register, takes_matrix,
+                    unregister)
+from .native import NativeKernel
+from .pairwise import gram, pairwise_kernels
 
-__all__ = ["gram", "pairwise_kernels", "double_center", "double_center_distances", "KernelCentering",
-           "NativeKernel", "KernelColumns", "MatrixColumns", "KernelProduct", "MatrixKernel", "ChunkedProduct"]
+__all__ = ["gram", "pairwise_kernels", "double_center", "double_center_distances", "KernelCentering", "Kernel",
+           "KernelColumns", "CrossProduct", "NativeKernel", "make", "make_affinity", "register", "unregister",
+           "constraint", "takes_matrix",
+           "KERNEL_NAMES", "AFFINITY_NAMES", "GRAPHS"]

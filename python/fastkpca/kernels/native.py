@@ -1,30 +1,46 @@
-"""One native kernel with its parameters resolved, and what the layers above evaluate through it: kernel
-blocks, diagonals, products K(X, Y)·V that never store K, the columns randomly pivoted Cholesky reads, and
-the fitted products of transform and predict."""
+"""The native kind: one of the registry's kernels with its parameters resolved, evaluated by the native core
+on dense or sparse (CSR) samples: kernel blocks, diagonals, and products K(X, Y)·V that never store K."""
 
 from __future__ import annotations
+
+import math
 
 import numpy as np
 
 from .. import _native
 from .. import _validation as v
 from . import registry
+from .kernel import Kernel
 
-__all__ = ["NativeKernel", "KernelColumns", "MatrixColumns", "KernelProduct"]
+__all__ = ["NativeKernel", "native_operand"]
+
+#: Log-space bounds of gamma as a hyperparameter (scikit-learn's default bounds of a length scale, 1e-5 to
+#: 1e5, mapped through gamma = 1/(2ℓ²)).
+_GAMMA_BOUNDS = (math.log(0.5e-10), math.log(0.5e10))
 
 
-class NativeKernel:
+def native_operand(X):
+    """X as the core's sparse entry points take it: (indptr int64, indices int32, data, n_columns) for a
+    canonical CSR matrix (v.check_sparse_samples), or X itself when dense."""
+    if not v.is_sparse(X):
+        return X
+    return (np.asarray(X.indptr, dtype=np.int64), np.asarray(X.indices, dtype=np.int32), X.data, int(X.shape[1]))
+
+
+class NativeKernel(Kernel):
     """A native kernel with resolved parameters.
 
-    ``cross(X, Y)`` is ``K(X, Y)``; for rbf it is computed after shifting both sides by Y's column means, so
-    a chunk of X's rows gets exactly the rows the whole X would: streamed results do not depend on the
-    chunking. ``diagonal(X)`` is ``k(x_i, x_i)``. Arrays must be validated, C-contiguous and of one dtype.
+    ``cross(X, Y)`` is ``K(X, Y)``; on dense data rbf is computed after shifting both sides by Y's column
+    means, so a chunk of X's rows gets exactly the rows the whole X would: streamed results do not depend on
+    the chunking. On sparse data (CSR) every entry comes from sparse inner products and the rows' norms
+    (scikit-learn's sparse path computes the same), X never densified. ``diagonal(X)`` is ``k(x_i, x_i)``.
     """
 
-    __slots__ = ("name", "gamma", "degree", "coef0", "threads")
+    native = True
 
-    def __init__(self, name: str, gamma: float, degree: float, coef0: float, threads: int):
-        self.name, self.gamma, self.degree, self.coef0, self.threads = name, gamma, degree, coef0, threads
+    def __init__(self, name: str, gamma: float, degree: float, coef0: float, threads: int = 0):
+        super().__init__(threads)
+        self.name, self.gamma, self.degree, self.coef0 = name, gamma, degree, coef0
 
     @classmethod
     def resolve(cls, kernel, gamma, degree, coef0, n_features: int, n_jobs=None) -> NativeKernel:
@@ -38,101 +54,115 @@ class NativeKernel:
         """(name, gamma, degree, coef0), as the core's functions take them."""
         return self.name, self.gamma, self.degree, self.coef0
 
-    def on_threads(self, threads: int) -> NativeKernel:
-        """The same kernel evaluated on ``threads`` threads (1 in a task that shares a worker's cores)."""
-        return NativeKernel(self.name, self.gamma, self.degree, self.coef0, threads)
+    @property
+    def label(self) -> str:
+        return f"kernel={self.name!r}"
 
     @property
     def unit_diagonal(self) -> bool:
         return registry.KERNELS[self.name].unit_diagonal
 
-    def cross(self, X: np.ndarray, Y: np.ndarray | None = None, out: np.ndarray | None = None) -> np.ndarray:
+    # -------------------------------------------------------------------------------------- samples
+
+    def check_samples(self, X, name: str = "X"):
+        if v.is_sparse(X):
+            return v.check_sparse_samples(X, name)
+        return super().check_samples(X, name)
+
+    def matrix_bytes(self, n: int, itemsize: int) -> int:
+        return n * n * itemsize
+
+    def new_rows(self, X, Y, dtype=None):
+        """New rows in the fitted samples' format: CSR against sparse samples (a dense X made sparse), dense
+        against dense ones (a sparse X densified: its rows × features fit, since the fit's did)."""
+        dtype = dtype or (X.dtype if X.dtype in (np.float32, np.float64) else np.float64)
+        if v.is_sparse(Y):
+            from scipy import sparse
+
+            return v.check_sparse_samples(X if v.is_sparse(X) else sparse.csr_matrix(np.asarray(X)), "X", dtype)
+        return v.check_samples(X, "X", dtype)
+
+    # ------------------------------------------------------------------------------------- evaluation
+
+    @staticmethod
+    def _pair(X, Y):
+        """X and Y in one format for the core: both dense, or both CSR (a dense side made sparse)."""
+        if Y is None or v.is_sparse(X) == v.is_sparse(Y):
+            return X, Y
+        from scipy import sparse
+
+        if v.is_sparse(X):
+            return X, v.check_sparse_samples(sparse.csr_matrix(Y), "Y", X.dtype)
+        return v.check_sparse_samples(sparse.csr_matrix(X), "X", Y.dtype), Y
+
+    def cross(self, X, Y=None, out: np.ndarray | None = None) -> np.ndarray:
+        X, Y = self._pair(X, Y)
         n_y = X.shape[0] if Y is None else Y.shape[0]
         if out is None:
             out = v.empty((X.shape[0], n_y), X.dtype, f"a {X.shape[0]}×{n_y} kernel block")
-        _native.core.gram_into(X, Y, *self.params, out, self.threads)
+        if v.is_sparse(X):
+            _native.core.sparse_gram_into(native_operand(X), None if Y is None else native_operand(Y), *self.params,
+                                          out, self.threads)
+        else:
+            _native.core.gram_into(X, Y, *self.params, out, self.threads)
         return out
 
-    def product(self, X: np.ndarray, Y: np.ndarray, V: np.ndarray, out: np.ndarray | None = None,
+    def product(self, X, Y, V: np.ndarray, memory_limit: int | None = None, out: np.ndarray | None = None,
                 rows: int = 65536) -> np.ndarray:
         """``K(X, Y) @ V`` in float64, tile by tile: the cross kernel is never stored.
 
         X goes to the core ``rows`` rows at a time, which bounds the core's padded working copy of the
         output; the result does not depend on ``rows``.
         """
+        X, Y = self._pair(X, Y)
         V = np.ascontiguousarray(V, dtype=np.float64)
         if out is None:
             out = v.empty((X.shape[0], V.shape[1]), np.float64, f"a {X.shape[0]}×{V.shape[1]} product")
+        sparse = v.is_sparse(X)
+        Y_operand = native_operand(Y)
         for start in range(0, X.shape[0], rows):
             part = X[start:start + rows]
-            _native.core.cross_product_into(part, Y, *self.params, V, out[start:start + part.shape[0]], self.threads)
+            target = out[start:start + part.shape[0]]
+            if sparse:
+                _native.core.sparse_cross_product_into(native_operand(part), Y_operand, *self.params, V, target,
+                                                       self.threads)
+            else:
+                _native.core.cross_product_into(part, Y, *self.params, V, target, self.threads)
         return out
 
-    def diagonal(self, X: np.ndarray) -> np.ndarray:
+    def diagonal(self, X) -> np.ndarray:
         out = np.empty(X.shape[0], dtype=X.dtype)
-        _native.core.kernel_diagonal_into(X, *self.params, out, self.threads)
+        if v.is_sparse(X):
+            _native.core.sparse_kernel_diagonal_into(native_operand(X), *self.params, out, self.threads)
+        else:
+            _native.core.kernel_diagonal_into(X, *self.params, out, self.threads)
         return out
+
+    def matrix(self, X):
+        return self.cross(X), True
+
+    # ------------------------------------------------------------------------------ hyperparameters
+
+    @property
+    def hyperparameters(self) -> tuple[str, ...]:
+        return ("gamma",) if "gamma" in registry.KERNELS[self.name].parameters else ()
+
+    @property
+    def theta(self) -> np.ndarray:
+        return np.log([self.gamma]) if self.hyperparameters else np.empty(0)
+
+    @property
+    def bounds(self) -> np.ndarray:
+        return np.array([_GAMMA_BOUNDS]) if self.hyperparameters else np.empty((0, 2))
+
+    def with_theta(self, theta) -> NativeKernel:
+        theta = np.asarray(theta, dtype=np.float64).reshape(-1)
+        if theta.shape[0] != len(self.hyperparameters):
+            raise ValueError(f"{self.label} has {len(self.hyperparameters)} hyperparameter(s), got theta of length "
+                             f"{theta.shape[0]}")
+        if not theta.shape[0]:
+            return self
+        return NativeKernel(self.name, float(np.exp(theta[0])), self.degree, self.coef0, self.threads)
 
     def __repr__(self):
         return f"NativeKernel({self.name!r}, gamma={self.gamma}, degree={self.degree}, coef0={self.coef0})"
-
-
-class KernelColumns:
-    """The diagonal and columns K(X, X_S) of a native kernel, evaluated on demand: what randomly pivoted
-    Cholesky reads (solvers/low_rank.py's column source)."""
-
-    def __init__(self, X: np.ndarray, kernel: NativeKernel):
-        self.X, self.kernel, self.n, self.dtype = X, kernel, X.shape[0], X.dtype
-
-    def diagonal(self) -> np.ndarray:
-        return self.kernel.diagonal(self.X)
-
-    def columns(self, index: np.ndarray, out: np.ndarray) -> np.ndarray:
-        return self.kernel.cross(self.X, np.ascontiguousarray(self.X[index]), out=out)
-
-
-class MatrixColumns:
-    """The diagonal and columns of an explicit (precomputed) kernel matrix, as a column source."""
-
-    def __init__(self, K: np.ndarray):
-        self.K, self.n, self.dtype = K, K.shape[0], K.dtype
-
-    def diagonal(self) -> np.ndarray:
-        return np.diagonal(self.K).copy()
-
-    def columns(self, index: np.ndarray, out: np.ndarray) -> np.ndarray:
-        return np.take(self.K, index, axis=1, out=out)
-
-
-class KernelProduct:
-    """A fitted product for new rows: ``x ↦ correction(K(x, Y)·V)``, the cross kernel multiplied into V
-    tile by tile and never stored. Picklable, so an engine can ship it with a task.
-
-    The kernel is evaluated in Y's dtype (``promote=False``: KernelPCA's transform), or in float32 only when
-    both sides are float32 (``promote=True``: scikit-learn's pairwise kernels upcast that way, and
-    KernelRidge's predictions follow them). ``correction`` (a picklable function of the product, or None)
-    finishes each row block; the result is cast to ``out_dtype`` when given.
-    """
-
-    def __init__(self, Y: np.ndarray, kernel: NativeKernel, V: np.ndarray, correction=None, *,
-                 promote: bool = False, out_dtype=None):
-        self.Y, self.kernel, self.correction = Y, kernel, correction
-        self.V = np.ascontiguousarray(V, dtype=np.float64)
-        self.promote, self.out_dtype = promote, out_dtype
-
-    @property
-    def width(self) -> int:
-        return self.V.shape[1]
-
-    def on_threads(self, threads: int) -> KernelProduct:
-        """The same map evaluated on ``threads`` threads (an engine's tasks share their worker's cores)."""
-        return KernelProduct(self.Y, self.kernel.on_threads(threads), self.V, self.correction, promote=self.promote,
-                             out_dtype=self.out_dtype)
-
-    def __call__(self, X) -> np.ndarray:
-        dtype = self.Y.dtype if not self.promote else np.result_type(X.dtype, self.Y.dtype, np.float32)
-        Y = v.check_samples(self.Y, "X_fit_", dtype)
-        out = self.kernel.product(v.check_samples(X, "X", dtype), Y, self.V)
-        if self.correction is not None:
-            out = self.correction(out)
-        return out if self.out_dtype is None else out.astype(self.out_dtype, copy=False)

@@ -1,6 +1,5 @@
-"""Kernel (Gram) matrices: :func:`gram` and scikit-learn's :func:`pairwise_kernels` interface, and the
-chunked products of kernels evaluated as matrices (callables, kernels only scikit-learn evaluates, sparse
-data, precomputed kernels)."""
+"""Kernel (Gram) matrices: :func:`gram` and scikit-learn's :func:`pairwise_kernels` interface, on the native
+kernels (dense or sparse samples)."""
 
 from __future__ import annotations
 
@@ -9,15 +8,11 @@ from typing import Any, Callable
 import numpy as np
 from numpy.typing import ArrayLike
 
-from .. import _native
 from .. import _validation as v
 from . import registry
+from .native import NativeKernel
 
-__all__ = ["gram", "pairwise_kernels", "MatrixKernel", "ChunkedProduct", "CROSS_KERNEL_CHUNK_BYTES"]
-
-#: Largest piece of a cross kernel a chunked product builds at once (also at most a quarter of the memory
-#: limit). Native kernels never build one: their products go tile by tile (NativeKernel.product).
-CROSS_KERNEL_CHUNK_BYTES = 256 * 2**20
+__all__ = ["gram", "pairwise_kernels"]
 
 
 def gram(X: ArrayLike, Y: ArrayLike | None = None, *, kernel: str = "linear", gamma: float | None = None,
@@ -26,9 +21,11 @@ def gram(X: ArrayLike, Y: ArrayLike | None = None, *, kernel: str = "linear", ga
 
     Parameters
     ----------
-    X : array-like of shape (n_samples_X, n_features)
-        Samples. Lists, DataFrames, sparse matrices and any memory layout are accepted; data that is not
-        already a C-contiguous float32/float64 array is converted once.
+    X : {array-like, sparse matrix} of shape (n_samples_X, n_features)
+        Samples. Lists, DataFrames and any memory layout are accepted; data that is not already a
+        C-contiguous float32/float64 array is converted once. Sparse matrices stay sparse: every entry
+        comes from sparse inner products and the rows' norms (as scikit-learn's sparse path computes
+        them), and if either of X and Y is sparse both are evaluated as CSR.
     Y : array-like of shape (n_samples_Y, n_features), default=None
         Second set of samples; ``None`` means ``Y = X``, and then only one triangle is computed: the
         result is exactly symmetric, with an exact unit diagonal for ``"rbf"`` and ``"laplacian"``.
@@ -76,19 +73,29 @@ def gram(X: ArrayLike, Y: ArrayLike | None = None, *, kernel: str = "linear", ga
     """
     kernel = registry.check_kernel(kernel)
     dtype = v.common_dtype(X, Y)
-    X = v.check_samples(X, "X", dtype)
+    sparse = v.is_sparse(X) or v.is_sparse(Y)
+    X = _samples(X, "X", dtype, sparse)
     if Y is not None:
-        Y = v.check_samples(Y, "Y", dtype)
+        Y = _samples(Y, "Y", dtype, sparse)
         if Y.shape[1] != X.shape[1]:
             raise ValueError(
                 f"X and Y have different numbers of features: X has {X.shape[1]}, Y has {Y.shape[1]}"
             )
-    gamma, degree, coef0 = registry.kernel_params(kernel, gamma, degree, coef0, X.shape[1])
-    threads = v.n_threads(n_jobs)
+    native = NativeKernel.resolve(kernel, gamma, degree, coef0, X.shape[1], n_jobs)
     n_y = X.shape[0] if Y is None else Y.shape[0]
     out = v.empty((X.shape[0], n_y), dtype, f"the {X.shape[0]}×{n_y} {np.dtype(dtype).name} kernel matrix")
-    _native.core.gram_into(X, Y, kernel, gamma, degree, coef0, out, threads)
-    return out
+    return native.cross(X, Y, out=out)
+
+
+def _samples(X, name: str, dtype, sparse: bool):
+    """Validated samples: canonical CSR when ``sparse`` (a dense side made sparse), else dense."""
+    if not sparse:
+        return v.check_samples(X, name, dtype)
+    if not v.is_sparse(X):
+        from scipy import sparse as sp
+
+        X = sp.csr_matrix(v.check_samples(X, name, dtype))
+    return v.check_sparse_samples(X, name, dtype)
 
 
 # sklearn.metrics.pairwise.pairwise_kernels metric names served natively (every name and alias of the
@@ -103,8 +110,9 @@ def pairwise_kernels(X: ArrayLike, Y: ArrayLike | None = None, metric: str | Cal
     """Kernel between arrays, with the signature and semantics of sklearn.metrics.pairwise.pairwise_kernels.
 
     The metrics ``"linear"``, ``"poly"``/``"polynomial"``, ``"rbf"``, ``"laplacian"``, ``"sigmoid"`` and
-    ``"cosine"`` run on fastkpca's native :func:`gram`; anything else (``"precomputed"``, ``"chi2"``,
-    ``"additive_chi2"``, callables) is passed to scikit-learn's implementation unchanged.
+    ``"cosine"`` run on fastkpca's native :func:`gram` (dense or sparse X and Y); anything else
+    (``"precomputed"``, ``"chi2"``, ``"additive_chi2"``, callables) is passed to scikit-learn's
+    implementation unchanged.
 
     Parameters
     ----------
@@ -143,58 +151,3 @@ def pairwise_kernels(X: ArrayLike, Y: ArrayLike | None = None, metric: str | Cal
     params = dict(registry.PARAMETER_DEFAULTS)
     params.update(kwds)
     return gram(X, Y, kernel=kernel, n_jobs=n_jobs, **params)
-
-
-class MatrixKernel:
-    """``x ↦ K(x, Y)`` as a matrix: scikit-learn's pairwise_kernels with ``metric`` and ``params`` (native
-    metrics run natively through :func:`pairwise_kernels`), or, for ``metric="precomputed"``, the rows given
-    (they are the cross kernel). Picklable when the metric is."""
-
-    def __init__(self, Y, metric, params: dict | None = None, n_jobs=None):
-        self.Y, self.metric, self.params, self.n_jobs = Y, metric, dict(params or {}), n_jobs
-
-    @property
-    def precomputed(self) -> bool:
-        return isinstance(self.metric, str) and self.metric == "precomputed"
-
-    def __call__(self, X) -> np.ndarray:
-        if self.precomputed:
-            return np.array(v.as_float_array(X, "X (the precomputed kernel)"), order="C")
-        K = pairwise_kernels(X, self.Y, metric=self.metric, filter_params=True, n_jobs=self.n_jobs, **self.params)
-        return K if isinstance(K, np.ndarray) and K.flags.c_contiguous and K.flags.writeable else np.array(K, order="C")
-
-
-class ChunkedProduct:
-    """A fitted product for new rows, ``x ↦ finish(K(x, Y))·V``, for a :class:`MatrixKernel`: the cross kernel
-    built in row chunks of at most :data:`CROSS_KERNEL_CHUNK_BYTES` and a quarter of ``memory_limit``
-    (``finish``, e.g. KernelCentering.center, works on a chunk in place). A row's result depends on that row
-    alone, so the chunks give what one piece would."""
-
-    def __init__(self, kernel: MatrixKernel, V, n_fit: int, *, memory_limit: int, finish=None, out_dtype=None):
-        self.kernel, self.V, self.finish, self.out_dtype = kernel, V, finish, out_dtype
-        self.n_fit, self.memory_limit = n_fit, memory_limit
-
-    @property
-    def rows(self) -> int:
-        """Rows of new data per chunk of the cross kernel."""
-        chunk_bytes = min(CROSS_KERNEL_CHUNK_BYTES, self.memory_limit // 4)
-        return max(1, chunk_bytes // max(1, self.n_fit * 8))
-
-    @property
-    def width(self) -> int:
-        return 1 if np.ndim(self.V) == 1 else self.V.shape[1]
-
-    def __call__(self, X) -> np.ndarray:
-        out = None
-        rows = self.rows
-        for start in range(0, X.shape[0], rows):
-            K = self.kernel(X[start:start + rows])
-            if self.finish is not None:
-                K = self.finish(K)
-            piece = np.asarray(K @ self.V)
-            if out is None:
-                dtype = self.out_dtype or np.result_type(piece.dtype, np.float64)
-                out = np.empty((X.shape[0], *piece.shape[1:]), dtype=dtype)
-            out[start:start + rows] = piece
-        return out
-

@@ -7,11 +7,11 @@ not import SciPy)."""
 from __future__ import annotations
 
 from .arithmetic import FLOAT32_PRODUCTS_MIN_TOL, products_for
-from .storage import PACKED_MAX_BLOCK, STORAGES, StoragePlan, pass_bytes, plan_storage
+from .storage import PACKED_MAX_BLOCK, STORAGES, StoragePlan, pass_bytes, plan_for, plan_storage, sample_bytes
 
 __all__ = ["KernelOperator", "kernel_operator", "from_matrix", "build", "python_operator", "sparse_operator",
-           "products_for",
-           "FLOAT32_PRODUCTS_MIN_TOL", "StoragePlan", "plan_storage", "pass_bytes", "STORAGES", "PACKED_MAX_BLOCK"]
+           "products_for", "FLOAT32_PRODUCTS_MIN_TOL", "StoragePlan", "plan_storage", "plan_for", "sample_bytes",
+           "pass_bytes", "STORAGES", "PACKED_MAX_BLOCK"]
 
 _FROM_OPERATOR = ("KernelOperator", "kernel_operator", "from_matrix", "build", "python_operator", "sparse_operator")
 

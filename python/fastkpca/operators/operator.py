@@ -16,8 +16,10 @@ from scipy.sparse.linalg import LinearOperator
 
 from .. import _native
 from .. import _validation as v
-from ..kernels import NativeKernel, gram, registry
-from .storage import STORAGES, StoragePlan, pass_bytes, plan_storage
+from ..kernels import Kernel, NativeKernel, registry
+from ..kernels.kernel import chunk_rows
+from ..kernels.native import native_operand
+from .storage import STORAGES, StoragePlan, pass_bytes, plan_for
 
 __all__ = ["KernelOperator", "kernel_operator", "from_matrix", "build", "python_operator", "sparse_operator"]
 
@@ -48,7 +50,8 @@ class KernelOperator(LinearOperator):
     engine's, not an interface.
     """
 
-    def __init__(self, native, *, n_jobs=None, plan=None, keep=None, release=None, details=None, storage_dtype=None):
+    def __init__(self, native, *, n_jobs=None, plan=None, keep=None, release=None, details=None, storage_dtype=None,
+                 diagonal=None, matrix=None):
         super().__init__(dtype=np.dtype(np.float64), shape=(native.n, native.n))
         self.native = native
         self._storage_dtype = storage_dtype  # for a Python-side operator: the dtype its kernel is evaluated in
@@ -57,6 +60,9 @@ class KernelOperator(LinearOperator):
         self._keep = keep  # arrays the native operator reads in place
         self._release = release  # frees what the operator holds elsewhere (an engine's kept tiles)
         self._details = details  # figures of the engine behind it, for solver_info_
+        self._diagonal = diagonal  # K's diagonal, computed on demand
+        #: The kernel matrix itself when the operator holds one (dense or sparse), else None.
+        self.matrix = matrix
 
     @property
     def threads(self) -> int:
@@ -103,6 +109,12 @@ class KernelOperator(LinearOperator):
     def trace(self) -> float:
         """trace(K)."""
         return float(self.native.trace(self._threads))
+
+    def diagonal(self) -> np.ndarray:
+        """K's diagonal in float64 (of the stored or evaluated kernel, not of a view)."""
+        if self._diagonal is None:
+            raise ValueError(f"the diagonal of {self!r} is not known to fastkpca")
+        return np.asarray(self._diagonal(), dtype=np.float64)
 
     def _view(self, native) -> KernelOperator:
         return KernelOperator(native, n_jobs=self._threads or None, plan=self.plan, keep=self._keep,
@@ -176,24 +188,51 @@ class KernelOperator(LinearOperator):
                 f"{self.storage_dtype.name}, {self.nbytes / 2**20:.1f} MiB>")
 
 
-def from_matrix(K: np.ndarray, plan: StoragePlan | None = None, n_jobs=None) -> KernelOperator:
-    """The full storage over a symmetric, C-contiguous, aligned float32/float64 K, read in place (and kept
-    alive)."""
-    return KernelOperator(_native.core.dense_operator(K), n_jobs=n_jobs, plan=plan, keep=K)
+def from_matrix(K, plan: StoragePlan | None = None, n_jobs=None) -> KernelOperator:
+    """The full storage over a symmetric K, read in place (and kept alive): a C-contiguous, aligned
+    float32/float64 array, or a SciPy sparse matrix (:func:`sparse_operator`)."""
+    if v.is_sparse(K):
+        return sparse_operator(K, n_jobs, plan)
+    return KernelOperator(_native.core.dense_operator(K), n_jobs=n_jobs, plan=plan, keep=K,
+                          diagonal=lambda: np.diagonal(K), matrix=K)
 
 
-def build(X: np.ndarray, kernel: NativeKernel, plan: StoragePlan, n_jobs=None) -> KernelOperator:
-    """The operator of a validated X (C-contiguous float32/float64) with the given plan."""
+def build(X, kernel: Kernel, plan: StoragePlan, n_jobs=None) -> KernelOperator:
+    """The operator of the kernel of validated samples X (as the kernel's check_samples left them) held as
+    ``plan`` says (storage.plan_for): a native kernel's tiles (packed, cached, matrix-free) or Gram matrix;
+    a precomputed kernel in place; another kernel's matrix, or its row blocks recomputed on every pass."""
     if plan.storage == "full":
-        K = gram(X, kernel=kernel.name, gamma=kernel.gamma, degree=kernel.degree, coef0=kernel.coef0, n_jobs=n_jobs)
+        K, _ = kernel.matrix(X)
         return from_matrix(K, plan, n_jobs)
-    native = _native.core.kernel_operator(X, *kernel.params, plan.cached_tile_rows, v.n_threads(n_jobs))
-    return KernelOperator(native, n_jobs=n_jobs, plan=plan)
+    if not kernel.native:
+        return _blocks_operator(X, kernel, plan, n_jobs)
+    assert isinstance(kernel, NativeKernel)
+    threads = v.n_threads(n_jobs)
+    if v.is_sparse(X):
+        native = _native.core.sparse_kernel_operator(native_operand(X), *kernel.params, plan.cached_tile_rows, threads)
+    else:
+        native = _native.core.kernel_operator(X, *kernel.params, plan.cached_tile_rows, threads)
+    return KernelOperator(native, n_jobs=n_jobs, plan=plan, diagonal=lambda: kernel.diagonal(X))
+
+
+def _blocks_operator(X, kernel: Kernel, plan: StoragePlan, n_jobs=None) -> KernelOperator:
+    """K·V of a kernel evaluated in Python, its row blocks K(X_I, X) recomputed on every pass (at most
+    CROSS_KERNEL_CHUNK_BYTES of them at a time): no N×N array."""
+    n = X.shape[0]
+    diagonal = kernel.diagonal(X)
+
+    def matmat(V):
+        return kernel.product(X, X, V, plan.budget_bytes)
+
+    rows = chunk_rows(n, plan.budget_bytes)
+    return python_operator(matmat, n, storage="matrix_free", trace=float(np.sum(diagonal)),
+                           kernel_entries=float(n) * n, plan=plan, n_jobs=n_jobs,
+                           details=lambda: {"block_rows": rows}, storage_dtype=np.float64, diagonal=lambda: diagonal)
 
 
 def python_operator(matmat, n: int, *, storage: str = "python", trace=None, kernel_entries: float = 0.0,
                     bytes_read: float = 0.0, row_sums=None, plan=None, n_jobs=None, release=None,
-                    details=None, storage_dtype=None) -> KernelOperator:
+                    details=None, storage_dtype=None, diagonal=None, matrix=None) -> KernelOperator:
     """An operator whose products are ``matmat(V)`` (n × b float64 in and out), run by the native solvers
     like any other. What it knows of itself comes with it: its storage name, trace(K), the cost of a pass
     (kernel entries evaluated, bytes of stored matrix read: the solvers choose their block width from it),
@@ -203,10 +242,10 @@ def python_operator(matmat, n: int, *, storage: str = "python", trace=None, kern
                                           kernel_entries=float(kernel_entries), bytes_read=float(bytes_read),
                                           row_sums=row_sums)
     return KernelOperator(native, n_jobs=n_jobs, plan=plan, release=release, details=details,
-                          storage_dtype=storage_dtype)
+                          storage_dtype=storage_dtype, diagonal=diagonal, matrix=matrix)
 
 
-def sparse_operator(A, n_jobs=None) -> KernelOperator:
+def sparse_operator(A, n_jobs=None, plan: StoragePlan | None = None) -> KernelOperator:
     """A symmetric SciPy sparse matrix as an operator (storage "sparse"): its products are SciPy's CSR
     products, its row sums and trace computed once from the stored entries."""
     A = A.tocsr()
@@ -218,7 +257,8 @@ def sparse_operator(A, n_jobs=None) -> KernelOperator:
         return np.asarray(A @ V, dtype=np.float64)
 
     return python_operator(matmat, n, storage="sparse", trace=trace, bytes_read=float(A.data.nbytes + A.indices.nbytes),
-                           row_sums=lambda: sums, n_jobs=n_jobs, storage_dtype=A.dtype)
+                           row_sums=lambda: sums, n_jobs=n_jobs, storage_dtype=A.dtype, plan=plan,
+                           diagonal=A.diagonal, matrix=A)
 
 
 def kernel_operator(X: ArrayLike, *, kernel: str = "rbf", gamma: float | None = None, degree: float = 3,
@@ -228,8 +268,9 @@ def kernel_operator(X: ArrayLike, *, kernel: str = "rbf", gamma: float | None = 
 
     Parameters
     ----------
-    X : array-like of shape (n_samples, n_features)
-        Samples; float32 data gives a float32 kernel (products still return float64).
+    X : {array-like, sparse matrix} of shape (n_samples, n_features)
+        Samples; float32 data gives a float32 kernel (products still return float64). A sparse matrix is
+        evaluated from its sparse rows (never densified).
     kernel : str, default="rbf"
         A native kernel: "linear", "poly"/"polynomial", "rbf", "laplacian", "sigmoid" or "cosine".
     gamma, degree, coef0 : float
@@ -263,10 +304,11 @@ def kernel_operator(X: ArrayLike, *, kernel: str = "rbf", gamma: float | None = 
     """
     registry.check_kernel(kernel)
     storage = v.check_choice(storage, "storage", STORAGES)
-    X = v.check_samples(X, "X")
+    X = X if v.is_sparse(X) else v.check_samples(X, "X")
     native = NativeKernel.resolve(kernel, gamma, degree, coef0, X.shape[1], n_jobs)
+    X = native.check_samples(X)
     limit = v.memory_limit(memory_limit)
     block_size = v.check_int(block_size, "block_size", minimum=1)
-    plan = plan_storage(X.shape[0], X.shape[1], X.dtype.itemsize, block_size=block_size, memory_limit=limit,
-                        other_bytes=pass_bytes(block_size, X.shape[0]), storage=storage)
+    plan = plan_for(native, X, block_size=block_size, memory_limit=limit,
+                    other_bytes=pass_bytes(block_size, X.shape[0]), storage=storage)
     return build(X, native, plan, n_jobs)

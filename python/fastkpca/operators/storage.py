@@ -22,7 +22,8 @@ from dataclasses import dataclass
 
 from .. import _native
 
-__all__ = ["StoragePlan", "plan_storage", "pass_bytes", "packed_bytes", "STORAGES", "PACKED_MAX_BLOCK"]
+__all__ = ["StoragePlan", "plan_storage", "plan_for", "sample_bytes", "pass_bytes", "packed_bytes", "STORAGES",
+           "PACKED_MAX_BLOCK"]
 
 STORAGES = ("auto", "full", "packed", "cached", "matrix_free")
 #: Memory kept free of the plan for the interpreter, temporaries and rounding in the estimates.
@@ -63,9 +64,18 @@ def packed_bytes(tile_rows: int, itemsize: int) -> int:
     return int(_native.core.packed_prefix_size(tile_rows)) * itemsize
 
 
-def fixed_bytes(n: int, n_features: int, itemsize: int) -> int:
-    """What a plan sets aside whatever the storage: the working copy of X and its row norms, and the slack."""
-    return 2 * n * n_features * itemsize + 16 * n + PLAN_SLACK_BYTES
+def fixed_bytes(n: int, n_features: int, itemsize: int, samples: int | None = None) -> int:
+    """What a plan sets aside whatever the storage: the working copies of X (the core's packed operands;
+    ``samples`` bytes of them when given, else n × n_features × itemsize) and its row norms, and the slack."""
+    return 2 * (n * n_features * itemsize if samples is None else samples) + 16 * n + PLAN_SLACK_BYTES
+
+
+def sample_bytes(X) -> int:
+    """Bytes of the samples X as the core holds them: the dense rows, or a CSR matrix's values, column indices
+    (int32) and row pointers (int64), with a thread's scatter array over the columns (sparse kernels)."""
+    if hasattr(X, "nnz"):
+        return int(X.nnz) * (X.dtype.itemsize + 4) + 8 * (X.shape[0] + 1) + 4 * int(X.shape[1])
+    return int(X.shape[0]) * int(X.shape[1]) * X.dtype.itemsize
 
 
 def pass_bytes(b: int, n: int) -> int:
@@ -82,7 +92,7 @@ def pass_bytes(b: int, n: int) -> int:
 
 
 def plan_storage(n: int, n_features: int, itemsize: int, *, block_size: int, memory_limit: int,
-                 other_bytes: int = 0, storage: str = "auto") -> StoragePlan:
+                 other_bytes: int = 0, storage: str = "auto", samples: int | None = None) -> StoragePlan:
     """The storage of an n-sample kernel within ``memory_limit`` bytes, ``other_bytes`` of which are taken
     by the rest of the computation (the solver's basis, say).
 
@@ -90,11 +100,12 @@ def plan_storage(n: int, n_features: int, itemsize: int, *, block_size: int, mem
     per entry: several times slower), so the fastest mode that fits wins. Full beats packed only for blocks
     wider than PACKED_MAX_BLOCK; otherwise packed (half the memory, half the reads). When the packed
     triangle does not fit, as many of its tile rows as fit are cached and the rest recomputed; with no
-    room for one tile row, matrix-free.
+    room for one tile row, matrix-free. ``samples``: bytes of the samples when they are not n × n_features
+    dense values (sparse samples, :func:`sample_bytes`).
     """
     T = tile()
     nt = tiles(n)
-    fixed = other_bytes + fixed_bytes(n, n_features, itemsize)
+    fixed = other_bytes + fixed_bytes(n, n_features, itemsize, samples)
     budget = memory_limit - fixed
     if budget < 0:
         raise MemoryError(
@@ -134,3 +145,35 @@ def plan_storage(n: int, n_features: int, itemsize: int, *, block_size: int, mem
                        "requested" if storage == "matrix_free" else
                        f"not even one tile row fits in the {max(budget, 0) // mib} MiB left for the kernel: "
                        "every pass recomputes the kernel")
+
+
+def plan_for(kernel, X, *, block_size: int, memory_limit: int, other_bytes: int = 0,
+             storage: str = "auto") -> StoragePlan:
+    """The storage of the kernel of samples X (validated, in this process) within ``memory_limit``.
+
+    A native kernel: :func:`plan_storage`. A kernel that exists only as its matrix (precomputed: read in
+    place; a graph affinity): that matrix. A kernel evaluated in Python (a callable, a scikit-learn kernel
+    object, a registered kind): its matrix if it fits ("full"), else its row blocks recomputed on every
+    pass ("matrix_free").
+    """
+    n, itemsize = X.shape[0], X.dtype.itemsize
+    if kernel.native:
+        return plan_storage(n, X.shape[1], itemsize, block_size=block_size, memory_limit=memory_limit,
+                            other_bytes=other_bytes, storage=storage, samples=sample_bytes(X))
+    matrix = kernel.matrix_bytes(n, itemsize)
+    budget = memory_limit - other_bytes - PLAN_SLACK_BYTES
+    mib = 2**20
+    if not kernel.blocks or (storage in ("auto", "full") and matrix <= budget):
+        if storage not in ("auto", "full"):
+            raise ValueError(f"storage={storage!r} is not available for {kernel.label}: it exists only as its matrix "
+                             "('full')")
+        if matrix > max(budget, 0):
+            raise MemoryError(f"{kernel.label} needs its {n}×{n} matrix ({matrix / 2**30:.2f} GiB), but the memory "
+                              f"limit leaves {max(budget, 0) / 2**30:.2f} GiB")
+        return StoragePlan("full", 0, matrix, budget, f"{kernel.label}: its matrix, read in place" if not matrix else
+                           f"{kernel.label}: its matrix ({matrix // mib} MiB) fits")
+    if storage not in ("auto", "matrix_free", "cached"):
+        raise MemoryError(f"storage={storage!r} needs {matrix / 2**30:.2f} GiB for the {n}×{n} matrix of "
+                          f"{kernel.label}, but the memory limit leaves {max(budget, 0) / 2**30:.2f} GiB")
+    return StoragePlan("matrix_free", 0, 0, budget,
+                       f"{kernel.label} is evaluated in Python: its row blocks are recomputed on every pass")

@@ -15,13 +15,10 @@ __all__ = ["center_kernel", "top_eigenpairs", "SOLVERS"]
 SOLVERS = ("dense", "arpack", "randomized")
 
 
-def center_kernel(K: np.ndarray, *, owned: bool, threads: int) -> tuple[np.ndarray, KernelCentering, float]:
-    """(H K H, the centering K defines, trace(H K H)), centered in place: on K itself when it is the fit's
-    own (``owned``), else on a copy, so a user's precomputed kernel is never changed."""
+def center_kernel(K: np.ndarray, *, threads: int) -> tuple[np.ndarray, KernelCentering, float]:
+    """(H K H, the centering K defines, trace(H K H)), centered in place: K must be the fit's own (a
+    C-contiguous float array the caller may overwrite; a user's precomputed kernel is copied before)."""
     trace_K = float(np.trace(K, dtype=np.float64))
-    if not owned:
-        v.check_memory(K.nbytes, "a copy of the precomputed kernel to center")
-        K = np.array(K, order="C", copy=True)
     ok, column_means, grand_mean = _native.core.double_center_inplace(K, "kernel", 1.0, threads)
     if not ok:
         raise ValueError("the kernel matrix contains NaN or infinity")

@@ -35,7 +35,8 @@ import numpy as np
 from scipy import linalg as sla
 
 from .. import _validation as v
-from ..kernels import KernelColumns, MatrixColumns, NativeKernel
+from ..kernels import Kernel
+from ..kernels.precomputed import MatrixColumns
 from .eigenvalues import check_psd_eigenvalues, column_signs
 from .rows import as_rows
 
@@ -90,19 +91,19 @@ class LowRankFactor:
         return self.pivots.shape[0]
 
 
-def rpcholesky(X: np.ndarray, rank: int, kernel: NativeKernel | None, *, random_state=None,
+def rpcholesky(X: np.ndarray, rank: int, kernel: Kernel | None, *, random_state=None,
                block_size: int = RPCHOLESKY_BLOCK) -> LowRankFactor:
     """Randomly pivoted Cholesky factor of the kernel matrix of X, of rank ``rank`` (fewer if exhausted).
 
     Parameters
     ----------
     X : ndarray of shape (n, d), or (n, n) with kernel=None, or a column source
-        Validated, C-contiguous float32/float64 samples; or, with ``kernel=None``, the kernel matrix itself
-        (only its diagonal and the pivots' columns are read), or any source with ``n``, ``dtype``,
-        ``diagonal()`` and ``columns(index, out)`` (kernels.KernelColumns; an engine's samples give one).
+        Samples as the kernel evaluates them (kernels.Kernel.check_samples); or, with ``kernel=None``, the
+        kernel matrix itself (only its diagonal and the pivots' columns are read), or any source with ``n``,
+        ``dtype``, ``diagonal()`` and ``columns(index, out)`` (Kernel.columns; an engine's samples give one).
     rank : int
         Pivots to choose, 1 <= rank <= n.
-    kernel : NativeKernel or None
+    kernel : Kernel or None
     random_state : int, RandomState or None
         Seeds the proposals and the acceptance draws: the same seed gives the same factor.
     block_size : int
@@ -115,10 +116,10 @@ def rpcholesky(X: np.ndarray, rank: int, kernel: NativeKernel | None, *, random_
         direction is already explained and further pivots would only add rounding noise.
     """
     rng = v.check_random_state(random_state)
-    if hasattr(X, "columns"):  # a column source of its own (an engine's)
+    if hasattr(X, "columns") and hasattr(X, "diagonal") and not hasattr(X, "shape"):  # a column source (an engine's)
         source = X
     else:
-        source = MatrixColumns(X) if kernel is None else KernelColumns(X, kernel)
+        source = MatrixColumns(X) if kernel is None else kernel.columns(X)
     n = source.n
     if not 1 <= rank <= n:
         raise ValueError(f"rank must be between 1 and the number of samples ({n}), got {rank}")
@@ -206,7 +207,7 @@ def rpcholesky_rows(n: int, m: int, memory_limit: int) -> int:
     return int(min(n, max(4 * m, budget // (8 * m))))
 
 
-def select_landmarks(X, m: int, method: str, kernel: NativeKernel, *, random_state=None,
+def select_landmarks(X, m: int, method: str, kernel: Kernel, *, random_state=None,
                      memory_limit: int) -> tuple[np.ndarray, dict]:
     """Indices of m landmark rows of X (an array or a row source), and a dict describing the choice.
 
@@ -223,8 +224,8 @@ def select_landmarks(X, m: int, method: str, kernel: NativeKernel, *, random_sta
     rows = rpcholesky_rows(n, m, memory_limit)
     subset = np.sort(rng.choice(n, size=rows, replace=False)) if rows < n else None
     X = as_rows(X)
-    # The rows searched, here and dense (sparse data densified: the kernel's columns are native).
-    Xs = v.check_samples(X.rows(np.arange(n) if subset is None else subset), "X", X.dtype)
+    # The rows searched, here, in the samples' format (sparse rows stay sparse for a native kernel).
+    Xs = kernel.check_samples(X.rows(np.arange(n) if subset is None else subset), "X")
     fac = rpcholesky(Xs, m, kernel, random_state=rng)
     chosen = fac.pivots if subset is None else subset[fac.pivots]
     filled = m - chosen.shape[0]
@@ -237,7 +238,7 @@ def select_landmarks(X, m: int, method: str, kernel: NativeKernel, *, random_sta
     return chosen.astype(np.int64), info
 
 
-def landmarks(X, spec, m: int | None, kernel: NativeKernel | None, *, random_state=None,
+def landmarks(X, spec, m: int | None, kernel: Kernel | None, *, random_state=None,
               memory_limit: int, name: str) -> tuple[np.ndarray, np.ndarray | None, dict]:
     """The landmarks an estimator's ``landmarks=`` argument asks for: (points S, C-contiguous in X's dtype;
     their rows of X, or None for given points; how they were chosen). X is an array or a row source.
@@ -250,7 +251,7 @@ def landmarks(X, spec, m: int | None, kernel: NativeKernel | None, *, random_sta
     if m > X.shape[0]:
         raise ValueError(f"{name}={m} is larger than the number of samples ({X.shape[0]})")
     index, info = select_landmarks(X, m, spec, kernel, random_state=random_state, memory_limit=memory_limit)
-    return v.check_samples(as_rows(X).rows(index), "X", X.dtype), index, info  # dense, for the native kernel
+    return kernel.check_samples(as_rows(X).rows(index), "X"), index, info  # in the samples' format
 
 
 def stream_rows(n: int, m: int, itemsize: int, memory_limit: int, *, extra_bytes: int = 0, what: str) -> int:
@@ -272,7 +273,7 @@ class _Moments:
     :func:`nystrom_moments`. It keeps its buffer for C from chunk to chunk (fresh memory is expensive to
     touch) but does not pickle it (a cluster's tasks each make their own)."""
 
-    def __init__(self, S: np.ndarray, kernel: NativeKernel):
+    def __init__(self, S: np.ndarray, kernel: Kernel):
         self.S, self.kernel, self._buf = S, kernel, None
 
     def __getstate__(self):
@@ -282,7 +283,7 @@ class _Moments:
         return _Moments(self.S, self.kernel.on_threads(threads))
 
     def __call__(self, X, weights=None, targets=None):
-        X = v.check_samples(X, "X", self.S.dtype)  # a sparse chunk densified, one at a time
+        X = self.kernel.new_rows(X, self.S, self.S.dtype)
         m = self.S.shape[0]
         if self._buf is None or self._buf.shape[0] < X.shape[0] or self._buf.dtype != X.dtype:
             self._buf = np.empty((X.shape[0], m), X.dtype)
@@ -299,7 +300,7 @@ class _Moments:
             None if cross is None else cross.astype(np.float64, copy=False)
 
 
-def nystrom_moments(X, S: np.ndarray, kernel: NativeKernel, rows: int, *, weights=None, targets=None):
+def nystrom_moments(X, S: np.ndarray, kernel: Kernel, rows: int, *, weights=None, targets=None):
     """``(CᵀWC, CᵀW1)`` in float64 for C = K(X, S) and W = diag(weights) (default I), accumulated over row
     chunks of X (an array or a row source) in a fixed order; with ``targets`` Y (n × t) also ``CᵀWY``.
 
@@ -315,7 +316,7 @@ class NystromProjection:
     scores of Nyström kernel PCA (training rows and new ones alike). Evaluated in S's dtype; the result in
     float64, or ``out_dtype``. Picklable."""
 
-    def __init__(self, S: np.ndarray, kernel: NativeKernel, P: np.ndarray, offset: np.ndarray | None, *,
+    def __init__(self, S: np.ndarray, kernel: Kernel, P: np.ndarray, offset: np.ndarray | None, *,
                  out_dtype=None):
         self.S, self.kernel, self.P, self.offset, self.out_dtype = S, kernel, P, offset, out_dtype
 
@@ -328,19 +329,19 @@ class NystromProjection:
         return NystromProjection(self.S, self.kernel.on_threads(threads), self.P, self.offset, out_dtype=self.out_dtype)
 
     def __call__(self, X) -> np.ndarray:
-        out = self.kernel.product(v.check_samples(X, "X", self.S.dtype), self.S, self.P)
+        out = self.kernel.product(self.kernel.new_rows(X, self.S, self.S.dtype), self.S, self.P)
         if self.offset is not None:
             out -= self.offset
         return out if self.out_dtype is None else out.astype(self.out_dtype, copy=False)
 
 
-def nystrom_project(X, S: np.ndarray, kernel: NativeKernel, P: np.ndarray, offset: np.ndarray | None,
+def nystrom_project(X, S: np.ndarray, kernel: Kernel, P: np.ndarray, offset: np.ndarray | None,
                     rows: int) -> np.ndarray:
     """``K(X, S) @ P − offset`` in float64 for X an array or a row source, ``rows`` rows at a time."""
     return as_rows(X).map(NystromProjection(S, kernel, P, offset), rows=rows)
 
 
-def landmark_whitening(S: np.ndarray, kernel: NativeKernel) -> tuple[np.ndarray, int]:
+def landmark_whitening(S: np.ndarray, kernel: Kernel) -> tuple[np.ndarray, int]:
     """:func:`whitening` of W = K(S, S), dropping eigenvalues below WHITENING_RTOL·ε·λ_max (ε of S's dtype;
     see :func:`nystrom_pca` for why)."""
     W = kernel.cross(S).astype(np.float64, copy=False)
@@ -374,7 +375,7 @@ class NystromPCA:
     seconds: dict
 
 
-def nystrom_pca(X: np.ndarray, S: np.ndarray, kernel: NativeKernel, k: int, rows: int) -> NystromPCA:
+def nystrom_pca(X: np.ndarray, S: np.ndarray, kernel: Kernel, k: int, rows: int) -> NystromPCA:
     """Eigenpairs of the centered Nyström kernel on landmarks S from one streamed pass over X.
 
     W's eigen-directions below 16·ε·λ_max are dropped (ε of X's dtype): there W's eigenvalues are rounding
@@ -416,7 +417,7 @@ class NystromKernelPCA:
     seconds: dict
 
 
-def nystrom_kernel_pca(X, S: np.ndarray, kernel: NativeKernel, k: int, rows: int, *,
+def nystrom_kernel_pca(X, S: np.ndarray, kernel: Kernel, k: int, rows: int, *,
                        remove_zero: bool) -> NystromKernelPCA:
     """Kernel PCA of the Nyström approximation on landmarks S with scikit-learn's conventions: k eigenpairs
     (zero-padded when the landmark kernel has rank below k), the PSD check, each eigenvector signed so its

@@ -7,7 +7,8 @@
 - :func:`kfold_errors_krylov`: k-fold errors matrix-free: each fold's systems for all alphas from one
   multi-shift CG run (cg.cg_shifted) on the fold's kernel operator, held-out predictions tile by tile.
 
-Errors are mean squared errors, weighted by ``weights`` (sample weights) when given.
+Errors are mean squared errors, weighted by ``weights`` (sample weights) when given. :func:`cross_validate`
+chooses among them.
 """
 
 from __future__ import annotations
@@ -19,10 +20,11 @@ from scipy import linalg as sla
 
 from .. import _validation as v
 from ..exceptions import ConvergenceWarning
-from ..operators import build, plan_storage
+from ..operators import build, plan_for
 from . import cg
+from .rows import as_rows
 
-__all__ = ["loo_errors", "kfold_errors_dense", "kfold_errors_krylov", "folds", "dense_fits"]
+__all__ = ["cross_validate", "loo_errors", "kfold_errors_dense", "kfold_errors_krylov", "folds", "dense_fits"]
 
 
 def dense_fits(n: int, memory_limit: int) -> bool:
@@ -41,6 +43,30 @@ def folds(n: int, k: int) -> list[np.ndarray]:
     """k contiguous folds (scikit-learn's KFold without shuffling)."""
     bounds = np.linspace(0, n, k + 1).astype(int)
     return [np.arange(bounds[f], bounds[f + 1]) for f in range(k)]
+
+
+def cross_validate(samples, kernel, Y: np.ndarray, alphas, cv: int | None, weights=None, *, tol=None,
+                   maxiter=None, memory_limit: int, n_jobs=None) -> tuple[list[float], str]:
+    """(validation error of every alpha, the method) for the kernel of an engine's samples (engines/base.py):
+    leave-one-out (``cv=None``) from one eigendecomposition of the whole kernel matrix; k-fold from it when
+    three N×N arrays fit the memory limit, else, for a native kernel, matrix-free by multi-shift CG."""
+    n = Y.shape[0]
+    if cv is None:
+        v.check_within(3 * n * n * 8, memory_limit, f"leave-one-out with three {n}×{n} matrices",
+                       "use cv=k (k-fold), which runs matrix-free")
+        K = samples.kernel_matrix(kernel, what="leave-one-out", memory_limit=memory_limit, writable=True,
+                                  dtype=np.float64)
+        return loo_errors(K, Y, alphas, weights), "loo-eigh"
+    if dense_fits(n, memory_limit) or not kernel.native:
+        K = samples.kernel_matrix(kernel, what=f"cv={cv}", memory_limit=memory_limit, writable=True,
+                                  dtype=np.float64)
+        return kfold_errors_dense(K, Y, alphas, cv, weights), "kfold-eigh"
+    from .ridge import DEFAULT_MAX_ITER, DEFAULT_TOL
+
+    errors = kfold_errors_krylov(samples, Y, kernel, alphas, cv, weights, tol=DEFAULT_TOL if tol is None else tol,
+                                 maxiter=DEFAULT_MAX_ITER if maxiter is None else maxiter, memory_limit=memory_limit,
+                                 n_jobs=n_jobs)
+    return errors, "kfold-multishift-cg"
 
 
 def loo_errors(K: np.ndarray, Y: np.ndarray, alphas, weights=None) -> list[float]:
@@ -75,18 +101,20 @@ def kfold_errors_dense(K: np.ndarray, Y: np.ndarray, alphas, k: int, weights=Non
     return [mean_squared(residuals[a], weights) for a in range(len(alphas))]
 
 
-def kfold_errors_krylov(X: np.ndarray, Y: np.ndarray, kernel, alphas, k: int, weights=None, *, tol: float,
+def kfold_errors_krylov(X, Y: np.ndarray, kernel, alphas, k: int, weights=None, *, tol: float,
                         maxiter: int, memory_limit: int, n_jobs=None) -> list[float]:
     """k-fold errors matrix-free: per fold and target, one multi-shift CG run on the training rows' kernel
-    operator gives β for every alpha; held-out predictions K(X_val, X_train)·β tile by tile."""
+    operator gives β for every alpha; held-out predictions K(X_val, X_train)·β tile by tile. X: an array or
+    a row source (an engine's samples), whose folds' rows are gathered here."""
     n = Y.shape[0]
     threads = v.n_threads(n_jobs)
     residuals = np.empty((len(alphas), n, Y.shape[1]))
+    X = as_rows(X)
     for held in folds(n, k):
         train = np.setdiff1d(np.arange(n), held)
-        Xt = v.contiguous(X[train])
-        plan = plan_storage(train.size, X.shape[1], X.dtype.itemsize, block_size=1, memory_limit=memory_limit,
-                            other_bytes=8 * train.size * (len(alphas) + 4))
+        Xt, Xh = kernel.check_samples(X.rows(train)), kernel.check_samples(X.rows(held))
+        plan = plan_for(kernel, Xt, block_size=1, memory_limit=memory_limit,
+                        other_bytes=8 * train.size * (len(alphas) + 4))
         with build(Xt, kernel, plan, n_jobs) as op:
             for j in range(Y.shape[1]):
                 betas, info = cg.cg_shifted(lambda V, op=op: op.native.matmat(np.asfortranarray(V), threads),
@@ -95,6 +123,6 @@ def kfold_errors_krylov(X: np.ndarray, Y: np.ndarray, kernel, alphas, k: int, we
                     warnings.warn(f"KernelRidgeCV: multi-shift CG stopped after {info['iterations']} products with "
                                   f"relative residual {info['residuals'].max():.2e} > tol={tol:g}",
                                   ConvergenceWarning, stacklevel=4)
-                predictions = kernel.product(v.contiguous(X[held]), Xt, betas)
+                predictions = kernel.product(Xh, Xt, betas)
                 residuals[:, held, j] = (Y[held, j][:, None] - predictions).T
     return [mean_squared(residuals[a], weights) for a in range(len(alphas))]

@@ -24,7 +24,6 @@ import time
 import numpy as np
 from scipy import linalg as sla
 
-from .. import _validation as v
 from .low_rank import (DEFAULT_N_LANDMARKS, NystromProjection, landmark_whitening, landmarks, nystrom_moments,
                        stream_rows)
 from .rows import as_rows
@@ -43,7 +42,7 @@ class _ColumnSums:
         return _ColumnSums(self.S, self.kernel.on_threads(threads))
 
     def __call__(self, X):
-        X = v.check_samples(X, "X", self.S.dtype)
+        X = self.kernel.new_rows(X, self.S, self.S.dtype)
         return self.kernel.product(self.S, X, np.ones((X.shape[0], 1))).reshape(-1)
 
 

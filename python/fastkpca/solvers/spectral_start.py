@@ -28,7 +28,7 @@ import numpy as np
 from .. import _validation as v
 from .rows import as_rows
 
-__all__ = ["KMeansPartition", "NearestCentre", "partition_start", "SUBSAMPLE_ROWS", "MIN_ROWS"]
+__all__ = ["KMeansPartition", "NearestCentre", "partition_of", "partition_start", "SUBSAMPLE_ROWS", "MIN_ROWS"]
 
 #: Rows of the uniform subsample k-means runs on.
 SUBSAMPLE_ROWS = 20_000
@@ -73,6 +73,14 @@ class KMeansPartition:
             km = KMeans(groups, n_init=1, max_iter=50, random_state=self.seed).fit(sub)
         centres = np.unique(km.cluster_centers_, axis=0)
         return source.map(NearestCentre(centres), rows=_ASSIGN_ROWS)
+
+
+def partition_of(samples, kernel, seed: int) -> KMeansPartition | None:
+    """The k-means partition of an affinity's samples when they are points its kernel is evaluated between
+    (a kernel affinity); None for the rows of a matrix or for a graph (the solver starts from random vectors)."""
+    if samples is None or kernel is None or not kernel.blocks:
+        return None
+    return KMeansPartition(samples, seed)
 
 
 def partition_start(labels: np.ndarray, root: np.ndarray | None) -> np.ndarray:

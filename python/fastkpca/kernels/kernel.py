@@ -1,0 +1,265 @@
+"""What a kernel is to the layers above: the :class:`Kernel` interface that every kind implements, and the
+pieces every kind gets from its cross blocks.
+
+A kernel is one object: its kind (a native kernel with resolved parameters, a precomputed matrix, a
+Python callable or one of scikit-learn's metrics, a scikit-learn kernel object, a graph affinity, or a kind
+registered by a user, kinds.py), its parameters and hyperparameters, and what it can evaluate on
+validated samples in this process (a dense array or, where the kind takes one, a SciPy CSR matrix):
+
+- ``cross(X, Y)``: the block K(X, Y) (``Y=None``: the symmetric K(X, X));
+- ``diagonal(X)``, and ``columns(X)``: the column source randomly pivoted Cholesky reads;
+- ``matrix(X)``: the whole K(X, X) and whether the caller may overwrite it (a precomputed kernel is the
+  user's, read in place);
+- ``product(X, Y, V)``: K(X, Y)·V in float64, the cross kernel never held beyond a bounded chunk (the
+  native kinds multiply tile by tile and hold nothing);
+- ``cross_product(Y, V, correction)``: the fitted row map x ↦ correction(K(x, Y)·V) of transform and
+  predict (picklable);
+- its hyperparameters in log space (``theta``, ``bounds``, ``with_theta``).
+
+The operators layer builds a kernel operator of any storage from these (operators/operator.py: the native
+kinds' tiles, a kernel's matrix, or its row blocks recomputed on every pass); an engine evaluates it where
+its samples live. Estimators hold a Kernel and never ask which kind it is.
+"""
+
+from __future__ import annotations
+
+import copy
+from typing import Any, Callable
+
+import numpy as np
+
+from .. import _native
+from .. import _validation as v
+
+__all__ = ["Kernel", "KernelColumns", "CrossProduct", "CROSS_KERNEL_CHUNK_BYTES", "chunk_rows"]
+
+#: Largest piece of a cross kernel a chunked product builds at once (also at most a quarter of the memory
+#: limit). Native kernels never build one: their products go tile by tile.
+CROSS_KERNEL_CHUNK_BYTES = 256 * 2**20
+
+
+def chunk_rows(n_columns: int, memory_limit: int | None = None) -> int:
+    """Rows of a cross kernel with ``n_columns`` columns per chunk: at most CROSS_KERNEL_CHUNK_BYTES of float64
+    and a quarter of ``memory_limit``."""
+    budget = CROSS_KERNEL_CHUNK_BYTES if memory_limit is None else min(CROSS_KERNEL_CHUNK_BYTES, memory_limit // 4)
+    return max(1, budget // max(1, 8 * n_columns))
+
+
+class Kernel:
+    """A kernel: its kind, its parameters, and its evaluation on validated samples in this process.
+
+    Subclasses implement :meth:`cross` (and may do better than the defaults built on it). Class attributes
+    say what the kind can do; the layers below the estimators read them, estimators never do.
+
+    Attributes
+    ----------
+    native : bool
+        The native core evaluates it: tiles in every storage mode, on a Dask cluster's workers too.
+    precomputed : bool
+        Its samples are the kernel matrix itself (scikit-learn's ``"precomputed"``): read in place, and
+        ``cross(X, Y)`` is X, the rows of a cross kernel given by the caller.
+    blocks : bool
+        It evaluates blocks K(X_I, X_J) of any rows (False: it exists only as the matrix of all the samples,
+        a graph affinity).
+    threads : int
+        Threads of its native evaluation (0: OpenMP's default).
+    """
+
+    native = False
+    precomputed = False
+    blocks = True
+    #: K(X, X) is exactly symmetric (a precomputed matrix is checked, asymmetry its largest |K - Kᵀ|).
+    symmetric = True
+    asymmetry = 0.0
+
+    def __init__(self, threads: int = 0):
+        self.threads = threads
+
+    # ---------------------------------------------------------------------------------------- identity
+
+    @property
+    def label(self) -> str:
+        """How messages name it, as the user wrote it: ``kernel='rbf'``, ``kernel=<function f>``, ..."""
+        return f"kernel={type(self).__name__}"
+
+    def __repr__(self) -> str:
+        return f"<{type(self).__name__} {self.label}>"
+
+    # -------------------------------------------------------------------------------------- samples
+
+    def for_samples(self, X) -> Kernel:
+        """The kernel to use for these samples (a kind may hand over to another, as scikit-learn's
+        nearest-neighbour affinity falls back to rbf for sparse data); by default itself."""
+        return self
+
+    def check_samples(self, X, name: str = "X"):
+        """X (validated by the engine: 2-D, finite, float32/float64) as this kind evaluates it: by default
+        dense, C-contiguous and aligned (sparse data densified after a memory check)."""
+        return v.check_samples(X, name, X.dtype if X.dtype in (np.float32, np.float64) else np.float64)
+
+    def matrix_bytes(self, n: int, itemsize: int) -> int:
+        """Bytes :meth:`matrix` allocates for n samples (the storage planner's figure)."""
+        return n * n * 8
+
+    # ------------------------------------------------------------------------------------- evaluation
+
+    def cross(self, X, Y=None, out: np.ndarray | None = None) -> np.ndarray:
+        """K(X, Y) as a C-contiguous float array (``Y=None``: K(X, X), exactly symmetric), written into ``out``
+        when given."""
+        raise NotImplementedError(f"{type(self).__name__}.cross")
+
+    @staticmethod
+    def _into(K, out: np.ndarray | None) -> np.ndarray:
+        """K as cross returns it: in ``out`` when given, else C-contiguous, aligned and writable (float)."""
+        K = np.asarray(K)
+        if out is not None:
+            out[...] = K
+            return out
+        if K.dtype not in (np.float32, np.float64):
+            K = K.astype(np.float64)
+        return K if K.flags.c_contiguous and K.flags.writeable and K.flags.aligned else np.array(K, order="C")
+
+    def diagonal(self, X) -> np.ndarray:
+        """k(x_i, x_i) for every row, from diagonal blocks of at most 256 rows."""
+        n = X.shape[0]
+        out = np.empty(n)
+        for start in range(0, n, 256):
+            out[start:start + 256] = np.diagonal(self.cross(X[start:start + 256]))
+        return out
+
+    def matrix(self, X) -> tuple[Any, bool]:
+        """(K(X, X), whether the caller owns it and may overwrite it): checked finite, and made exactly
+        symmetric where the kind's evaluation left rounding differences between K and Kᵀ (the solvers read
+        one triangle)."""
+        K = v.contiguous(np.asarray(self.cross(X)))
+        if K.dtype not in (np.float32, np.float64):
+            K = K.astype(np.float64)
+        finite, _, asymmetry = _native.core.scan_square(K, True, self.threads)
+        if not finite:
+            raise ValueError(f"the kernel matrix of {self.label} contains NaN or infinity")
+        if asymmetry:
+            K = v.contiguous((K + K.T) * K.dtype.type(0.5))
+        return K, True
+
+    def columns(self, X) -> KernelColumns:
+        """The diagonal and columns K(X, X_S) as a column source (solvers/low_rank.py's rpcholesky)."""
+        return KernelColumns(X, self)
+
+    def new_rows(self, X, Y, dtype=None):
+        """New samples X as this kind evaluates them against the fitted samples Y (same format and
+        dtype where the kind needs it)."""
+        return self.check_samples(X if dtype is None else X.astype(dtype, copy=False), "X")
+
+    def fitted_in(self, Y, dtype):
+        """The fitted samples Y as an evaluation in ``dtype`` reads them (a cast copy where they differ)."""
+        return Y if dtype is None or Y.dtype == dtype else Y.astype(dtype)
+
+    def product(self, X, Y, V: np.ndarray, memory_limit: int | None = None) -> np.ndarray:
+        """K(X, Y)·V in float64, X's rows in chunks of at most CROSS_KERNEL_CHUNK_BYTES of cross kernel (and a
+        quarter of ``memory_limit``): a row's result depends on that row alone, so the chunks give what one
+        piece would."""
+        V = np.asarray(V, dtype=np.float64)
+        n = X.shape[0]
+        rows = chunk_rows(Y.shape[0], memory_limit)
+        out = v.empty((n, *V.shape[1:]), np.float64, f"a {n}×{V.shape[1] if V.ndim > 1 else 1} product")
+        for start in range(0, n, rows):
+            out[start:start + rows] = np.asarray(self.cross(X[start:start + rows], Y)) @ V
+        return out
+
+    def cross_product(self, Y, V: np.ndarray, correction: Callable | None = None, *, promote: bool = False,
+                      out_dtype=None, memory_limit: int | None = None) -> CrossProduct:
+        """The fitted row map ``x ↦ correction(K(x, Y)·V)`` (see :class:`CrossProduct`)."""
+        return CrossProduct(self, Y, V, correction, promote=promote, out_dtype=out_dtype, memory_limit=memory_limit)
+
+    # ----------------------------------------------------------------------------------- variants
+
+    def on_threads(self, threads: int) -> Kernel:
+        """The same kernel evaluated on ``threads`` threads (an engine's task shares its worker's cores)."""
+        other = copy.copy(self)
+        other.threads = threads
+        return other
+
+    def between_samples(self, what: str) -> Kernel:
+        """The kernel for evaluations between samples other than the training pairs: landmarks (Nyström
+        solvers), or the points of another feature space (KernelPCA's pre-image map is a kernel ridge
+        regression on the scores). ValueError ``Cannot {what} with ...`` for a kind that is only a matrix
+        of the training samples (precomputed, graph affinities)."""
+        return self
+
+    # ------------------------------------------------------------------------------ hyperparameters
+
+    @property
+    def hyperparameters(self) -> tuple[str, ...]:
+        """Names of the hyperparameters, in the order of :attr:`theta`."""
+        return ()
+
+    @property
+    def theta(self) -> np.ndarray:
+        """The hyperparameters in log space (scikit-learn's ``Kernel.theta``)."""
+        return np.empty(0)
+
+    @property
+    def bounds(self) -> np.ndarray:
+        """Bounds of :attr:`theta`, shape (len(theta), 2), in log space."""
+        return np.empty((0, 2))
+
+    def with_theta(self, theta) -> Kernel:
+        """A copy with the hyperparameters ``theta`` (log space)."""
+        theta = np.asarray(theta, dtype=np.float64).reshape(-1)
+        if theta.shape[0] != 0:
+            raise ValueError(f"{self.label} has no hyperparameters, got theta of length {theta.shape[0]}")
+        return self
+
+
+class KernelColumns:
+    """The diagonal and the columns K(X, X_S) of a kernel on samples X, evaluated on demand: what randomly
+    pivoted Cholesky reads (solvers/low_rank.py's column source)."""
+
+    def __init__(self, X, kernel: Kernel):
+        self.X, self.kernel, self.n = X, kernel, X.shape[0]
+        self.dtype = np.dtype(X.dtype) if X.dtype in (np.float32, np.float64) else np.dtype(np.float64)
+
+    def diagonal(self) -> np.ndarray:
+        return self.kernel.diagonal(self.X)
+
+    def columns(self, index: np.ndarray, out: np.ndarray) -> np.ndarray:
+        rows = self.X[index]
+        out[...] = self.kernel.cross(self.X, v.contiguous(rows) if isinstance(rows, np.ndarray) else rows)
+        return out
+
+
+class CrossProduct:
+    """A fitted row map for new samples: ``x ↦ correction(K(x, Y)·V)``, the cross kernel multiplied into V by
+    the kernel's :meth:`Kernel.product` (tile by tile for native kernels, never stored; in bounded chunks for
+    the others). Picklable when the kernel is, so an engine can ship it with a task.
+
+    The kernel is evaluated in Y's dtype (``promote=False``: KernelPCA's transform), or in float32 only when
+    both sides are float32 (``promote=True``: scikit-learn's pairwise kernels upcast that way, and
+    KernelRidge's predictions follow them). ``correction`` (a picklable function of the product, or None)
+    finishes each row block; the result is cast to ``out_dtype`` when given.
+    """
+
+    def __init__(self, kernel: Kernel, Y, V: np.ndarray, correction: Callable | None = None, *, promote: bool = False,
+                 out_dtype=None, memory_limit: int | None = None):
+        self.kernel, self.Y, self.correction = kernel, Y, correction
+        self.V = np.ascontiguousarray(V, dtype=np.float64)
+        self.promote, self.out_dtype, self.memory_limit = promote, out_dtype, memory_limit
+
+    @property
+    def width(self) -> int:
+        return 1 if self.V.ndim == 1 else self.V.shape[1]
+
+    def on_threads(self, threads: int) -> CrossProduct:
+        """The same map evaluated on ``threads`` threads (an engine's tasks share their worker's cores)."""
+        return CrossProduct(self.kernel.on_threads(threads), self.Y, self.V, self.correction, promote=self.promote,
+                            out_dtype=self.out_dtype, memory_limit=self.memory_limit)
+
+    def __call__(self, X) -> np.ndarray:
+        dtype = None
+        if self.Y.dtype in (np.float32, np.float64):
+            dtype = self.Y.dtype if not self.promote else np.result_type(X.dtype, self.Y.dtype, np.float32)
+        out = self.kernel.product(self.kernel.new_rows(X, self.Y, dtype), self.kernel.fitted_in(self.Y, dtype), self.V,
+                                  self.memory_limit)
+        if self.correction is not None:
+            out = self.correction(out)
+        return out if self.out_dtype is None else out.astype(self.out_dtype, copy=False)

@@ -1,0 +1,102 @@
+"""Kernels evaluated in Python: a callable or one of scikit-learn's pairwise metrics that the native registry
+does not hold (``"chi2"``, ``"additive_chi2"``), through ``sklearn.metrics.pairwise.pairwise_kernels``; and a
+scikit-learn kernel object (``sklearn.gaussian_process.kernels``), through its own vectorised ``__call__``,
+with its hyperparameters in log space. Both are evaluated block by block (kernel.py), never as one N×N
+matrix unless a storage that holds it is planned."""
+
+from __future__ import annotations
+
+from typing import Any, Callable
+
+import numpy as np
+
+from .. import _validation as v
+from .kernel import Kernel
+
+__all__ = ["PairwiseKernel", "ScikitLearnKernel", "is_sklearn_kernel"]
+
+
+def is_sklearn_kernel(obj) -> bool:
+    """An instance of sklearn.gaussian_process.kernels.Kernel (recognised without importing scikit-learn
+    when the object's class does not come from it)."""
+    if not any(c.__module__.startswith("sklearn.") for c in type(obj).__mro__):
+        return False
+    from sklearn.gaussian_process.kernels import Kernel as SklearnKernel
+
+    return isinstance(obj, SklearnKernel)
+
+
+class PairwiseKernel(Kernel):
+    """``K(X, Y) = pairwise_kernels(X, Y, metric, filter_params=True, **params)``: a callable of two rows, or a
+    metric name scikit-learn evaluates. Dense or sparse samples, as scikit-learn takes them."""
+
+    def __init__(self, metric: str | Callable, params: dict | None = None, n_jobs=None):
+        super().__init__(v.n_threads(n_jobs))
+        self.metric, self.params, self.n_jobs = metric, dict(params or {}), n_jobs
+
+    @property
+    def label(self) -> str:
+        return f"kernel={self.metric!r}"
+
+    def check_samples(self, X, name: str = "X"):
+        if v.is_sparse(X):
+            return X  # scikit-learn evaluates sparse rows itself
+        return super().check_samples(X, name)
+
+    def new_rows(self, X, Y, dtype=None):
+        return X if v.is_sparse(X) else super().new_rows(X, Y, dtype)
+
+    def cross(self, X, Y=None, out=None) -> np.ndarray:
+        from sklearn.metrics.pairwise import pairwise_kernels
+
+        return self._into(pairwise_kernels(X, Y, metric=self.metric, filter_params=True, n_jobs=self.n_jobs,
+                                           **self.params), out)
+
+
+class ScikitLearnKernel(Kernel):
+    """A scikit-learn kernel object k (``sklearn.gaussian_process.kernels``): ``K(X, Y) = k(X, Y)`` in float64
+    on dense samples, ``diagonal(X) = k.diag(X)``, and k's hyperparameters: ``theta`` (log space, the free
+    ones), ``bounds``, ``with_theta`` (``k.clone_with_theta``)."""
+
+    def __init__(self, kernel: Any, threads: int = 0):
+        super().__init__(threads)
+        self.kernel = kernel
+
+    @property
+    def label(self) -> str:
+        return f"kernel={self.kernel!r}"
+
+    def check_samples(self, X, name: str = "X"):
+        return v.check_samples(X, name, np.float64)
+
+    def new_rows(self, X, Y, dtype=None):
+        return v.check_samples(X, "X", np.float64)
+
+    def cross(self, X, Y=None, out=None) -> np.ndarray:
+        return self._into(self.kernel(X) if Y is None else self.kernel(X, Y), out)
+
+    def diagonal(self, X) -> np.ndarray:
+        return np.asarray(self.kernel.diag(X), dtype=np.float64)
+
+    @property
+    def hyperparameters(self) -> tuple[str, ...]:
+        names: list[str] = []
+        for h in self.kernel.hyperparameters:
+            if not h.fixed:
+                names += [h.name] if h.n_elements == 1 else [f"{h.name}[{i}]" for i in range(h.n_elements)]
+        return tuple(names)
+
+    @property
+    def theta(self) -> np.ndarray:
+        return np.asarray(self.kernel.theta, dtype=np.float64)
+
+    @property
+    def bounds(self) -> np.ndarray:
+        return np.asarray(self.kernel.bounds, dtype=np.float64).reshape(-1, 2)
+
+    def with_theta(self, theta) -> ScikitLearnKernel:
+        theta = np.asarray(theta, dtype=np.float64).reshape(-1)
+        if theta.shape != self.theta.shape:
+            raise ValueError(f"{self.label} has {self.theta.shape[0]} free hyperparameters, got theta of length "
+                             f"{theta.shape[0]}")
+        return ScikitLearnKernel(self.kernel.clone_with_theta(theta), self.threads)
