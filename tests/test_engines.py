@@ -93,8 +93,10 @@ class ReferenceSamples:
     def plan(self, kernel, *, block_size, memory_limit, other_bytes, storage="auto"):
         return StoragePlan("reference", 0, 0, 0, "the kernel from the NumPy reference")
 
-    def kernel_operator(self, kernel, plan, n_jobs=None):
+    def kernel_operator(self, kernel, plan, n_jobs=None, *, zero_diagonal=False):
         K = _kernel(kernel, self.X)
+        if zero_diagonal:
+            np.fill_diagonal(K, 0.0)
         return python_operator(lambda V: K @ V, K.shape[0], storage="reference", trace=float(np.trace(K)),
                                row_sums=lambda: K.sum(axis=1), plan=plan, storage_dtype=self.dtype,
                                diagonal=lambda: np.diag(K))

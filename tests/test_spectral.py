@@ -326,3 +326,52 @@ def test_scikit_learns_spectral_test_modules_pass_against_fastkpca():
         capture_output=True, text=True, env=env, cwd=os.path.dirname(TESTS))
     assert out.returncode == 0, out.stdout[-4000:] + out.stderr[-2000:]
     assert " passed" in out.stdout and "failed" not in out.stdout
+
+
+def test_an_affinity_dominated_by_its_diagonal_keeps_its_small_degrees():
+    """An rbf affinity of points far apart (gamma = 1, scikit-learn's default, on 3,000-dimensional sparse
+    rows): k(x, x) = 1 and the other entries far smaller, so that a third of the degrees are below 1e-13. As
+    the difference
+    of a row sum and its diagonal they would be rounding noise (and the normalised operator with them: it
+    once took 1000 passes and did not converge); the affinity's operator excludes its diagonal, so the
+    degrees and the embedding are those of the dense Laplacian, and the labels scikit-learn's."""
+    X = sp.random(700, 3000, density=0.02, format="csr", random_state=3)
+    A = rbf_kernel(X, gamma=1.0)
+    np.fill_diagonal(A, 0.0)
+    degrees = A.sum(axis=1)
+    assert degrees.min() < 1e-13 < degrees.max()
+    model = SpectralEmbedding(3, affinity="rbf", gamma=1.0, random_state=0).fit(X)
+    assert model.solver_info_["converged"] and model.solver_info_["n_passes"] < 100
+    M = A / np.sqrt(np.outer(degrees, degrees))
+    values, vectors = linalg.eigh(M)
+    expected = vectors[:, ::-1][:, 1:4] / np.sqrt(degrees)[:, None]
+    got = model.embedding_
+    for j in range(3):  # each direction, up to sign and scale (the gaps between these eigenvalues are 1e-3)
+        cosine = abs(got[:, j] @ expected[:, j]) / np.linalg.norm(got[:, j]) / np.linalg.norm(expected[:, j])
+        assert cosine > 1 - 1e-6
+    ours = SpectralClustering(4, random_state=0).fit(X).labels_
+    theirs = skc.SpectralClustering(4, random_state=0).fit(X).labels_
+    assert adjusted_rand_score(ours, theirs) == 1.0
+
+
+@pytest.mark.parametrize("dtype", [np.float64, np.float32])
+@pytest.mark.parametrize("rows", [0, 1, 3])  # matrix-free, cached, packed (700 samples: 3 tile rows)
+def test_kernel_operators_without_their_diagonal(rows, dtype):
+    """An affinity's operator, dense or sparse rows, is K − diag(K) in every storage: the diagonal entries are
+    zero in the tiles themselves (stored or computed), not subtracted after the product."""
+    from fastkpca import _native
+    from fastkpca.kernels import NativeKernel
+    from fastkpca.kernels.native import native_operand
+
+    X = sp.random(700, 300, density=0.05, format="csr", random_state=4, dtype=dtype)
+    k = NativeKernel.resolve("rbf", 0.2, 3, 1, 300)
+    K = rbf_kernel(X.toarray().astype(np.float64), gamma=0.2)
+    np.fill_diagonal(K, 0.0)
+    V = np.asfortranarray(np.random.default_rng(0).standard_normal((700, 5)))
+    tol = 1e-12 if dtype == np.float64 else 1e-5
+    dense = _native.core.kernel_operator(X.toarray(), *k.params, rows, 2, True)
+    sparse_op = _native.core.sparse_kernel_operator(native_operand(k.check_samples(X)), *k.params, rows, 2, True)
+    for op in (dense, sparse_op):
+        np.testing.assert_allclose(op.matmat(V, 2), K @ V, rtol=0, atol=tol * np.abs(K @ V).max())
+        np.testing.assert_allclose(op.row_sums(2), K.sum(axis=1), rtol=tol)
+        assert op.trace(2) == 0.0

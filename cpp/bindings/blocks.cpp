@@ -17,7 +17,7 @@ using RArrayD = py::array_t<double, py::array::c_style>;  // results made here
 template <class S>
 std::unique_ptr<KernelTiles<S>> block_tiles(const Input<S>& a, const std::optional<Input<S>>& b,
                                             const std::string& kernel, double gamma, double degree, double coef0,
-                                            std::optional<ConstRowMatrixMap<S>>& bm) {
+                                            std::optional<ConstRowMatrixMap<S>>& bm, bool zero_diagonal) {
   require_matrix(a, "a");
   if (a.shape(0) < 1 || a.shape(1) < 1) throw py::value_error("a must have at least one row and one column");
   if (b) {
@@ -27,14 +27,14 @@ std::unique_ptr<KernelTiles<S>> block_tiles(const Input<S>& a, const std::option
     bm.emplace(b->data(), b->shape(0), b->shape(1));
   }
   ConstRowMatrixMap<S> am(a.data(), a.shape(0), a.shape(1));
-  return make_kernel_tiles<S>(am, kernel_params(kernel, gamma, degree, coef0), bm ? &*bm : nullptr);
+  return make_kernel_tiles<S>(am, kernel_params(kernel, gamma, degree, coef0), bm ? &*bm : nullptr, zero_diagonal);
 }
 
 template <class S>
 py::array_t<S> kernel_block_tiles_of(const Input<S>& a, const std::optional<Input<S>>& b, const std::string& kernel,
-                                     double gamma, double degree, double coef0, int n_threads) {
+                                     double gamma, double degree, double coef0, int n_threads, bool zero_diagonal) {
   std::optional<ConstRowMatrixMap<S>> bm;
-  auto tiles = block_tiles<S>(a, b, kernel, gamma, degree, coef0, bm);
+  auto tiles = block_tiles<S>(a, b, kernel, gamma, degree, coef0, bm, zero_diagonal);
   const Index rows = packed_tiles(tiles->n());
   py::array_t<S> out(kernel_block_elements(*tiles, rows));
   S* o = out.mutable_data();
@@ -49,9 +49,9 @@ template <class S>
 py::tuple kernel_block_product_of(const Input<S>& a, const std::optional<Input<S>>& b, const std::string& kernel,
                                   double gamma, double degree, double coef0, const std::optional<Input<S>>& kept,
                                   const Input<double>& va, const std::optional<Input<double>>& vb, Index blocks,
-                                  int n_threads) {
+                                  int n_threads, bool zero_diagonal) {
   std::optional<ConstRowMatrixMap<S>> bm;
-  auto tiles = block_tiles<S>(a, b, kernel, gamma, degree, coef0, bm);
+  auto tiles = block_tiles<S>(a, b, kernel, gamma, degree, coef0, bm, zero_diagonal);
   require_matrix(va, "va");
   if (va.shape(0) != a.shape(0)) throw py::value_error("va must have one row per row of a");
   if (b.has_value() != vb.has_value()) throw py::value_error("vb must be given exactly when b is");
@@ -86,10 +86,12 @@ template <class S>
 void def_blocks(py::module_& m) {
   m.def("kernel_block_tiles", &kernel_block_tiles_of<S>, py::arg("a"), py::arg("b"),
         py::arg("kernel"), py::arg("gamma"), py::arg("degree"), py::arg("coef0"), py::arg("n_threads"),
-        "The tiles of k(a, b) (b=None: the lower tiles of k(a, a)) in the panel form kernel_block_product reads.");
+        py::arg("zero_diagonal") = false,
+        "The tiles of k(a, b) (b=None: the lower tiles of k(a, a), zero_diagonal: without its diagonal) in the "
+        "panel form kernel_block_product reads.");
   m.def("kernel_block_product", &kernel_block_product_of<S>, py::arg("a"), py::arg("b"),
         py::arg("kernel"), py::arg("gamma"), py::arg("degree"), py::arg("coef0"), py::arg("kept"),
-        py::arg("va"), py::arg("vb"), py::arg("blocks"), py::arg("n_threads"),
+        py::arg("va"), py::arg("vb"), py::arg("blocks"), py::arg("n_threads"), py::arg("zero_diagonal") = false,
         "(k(a, b)·vb, k(a, b)ᵀ·va), or (k(a, a)·va, None) for b=None, each tile used once; kept tiles (or "
         "None) from kernel_block_tiles replace computing them, with the same result bit for bit. `blocks` "
         "(1 to 16) fixed work units, each with a buffer for the transposed side: 1 on one thread.");

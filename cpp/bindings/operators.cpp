@@ -106,13 +106,14 @@ Handle dense_operator(const py::array& a) {
 
 template <class S>
 Handle kernel_operator(const Input<S>& x, const std::string& kernel, double gamma, double degree, double coef0,
-                            Index cached_tile_rows, int n_threads) {
+                       Index cached_tile_rows, int n_threads, bool zero_diagonal) {
   require_matrix(x, "x");
   if (x.shape(0) < 1 || x.shape(1) < 1) throw py::value_error("x must have at least one row and one column");
   const KernelParams params = kernel_params(kernel, gamma, degree, coef0);
   ConstRowMatrixMap<S> xm(x.data(), x.shape(0), x.shape(1));
   return release_and_run(n_threads, [&](Interrupt& interrupt) -> Handle {
-    return std::make_shared<TiledKernelOperator<S>>(make_kernel_tiles<S>(xm, params), cached_tile_rows, interrupt);
+    return std::make_shared<TiledKernelOperator<S>>(make_kernel_tiles<S>(xm, params, nullptr, zero_diagonal),
+                                                    cached_tile_rows, interrupt);
   });
 }
 
@@ -176,7 +177,9 @@ template <class S>
 void def_factories(py::module_& m) {
   m.def("kernel_operator", &kernel_operator<S>, py::arg("x"), py::arg("kernel"), py::arg("gamma"),
         py::arg("degree"), py::arg("coef0"), py::arg("cached_tile_rows"), py::arg("n_threads"),
-        "k(x, x) over its lower tiles, the first cached_tile_rows tile rows kept (all: packed; 0: matrix-free).");
+        py::arg("zero_diagonal") = false,
+        "k(x, x) over its lower tiles, the first cached_tile_rows tile rows kept (all: packed; 0: matrix-free); "
+        "zero_diagonal: without its diagonal (an affinity).");
 }
 
 }  // namespace

@@ -134,12 +134,13 @@ void sparse_cross_product_into(const SparseInput<S>& x, const SparseInput<S>& y,
 
 template <class S>
 std::shared_ptr<Operator> sparse_kernel_operator(const SparseInput<S>& x, const std::string& kernel, double gamma,
-                                                 double degree, double coef0, Index cached_tile_rows, int n_threads) {
+                                                 double degree, double coef0, Index cached_tile_rows, int n_threads,
+                                                 bool zero_diagonal) {
   const KernelParams params = kernel_params(kernel, gamma, degree, coef0);
   const SparseView<S> xv = checked<S>(x, "x");
   return release_and_run(n_threads, [&](Interrupt& interrupt) -> std::shared_ptr<Operator> {
-    return std::make_shared<TiledKernelOperator<S>>(make_sparse_kernel_tiles<S>(xv, params), cached_tile_rows,
-                                                    interrupt);
+    return std::make_shared<TiledKernelOperator<S>>(make_sparse_kernel_tiles<S>(xv, params, nullptr, zero_diagonal),
+                                                    cached_tile_rows, interrupt);
   });
 }
 
@@ -156,7 +157,9 @@ void def_sparse(py::module_& m) {
         "out = K(x, y) @ v of sparse rows, without storing K.");
   m.def("sparse_kernel_operator", &sparse_kernel_operator<S>, py::arg("x"), py::arg("kernel"), py::arg("gamma"),
         py::arg("degree"), py::arg("coef0"), py::arg("cached_tile_rows"), py::arg("n_threads"),
-        "k(x, x) of sparse rows over its lower tiles, the first cached_tile_rows tile rows kept.");
+        py::arg("zero_diagonal") = false,
+        "k(x, x) of sparse rows over its lower tiles, the first cached_tile_rows tile rows kept; zero_diagonal: "
+        "without its diagonal.");
 }
 
 }  // namespace

@@ -42,7 +42,9 @@ class KernelTiles {
   virtual bool symmetric() const = 0;
   // The slab of rows [i0, i0 + B) and columns [j0, j0 + B) (multiples of B = kSlab<S>) into `out` (B × B,
   // row-major), entries beyond the block's rows or columns zero; `diagonal` (i0 == j0 of a symmetric
-  // block): exactly symmetric, with an exact unit diagonal for unit-diagonal kernels.
+  // block): exactly symmetric, with an exact unit diagonal for unit-diagonal kernels, or a zero diagonal
+  // for a block made without its diagonal (an affinity: a graph's weights ignore self-loops, and a
+  // Laplacian's degrees must not be the difference of two large row sums).
   virtual void slab(Index i0, Index j0, bool diagonal, S* out, TileWorkspace<S>& ws) const = 0;
   // Σ k(x_i, x_i) (symmetric blocks only).
   virtual double trace() const = 0;
@@ -56,13 +58,15 @@ template <class S, class Kernel>
 class KernelTilesOf final : public KernelTiles<S> {
  public:
   // y == nullptr: k(X, X); otherwise the cross block k(X, Y), computed as gram(X, Y) computes it.
-  KernelTilesOf(const ConstRowMatrixMap<S>& x, const ConstRowMatrixMap<S>* y, Kernel kernel, bool unit_diagonal)
-      : kernel_(kernel), unit_diagonal_(unit_diagonal) {
+  // zero_diagonal (k(X, X) only): the block without its diagonal.
+  KernelTilesOf(const ConstRowMatrixMap<S>& x, const ConstRowMatrixMap<S>* y, Kernel kernel, bool unit_diagonal,
+                bool zero_diagonal)
+      : kernel_(kernel), unit_diagonal_(unit_diagonal), zero_diagonal_(zero_diagonal && y == nullptr) {
     op_.x = x;
     op_.has_y = y != nullptr;
     if (y) op_.y = *y;
     kernel_.prepare(op_);
-    if (!op_.has_y) trace_ = unit_diagonal ? static_cast<double>(x.rows()) : diagonal_sum();
+    if (!op_.has_y) trace_ = zero_diagonal_ ? 0.0 : unit_diagonal ? static_cast<double>(x.rows()) : diagonal_sum();
   }
 
   Index n() const override { return op_.rows(); }
@@ -76,6 +80,8 @@ class KernelTilesOf final : public KernelTiles<S> {
     if (nj < B)
       for (Index r = 0; r < ni; ++r) std::fill(out + r * B + nj, out + (r + 1) * B, S(0));
     if (ni < B) std::fill(out + ni * B, out + B * B, S(0));
+    if (diagonal && zero_diagonal_)
+      for (Index r = 0; r < ni; ++r) out[r * B + r] = S(0);
   }
 
   double trace() const override { return trace_; }
@@ -91,18 +97,18 @@ class KernelTilesOf final : public KernelTiles<S> {
 
   Operands<S> op_;
   Kernel kernel_;
-  bool unit_diagonal_;
+  bool unit_diagonal_, zero_diagonal_;
   double trace_ = std::numeric_limits<double>::quiet_NaN();
 };
 
 }  // namespace detail
 
-// k(X, X), or the cross block k(X, Y) when y is given.
+// k(X, X), or the cross block k(X, Y) when y is given; zero_diagonal: k(X, X) without its diagonal.
 template <class S>
 std::unique_ptr<KernelTiles<S>> make_kernel_tiles(const ConstRowMatrixMap<S>& x, const KernelParams& params,
-                                                  const ConstRowMatrixMap<S>* y = nullptr) {
+                                                  const ConstRowMatrixMap<S>* y = nullptr, bool zero_diagonal = false) {
   return with_kernel<S>(params, [&](auto kernel, bool unit_diagonal) -> std::unique_ptr<KernelTiles<S>> {
-    return std::make_unique<detail::KernelTilesOf<S, decltype(kernel)>>(x, y, kernel, unit_diagonal);
+    return std::make_unique<detail::KernelTilesOf<S, decltype(kernel)>>(x, y, kernel, unit_diagonal, zero_diagonal);
   });
 }
 

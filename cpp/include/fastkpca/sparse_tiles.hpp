@@ -120,16 +120,21 @@ class SparseKernelTilesOf final : public KernelTiles<S> {
  public:
   static_assert(kSlab<S> % micro::NR<S> == 0, "a slab's rows are whole register blocks");
 
-  // y == nullptr: k(X, X); otherwise the cross block k(X, Y).
-  SparseKernelTilesOf(const SparseView<S>& x, const SparseView<S>* y, Kernel kernel, bool unit_diagonal)
-      : kernel_(kernel), unit_diagonal_(unit_diagonal), id_(next_sparse_block_id()) {
+  // y == nullptr: k(X, X); otherwise the cross block k(X, Y). zero_diagonal (k(X, X) only): without its
+  // diagonal.
+  SparseKernelTilesOf(const SparseView<S>& x, const SparseView<S>* y, Kernel kernel, bool unit_diagonal,
+                      bool zero_diagonal = false)
+      : kernel_(kernel), unit_diagonal_(unit_diagonal), zero_diagonal_(zero_diagonal && y == nullptr),
+        id_(next_sparse_block_id()) {
     op_.x = SparseRows<S>(x);
     op_.has_y = y != nullptr;
     if (y) op_.y = SparseRows<S>(*y);
     kernel_.prepare_sparse(op_);
     op_.compute_norms();
     if (!op_.has_y) {
-      if (unit_diagonal_) {
+      if (zero_diagonal_) {
+        trace_ = 0.0;
+      } else if (unit_diagonal_) {
         trace_ = static_cast<double>(n());
       } else {
         std::vector<S> d(static_cast<std::size_t>(n()));
@@ -163,7 +168,10 @@ class SparseKernelTilesOf final : public KernelTiles<S> {
     if (!diagonal) return;
     for (Index r = 0; r < ni; ++r) {
       for (Index c = 0; c < r; ++c) out[c * B + r] = out[r * B + c];
-      if (unit_diagonal_) out[r * B + r] = S(1);
+      if (zero_diagonal_)
+        out[r * B + r] = S(0);
+      else if (unit_diagonal_)
+        out[r * B + r] = S(1);
     }
   }
 
@@ -251,19 +259,21 @@ class SparseKernelTilesOf final : public KernelTiles<S> {
 
   SparseOperands<S> op_;
   Kernel kernel_;
-  bool unit_diagonal_;
+  bool unit_diagonal_, zero_diagonal_;
   std::uint64_t id_;
   double trace_ = std::numeric_limits<double>::quiet_NaN();
 };
 
 }  // namespace detail
 
-// Sparse k(X, X), or the cross block k(X, Y) when y is given (X and Y with the same number of columns).
+// Sparse k(X, X), or the cross block k(X, Y) when y is given (X and Y with the same number of columns);
+// zero_diagonal: k(X, X) without its diagonal.
 template <class S>
 std::unique_ptr<KernelTiles<S>> make_sparse_kernel_tiles(const SparseView<S>& x, const KernelParams& params,
-                                                         const SparseView<S>* y = nullptr) {
+                                                         const SparseView<S>* y = nullptr, bool zero_diagonal = false) {
   return with_kernel<S>(params, [&](auto kernel, bool unit_diagonal) -> std::unique_ptr<KernelTiles<S>> {
-    return std::make_unique<detail::SparseKernelTilesOf<S, decltype(kernel)>>(x, y, kernel, unit_diagonal);
+    return std::make_unique<detail::SparseKernelTilesOf<S, decltype(kernel)>>(x, y, kernel, unit_diagonal,
+                                                                              zero_diagonal);
   });
 }
 

@@ -60,9 +60,10 @@ class Samples(Protocol):
         """The operators.StoragePlan of the kernel of these samples: ``memory_limit`` is the estimator's
         parameter as given (None, bytes or a size), which each engine reads its own way."""
 
-    def kernel_operator(self, kernel, plan, n_jobs=None):
+    def kernel_operator(self, kernel, plan, n_jobs=None, *, zero_diagonal: bool = False):
         """The kernel matrix of these samples as an operators.KernelOperator held as ``plan`` says; a
-        context manager that releases what it holds on exit."""
+        context manager that releases what it holds on exit. ``zero_diagonal``: without its diagonal where
+        the engine evaluates the kernel (an affinity; see operators.build)."""
 
     def kernel_matrix(self, kernel, *, what: str, memory_limit: int, writable: bool = False, hint: str = "",
                       dtype=None) -> Any:

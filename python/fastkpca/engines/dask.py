@@ -138,15 +138,16 @@ def _check_block(block: np.ndarray, where) -> np.ndarray:
     return block
 
 
-def _kept_tiles(a, b, kernel):
-    return _native.core.kernel_block_tiles(a, b, *kernel.params, 1)
+def _kept_tiles(a, b, kernel, zero_diagonal=False):
+    return _native.core.kernel_block_tiles(a, b, *kernel.params, 1, zero_diagonal)
 
 
-def _pair_product(a, b, kernel, tiles, va, vb):
-    """(K_ab·v_b, K_abᵀ·v_a, seconds) for a cross pair; (K_aa·v_a, None, seconds) for a diagonal one."""
+def _pair_product(a, b, kernel, tiles, va, vb, zero_diagonal=False):
+    """(K_ab·v_b, K_abᵀ·v_a, seconds) for a cross pair; (K_aa·v_a, None, seconds) for a diagonal one (without
+    the diagonal of K with ``zero_diagonal``)."""
     start = time.perf_counter()
     # One work unit on one thread: the transposed side needs one buffer of b's rows, not sixteen.
-    wa, wb = _native.core.kernel_block_product(a, b, *kernel.params, tiles, va, vb, 1, 1)
+    wa, wb = _native.core.kernel_block_product(a, b, *kernel.params, tiles, va, vb, 1, 1, zero_diagonal)
     return wa, wb, time.perf_counter() - start
 
 
@@ -320,8 +321,8 @@ class DaskSamples:
                              "workers: 'auto', 'cached' or 'matrix_free')")
         return DistributedPlan.place(self, block_size, None if storage == "matrix_free" else memory_limit)
 
-    def kernel_operator(self, kernel, plan, n_jobs=None):
-        return DistributedKernel(self, kernel, plan).operator(n_jobs)
+    def kernel_operator(self, kernel, plan, n_jobs=None, *, zero_diagonal: bool = False):
+        return DistributedKernel(self, kernel, plan, zero_diagonal).operator(n_jobs)
 
     def columns(self, kernel):
         return DistributedColumns(self, kernel)
@@ -397,8 +398,8 @@ class DistributedKernel:
     """K = k(X, X) of persisted :class:`DaskSamples` as a distributed operator: ``matmat(V)`` is one pass,
     the tiles of the pairs ``plan`` places kept on their workers."""
 
-    def __init__(self, samples: DaskSamples, kernel: NativeKernel, plan: DistributedPlan):
-        self.samples, self.plan = samples, plan
+    def __init__(self, samples: DaskSamples, kernel: NativeKernel, plan: DistributedPlan, zero_diagonal: bool = False):
+        self.samples, self.plan, self.zero_diagonal = samples, plan, zero_diagonal
         self.client = samples.client
         self.kernel = kernel.on_threads(1)
         self.n = samples.n
@@ -408,8 +409,8 @@ class DistributedKernel:
         self.n_workers = len(workers)
         self.worker_threads = sum(workers.values())
         f = samples.futures
-        self.kept = {(i, j): self.client.submit(_kept_tiles, f[i], None if i == j else f[j], self.kernel, pure=False,
-                                                workers=[address], allow_other_workers=True)
+        self.kept = {(i, j): self.client.submit(_kept_tiles, f[i], None if i == j else f[j], self.kernel,
+                                                zero_diagonal, pure=False, workers=[address], allow_other_workers=True)
                      for (i, j), (address, _) in plan.placed.items()}
         if self.kept:
             dask_modules()[2].wait(list(self.kept.values()))
@@ -436,7 +437,7 @@ class DistributedKernel:
         for i, j in self.pairs:
             products[(i, j)] = client.submit(
                 _pair_product, f[i], None if i == j else f[j], self.kernel, self.kept.get((i, j)), parts[i],
-                None if i == j else parts[j], pure=False, priority=(i - j))
+                None if i == j else parts[j], self.zero_diagonal, pure=False, priority=(i - j))
         sums = []
         for p in range(P):
             # Row block p: K_pJ·V_J from pairs (p, J), J <= p, and K_Jpᵀ·V_J from pairs (J, p), J > p.
@@ -464,7 +465,13 @@ class DistributedKernel:
 
     def diagonal_sum(self) -> float:
         """trace(K), summed over the row blocks in order."""
+        if self.zero_diagonal:
+            return 0.0
         return float(math.fsum(self.samples.client.gather(self.samples._each_block(_diagonal_sum, self.kernel))))
+
+    def diagonal(self) -> np.ndarray:
+        """The diagonal of what the passes multiply by."""
+        return np.zeros(self.n) if self.zero_diagonal else self.samples.map(_diagonal, self.kernel)
 
     def operator(self, n_jobs=None):
         """The kernel as a KernelOperator whose products are this object's passes: the native solvers run
@@ -479,8 +486,7 @@ class DistributedKernel:
         return python_operator(self.matmat, self.n, storage=self.storage, trace=self.diagonal_sum(),
                                kernel_entries=self.n * (self.n + 1) / 2, row_sums=self.row_sums, plan=self.plan,
                                n_jobs=n_jobs, release=self.release, details=self.info,
-                               storage_dtype=self.samples.dtype,
-                               diagonal=lambda: self.samples.map(_diagonal, self.kernel))
+                               storage_dtype=self.samples.dtype, diagonal=self.diagonal)
 
     def info(self) -> dict:
         """What the passes cost: per pass its seconds, the task seconds (kernel work on the workers) and the

@@ -32,10 +32,10 @@ class LocalSamples(ArrayRows):
         return _storage.plan_for(kernel, self.X, block_size=block_size, memory_limit=v.memory_limit(memory_limit),
                                  other_bytes=other_bytes, storage=storage)
 
-    def kernel_operator(self, kernel, plan, n_jobs=None):
+    def kernel_operator(self, kernel, plan, n_jobs=None, *, zero_diagonal: bool = False):
         from ..operators import build  # SciPy's LinearOperator, only where an operator is made
 
-        return build(self.X, kernel, plan, n_jobs)
+        return build(self.X, kernel, plan, n_jobs, zero_diagonal=zero_diagonal)
 
     def kernel_matrix(self, kernel, *, what: str, memory_limit: int, writable: bool = False, hint: str = "",
                       dtype=None):

@@ -194,37 +194,53 @@ def from_matrix(K, plan: StoragePlan | None = None, n_jobs=None) -> KernelOperat
     if v.is_sparse(K):
         return sparse_operator(K, n_jobs, plan)
     return KernelOperator(_native.core.dense_operator(K), n_jobs=n_jobs, plan=plan, keep=K,
-                          diagonal=lambda: np.diagonal(K), matrix=K)
+                          diagonal=lambda: np.diagonal(K).copy(), matrix=K)
 
 
-def build(X, kernel: Kernel, plan: StoragePlan, n_jobs=None) -> KernelOperator:
+def build(X, kernel: Kernel, plan: StoragePlan, n_jobs=None, *, zero_diagonal: bool = False) -> KernelOperator:
     """The operator of the kernel of validated samples X (as the kernel's check_samples left them) held as
     ``plan`` says (storage.plan_for): a native kernel's tiles (packed, cached, matrix-free) or Gram matrix;
-    a precomputed kernel in place; another kernel's matrix, or its row blocks recomputed on every pass."""
+    a precomputed kernel in place; another kernel's matrix, or its row blocks recomputed on every pass.
+
+    ``zero_diagonal``: the kernel without its diagonal (an affinity, whose graph ignores self-loops), made so
+    where the operator evaluates the kernel; a matrix that is the user's, or the only form of its kernel (a
+    graph, kept as the fit's affinity_matrix_), keeps its diagonal. Either way ``diagonal()`` is the diagonal
+    of what the operator multiplies by.
+    """
     if plan.storage == "full":
-        K, _ = kernel.matrix(X)
+        K, owned = kernel.matrix(X)
+        if zero_diagonal and owned and kernel.blocks and isinstance(K, np.ndarray):
+            np.fill_diagonal(K, 0)
         return from_matrix(K, plan, n_jobs)
     if not kernel.native:
-        return _blocks_operator(X, kernel, plan, n_jobs)
+        return _blocks_operator(X, kernel, plan, n_jobs, zero_diagonal)
     assert isinstance(kernel, NativeKernel)
     threads = v.n_threads(n_jobs)
     if v.is_sparse(X):
-        native = _native.core.sparse_kernel_operator(native_operand(X), *kernel.params, plan.cached_tile_rows, threads)
+        native = _native.core.sparse_kernel_operator(native_operand(X), *kernel.params, plan.cached_tile_rows, threads,
+                                                     zero_diagonal)
     else:
-        native = _native.core.kernel_operator(X, *kernel.params, plan.cached_tile_rows, threads)
-    return KernelOperator(native, n_jobs=n_jobs, plan=plan, diagonal=lambda: kernel.diagonal(X))
+        native = _native.core.kernel_operator(X, *kernel.params, plan.cached_tile_rows, threads, zero_diagonal)
+    diagonal = (lambda: np.zeros(X.shape[0])) if zero_diagonal else (lambda: kernel.diagonal(X))
+    return KernelOperator(native, n_jobs=n_jobs, plan=plan, diagonal=diagonal)
 
 
-def _blocks_operator(X, kernel: Kernel, plan: StoragePlan, n_jobs=None) -> KernelOperator:
+def _blocks_operator(X, kernel: Kernel, plan: StoragePlan, n_jobs=None, zero_diagonal: bool = False) -> KernelOperator:
     """K·V of a kernel evaluated in Python, its row blocks K(X_I, X) recomputed on every pass (at most
-    CROSS_KERNEL_CHUNK_BYTES of them at a time): no N×N array."""
+    CROSS_KERNEL_CHUNK_BYTES of them, and a quarter of the plan's budget, at a time): no N×N array."""
     n = X.shape[0]
-    diagonal = kernel.diagonal(X)
+    diagonal = np.zeros(n) if zero_diagonal else kernel.diagonal(X)
+    rows = chunk_rows(n, plan.budget_bytes)
 
     def matmat(V):
-        return kernel.product(X, X, V, plan.budget_bytes)
+        out = np.empty((n, V.shape[1]))
+        for start in range(0, n, rows):
+            block = np.asarray(kernel.cross(X[start:start + rows], X), dtype=np.float64)
+            if zero_diagonal:
+                block[np.arange(block.shape[0]), start + np.arange(block.shape[0])] = 0.0
+            out[start:start + block.shape[0]] = block @ V
+        return out
 
-    rows = chunk_rows(n, plan.budget_bytes)
     return python_operator(matmat, n, storage="matrix_free", trace=float(np.sum(diagonal)),
                            kernel_entries=float(n) * n, plan=plan, n_jobs=n_jobs,
                            details=lambda: {"block_rows": rows}, storage_dtype=np.float64, diagonal=lambda: diagonal)

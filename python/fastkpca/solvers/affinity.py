@@ -59,11 +59,16 @@ class Affinity:
 
 def affinity_of(samples, kernel, k: int, memory_limit, n_jobs) -> Affinity:
     """The affinity ``kernel`` of an engine's samples (engines/base.py), planned by their engine for the top k
-    pairs within the memory limit, and its degrees."""
+    pairs within the memory limit, and its degrees.
+
+    The operator is the kernel without its diagonal wherever the engine evaluates the kernel: the degrees are
+    then its row sums, not the difference of two row sums dominated by the diagonal (an rbf affinity of
+    distant points has k(x, x) = 1 and off-diagonal entries near 1e-15, whose sum the difference would lose
+    to rounding, and the normalised operator with it)."""
     n = samples.shape[0]
     block, working = lanczos.memory_needs(k, n)
     plan = samples.plan(kernel, block_size=block, memory_limit=memory_limit, other_bytes=working + 4 * 8 * n)
-    op = samples.kernel_operator(kernel, plan, n_jobs)
+    op = samples.kernel_operator(kernel, plan, n_jobs, zero_diagonal=True)
     try:
         deg = degrees(op.row_sums(), op.diagonal())
     except BaseException:
