@@ -13,6 +13,8 @@ neighbourhoods: the variance spreads over many components, each a wave along the
 one no longer orders the points.
 """
 
+from typing import Any
+
 import matplotlib.pyplot as plt
 import numpy as np
 from scipy.stats import spearmanr
@@ -24,7 +26,7 @@ t = np.linspace(0.0, 1.0, n)
 angle = 4 * np.pi * t
 X = np.column_stack([np.cos(angle), np.sin(angle), 4.0 * t])
 
-kernels = {
+kernels: dict[str, dict[str, Any]] = {
     "poly, degree 4": dict(kernel="poly", degree=4, coef0=1.0, gamma=1.0),
     "rbf, gamma 0.1": dict(kernel="rbf", gamma=0.1),
     "laplacian, gamma 0.1": dict(kernel="laplacian", gamma=0.1),

@@ -9,6 +9,7 @@ import os
 import sys
 import time
 import warnings
+from typing import Any
 
 from .kernels.registry import NAMES as KERNELS  # every native kernel and alias, from the core's registry
 
@@ -36,7 +37,7 @@ def _demo(args) -> int:
     import fastkpca
 
     X, position = helix(args.n)
-    configs = [
+    configs: list[tuple[str, dict[str, Any]]] = [
         ("poly, degree 4, offset 1", dict(kernel="poly", degree=4, coef0=1.0, gamma=1.0)),
         ("rbf, gamma 0.1", dict(kernel="rbf", gamma=0.1)),
         ("rbf, gamma 2", dict(kernel="rbf", gamma=2.0)),

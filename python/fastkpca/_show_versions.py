@@ -42,8 +42,10 @@ def versions() -> dict[str, dict[str, object]]:
             name = f"{lib.get('user_api')} #{i}"
             runtimes[name] = (f"{lib.get('internal_api')} {lib.get('version') or ''}".strip()
                               + f", {lib.get('num_threads')} threads, {lib.get('filepath')}")
-    return {"System": system, "fastkpca": native, "Python dependencies": dependencies,
-            "Threadpools (BLAS, OpenMP)": runtimes}
+    sections: dict[str, dict[str, object]] = {"System": dict(system), "fastkpca": dict(native),
+                                              "Python dependencies": dict(dependencies),
+                                              "Threadpools (BLAS, OpenMP)": runtimes}
+    return sections
 
 
 def show_versions(file: IO[str] | None = None) -> None:

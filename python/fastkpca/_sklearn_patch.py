@@ -40,7 +40,7 @@ def _kernel_wrapper(original, kernel: str, accepted: tuple[str, ...]):
             return original(*args, **kwargs)
         return pairwise.gram(X, Y, kernel=kernel, **params)
 
-    wrapper.__fastkpca_original__ = original
+    wrapper.__fastkpca_original__ = original  # type: ignore[attr-defined]
     return wrapper
 
 

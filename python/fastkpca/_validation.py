@@ -196,7 +196,7 @@ def sample_weight_root(sample_weight, n: int):
     """√w (n,) for sample weights w (a number or one per sample; finite, >= 0, not all zero), or None."""
     if sample_weight is None:
         return None
-    if isinstance(sample_weight, numbers.Number) and not isinstance(sample_weight, bool):
+    if isinstance(sample_weight, numbers.Real) and not isinstance(sample_weight, bool):
         w = np.full(n, float(sample_weight))
     else:
         w = np.asarray(sample_weight)

@@ -38,9 +38,17 @@ __all__ = ["Engine", "Samples"]
 class Samples(Protocol):
     """Training samples where an engine keeps them; a row source (solvers/rows.py)."""
 
-    engine: Engine
-    shape: tuple[int, int]
-    dtype: np.dtype
+    @property
+    def engine(self) -> Engine:
+        """The engine that keeps them."""
+
+    @property
+    def shape(self) -> tuple[int, int]:
+        """(samples, features)."""
+
+    @property
+    def dtype(self) -> np.dtype:
+        """The dtype of the values."""
 
     def bind(self, kernel) -> Any:
         """The kernel (kernels.Kernel) this fit uses on these samples: the kind's own checks of the samples

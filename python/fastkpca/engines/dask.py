@@ -33,6 +33,7 @@ import functools
 import math
 import time
 from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
 
 import numpy as np
 
@@ -414,8 +415,8 @@ class DistributedKernel:
                      for (i, j), (address, _) in plan.placed.items()}
         if self.kept:
             dask_modules()[2].wait(list(self.kept.values()))
-        self.passes = []  # per pass: seconds, task seconds, bytes to and from this process
-        self._row_sums = None
+        self.passes: list[dict] = []  # per pass: seconds, task seconds, bytes to and from this process
+        self._row_sums: np.ndarray | None = None
 
     @property
     def storage(self) -> str:
@@ -461,6 +462,7 @@ class DistributedKernel:
         """K·1: from the first pass, or from a pass with ones if there was none."""
         if self._row_sums is None:
             self.matmat(np.zeros((self.n, 0)))
+        assert self._row_sums is not None  # the pass above found them
         return self._row_sums
 
     def diagonal_sum(self) -> float:
@@ -635,3 +637,13 @@ class DaskEngine:
                 value = LOCAL
             out[key] = value
         return out
+
+
+if TYPE_CHECKING:  # mypy checks the engine and its samples against the protocols (engines/base.py)
+    from .base import Engine, Samples
+
+    def _engine(engine: DaskEngine) -> Engine:
+        return engine
+
+    def _samples(samples: DaskSamples) -> Samples:
+        return samples

@@ -4,12 +4,17 @@ allows (full, packed, cached or matrix-free), and the streamed passes run over c
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 import numpy as np
 
 from .. import _validation as v
 from ..kernels import Kernel
 from ..operators import storage as _storage
 from ..solvers.rows import ArrayRows
+
+if TYPE_CHECKING:
+    from .base import Engine, Samples
 
 __all__ = ["LocalEngine", "LocalSamples", "LOCAL"]
 
@@ -112,3 +117,10 @@ def _local():
 
 #: The one in-process engine.
 LOCAL = LocalEngine()
+
+
+if TYPE_CHECKING:  # mypy checks the engine and its samples against the protocols (engines/base.py)
+    _engine: Engine = LOCAL
+
+    def _samples(samples: LocalSamples) -> Samples:
+        return samples

@@ -8,7 +8,7 @@ from .kernel_ridge import KernelRidge, KernelRidgeCV
 from .manifold import ClassicalMDS, classical_mds
 from .preprocessing import KernelCenterer
 from .spectral import SpectralEmbedding, spectral_embedding
-from .spectral_clustering import SpectralClustering, spectral_clustering
+from .clustering import SpectralClustering, spectral_clustering
 
 __all__ = ["KernelPCA", "Nystroem", "KernelRidge", "KernelRidgeCV", "ClassicalMDS", "classical_mds", "KernelCenterer",
            "SpectralEmbedding", "spectral_embedding", "SpectralClustering", "spectral_clustering"]

@@ -6,6 +6,7 @@ from __future__ import annotations
 import importlib.util
 import sys
 import weakref
+from typing import Any, Callable
 
 from sklearn.utils.validation import check_is_fitted
 
@@ -19,10 +20,13 @@ class Reporting:
     stderr is a terminal or a notebook. Without tqdm, ``verbose=1`` prints the stages only."""
 
     PER_PASS = ("pass", "iteration")
+    callback: Callable[[str, dict], Any] | None = None
+    verbose: int | bool = 0
 
     def _report(self, stage: str, **info) -> None:
-        if getattr(self, "callback", None) is not None:
-            self.callback(stage, info)
+        callback = getattr(self, "callback", None)
+        if callback is not None:
+            callback(stage, info)
         verbose = getattr(self, "verbose", 0)
         if not verbose:
             return

@@ -189,7 +189,7 @@ class _NystromFeatures:
         return _NystromFeatures(self.basis, self.normalization, self.kernel.on_threads(threads), self.memory_limit)
 
     def __call__(self, X) -> np.ndarray:
-        dtype = X.dtype if X.dtype in (np.float32, np.float64) else np.float64
+        dtype = np.dtype(X.dtype if X.dtype in (np.float32, np.float64) else np.float64)
         X = self.kernel.new_rows(X, self.basis, dtype)
         basis = self.basis if self.basis.dtype == dtype else self.basis.astype(dtype)
         n, m = X.shape[0], self.normalization.shape[0]

@@ -102,7 +102,7 @@ def classical_mds(D: ArrayLike, n_components: int = 2, *, squared: bool = False,
     (3, 2)
     """
     n_components = v.check_int(n_components, "n_components", minimum=1)
-    B = double_center_distances(D, squared=squared, copy=True, n_jobs=n_jobs)
+    B = double_center_distances(np.asarray(D), squared=squared, copy=True, n_jobs=n_jobs)
     _check_symmetric(B, "D", n_jobs)
     return _embed(B, n_components, random_state, n_jobs)[0]
 

@@ -74,20 +74,17 @@ def gram(X: ArrayLike, Y: ArrayLike | None = None, *, kernel: str = "linear", ga
     kernel = registry.check_kernel(kernel)
     dtype = v.common_dtype(X, Y)
     sparse = v.is_sparse(X) or v.is_sparse(Y)
-    X = _samples(X, "X", dtype, sparse)
-    if Y is not None:
-        Y = _samples(Y, "Y", dtype, sparse)
-        if Y.shape[1] != X.shape[1]:
-            raise ValueError(
-                f"X and Y have different numbers of features: X has {X.shape[1]}, Y has {Y.shape[1]}"
-            )
-    native = NativeKernel.resolve(kernel, gamma, degree, coef0, X.shape[1], n_jobs)
-    n_y = X.shape[0] if Y is None else Y.shape[0]
-    out = v.empty((X.shape[0], n_y), dtype, f"the {X.shape[0]}×{n_y} {np.dtype(dtype).name} kernel matrix")
-    return native.cross(X, Y, out=out)
+    A = _samples(X, "X", dtype, sparse)
+    B = None if Y is None else _samples(Y, "Y", dtype, sparse)
+    if B is not None and B.shape[1] != A.shape[1]:
+        raise ValueError(f"X and Y have different numbers of features: X has {A.shape[1]}, Y has {B.shape[1]}")
+    native = NativeKernel.resolve(kernel, gamma, degree, coef0, A.shape[1], n_jobs)
+    n_y = A.shape[0] if B is None else B.shape[0]
+    out = v.empty((A.shape[0], n_y), dtype, f"the {A.shape[0]}×{n_y} {np.dtype(dtype).name} kernel matrix")
+    return native.cross(A, B, out=out)
 
 
-def _samples(X, name: str, dtype, sparse: bool):
+def _samples(X, name: str, dtype, sparse: bool) -> Any:
     """Validated samples: canonical CSR when ``sparse`` (a dense side made sparse), else dense."""
     if not sparse:
         return v.check_samples(X, name, dtype)
@@ -148,6 +145,5 @@ def pairwise_kernels(X: ArrayLike, Y: ArrayLike | None = None, metric: str | Cal
     if unknown:
         raise TypeError(f"{metric} kernel got unexpected keyword argument(s): {', '.join(sorted(unknown))}")
     kwds.pop("dense_output", None)
-    params = dict(registry.PARAMETER_DEFAULTS)
-    params.update(kwds)
+    params: dict[str, Any] = {**registry.PARAMETER_DEFAULTS, **kwds}
     return gram(X, Y, kernel=kernel, n_jobs=n_jobs, **params)

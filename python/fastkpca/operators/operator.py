@@ -10,6 +10,8 @@ precomputed matrix (:func:`from_matrix`) and an operator whose products come fro
 
 from __future__ import annotations
 
+from typing import Any
+
 import numpy as np
 from numpy.typing import ArrayLike
 from scipy.sparse.linalg import LinearOperator
@@ -320,11 +322,11 @@ def kernel_operator(X: ArrayLike, *, kernel: str = "rbf", gamma: float | None = 
     """
     registry.check_kernel(kernel)
     storage = v.check_choice(storage, "storage", STORAGES)
-    X = X if v.is_sparse(X) else v.check_samples(X, "X")
-    native = NativeKernel.resolve(kernel, gamma, degree, coef0, X.shape[1], n_jobs)
-    X = native.check_samples(X)
+    samples: Any = X if v.is_sparse(X) else v.check_samples(X, "X")
+    native = NativeKernel.resolve(kernel, gamma, degree, coef0, samples.shape[1], n_jobs)
+    samples = native.check_samples(samples)
     limit = v.memory_limit(memory_limit)
     block_size = v.check_int(block_size, "block_size", minimum=1)
-    plan = plan_for(native, X, block_size=block_size, memory_limit=limit,
-                    other_bytes=pass_bytes(block_size, X.shape[0]), storage=storage)
-    return build(X, native, plan, n_jobs)
+    plan = plan_for(native, samples, block_size=block_size, memory_limit=limit,
+                    other_bytes=pass_bytes(block_size, samples.shape[0]), storage=storage)
+    return build(samples, native, plan, n_jobs)

@@ -30,6 +30,7 @@ from __future__ import annotations
 
 import time
 from dataclasses import dataclass
+from typing import Any
 
 import numpy as np
 from scipy import linalg as sla
@@ -116,6 +117,7 @@ def rpcholesky(X: np.ndarray, rank: int, kernel: Kernel | None, *, random_state=
         direction is already explained and further pivots would only add rounding noise.
     """
     rng = v.check_random_state(random_state)
+    source: Any
     if hasattr(X, "columns") and hasattr(X, "diagonal") and not hasattr(X, "shape"):  # a column source (an engine's)
         source = X
     else:
@@ -238,8 +240,8 @@ def select_landmarks(X, m: int, method: str, kernel: Kernel, *, random_state=Non
     return chosen.astype(np.int64), info
 
 
-def landmarks(X, spec, m: int | None, kernel: Kernel | None, *, random_state=None,
-              memory_limit: int, name: str) -> tuple[np.ndarray, np.ndarray | None, dict]:
+def landmarks(X, spec, m: int, kernel: Kernel, *, random_state=None,
+              memory_limit: int, name: str) -> tuple[Any, np.ndarray | None, dict]:
     """The landmarks an estimator's ``landmarks=`` argument asks for: (points S, C-contiguous in X's dtype;
     their rows of X, or None for given points; how they were chosen). X is an array or a row source.
 

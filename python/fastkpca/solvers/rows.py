@@ -61,13 +61,14 @@ class ArrayRows:
         return total
 
     def map(self, func, *args, rows: int) -> np.ndarray:
-        out = None
+        out: np.ndarray | None = None
         for start in range(0, self.X.shape[0], rows):
             part = func(self.X[start:start + rows], *args)
             if out is None:
                 out = v.empty((self.X.shape[0], *part.shape[1:]), part.dtype,
                               f"a {self.X.shape[0]}×{part.shape[1] if part.ndim > 1 else 1} result")
             out[start:start + part.shape[0]] = part
+        assert out is not None  # at least one row
         return out
 
 
