@@ -148,7 +148,8 @@ class ClassicalMDS(ClassNamePrefixFeaturesOutMixin, TransformerMixin, BaseEstima
     (50, 2)
     """
 
-    def __init__(self, n_components=2, *, dissimilarity="euclidean", random_state=None, n_jobs=None):
+    def __init__(self, n_components: int = 2, *, dissimilarity: str = "euclidean",
+                 random_state: int | np.random.RandomState | None = None, n_jobs: int | None = None):
         self.n_components = n_components
         self.dissimilarity = dissimilarity
         self.random_state = random_state
