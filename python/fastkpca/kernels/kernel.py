@@ -48,8 +48,15 @@ def chunk_rows(n_columns: int, memory_limit: int | None = None) -> int:
 class Kernel:
     """A kernel: its kind, its parameters, and its evaluation on validated samples in this process.
 
-    Subclasses implement :meth:`cross` (and may do better than the defaults built on it). Class attributes
-    say what the kind can do; the layers below the estimators read them, estimators never do.
+    A kind subclasses it and implements :meth:`cross`; everything else has a default built on it (override
+    where the kind does better). The class attributes say what the kind can do: the layers below the
+    estimators read them, estimators never do. See the user guide's "Kernels" page for writing a kind and
+    registering it (:func:`fastkpca.kernels.register`).
+
+    Parameters
+    ----------
+    threads : int, default=0
+        Threads of its native evaluation (0: OpenMP's default).
 
     Attributes
     ----------
@@ -59,16 +66,20 @@ class Kernel:
         Its samples are the kernel matrix itself (scikit-learn's ``"precomputed"``): read in place, and
         ``cross(X, Y)`` is X, the rows of a cross kernel given by the caller.
     blocks : bool
-        It evaluates blocks K(X_I, X_J) of any rows (False: it exists only as the matrix of all the samples,
-        a graph affinity).
+        It evaluates blocks K(X_I, X_J) of any rows (False: it exists only as one matrix, a precomputed
+        kernel or a graph affinity).
+    symmetric : bool
+        K(X, X) is exactly symmetric (a precomputed matrix is checked; ``asymmetry`` is its largest
+        |K - Kᵀ|).
+    asymmetry : float
+        See ``symmetric``.
     threads : int
-        Threads of its native evaluation (0: OpenMP's default).
+        See Parameters.
     """
 
     native = False
     precomputed = False
     blocks = True
-    #: K(X, X) is exactly symmetric (a precomputed matrix is checked, asymmetry its largest |K - Kᵀ|).
     symmetric = True
     asymmetry = 0.0
 
@@ -88,24 +99,74 @@ class Kernel:
     # -------------------------------------------------------------------------------------- samples
 
     def for_samples(self, X) -> Kernel:
-        """The kernel to use for these samples (a kind may hand over to another, as scikit-learn's
-        nearest-neighbour affinity falls back to rbf for sparse data); by default itself."""
+        """The kernel to use for these samples.
+
+        A kind may hand over to another, as scikit-learn's nearest-neighbour affinity falls back to rbf for
+        sparse data; by default the kernel itself.
+
+        Parameters
+        ----------
+        X : ndarray or sparse matrix of shape (n_samples, n_features)
+            The training samples, validated by the engine.
+
+        Returns
+        -------
+        kernel : Kernel
+        """
         return self
 
     def check_samples(self, X, name: str = "X"):
-        """X (validated by the engine: 2-D, finite, float32/float64) as this kind evaluates it: by default
-        dense, C-contiguous and aligned (sparse data densified after a memory check)."""
+        """X as this kind evaluates it.
+
+        Parameters
+        ----------
+        X : ndarray or sparse matrix of shape (n_samples, n_features)
+            Samples validated by the engine (2-D, finite, float32 or float64).
+        name : str, default="X"
+            How error messages name X.
+
+        Returns
+        -------
+        X : ndarray or sparse matrix
+            By default dense, C-contiguous and aligned (sparse data densified after a memory check).
+        """
         return v.check_samples(X, name, X.dtype if X.dtype in (np.float32, np.float64) else np.float64)
 
     def matrix_bytes(self, n: int, itemsize: int) -> int:
-        """Bytes :meth:`matrix` allocates for n samples (the storage planner's figure)."""
+        """Bytes :meth:`matrix` allocates for n samples (the storage planner's figure).
+
+        Parameters
+        ----------
+        n : int
+            Samples.
+        itemsize : int
+            Bytes of one of their values.
+
+        Returns
+        -------
+        nbytes : int
+        """
         return n * n * 8
 
     # ------------------------------------------------------------------------------------- evaluation
 
     def cross(self, X, Y=None, out: np.ndarray | None = None) -> np.ndarray:
-        """K(X, Y) as a C-contiguous float array (``Y=None``: K(X, X), exactly symmetric), written into ``out``
-        when given."""
+        """The kernel block K(X, Y).
+
+        Parameters
+        ----------
+        X : ndarray or sparse matrix of shape (n_X, n_features)
+            Samples as :meth:`check_samples` leaves them.
+        Y : ndarray or sparse matrix of shape (n_Y, n_features), default=None
+            Samples; None means X, and then the block must be exactly symmetric.
+        out : ndarray of shape (n_X, n_Y), default=None
+            Where to write it.
+
+        Returns
+        -------
+        K : ndarray of shape (n_X, n_Y)
+            C-contiguous float32 or float64 (``out`` when given).
+        """
         raise NotImplementedError(f"{type(self).__name__}.cross")
 
     @staticmethod
@@ -120,7 +181,17 @@ class Kernel:
         return K if K.flags.c_contiguous and K.flags.writeable and K.flags.aligned else np.array(K, order="C")
 
     def diagonal(self, X) -> np.ndarray:
-        """k(x_i, x_i) for every row, from diagonal blocks of at most 256 rows."""
+        """k(x_i, x_i) for every row (by default from diagonal blocks of at most 256 rows).
+
+        Parameters
+        ----------
+        X : ndarray or sparse matrix of shape (n_samples, n_features)
+            Samples as :meth:`check_samples` leaves them.
+
+        Returns
+        -------
+        diagonal : ndarray of shape (n_samples,)
+        """
         n = X.shape[0]
         out = np.empty(n)
         for start in range(0, n, 256):
@@ -128,9 +199,22 @@ class Kernel:
         return out
 
     def matrix(self, X) -> tuple[Any, bool]:
-        """(K(X, X), whether the caller owns it and may overwrite it): checked finite, and made exactly
-        symmetric where the kind's evaluation left rounding differences between K and Kᵀ (the solvers read
-        one triangle)."""
+        """The whole kernel matrix K(X, X).
+
+        Checked finite, and made exactly symmetric where the kind's evaluation left rounding differences
+        between K and Kᵀ (the solvers read one triangle).
+
+        Parameters
+        ----------
+        X : ndarray or sparse matrix of shape (n_samples, n_features)
+            Samples as :meth:`check_samples` leaves them.
+
+        Returns
+        -------
+        K : ndarray or sparse matrix of shape (n_samples, n_samples)
+        owned : bool
+            Whether the caller may overwrite K (a precomputed kernel is the user's).
+        """
         K = v.contiguous(np.asarray(self.cross(X)))
         if K.dtype not in (np.float32, np.float64):
             K = K.astype(np.float64)
@@ -142,22 +226,78 @@ class Kernel:
         return K, True
 
     def columns(self, X) -> KernelColumns:
-        """The diagonal and columns K(X, X_S) as a column source (solvers/low_rank.py's rpcholesky)."""
+        """The diagonal and columns K(X, X_S), evaluated on demand: what randomly pivoted Cholesky reads.
+
+        Parameters
+        ----------
+        X : ndarray or sparse matrix of shape (n_samples, n_features)
+            Samples as :meth:`check_samples` leaves them.
+
+        Returns
+        -------
+        source : KernelColumns
+            With ``n``, ``dtype``, ``diagonal()`` and ``columns(index, out)``.
+        """
         return KernelColumns(X, self)
 
     def new_rows(self, X, Y, dtype=None):
-        """New samples X as this kind evaluates them against the fitted samples Y (same format and
-        dtype where the kind needs it)."""
+        """New samples as this kind evaluates them against fitted samples.
+
+        Parameters
+        ----------
+        X : ndarray or sparse matrix of shape (n_new, n_features)
+            New samples, validated by the engine.
+        Y : ndarray or sparse matrix of shape (n_fit, n_features)
+            The fitted samples.
+        dtype : numpy dtype, default=None
+            The dtype to evaluate in (None: X's).
+
+        Returns
+        -------
+        X : ndarray or sparse matrix
+            In the format and dtype the kind needs (a native kernel: Y's format).
+        """
         return self.check_samples(X if dtype is None else X.astype(dtype, copy=False), "X")
 
     def fitted_in(self, Y, dtype):
-        """The fitted samples Y as an evaluation in ``dtype`` reads them (a cast copy where they differ)."""
+        """The fitted samples as an evaluation in ``dtype`` reads them.
+
+        Parameters
+        ----------
+        Y : ndarray or sparse matrix of shape (n_fit, n_features)
+            The fitted samples.
+        dtype : numpy dtype or None
+            The dtype of the evaluation.
+
+        Returns
+        -------
+        Y : ndarray or sparse matrix
+            A cast copy where the dtypes differ.
+        """
         return Y if dtype is None or Y.dtype == dtype else Y.astype(dtype)
 
     def product(self, X, Y, V: np.ndarray, memory_limit: int | None = None) -> np.ndarray:
-        """K(X, Y)·V in float64, X's rows in chunks of at most CROSS_KERNEL_CHUNK_BYTES of cross kernel (and a
+        """K(X, Y)·V in float64, the cross kernel never held beyond a bounded chunk.
+
+        By default X's rows go in chunks of at most ``CROSS_KERNEL_CHUNK_BYTES`` of cross kernel (and a
         quarter of ``memory_limit``): a row's result depends on that row alone, so the chunks give what one
-        piece would."""
+        piece would.
+
+        Parameters
+        ----------
+        X : ndarray or sparse matrix of shape (n_X, n_features)
+            Samples as :meth:`new_rows` leaves them.
+        Y : ndarray or sparse matrix of shape (n_Y, n_features)
+            Samples.
+        V : ndarray of shape (n_Y,) or (n_Y, k)
+            The vectors.
+        memory_limit : int, default=None
+            Bytes that bound the chunks.
+
+        Returns
+        -------
+        W : ndarray of shape (n_X,) or (n_X, k)
+        """
         V = np.asarray(V, dtype=np.float64)
         n = X.shape[0]
         rows = chunk_rows(Y.shape[0], memory_limit)
@@ -168,22 +308,67 @@ class Kernel:
 
     def cross_product(self, Y, V: np.ndarray, correction: Callable | None = None, *, promote: bool = False,
                       out_dtype=None, memory_limit: int | None = None) -> CrossProduct:
-        """The fitted row map ``x ↦ correction(K(x, Y)·V)`` (see :class:`CrossProduct`)."""
+        """The fitted row map of transform and predict, ``x ↦ correction(K(x, Y)·V)``.
+
+        Parameters
+        ----------
+        Y : ndarray or sparse matrix of shape (n_fit, n_features)
+            The fitted samples.
+        V : ndarray of shape (n_fit, k)
+            The coefficients.
+        correction : callable, default=None
+            A picklable function of each block of the product.
+        promote : bool, default=False
+            Evaluate in float32 only when both sides are float32 (scikit-learn's pairwise kernels).
+        out_dtype : numpy dtype, default=None
+            The result's dtype (None: float64).
+        memory_limit : int, default=None
+            Bytes that bound a chunked product's chunks.
+
+        Returns
+        -------
+        rowmap : CrossProduct
+        """
         return CrossProduct(self, Y, V, correction, promote=promote, out_dtype=out_dtype, memory_limit=memory_limit)
 
     # ----------------------------------------------------------------------------------- variants
 
     def on_threads(self, threads: int) -> Kernel:
-        """The same kernel evaluated on ``threads`` threads (an engine's task shares its worker's cores)."""
+        """The same kernel evaluated on ``threads`` threads (an engine's task shares its worker's cores).
+
+        Parameters
+        ----------
+        threads : int
+            Threads of its native evaluation.
+
+        Returns
+        -------
+        kernel : Kernel
+        """
         other = copy.copy(self)
         other.threads = threads
         return other
 
     def between_samples(self, what: str) -> Kernel:
-        """The kernel for evaluations between samples other than the training pairs: landmarks (Nyström
-        solvers), or the points of another feature space (KernelPCA's pre-image map is a kernel ridge
-        regression on the scores). ValueError ``Cannot {what} with ...`` for a kind that is only a matrix
-        of the training samples (precomputed, graph affinities)."""
+        """The kernel for evaluations between samples other than the training pairs.
+
+        Landmarks (Nyström solvers), or the points of another feature space (KernelPCA's pre-image map is a
+        kernel ridge regression on the scores).
+
+        Parameters
+        ----------
+        what : str
+            What needs it, for the error (``"fit_inverse_transform"``, ``"use eigen_solver='nystrom'"``).
+
+        Returns
+        -------
+        kernel : Kernel
+
+        Raises
+        ------
+        ValueError
+            ``Cannot {what} with ...`` for a kind that is only a matrix of the training samples.
+        """
         return self
 
     # ------------------------------------------------------------------------------ hyperparameters
@@ -204,7 +389,17 @@ class Kernel:
         return np.empty((0, 2))
 
     def with_theta(self, theta) -> Kernel:
-        """A copy with the hyperparameters ``theta`` (log space)."""
+        """A copy with other hyperparameters.
+
+        Parameters
+        ----------
+        theta : array-like of shape (len(self.theta),)
+            The hyperparameters in log space.
+
+        Returns
+        -------
+        kernel : Kernel
+        """
         theta = np.asarray(theta, dtype=np.float64).reshape(-1)
         if theta.shape[0] != 0:
             raise ValueError(f"{self.label} has no hyperparameters, got theta of length {theta.shape[0]}")

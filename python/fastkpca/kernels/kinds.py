@@ -38,14 +38,45 @@ _registered: list[tuple[Callable[[Any], bool], Callable[..., Kernel]]] = []
 
 
 def register(accepts: Callable[[Any], bool], make_kernel: Callable[..., Kernel]) -> None:
-    """Make ``make_kernel(spec, gamma=..., degree=..., coef0=..., kernel_params=..., n_features=..., n_jobs=...)``
-    build the kernel of every ``spec`` that ``accepts(spec)`` is true for, in every estimator; kinds
-    registered later are asked first."""
+    """Add a kernel kind: every estimator then takes the specs it accepts as its ``kernel``.
+
+    Parameters
+    ----------
+    accepts : callable
+        ``accepts(spec) -> bool``: whether the estimator's ``kernel`` (or ``affinity``) is of this kind.
+    make_kernel : callable
+        ``make_kernel(spec, gamma=..., degree=..., coef0=..., kernel_params=..., n_features=..., n_jobs=...)``
+        returns the :class:`~fastkpca.kernels.Kernel`. Kinds registered later are asked first.
+
+    Examples
+    --------
+    >>> from fastkpca import kernels
+    >>> def accepts(spec):
+    ...     return spec == "my_rbf"
+    >>> kernels.register(accepts, lambda spec, **params: kernels.make("rbf", **params))
+    >>> kernels.make("my_rbf", gamma=0.5, n_features=3).gamma
+    0.5
+    >>> kernels.unregister(accepts)
+    """
     _registered.insert(0, (accepts, make_kernel))
 
 
 def unregister(accepts: Callable[[Any], bool]) -> None:
-    """Undo :func:`register`."""
+    """Remove the kinds registered with this ``accepts`` (:func:`register`).
+
+    Parameters
+    ----------
+    accepts : callable
+        The function given to :func:`register`.
+
+    Examples
+    --------
+    >>> from fastkpca import kernels
+    >>> def accepts(spec):
+    ...     return spec == "my_rbf"
+    >>> kernels.register(accepts, lambda spec, **params: kernels.make("rbf", **params))
+    >>> kernels.unregister(accepts)
+    """
     _registered[:] = [entry for entry in _registered if entry[0] is not accepts]
 
 
