@@ -56,12 +56,25 @@ template <class S>
 inline void store(S* p, Vec<S> v) {
   *reinterpret_cast<typename Types<S>::U*>(p) = v;
 }
+// s in every lane: one broadcast instruction (GCC turns a loop over the lanes of a 64-byte vector into one
+// masked broadcast per lane; an addition to a zero vector would turn -0.0 into +0.0, and cost an add).
 template <class S>
 inline Vec<S> broadcast(S s) {
-  Vec<S> v;  // every lane s (an addition to a zero vector would turn -0.0 into +0.0, and cost an add)
+#if defined(__AVX512F__)
+  if constexpr (std::is_same_v<S, double>) return (Vec<S>)(_mm512_set1_pd(s));
+  else return (Vec<S>)(_mm512_set1_ps(s));
+#elif defined(__AVX__)
+  if constexpr (std::is_same_v<S, double>) return (Vec<S>)(_mm256_set1_pd(s));
+  else return (Vec<S>)(_mm256_set1_ps(s));
+#elif defined(__SSE2__)
+  if constexpr (std::is_same_v<S, double>) return (Vec<S>)(_mm_set1_pd(s));
+  else return (Vec<S>)(_mm_set1_ps(s));
+#else
+  Vec<S> v;
 #pragma GCC unroll 16
   for (int i = 0; i < W<S>; ++i) v[i] = s;
   return v;
+#endif
 }
 
 // Bits of a vector as unsigned integers of the same width (shifts defined for every value), and back.
