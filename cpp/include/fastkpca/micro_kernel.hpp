@@ -235,52 +235,66 @@ struct SlabPrefetch {
   }
 };
 
-// W[rows × ldv] += A·B over all of B's ldv columns (a multiple of W<T>); rows a multiple of PR. Blocks of PR
-// rows × up to PV vectors; a block of one or two vectors (b <= 8 in double on AVX2) in blocks of
-// PR_NARROW rows instead (then PR for what is left), so that it too keeps 12 sums in flight.
-template <class T, class S>
-inline void product(const S* a, Index a_rs, Index a_ks, Index rows, Index depth, const T* b, Index ldb, double* w,
-                    Index ldw, Index ldv, const char* ahead = nullptr, Index ahead_bytes = 0) {
-  const Index vectors = ldv / W<T>;
-  SlabPrefetch prefetch{ahead, ahead_bytes, rows};
-  if (vectors <= 2) {
-    Index main = rows / PR_NARROW * PR_NARROW;
-    while ((rows - main) % PR != 0) main -= PR_NARROW;
-    for (Index r = 0; r < rows;) {
-      prefetch(r + PR_NARROW);
-      const bool narrow = r < main;
-      const S* ar = a + r * a_rs;
-      double* wr = w + r * ldw;
-      if (narrow && vectors == 2) product_block<PR_NARROW, 2>(ar, a_rs, a_ks, depth, b, ldb, wr, ldw);
-      else if (narrow) product_block<PR_NARROW, 1>(ar, a_rs, a_ks, depth, b, ldb, wr, ldw);
-      else if (vectors == 2) product_block<PR, 2>(ar, a_rs, a_ks, depth, b, ldb, wr, ldw);
-      else product_block<PR, 1>(ar, a_rs, a_ks, depth, b, ldb, wr, ldw);
-      r += narrow ? PR_NARROW : PR;
-    }
-    return;
-  }
-  for (Index r = 0; r < rows; r += PR) {
-    prefetch(r + PR_NARROW);
-    const S* ar = a + r * a_rs;
-    double* wr = w + r * ldw;
-    Index c = 0;
-    for (; c + PV * W<T> <= ldv; c += PV * W<T>) product_block<PR, PV>(ar, a_rs, a_ks, depth, b + c, ldb, wr + c, ldw);
-    switch ((ldv - c) / W<T>) {
-      case 2: product_block<PR, 2>(ar, a_rs, a_ks, depth, b + c, ldb, wr + c, ldw); break;
-      case 1: product_block<PR, 1>(ar, a_rs, a_ks, depth, b + c, ldb, wr + c, ldw); break;
-      default: break;
-    }
+// Rows [0, R) of product(): blocks of PV vectors of columns, then what is left, a last 3 + 1 vectors as
+// 2 + 2 (a block of one vector next to wider ones would be bound by its broadcasts). Each column's sums run
+// in the same order whatever block it falls in.
+template <int R, class T, class S>
+inline void product_rows(const S* a, Index a_rs, Index a_ks, Index depth, const T* b, Index ldb, double* w, Index ldw,
+                         Index ldv) {
+  static_assert(PV == 3, "what is left is split for blocks of three vectors");
+  Index c = 0, left = ldv / W<T>;
+  for (; left > PV && left != PV + 1; left -= PV, c += PV * W<T>)
+    product_block<R, PV>(a, a_rs, a_ks, depth, b + c, ldb, w + c, ldw);
+  switch (left) {
+    case 4:
+      product_block<R, 2>(a, a_rs, a_ks, depth, b + c, ldb, w + c, ldw);
+      product_block<R, 2>(a, a_rs, a_ks, depth, b + c + 2 * W<T>, ldb, w + c + 2 * W<T>, ldw);
+      break;
+    case 3: product_block<R, 3>(a, a_rs, a_ks, depth, b + c, ldb, w + c, ldw); break;
+    case 2: product_block<R, 2>(a, a_rs, a_ks, depth, b + c, ldb, w + c, ldw); break;
+    case 1: product_block<R, 1>(a, a_rs, a_ks, depth, b + c, ldb, w + c, ldw); break;
+    default: break;
   }
 }
 
-// Both products of an off-diagonal slab in one sweep, each entry read once: for R rows of the slab from
+// Whether product_rows() multiplies a block of `vectors` vectors in blocks of at most two (1, 2 or 2 + 2).
+constexpr bool two_vector_blocks(Index vectors) { return vectors <= 2 || vectors == PV + 1; }
+
+// W[rows × ldv] += A·B over all of B's ldv columns (a multiple of W<T>), for any depth: a slab of kernel
+// entries (kernel_block.hpp) or rows of a dense matrix (dense_operator.hpp). Blocks of PR rows; where the
+// columns go in blocks of one or two vectors (b <= 8 or 9 .. 16 in double on AVX2) blocks of PR_NARROW
+// rows instead (then PR for what is left), so that they too keep 12 sums in flight. Rows past the last
+// whole block of PR (a dense matrix's last rows; a slab has none) one at a time.
+template <class T, class S>
+inline void product(const S* a, Index a_rs, Index a_ks, Index rows, Index depth, const T* b, Index ldb, double* w,
+                    Index ldw, Index ldv, const char* ahead = nullptr, Index ahead_bytes = 0) {
+  const Index whole = rows - rows % PR;
+  SlabPrefetch prefetch{ahead, ahead_bytes, rows};
+  Index r = 0;
+  if (two_vector_blocks(ldv / W<T>)) {
+    Index narrow = whole / PR_NARROW * PR_NARROW;
+    while ((whole - narrow) % PR != 0) narrow -= PR_NARROW;
+    for (; r < narrow; r += PR_NARROW) {
+      prefetch(r + PR_NARROW);
+      product_rows<PR_NARROW>(a + r * a_rs, a_rs, a_ks, depth, b, ldb, w + r * ldw, ldw, ldv);
+    }
+  }
+  for (; r < whole; r += PR) {
+    prefetch(r + PR_NARROW);
+    product_rows<PR>(a + r * a_rs, a_rs, a_ks, depth, b, ldb, w + r * ldw, ldw, ldv);
+  }
+  for (; r < rows; ++r) product_rows<1>(a + r * a_rs, a_rs, a_ks, depth, b, ldb, w + r * ldw, ldw, ldv);
+}
+
+// Both products of an off-diagonal block in one sweep, each entry read once: for R rows of the block from
 // `a` (row-major, leading dimension lda) and its `depth` columns,
 //   wi[r] += Σ_j a[r, j] vj[j]   (the sums over j in registers, added to wi at the end) and
-//   col[j] += a[r, j] vi[r]      (the mirrored sums, one per column, in an L1 buffer of the whole slab),
-// over one slice of NVp vectors of the block (vi, vj, col in T; wi in double; leading dimension ldv for
-// vi, vj, wi, NVp·W for col). The columns' chains are independent, so their FMAs overlap. Every sum runs
-// in the order of the two-sweep product() (j ascending for wi, rows ascending for col), so both give the
-// same numbers; one broadcast of an entry here feeds both products' FMAs.
+//   col[j] += a[r, j] vi[r]      (the mirrored sums, one per column, kept in memory: a slab's L1 buffer, or
+//                                 W_J itself for a deeper block),
+// over one slice of NVp vectors of the block (vi, vj, col in T; wi in double; all with leading dimension
+// ldv). The columns' chains are independent, so their FMAs overlap. One broadcast of an entry feeds both
+// products' FMAs. With the buffer (a slab), every sum runs in the order of the two-sweep product() (j
+// ascending for wi, rows ascending for col), so both give the same numbers.
 template <int R, int NVp, class T, class S>
 inline void symmetric_block(const S* a, Index lda, Index depth, const T* vi, const T* vj, Index ldv, double* wi,
                             T* col) {
@@ -297,7 +311,7 @@ inline void symmetric_block(const S* a, Index lda, Index depth, const T* vi, con
 #pragma GCC unroll 2
     for (int v = 0; v < NVp; ++v) {
       bv[v] = simd::load(vj + j * ldv + v * W<T>);
-      c[v] = simd::load(col + j * NVp * W<T> + v * W<T>);
+      c[v] = simd::load(col + j * ldv + v * W<T>);
     }
 #pragma GCC unroll 8
     for (int r = 0; r < R; ++r) {
@@ -309,7 +323,7 @@ inline void symmetric_block(const S* a, Index lda, Index depth, const T* vi, con
       }
     }
 #pragma GCC unroll 2
-    for (int v = 0; v < NVp; ++v) simd::store(col + j * NVp * W<T> + v * W<T>, c[v]);
+    for (int v = 0; v < NVp; ++v) simd::store(col + j * ldv + v * W<T>, c[v]);
   }
 #pragma GCC unroll 8
   for (int r = 0; r < R; ++r)
@@ -317,8 +331,8 @@ inline void symmetric_block(const S* a, Index lda, Index depth, const T* vi, con
     for (int v = 0; v < NVp; ++v) add_to<T>(wi + r * ldv + v * W<T>, acc[r][v]);
 }
 
-// Whether symmetric_product handles a block of ldv columns: one or two vectors (b <= 8 in double on AVX2,
-// b <= 16 on AVX-512), the memory-bound passes over a stored kernel; wider blocks take two sweeps.
+// Whether symmetric_product handles a slab's block of ldv columns: one or two vectors (b <= 8 in double on
+// AVX2, b <= 16 on AVX-512), the memory-bound passes over a stored kernel; wider blocks take two sweeps.
 template <class T>
 constexpr bool symmetric_fits(Index ldv) {
   return ldv / W<T> <= 2;
@@ -327,26 +341,44 @@ constexpr bool symmetric_fits(Index ldv) {
 // Rows per block of symmetric_block: R·NVp sums and R·NVp rows of V_I in registers.
 constexpr int SR = simd::kBytes == 64 ? 8 : 4;
 
-// An off-diagonal slab's W_I += A·V_J and W_J += Aᵀ·V_I (A: rows × depth <= kSlab, row-major, leading
-// dimension lda) in one sweep; the mirrored sums are added to W_J once, at the end, as product() adds its
-// own. `ahead` as in product().
+// Rows [0, R) of symmetric_product: its columns in slices of up to two vectors.
+template <int R, class T, class S>
+inline void symmetric_rows(const S* a, Index lda, Index depth, const T* vi, const T* vj, Index ldv, double* wi,
+                           T* col) {
+  for (Index c = 0; c < ldv; c += 2 * W<T>) {
+    if (ldv - c >= 2 * W<T>)
+      symmetric_block<R, 2>(a, lda, depth, vi + c, vj + c, ldv, wi + c, col + c);
+    else
+      symmetric_block<R, 1>(a, lda, depth, vi + c, vj + c, ldv, wi + c, col + c);
+  }
+}
+
+// An off-diagonal block's W_I += A·V_J and W_J += Aᵀ·V_I (A: rows × depth, row-major, leading dimension
+// lda) in one sweep. A kernel slab's (depth <= kSlab, symmetric_fits(ldv)) mirrored sums go to an L1
+// buffer, added to W_J once at the end, as product() adds its own; a deeper or wider block (rows of a
+// dense matrix, thousands of columns; T double) adds them straight into W_J, whose rows stay in cache
+// from one block of rows to the next. Rows in blocks of SR, the last ones (none in a slab) one at a time;
+// columns in slices of up to two vectors. `ahead` as in product().
 template <class T, class S>
 inline void symmetric_product(const S* a, Index lda, Index rows, Index depth, const T* vi, const T* vj, double* wi,
                               double* wj, Index ldv, const char* ahead = nullptr, Index ahead_bytes = 0) {
   constexpr Index most = kSlab<S> * 2 * simd::kBytes / Index(sizeof(T));
-  alignas(64) T col[most];
-  const int vectors = static_cast<int>(ldv / W<T>);
-  std::fill(col, col + depth * vectors * W<T>, T(0));
-  SlabPrefetch prefetch{ahead, ahead_bytes, rows};
-  for (Index r = 0; r < rows; r += SR) {
-    prefetch(r + SR);
-    if (vectors == 2)
-      symmetric_block<SR, 2>(a + r * lda, lda, depth, vi + r * ldv, vj, ldv, wi + r * ldv, col);
-    else
-      symmetric_block<SR, 1>(a + r * lda, lda, depth, vi + r * ldv, vj, ldv, wi + r * ldv, col);
+  alignas(64) T buffer[most];
+  T* col = buffer;
+  if constexpr (std::is_same_v<T, double>) {
+    if (depth > kSlab<S> || !symmetric_fits<T>(ldv)) col = wj;
   }
-  for (Index j = 0; j < depth; ++j)
-    for (int v = 0; v < vectors; ++v) add_to<T>(wj + j * ldv + v * W<T>, simd::load(col + (j * vectors + v) * W<T>));
+  if (col == buffer) std::fill(col, col + depth * ldv, T(0));
+  SlabPrefetch prefetch{ahead, ahead_bytes, rows};
+  Index r = 0;
+  for (; r + SR <= rows; r += SR) {
+    prefetch(r + SR);
+    symmetric_rows<SR>(a + r * lda, lda, depth, vi + r * ldv, vj, ldv, wi + r * ldv, col);
+  }
+  for (; r < rows; ++r) symmetric_rows<1>(a + r * lda, lda, depth, vi + r * ldv, vj, ldv, wi + r * ldv, col);
+  if (col == buffer)
+    for (Index j = 0; j < depth; ++j)
+      for (Index c = 0; c < ldv; c += W<T>) add_to<T>(wj + j * ldv + c, simd::load(col + j * ldv + c));
 }
 
 // W<T> consecutive entries of a slab's row as a vector of T (float entries widened when T is double).
