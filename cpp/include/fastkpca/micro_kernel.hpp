@@ -370,8 +370,9 @@ inline void symmetric_product(const S* a, Index lda, Index rows, Index depth, co
   }
   if (col == buffer) std::fill(col, col + depth * ldv, T(0));
   SlabPrefetch prefetch{ahead, ahead_bytes, rows};
+  const Index whole = rows - rows % SR;
   Index r = 0;
-  for (; r + SR <= rows; r += SR) {
+  for (; r < whole; r += SR) {
     prefetch(r + SR);
     symmetric_rows<SR>(a + r * lda, lda, depth, vi + r * ldv, vj, ldv, wi + r * ldv, col);
   }
