@@ -97,7 +97,7 @@ void kernel_block_tiles(const KernelTiles<S>& tiles, Index tile_rows, S* out, In
 template <class P>
 constexpr Index pass_width(Index b) {
   if (b == 1) return 1;
-  constexpr Index step = std::max<Index>(8, micro::W<P>);
+  constexpr Index step = std::max<Index>(8, micro::kLanes<P>);
   return (b + step - 1) / step * step;
 }
 

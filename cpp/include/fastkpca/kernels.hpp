@@ -102,7 +102,7 @@ void center_rows(Operands<S>& op) {
 // e^(scale·acc) for every accumulator, where scale·acc <= 0: the rbf and laplacian kernels. A scale that
 // overflowed to -inf (huge gamma) maps 0 to 1 and anything else to 0, as the limit does.
 template <class S, int R, int C>
-inline void exp_scaled(micro::V<S> (&acc)[R][C], S scale) {
+inline void exp_scaled(micro::Vec<S> (&acc)[R][C], S scale) {
   const bool finite = std::isfinite(scale);
 #pragma GCC unroll 8
   for (int r = 0; r < R; ++r)
@@ -111,7 +111,7 @@ inline void exp_scaled(micro::V<S> (&acc)[R][C], S scale) {
       if (finite)
         acc[r][v] = simd::exp_nonpositive<S>(acc[r][v] * scale);
       else
-        acc[r][v] = acc[r][v] == S(0) ? simd::broadcast<S>(S(1)) : micro::V<S>{};
+        acc[r][v] = acc[r][v] == S(0) ? simd::broadcast<S>(S(1)) : micro::Vec<S>{};
     }
 }
 
@@ -146,7 +146,7 @@ struct DotKernel {
   bool whole_degree() const { return p.degree == std::floor(p.degree) && p.degree <= 16; }
 
   template <int R, int C, class Op>
-  void finish(micro::V<S> (&acc)[R][C], Index, Index, const Op&) const {
+  void finish(micro::Vec<S> (&acc)[R][C], Index, Index, const Op&) const {
     if constexpr (K == KernelKind::poly) {
       if (!whole_degree()) return;  // finish_rows
       const S g = static_cast<S>(p.gamma), c0 = static_cast<S>(p.coef0);
@@ -155,8 +155,8 @@ struct DotKernel {
       for (int r = 0; r < R; ++r)
 #pragma GCC unroll 2
         for (int v = 0; v < C; ++v) {
-          const micro::V<S> base = acc[r][v] * g + c0;
-          micro::V<S> power = simd::broadcast<S>(S(1));
+          const micro::Vec<S> base = acc[r][v] * g + c0;
+          micro::Vec<S> power = simd::broadcast<S>(S(1));
           for (int i = 0; i < degree; ++i) power *= base;
           acc[r][v] = power;
         }
@@ -239,11 +239,11 @@ struct RbfKernel {
   static constexpr double kCancellationRatio = 0.125;
 
   template <int R, int C>
-  void finish(micro::V<S> (&acc)[R][C], Index i0, Index j0, const Operands<S>& op) const {
+  void finish(micro::Vec<S> (&acc)[R][C], Index i0, Index j0, const Operands<S>& op) const {
 #pragma GCC unroll 8
     for (int r = 0; r < R; ++r)
 #pragma GCC unroll 2
-      for (int v = 0; v < C; ++v) acc[r][v] = simd::min<S>(acc[r][v], micro::V<S>{});  // -d²/2 <= 0
+      for (int v = 0; v < C; ++v) acc[r][v] = simd::min<S>(acc[r][v], micro::Vec<S>{});  // -d²/2 <= 0
     if constexpr (std::is_same_v<S, float>) recompute_cancelled(acc, i0, j0, op);
     detail::exp_scaled(acc, static_cast<S>(2.0 * gamma_eff));
   }
@@ -254,8 +254,7 @@ struct RbfKernel {
 
  private:
   template <int R, int C>
-  static void recompute_cancelled(micro::V<S> (&acc)[R][C], Index i0, Index j0, const Operands<S>& op) {
-    constexpr int Wd = micro::W<S>;
+  static void recompute_cancelled(micro::Vec<S> (&acc)[R][C], Index i0, Index j0, const Operands<S>& op) {
     const S ratio = static_cast<S>(kCancellationRatio);
     // d² = -2·acc against (|x|² + |y|²)/8, lane by lane (the norms are zero-padded; a padding entry's
     // d² is |x|² or |y|², never below); most blocks have no such entry.
@@ -266,7 +265,7 @@ struct RbfKernel {
       const S xsq = op.x_sq[i0 + r];
 #pragma GCC unroll 2
       for (int v = 0; v < C; ++v) {
-        const micro::V<S> ysq = simd::load(op.rhs_sq().data() + j0 + v * Wd);
+        const micro::Vec<S> ysq = simd::load(op.rhs_sq().data() + j0 + v * micro::kLanes<S>);
         cancelled[r][v] = (simd::IVec<S>)(acc[r][v] * S(-2) < (ysq + xsq) * ratio);
         any |= cancelled[r][v];
       }
@@ -275,11 +274,11 @@ struct RbfKernel {
     const Index n_x = op.rows(), n_y = op.cols(), d = op.x.cols();
     for (int r = 0; r < R && i0 + r < n_x; ++r)
       for (int v = 0; v < C; ++v) {
-        const Index j = j0 + v * Wd;
+        const Index j = j0 + v * micro::kLanes<S>;
         if (!simd::any<S>(cancelled[r][v])) continue;
-        S lanes[Wd];
+        S lanes[micro::kLanes<S>];
         simd::store(lanes, acc[r][v]);
-        for (int l = 0; l < Wd && j + l < n_y; ++l) {
+        for (int l = 0; l < micro::kLanes<S> && j + l < n_y; ++l) {
           if (!cancelled[r][v][l]) continue;
           const S* x = op.x.data() + (i0 + r) * d;
           const S* y = op.rhs().data() + (j + l) * d;
@@ -305,7 +304,7 @@ struct LaplacianKernel {
   void prepare(Operands<S>& op) const { op.template pack_rows<accumulate>(); }
 
   template <int R, int C, class Op>
-  void finish(micro::V<S> (&acc)[R][C], Index, Index, const Op&) const {
+  void finish(micro::Vec<S> (&acc)[R][C], Index, Index, const Op&) const {
     detail::exp_scaled(acc, static_cast<S>(-p.gamma));
   }
 
