@@ -87,7 +87,8 @@ class DenseSymmetricOperator final : public Operator {
     detail::FixedBlocks runs = detail::FixedBlocks::triangle(n_, 1, detail::FixedBlocks::kMaxBlocks, ldv);
     const double* v = vr.data();
     double* w = wr.data();
-    runs.run(interrupt, [] { return 0; }, [&](int, Index begin, Index end, double* wt) {
+    const auto no_state = [] { return 0; };
+    runs.run(interrupt, no_state, [&](int, Index begin, Index end, double* wt) {
       const S* a = a_ + begin * n_;
       for (Index j0 = 0; j0 < begin; j0 += J)
         micro::symmetric_product(a + j0, n_, end - begin, std::min(begin, j0 + J) - j0, v + begin * ldv,

@@ -123,8 +123,8 @@ void kernel_block_pass(const KernelTiles<S>& tiles, const S* stored, Index store
   FixedBlocks runs = sym ? FixedBlocks::triangle(row_tiles, T, blocks, ldv)
                          : FixedBlocks::rectangle(row_tiles, mirrored ? blocks : row_tiles, mirrored ? col_tiles * T : 0,
                                                   ldv);
-  runs.run(interrupt, [] { return std::unique_ptr<TileWorkspace<S>>(); },
-           [&](std::unique_ptr<TileWorkspace<S>>& ws, Index begin, Index end, double* wt) {
+  const auto no_workspace = [] { return std::unique_ptr<TileWorkspace<S>>(); };  // one is made on first use
+  runs.run(interrupt, no_workspace, [&](std::unique_ptr<TileWorkspace<S>>& ws, Index begin, Index end, double* wt) {
     for (Index I = begin; I < end; ++I) {
       if (interrupt.poll()) break;
       for (Index J = 0; J < (sym ? I + 1 : col_tiles); ++J) {

@@ -1,9 +1,9 @@
 // The runtime operator: "multiply by A" for the solvers, whatever A's storage.
 //
 // Every storage mode (a dense matrix, the packed triangle, cached or recomputed kernel tiles), every view
-// (centered H·A·H, shifted A + αI, normalised S·(A − diag a)·S) and every foreign operator (a Python object with `matmat`, a
-// distributed one) is one subclass of Operator. The solvers (block_lanczos.hpp) take an Operator and
-// never know the storage; the bindings expose this one class.
+// (centered H·A·H, shifted A + αI, normalised S·(A − diag a)·S) and every foreign operator (a Python object
+// with `matmat`, a distributed one) is one subclass of Operator. The solvers (block_lanczos.hpp) take an
+// Operator and never know the storage; the bindings expose this one class.
 //
 // An operator is symmetric: A·1 gives both its row and its column sums.
 #pragma once

@@ -26,7 +26,8 @@ static_assert(kPackedTile % kSlab<double> == 0 && kPackedTile % kSlab<float> == 
 // First element of slab (a, b) inside a tile.
 template <class S>
 constexpr Index slab_offset(Index a, Index b) {
-  return (a * (kPackedTile / kSlab<S>) + b) * kSlab<S> * kSlab<S>;
+  constexpr Index per_row = kPackedTile / kSlab<S>;  // slabs per row of slabs
+  return (a * per_row + b) * kSlab<S> * kSlab<S>;
 }
 
 // Tiles per side of the packed form of an n×n matrix.

@@ -212,9 +212,9 @@ constexpr S exp_hi = std::is_same_v<S, double> ? S(709.0) : S(88.0f);
 // x = n·ln2 + r with n = round(x/ln2) and |r| <= ln2/2, r computed with ln2 split in two parts (Cody and
 // Waite: the first has 14 (9) significant bits, so n·ln2_hi is exact for every n used); exp(r) by a
 // polynomial of degree 11 (6 in float) in Horner's form (exp_reduced), then times 2^n built in the exponent
-// bits. n is rounded by
-// adding 1.5·2^52 (1.5·2^23), whose low mantissa bits then hold n plus the exponent bias. Measured
-// against exp in extended precision over the whole range (tests/test_micro_kernel.py): at most 1 ulp in double, 1 in float.
+// bits. n is rounded by adding 1.5·2^52 (1.5·2^23), whose low mantissa bits then hold n plus the exponent
+// bias. Measured against exp in extended precision over the whole range (tests/test_micro_kernel.py): at
+// most 1 ulp in double, 1 in float.
 template <class S>
 inline Vec<S> exp(Vec<S> x) {
   const Vec<S> lo = broadcast<S>(detail::exp_lo<S>);
