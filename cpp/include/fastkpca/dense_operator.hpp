@@ -40,10 +40,8 @@ class DenseSymmetricOperator final : public Operator {
     const Index b = v.cols(), ldv = (b + C - 1) / C * C;
     RowMatrix<double> vr = RowMatrix<double>::Zero(n_, ldv), wr = RowMatrix<double>::Zero(n_, ldv);
     vr.leftCols(b) = v;
-    if (ldv == 8 && n_ >= 1024)
-      apply_symmetric(vr, wr, interrupt);
-    else
-      apply_full(vr, wr, interrupt);
+    if (ldv == 8 && n_ >= 1024) apply_symmetric(vr, wr, interrupt);
+    else apply_full(vr, wr, interrupt);
     interrupt.throw_if_stopped();
     w = wr.leftCols(b);
   }
@@ -69,8 +67,7 @@ class DenseSymmetricOperator final : public Operator {
       // for all of V's columns while it is in cache; a float matrix's entries are widened to double.
       for (Index j0 = 0; j0 < n_; j0 += J) {
         const Index j1 = std::min(n_, j0 + J);
-        micro::product(a_ + begin * n_ + j0, n_, 1, end - begin, j1 - j0, v + j0 * ldv, ldv, w + begin * ldv, ldv,
-                       ldv);
+        micro::product(a_ + begin * n_ + j0, n_, 1, end - begin, j1 - j0, v + j0 * ldv, ldv, w + begin * ldv, ldv, ldv);
       }
     }
   }
@@ -91,8 +88,8 @@ class DenseSymmetricOperator final : public Operator {
     runs.run(interrupt, no_state, [&](int, Index begin, Index end, double* wt) {
       const S* a = a_ + begin * n_;
       for (Index j0 = 0; j0 < begin; j0 += J)
-        micro::symmetric_product(a + j0, n_, end - begin, std::min(begin, j0 + J) - j0, v + begin * ldv,
-                                 v + j0 * ldv, w + begin * ldv, wt + j0 * ldv, ldv);
+        micro::symmetric_product(a + j0, n_, end - begin, std::min(begin, j0 + J) - j0, v + begin * ldv, v + j0 * ldv,
+                                 w + begin * ldv, wt + j0 * ldv, ldv);
       micro::product(a + begin, n_, 1, end - begin, end - begin, v + begin * ldv, ldv, w + begin * ldv, ldv, ldv);
     });
     if (interrupt.stopped()) return;

@@ -57,8 +57,9 @@ struct Operands {
   template <Accumulate A>
   void pack_rows() {
     const Index d = x.cols();
-    pack<A>(d, [&](Index i, S* out) { std::copy(x.data() + i * d, x.data() + (i + 1) * d, out); },
-            [&](Index i, S* out) { std::copy(rhs().data() + i * d, rhs().data() + (i + 1) * d, out); });
+    pack<A>(
+        d, [&](Index i, S* out) { std::copy(x.data() + i * d, x.data() + (i + 1) * d, out); },
+        [&](Index i, S* out) { std::copy(rhs().data() + i * d, rhs().data() + (i + 1) * d, out); });
   }
 };
 
@@ -108,10 +109,8 @@ inline void exp_scaled(micro::Vec<S> (&acc)[R][C], S scale) {
   for (int r = 0; r < R; ++r)
 #pragma GCC unroll 2
     for (int v = 0; v < C; ++v) {
-      if (finite)
-        acc[r][v] = simd::exp_nonpositive<S>(acc[r][v] * scale);
-      else
-        acc[r][v] = acc[r][v] == S(0) ? simd::broadcast<S>(S(1)) : micro::Vec<S>{};
+      if (finite) acc[r][v] = simd::exp_nonpositive<S>(acc[r][v] * scale);
+      else acc[r][v] = acc[r][v] == S(0) ? simd::broadcast<S>(S(1)) : micro::Vec<S>{};
     }
 }
 
@@ -121,8 +120,7 @@ inline void exp_scaled(micro::Vec<S> (&acc)[R][C], S scale) {
 // declared with this functor but not handled below fails to compile.
 template <class S, KernelKind K>
 struct DotKernel {
-  static_assert(K == KernelKind::linear || K == KernelKind::poly || K == KernelKind::sigmoid ||
-                    K == KernelKind::cosine,
+  static_assert(K == KernelKind::linear || K == KernelKind::poly || K == KernelKind::sigmoid || K == KernelKind::cosine,
                 "DotKernel does not evaluate this kernel kind: handle it in finish(), finish_rows() and prepare()");
   static constexpr Accumulate accumulate = Accumulate::product;
   KernelParams p;
@@ -218,17 +216,18 @@ struct RbfKernel {
     op.x_sq = squared_norms(op.x);
     if (op.has_y) op.y_sq = squared_norms(op.y);
     const Index d = op.x.cols();
-    op.template pack<accumulate>(d + 2,
-            [&](Index i, S* out) {
-              std::copy(op.x.data() + i * d, op.x.data() + (i + 1) * d, out);
-              out[d] = -op.x_sq[i] / S(2);
-              out[d + 1] = S(1);
-            },
-            [&](Index i, S* out) {
-              std::copy(op.rhs().data() + i * d, op.rhs().data() + (i + 1) * d, out);
-              out[d] = S(1);
-              out[d + 1] = -op.rhs_sq()[i] / S(2);
-            });
+    op.template pack<accumulate>(
+        d + 2,
+        [&](Index i, S* out) {
+          std::copy(op.x.data() + i * d, op.x.data() + (i + 1) * d, out);
+          out[d] = -op.x_sq[i] / S(2);
+          out[d + 1] = S(1);
+        },
+        [&](Index i, S* out) {
+          std::copy(op.rhs().data() + i * d, op.rhs().data() + (i + 1) * d, out);
+          out[d] = S(1);
+          out[d + 1] = -op.rhs_sq()[i] / S(2);
+        });
   }
 
   // Squared distances whose expansion cancelled heavily: in float32 the expansion's rounding, a few

@@ -65,8 +65,8 @@ class PackedRows {
   PackedRows() = default;
   // row(i, dst) writes row i's `depth` values into dst.
   template <class RowFn>
-  PackedRows(Index n, Index depth, int height, int tail, RowFn&& row) : n_(n), depth_(depth), height_(height),
-                                                                       tail_(tail) {
+  PackedRows(Index n, Index depth, int height, int tail, RowFn&& row)
+      : n_(n), depth_(depth), height_(height), tail_(tail) {
     constexpr Index G = kSlab<S>;
     main_rows_ = G / height_ * height_;
     while ((G - main_rows_) % tail_ != 0) main_rows_ -= height_;
@@ -77,7 +77,8 @@ class PackedRows {
       row(i, buf.data());
       const Index p = panel_start(i);
       const int h = height_at(p);
-      for (Index k = 0; k < depth_; ++k) data_[static_cast<size_t>(p * depth_ + k * h + (i - p))] = buf[static_cast<size_t>(k)];
+      for (Index k = 0; k < depth_; ++k)
+        data_[static_cast<size_t>(p * depth_ + k * h + (i - p))] = buf[static_cast<size_t>(k)];
     }
   }
   // The first row of the panel holding row i, and the height of the panel starting at row p.
@@ -119,10 +120,8 @@ inline void accumulate(const S* a, const S* b, Index depth, Vec<S> (&acc)[R][NV]
       const Vec<S> av = simd::broadcast_load(a + k * R + r);
 #pragma GCC unroll 2
       for (int v = 0; v < NV; ++v) {
-        if constexpr (A == Accumulate::product)
-          sum[r][v] += av * bv[v];
-        else
-          sum[r][v] += simd::abs<S>(av - bv[v]);
+        if constexpr (A == Accumulate::product) sum[r][v] += av * bv[v];
+        else sum[r][v] += simd::abs<S>(av - bv[v]);
       }
     }
   }
@@ -166,10 +165,8 @@ inline void distance_rect(const Kernel& kernel, const Operands& op, Index i0, In
     for (Index j = 0; j < nj; j += NR<S>) {
       const Index cols = std::min<Index>(NR<S>, nj - j);
       S* o = out + i * ld + j;
-      if (h == MR<A>)
-        distance_block<S, A, MR<A>>(kernel, op, i0 + i, j0 + j, o, ld, rows, cols);
-      else
-        distance_block<S, A, MR_TAIL<A>>(kernel, op, i0 + i, j0 + j, o, ld, rows, cols);
+      if (h == MR<A>) distance_block<S, A, MR<A>>(kernel, op, i0 + i, j0 + j, o, ld, rows, cols);
+      else distance_block<S, A, MR_TAIL<A>>(kernel, op, i0 + i, j0 + j, o, ld, rows, cols);
     }
     i += h;
   }
@@ -178,10 +175,8 @@ inline void distance_rect(const Kernel& kernel, const Operands& op, Index i0, In
 // *a in every lane of a vector of T (a float entry widened to double when T is).
 template <class T, class S>
 inline Vec<T> broadcast_entry(const S* a) {
-  if constexpr (std::is_same_v<T, S>)
-    return simd::broadcast_load(a);
-  else
-    return simd::broadcast(static_cast<T>(*a));
+  if constexpr (std::is_same_v<T, S>) return simd::broadcast_load(a);
+  else return simd::broadcast(static_cast<T>(*a));
 }
 
 // w[0 .. kLanes<T>) += v, with w in double: a float vector widened first.
@@ -349,10 +344,8 @@ template <int R, class T, class S>
 inline void symmetric_rows(const S* a, Index lda, Index depth, const T* vi, const T* vj, Index ldv, double* wi,
                            T* col) {
   for (Index c = 0; c < ldv; c += 2 * kLanes<T>) {
-    if (ldv - c >= 2 * kLanes<T>)
-      symmetric_block<R, 2>(a, lda, depth, vi + c, vj + c, ldv, wi + c, col + c);
-    else
-      symmetric_block<R, 1>(a, lda, depth, vi + c, vj + c, ldv, wi + c, col + c);
+    if (ldv - c >= 2 * kLanes<T>) symmetric_block<R, 2>(a, lda, depth, vi + c, vj + c, ldv, wi + c, col + c);
+    else symmetric_block<R, 1>(a, lda, depth, vi + c, vj + c, ldv, wi + c, col + c);
   }
 }
 

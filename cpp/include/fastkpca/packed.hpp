@@ -41,7 +41,9 @@ inline Index packed_size(Index n) { return packed_prefix_size(packed_tiles(n)); 
 
 // Elements of a rectangular block of whole tiles (a cross block k(A, B) kept tile by tile, tile (I, J) at
 // (I·col_tiles + J)·T²).
-inline Index tiled_block_size(Index row_tiles, Index col_tiles) { return row_tiles * col_tiles * kPackedTile * kPackedTile; }
+inline Index tiled_block_size(Index row_tiles, Index col_tiles) {
+  return row_tiles * col_tiles * kPackedTile * kPackedTile;
+}
 
 // First element of tile (I, J), J <= I.
 inline Index packed_tile_offset(Index I, Index J) { return (I * (I + 1) / 2 + J) * kPackedTile * kPackedTile; }
