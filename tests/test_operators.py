@@ -160,6 +160,27 @@ def test_results_do_not_depend_on_the_thread_count(storage):
         np.testing.assert_array_equal(a, b)
 
 
+@pytest.mark.parametrize("dtype", [np.float64, np.float32])
+def test_dense_operator_in_every_isa_and_on_any_thread_count(dtype, isa):
+    """The full storage's passes (dense_operator.hpp, through the micro-kernel's micro::product and
+    micro::symmetric_product): the full-matrix sweep (n < 1024, or b > 8) and the one-triangle pass (b <= 8
+    from n = 1024), at sizes that leave partial blocks of rows and of columns, for every register-blocking
+    path of the block width, against the float64 product of the matrix (float32 entries multiply in
+    float64), the same bits on 1, 2 and 3 threads."""
+    for n in (37, 1100):
+        A = np.random.default_rng(n).standard_normal((n, n))
+        K = (A + A.T).astype(dtype)
+        native = _native.core.dense_operator(K)
+        for b in (1, 5, 8, 9, 16, 24, 33, 40, 70):
+            V = np.asfortranarray(np.random.default_rng(b).standard_normal((n, b)))
+            once = [native.matmat(V, threads) for threads in (1, 2, 3)]
+            for other in once[1:]:
+                np.testing.assert_array_equal(other, once[0])
+            exact = K.astype(np.float64) @ V
+            scale = np.abs(K).astype(np.float64).sum(1).max() * np.abs(V).max()
+            np.testing.assert_allclose(once[0], exact, rtol=0, atol=1e-14 * scale, err_msg=f"n={n}, b={b}")
+
+
 @pytest.mark.parametrize("n", [40, 300, 777])
 def test_views_through_the_dense_solve(n):
     """dense=True materialises the operator by applying it to blocks of the identity: all eigenvalues of

@@ -84,14 +84,13 @@ py::tuple kernel_block_product_of(const Input<S>& a, const std::optional<Input<S
 
 template <class S>
 void def_blocks(py::module_& m) {
-  m.def("kernel_block_tiles", &kernel_block_tiles_of<S>, py::arg("a"), py::arg("b"),
-        py::arg("kernel"), py::arg("gamma"), py::arg("degree"), py::arg("coef0"), py::arg("n_threads"),
-        py::arg("zero_diagonal") = false,
+  m.def("kernel_block_tiles", &kernel_block_tiles_of<S>, py::arg("a"), py::arg("b"), py::arg("kernel"),
+        py::arg("gamma"), py::arg("degree"), py::arg("coef0"), py::arg("n_threads"), py::arg("zero_diagonal") = false,
         "The tiles of k(a, b) (b=None: the lower tiles of k(a, a), zero_diagonal: without its diagonal) in the "
         "panel form kernel_block_product reads.");
-  m.def("kernel_block_product", &kernel_block_product_of<S>, py::arg("a"), py::arg("b"),
-        py::arg("kernel"), py::arg("gamma"), py::arg("degree"), py::arg("coef0"), py::arg("kept"),
-        py::arg("va"), py::arg("vb"), py::arg("blocks"), py::arg("n_threads"), py::arg("zero_diagonal") = false,
+  m.def("kernel_block_product", &kernel_block_product_of<S>, py::arg("a"), py::arg("b"), py::arg("kernel"),
+        py::arg("gamma"), py::arg("degree"), py::arg("coef0"), py::arg("kept"), py::arg("va"), py::arg("vb"),
+        py::arg("blocks"), py::arg("n_threads"), py::arg("zero_diagonal") = false,
         "(k(a, b)·vb, k(a, b)ᵀ·va), or (k(a, a)·va, None) for b=None, each tile used once; kept tiles (or "
         "None) from kernel_block_tiles replace computing them, with the same result bit for bit. `blocks` "
         "(1 to 16) fixed work units, each with a buffer for the transposed side: 1 on one thread.");
@@ -102,10 +101,13 @@ void def_blocks(py::module_& m) {
 void init_blocks(py::module_& m) {
   def_blocks<double>(m);
   def_blocks<float>(m);
-  m.def("kernel_block_elements", [](Index rows_a, Index rows_b, bool symmetric) {
-    return symmetric ? packed_size(rows_a) : tiled_block_size(packed_tiles(rows_a), packed_tiles(rows_b));
-  }, py::arg("rows_a"), py::arg("rows_b"), py::arg("symmetric"),
-     "Elements of the kept tiles of a kernel block of rows_a × rows_b (symmetric: the packed lower tiles).");
+  m.def(
+      "kernel_block_elements",
+      [](Index rows_a, Index rows_b, bool symmetric) {
+        return symmetric ? packed_size(rows_a) : tiled_block_size(packed_tiles(rows_a), packed_tiles(rows_b));
+      },
+      py::arg("rows_a"), py::arg("rows_b"), py::arg("symmetric"),
+      "Elements of the kept tiles of a kernel block of rows_a × rows_b (symmetric: the packed lower tiles).");
 }
 
 }  // namespace fastkpca::bindings

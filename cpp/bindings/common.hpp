@@ -143,7 +143,8 @@ struct type_caster<fastkpca::bindings::InPlace<S, Order>> {
     auto array = fastkpca::bindings::aligned_array<S, Order>(src, false);
     if (!array)
       throw value_error(std::string("an array the core writes in place or keeps is not aligned: its address is not "
-                                    "a multiple of ") + std::to_string(sizeof(S)) +
+                                    "a multiple of ") +
+                        std::to_string(sizeof(S)) +
                         " bytes (a view of a byte buffer at an odd offset?); pass an aligned copy, "
                         "numpy.require(a, requirements='A')");
     value = Value(std::move(*array));
@@ -152,4 +153,3 @@ struct type_caster<fastkpca::bindings::InPlace<S, Order>> {
 };
 
 }  // namespace pybind11::detail
-

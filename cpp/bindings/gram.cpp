@@ -71,15 +71,14 @@ void cross_product_into(const Input<S>& x, const Input<S>& y, const std::string&
 
 template <class S>
 void def_gram(py::module_& m) {
-  m.def("gram_into", &gram_into<S>, py::arg("x"), py::arg("y"), py::arg("kernel"),
-        py::arg("gamma"), py::arg("degree"), py::arg("coef0"), py::arg("out"), py::arg("n_threads"),
+  m.def("gram_into", &gram_into<S>, py::arg("x"), py::arg("y"), py::arg("kernel"), py::arg("gamma"), py::arg("degree"),
+        py::arg("coef0"), py::arg("out"), py::arg("n_threads"),
         "out[i, j] = k(x_i, y_j) (y=None: y = x, symmetric). Arrays: C-contiguous, one dtype.");
-  m.def("kernel_diagonal_into", &kernel_diagonal_into<S>, py::arg("x"), py::arg("kernel"),
-        py::arg("gamma"), py::arg("degree"), py::arg("coef0"), py::arg("out"), py::arg("n_threads"),
+  m.def("kernel_diagonal_into", &kernel_diagonal_into<S>, py::arg("x"), py::arg("kernel"), py::arg("gamma"),
+        py::arg("degree"), py::arg("coef0"), py::arg("out"), py::arg("n_threads"),
         "out[i] = k(x_i, x_i), equal to the diagonal of gram_into(x, None). Arrays: C-contiguous, one dtype.");
-  m.def("cross_product_into", &cross_product_into<S>, py::arg("x"), py::arg("y"),
-        py::arg("kernel"), py::arg("gamma"), py::arg("degree"), py::arg("coef0"), py::arg("v"),
-        py::arg("out"), py::arg("n_threads"),
+  m.def("cross_product_into", &cross_product_into<S>, py::arg("x"), py::arg("y"), py::arg("kernel"), py::arg("gamma"),
+        py::arg("degree"), py::arg("coef0"), py::arg("v"), py::arg("out"), py::arg("n_threads"),
         "out = K(x, y) @ v without storing K (v, out: C-contiguous float64).");
 }
 

@@ -29,8 +29,8 @@ py::list supported_isas() {
   out.append("baseline");
 #if defined(__GNUC__)
   __builtin_cpu_init();
-  const bool v3 = __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma") &&
-                  __builtin_cpu_supports("bmi2") && __builtin_cpu_supports("avx");
+  const bool v3 = __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma") && __builtin_cpu_supports("bmi2") &&
+                  __builtin_cpu_supports("avx");
   const bool v4 = v3 && __builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512bw") &&
                   __builtin_cpu_supports("avx512dq") && __builtin_cpu_supports("avx512vl") &&
                   __builtin_cpu_supports("avx512cd");
@@ -68,18 +68,18 @@ void sanitizer_probe(const std::string& defect) {
 // `seconds`; returns flops per second (2 per lane and FMA). The roofline of bench/roofline.py.
 template <class S>
 double fma_rate(int threads, double seconds) {
-  using V = simd::Vec<S>;
+  using Vec = simd::Vec<S>;
   constexpr int chains = 12;
   double flops = 0, elapsed = 0;
   ThreadScope scope(threads);
 #pragma omp parallel reduction(+ : flops) reduction(max : elapsed)
   {
     // Twelve named accumulators (an array would be kept in memory around the barrier below).
-    V c0 = simd::broadcast<S>(S(1.000)), c1 = simd::broadcast<S>(S(1.001)), c2 = simd::broadcast<S>(S(1.002)),
-      c3 = simd::broadcast<S>(S(1.003)), c4 = simd::broadcast<S>(S(1.004)), c5 = simd::broadcast<S>(S(1.005)),
-      c6 = simd::broadcast<S>(S(1.006)), c7 = simd::broadcast<S>(S(1.007)), c8 = simd::broadcast<S>(S(1.008)),
-      c9 = simd::broadcast<S>(S(1.009)), c10 = simd::broadcast<S>(S(1.010)), c11 = simd::broadcast<S>(S(1.011));
-    const V a = simd::broadcast<S>(S(0.999999)), b = simd::broadcast<S>(S(1e-7));
+    Vec c0 = simd::broadcast<S>(S(1.000)), c1 = simd::broadcast<S>(S(1.001)), c2 = simd::broadcast<S>(S(1.002)),
+        c3 = simd::broadcast<S>(S(1.003)), c4 = simd::broadcast<S>(S(1.004)), c5 = simd::broadcast<S>(S(1.005)),
+        c6 = simd::broadcast<S>(S(1.006)), c7 = simd::broadcast<S>(S(1.007)), c8 = simd::broadcast<S>(S(1.008)),
+        c9 = simd::broadcast<S>(S(1.009)), c10 = simd::broadcast<S>(S(1.010)), c11 = simd::broadcast<S>(S(1.011));
+    const Vec a = simd::broadcast<S>(S(0.999999)), b = simd::broadcast<S>(S(1e-7));
     const auto start = std::chrono::steady_clock::now();
     long long rounds = 0;
     double spent = 0;
@@ -99,10 +99,10 @@ double fma_rate(int threads, double seconds) {
       rounds += 4096;
       spent = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
     } while (spent < seconds);
-    const V sum = c0 + c1 + c2 + c3 + c4 + c5 + c6 + c7 + c8 + c9 + c10 + c11;
+    const Vec sum = c0 + c1 + c2 + c3 + c4 + c5 + c6 + c7 + c8 + c9 + c10 + c11;
     volatile S keep = sum[0];  // the chains must be computed
     (void)keep;
-    flops += 2.0 * simd::W<S> * chains * static_cast<double>(rounds);
+    flops += 2.0 * simd::kLanes<S> * chains * static_cast<double>(rounds);
     elapsed = spent;
   }
   return flops / elapsed;
@@ -115,11 +115,11 @@ py::array_t<S> vector_exp(const Input<S>& x) {
   py::array_t<S> out(n);
   S* o = out.mutable_data();
   const S* in = x.data();
-  constexpr int W = simd::W<S>;
+  constexpr int width = simd::kLanes<S>;
   Index i = 0;
-  for (; i + W <= n; i += W) simd::store(o + i, simd::exp<S>(simd::load(in + i)));
+  for (; i + width <= n; i += width) simd::store(o + i, simd::exp<S>(simd::load(in + i)));
   if (i < n) {  // the tail through a whole vector
-    S lanes[W] = {};
+    S lanes[width] = {};
     std::copy(in + i, in + n, lanes);
     simd::store(lanes, simd::exp<S>(simd::load(lanes)));
     std::copy(lanes, lanes + (n - i), o + i);
@@ -156,12 +156,15 @@ void init_info(py::module_& m) {
 #endif
   m.def("omp_max_threads", []() { return omp_get_max_threads(); });
   m.def("simd_bytes", []() { return simd::kBytes; }, "Bytes of the vectors this module's micro-kernels use.");
-  m.def("fma_rate", [](int threads, double seconds, const std::string& dtype) {
-    if (dtype == "float64") return fma_rate<double>(threads, seconds);
-    if (dtype == "float32") return fma_rate<float>(threads, seconds);
-    throw py::value_error("dtype must be 'float64' or 'float32'");
-  }, py::arg("threads"), py::arg("seconds"), py::arg("dtype"),
-     "Flops per second of this module's fused multiply-adds on `threads` threads (the peak a pass is held to).");
+  m.def(
+      "fma_rate",
+      [](int threads, double seconds, const std::string& dtype) {
+        if (dtype == "float64") return fma_rate<double>(threads, seconds);
+        if (dtype == "float32") return fma_rate<float>(threads, seconds);
+        throw py::value_error("dtype must be 'float64' or 'float32'");
+      },
+      py::arg("threads"), py::arg("seconds"), py::arg("dtype"),
+      "Flops per second of this module's fused multiply-adds on `threads` threads (the peak a pass is held to).");
   m.def("vector_exp", &vector_exp<double>, py::arg("x"), "exp(x) by the micro-kernels' vectorised exponential.");
   m.def("vector_exp", &vector_exp<float>, py::arg("x"));
 }

@@ -138,8 +138,8 @@ FArrayD matmat(const Handle& op, const Input<double, py::array::f_style>& v, int
 }
 
 // Block Lanczos (or, `dense`, a dense solve of the whole operator) for the top-k pairs of op.
-py::dict eigsh(const Handle& op, const Input<double, py::array::f_style>& v0, Index k, double tol, Index max_basis, Index max_passes,
-               std::uint64_t seed, bool dense, std::optional<py::function> progress, int n_threads,
+py::dict eigsh(const Handle& op, const Input<double, py::array::f_style>& v0, Index k, double tol, Index max_basis,
+               Index max_passes, std::uint64_t seed, bool dense, std::optional<py::function> progress, int n_threads,
                const std::string& products) {
   require_matrix(v0, "v0");
   const Index n = op->rows(), b = v0.shape(1);
@@ -175,9 +175,8 @@ py::dict eigsh(const Handle& op, const Input<double, py::array::f_style>& v0, In
 
 template <class S>
 void def_factories(py::module_& m) {
-  m.def("kernel_operator", &kernel_operator<S>, py::arg("x"), py::arg("kernel"), py::arg("gamma"),
-        py::arg("degree"), py::arg("coef0"), py::arg("cached_tile_rows"), py::arg("n_threads"),
-        py::arg("zero_diagonal") = false,
+  m.def("kernel_operator", &kernel_operator<S>, py::arg("x"), py::arg("kernel"), py::arg("gamma"), py::arg("degree"),
+        py::arg("coef0"), py::arg("cached_tile_rows"), py::arg("n_threads"), py::arg("zero_diagonal") = false,
         "k(x, x) over its lower tiles, the first cached_tile_rows tile rows kept (all: packed; 0: matrix-free); "
         "zero_diagonal: without its diagonal (an affinity).");
 }
@@ -191,35 +190,50 @@ void init_operators(py::module_& m) {
       .def_property_readonly("storage", [](const Operator& op) { return std::string(op.storage()); })
       .def_property_readonly("nbytes", &Operator::bytes)
       .def_property_readonly("scalar_bytes", &Operator::scalar_bytes)
-      .def("pass_cost", [](const Operator& op, Index b) {
-        const PassCost c = op.pass_cost(b);
-        py::dict d;
-        d["bytes_read"] = c.bytes_read;
-        d["kernel_entries"] = c.kernel_entries;
-        d["flops"] = c.flops;
-        return d;
-      }, py::arg("b"))
+      .def(
+          "pass_cost",
+          [](const Operator& op, Index b) {
+            const PassCost c = op.pass_cost(b);
+            py::dict d;
+            d["bytes_read"] = c.bytes_read;
+            d["kernel_entries"] = c.kernel_entries;
+            d["flops"] = c.flops;
+            return d;
+          },
+          py::arg("b"))
       .def("matmat", &matmat, py::arg("v"), py::arg("n_threads"), py::arg("products") = "float64",
            "W = A·V (V: n × b, Fortran order); products 'float32' lets float32 entries multiply in float32.")
-      .def("row_sums", [](const Handle& op, int n_threads) {
-        Eigen::VectorXd s = release_and_run(n_threads, [&](Interrupt& interrupt) { return op->row_sums(interrupt); });
-        return py::array_t<double>(s.size(), s.data());
-      }, py::arg("n_threads"), "A·1 (computed once; free after the first pass of a tiled kernel operator).")
-      .def("trace", [](const Handle& op, int n_threads) {
-        return release_and_run(n_threads, [&](Interrupt& interrupt) { return op->trace(interrupt); });
-      }, py::arg("n_threads"))
-      .def("centered", [](const Handle& op) -> Handle { return std::make_shared<CenteredOperator>(op); },
-           "H·A·H, applied implicitly.")
-      .def("shifted", [](const Handle& op, double alpha) -> Handle {
-        return std::make_shared<ShiftedOperator>(op, alpha);
-      }, py::arg("alpha"), "A + alpha·I.")
-      .def("normalized", [](const Handle& op, const py::array_t<double, py::array::c_style | py::array::forcecast>& scale,
-                            const py::array_t<double, py::array::c_style | py::array::forcecast>& diagonal) -> Handle {
-        // copied: the view outlives the caller's arrays (its constructor checks the sizes)
-        Eigen::VectorXd s = Eigen::Map<const Eigen::VectorXd>(scale.data(), scale.size());
-        Eigen::VectorXd a = Eigen::Map<const Eigen::VectorXd>(diagonal.data(), diagonal.size());
-        return std::make_shared<NormalizedOperator>(op, std::move(s), std::move(a));
-      }, py::arg("scale"), py::arg("diagonal"), "S·(A − diag(diagonal))·S with S = diag(scale).");
+      .def(
+          "row_sums",
+          [](const Handle& op, int n_threads) {
+            Eigen::VectorXd s =
+                release_and_run(n_threads, [&](Interrupt& interrupt) { return op->row_sums(interrupt); });
+            return py::array_t<double>(s.size(), s.data());
+          },
+          py::arg("n_threads"), "A·1 (computed once; free after the first pass of a tiled kernel operator).")
+      .def(
+          "trace",
+          [](const Handle& op, int n_threads) {
+            return release_and_run(n_threads, [&](Interrupt& interrupt) { return op->trace(interrupt); });
+          },
+          py::arg("n_threads"))
+      .def(
+          "centered", [](const Handle& op) -> Handle { return std::make_shared<CenteredOperator>(op); },
+          "H·A·H, applied implicitly.")
+      .def(
+          "shifted",
+          [](const Handle& op, double alpha) -> Handle { return std::make_shared<ShiftedOperator>(op, alpha); },
+          py::arg("alpha"), "A + alpha·I.")
+      .def(
+          "normalized",
+          [](const Handle& op, const py::array_t<double, py::array::c_style | py::array::forcecast>& scale,
+             const py::array_t<double, py::array::c_style | py::array::forcecast>& diagonal) -> Handle {
+            // copied: the view outlives the caller's arrays (its constructor checks the sizes)
+            Eigen::VectorXd s = Eigen::Map<const Eigen::VectorXd>(scale.data(), scale.size());
+            Eigen::VectorXd a = Eigen::Map<const Eigen::VectorXd>(diagonal.data(), diagonal.size());
+            return std::make_shared<NormalizedOperator>(op, std::move(s), std::move(a));
+          },
+          py::arg("scale"), py::arg("diagonal"), "S·(A − diag(diagonal))·S with S = diag(scale).");
   // The packed layout's sizes (packed.hpp), defined once: Python's storage planner reads them here.
   m.attr("TILE") = kPackedTile;
   m.attr("SLAB_DOUBLE") = kSlab<double>;
@@ -227,15 +241,18 @@ void init_operators(py::module_& m) {
   m.attr("PASS_BLOCKS") = detail::FixedBlocks::kMaxBlocks;
   m.def("packed_prefix_size", &packed_prefix_size, py::arg("tile_rows"),
         "Elements held by the first tile_rows tile rows of the packed lower-tile form.");
-  m.def("python_operator", [](py::object matmat, Index n, std::string storage, std::optional<double> trace,
-                              double kernel_entries, double bytes_read, py::object row_sums) -> Handle {
-    if (n < 1) throw py::value_error("n must be >= 1");
-    return std::make_shared<PythonOperator>(std::move(matmat), n, std::move(storage), trace,
-                                            PassCost{bytes_read, kernel_entries, 0.0}, std::move(row_sums));
-  }, py::arg("matmat"), py::arg("n"), py::arg("storage") = "python", py::arg("trace") = py::none(),
-     py::arg("kernel_entries") = 0.0, py::arg("bytes_read") = 0.0, py::arg("row_sums") = py::none(),
-     "An operator whose products come from the Python callable matmat(V); storage, trace(A), the cost of a "
-     "pass (kernel entries evaluated, bytes of stored matrix read) and a row_sums() callable, where known.");
+  m.def(
+      "python_operator",
+      [](py::object matmat, Index n, std::string storage, std::optional<double> trace, double kernel_entries,
+         double bytes_read, py::object row_sums) -> Handle {
+        if (n < 1) throw py::value_error("n must be >= 1");
+        return std::make_shared<PythonOperator>(std::move(matmat), n, std::move(storage), trace,
+                                                PassCost{bytes_read, kernel_entries, 0.0}, std::move(row_sums));
+      },
+      py::arg("matmat"), py::arg("n"), py::arg("storage") = "python", py::arg("trace") = py::none(),
+      py::arg("kernel_entries") = 0.0, py::arg("bytes_read") = 0.0, py::arg("row_sums") = py::none(),
+      "An operator whose products come from the Python callable matmat(V); storage, trace(A), the cost of a "
+      "pass (kernel entries evaluated, bytes of stored matrix read) and a row_sums() callable, where known.");
   // keep_alive: the operator reads the caller's array, which must outlive it.
   m.def("dense_operator", &dense_operator, py::arg("a"), py::keep_alive<0, 1>(),
         "The full storage: a symmetric C-contiguous n×n array, read in place.");
@@ -243,8 +260,7 @@ void init_operators(py::module_& m) {
   def_factories<float>(m);
   m.def("eigsh", &eigsh, py::arg("op"), py::arg("v0"), py::arg("k"), py::arg("tol"), py::arg("max_basis"),
         py::arg("max_passes"), py::arg("seed"), py::arg("dense"), py::arg("progress"), py::arg("n_threads"),
-        py::arg("products") = "float64",
-        "Top-k eigenpairs of a symmetric operator (block Lanczos, or dense).");
+        py::arg("products") = "float64", "Top-k eigenpairs of a symmetric operator (block Lanczos, or dense).");
 }
 
 }  // namespace fastkpca::bindings

@@ -67,7 +67,8 @@ SparseView<S> checked(const SparseInput<S>& in, const char* name) {
     throw py::value_error(who + "'s arrays must be 1-D");
   const Index rows = static_cast<Index>(in.indptr.size()) - 1, nnz = static_cast<Index>(in.indices.size());
   if (rows < 1 || in.cols < 1) throw py::value_error(who + " must have at least one row and one column");
-  if (static_cast<Index>(in.values.size()) != nnz) throw py::value_error(who + "'s indices and values differ in length");
+  if (static_cast<Index>(in.values.size()) != nnz)
+    throw py::value_error(who + "'s indices and values differ in length");
   const std::int64_t* p = in.indptr.data();
   if (p[0] != 0 || p[rows] != nnz) throw py::value_error(who + "'s indptr does not span its entries");
   for (Index i = 0; i < rows; ++i)

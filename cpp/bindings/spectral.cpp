@@ -27,16 +27,16 @@ py::tuple double_center_inplace(InPlace<S>& k, const std::string& input, double 
   Eigen::VectorXd c;
   double m = 0;
   const CenterInput what = center_input(input);
-  const bool ok = release_and_run(n_threads, [&](Interrupt& interrupt) {
-    return double_center(data, n, what, alpha, c, m, interrupt);
-  });
+  const bool ok = release_and_run(
+      n_threads, [&](Interrupt& interrupt) { return double_center(data, n, what, alpha, c, m, interrupt); });
   return py::make_tuple(ok, to_numpy(c), m);
 }
 
 template <class S>
 void center_cross_inplace(InPlace<S>& k, const Input<double>& fit_col_mean, double fit_grand_mean, int n_threads) {
   require_matrix(k, "k");
-  if (fit_col_mean.ndim() != 1 || fit_col_mean.size() != k.shape(1)) throw py::value_error("fit_col_mean does not match the kernel's columns");
+  if (fit_col_mean.ndim() != 1 || fit_col_mean.size() != k.shape(1))
+    throw py::value_error("fit_col_mean does not match the kernel's columns");
   const Eigen::VectorXd fc = Eigen::Map<const Eigen::VectorXd>(fit_col_mean.data(), fit_col_mean.size());
   S* data = k.mutable_data();
   const Index rows = k.shape(0), cols = k.shape(1);
@@ -51,19 +51,17 @@ py::tuple scan(const Input<S>& a, bool check_symmetry, int n_threads) {
   require_square(a, "a");
   const S* data = a.data();
   const Index n = a.shape(0);
-  MatrixScan s = release_and_run(n_threads, [&](Interrupt& interrupt) {
-    return scan_square(data, n, check_symmetry, interrupt);
-  });
+  MatrixScan s =
+      release_and_run(n_threads, [&](Interrupt& interrupt) { return scan_square(data, n, check_symmetry, interrupt); });
   return py::make_tuple(s.finite, s.max_abs, s.max_asymmetry);
 }
 
 template <class S>
 void def_spectral(py::module_& m) {
-  m.def("double_center_inplace", &double_center_inplace<S>, py::arg("k"), py::arg("input"),
-        py::arg("alpha"), py::arg("n_threads"), "K <- alpha · H f(K) H in place (f: identity or square).");
-  m.def("center_cross_inplace", &center_cross_inplace<S>, py::arg("k"),
-        py::arg("fit_col_mean"), py::arg("fit_grand_mean"), py::arg("n_threads"),
-        "Out-of-sample centering of a cross kernel, in place.");
+  m.def("double_center_inplace", &double_center_inplace<S>, py::arg("k"), py::arg("input"), py::arg("alpha"),
+        py::arg("n_threads"), "K <- alpha · H f(K) H in place (f: identity or square).");
+  m.def("center_cross_inplace", &center_cross_inplace<S>, py::arg("k"), py::arg("fit_col_mean"),
+        py::arg("fit_grand_mean"), py::arg("n_threads"), "Out-of-sample centering of a cross kernel, in place.");
   m.def("scan_square", &scan<S>, py::arg("a"), py::arg("check_symmetry"), py::arg("n_threads"),
         "(all finite, max |a|, max |a - a.T|) in one pass.");
 }

@@ -1,12 +1,10 @@
-// The streaming block products of a dense matrix (dense_operator.hpp): W += A·V for a thin block V (b up to
-// a few dozen columns), reading each entry of A once for all b columns while it is in registers, by rows;
-// and the fixed work units of a one-triangle pass, which the kernel blocks' passes share
-// (kernel_block.hpp, whose slabs go through the micro-kernels of micro_kernel.hpp).
+// The fixed work units of a block product's pass, one triangle or a rectangle, which the dense operator's
+// one-triangle pass (dense_operator.hpp) and the kernel blocks' passes (kernel_block.hpp) share; both
+// multiply through the register-blocked loops of micro_kernel.hpp.
 #pragma once
 
 #include <algorithm>
 #include <cmath>
-#include <type_traits>
 #include <vector>
 
 #include "fastkpca/parallel.hpp"
@@ -16,31 +14,6 @@ namespace fastkpca {
 
 namespace detail {
 
-// W[r0 .. r0+R, c0 .. c0+8S] += A[r0 .. r0+R, j0 .. j1] · V[j0 .. j1, c0 .. c0+8S] for a row-major A and a
-// row-major, 8-column-padded copy of V. The R × S accumulators of 8 doubles stay in registers: per column
-// j, S loads of V and R broadcasts of A feed R·S vector FMAs, so more slices per sweep mean more
-// arithmetic per load. Fixed-size Eigen arrays keep the vectorisation along the block.
-template <int R, int S, class T>
-void stream_rows(const T* a, Index n, Index r0, Index j0, Index j1, const double* v, Index ldv, Index c0,
-                 double* w) {
-  using Slice = Eigen::Array<double, 8, 1>;
-  Slice acc[R][S];
-  const T* rows[R];
-  for (int r = 0; r < R; ++r) {
-    rows[r] = a + (r0 + r) * n;
-    for (int c = 0; c < S; ++c) acc[r][c] = Eigen::Map<const Slice>(w + (r0 + r) * ldv + c0 + 8 * c);
-  }
-  for (Index j = j0; j < j1; ++j) {
-    const double* vj = v + j * ldv + c0;
-    for (int r = 0; r < R; ++r) {
-      const double arj = static_cast<double>(rows[r][j]);
-      for (int c = 0; c < S; ++c) acc[r][c] += arj * Eigen::Map<const Slice>(vj + 8 * c);
-    }
-  }
-  for (int r = 0; r < R; ++r)
-    for (int c = 0; c < S; ++c) Eigen::Map<Slice>(w + (r0 + r) * ldv + c0 + 8 * c) = acc[r][c];
-}
-
 // Boundaries of `blocks` runs of rows of a lower triangle with `count` rows, of equal area: row
 // count·sqrt(p/blocks) starts block p. bounds has blocks + 1 entries.
 inline void triangle_bounds(Index count, Index blocks, Index* bounds) {
@@ -48,63 +21,6 @@ inline void triangle_bounds(Index count, Index blocks, Index* bounds) {
     bounds[p] = static_cast<Index>(
         std::llround(static_cast<double>(count) * std::sqrt(static_cast<double>(p) / static_cast<double>(blocks))));
 }
-
-// Rows [begin, end) of W += A[:, j0 .. j1] · V[j0 .. j1, :], in register blocks of R rows × S slices
-// with up to 16 accumulators (8 for a single slice: fewer concurrent row streams keep the prefetchers
-// ahead when the pass is memory-bound; at N = 20000, b = 8: 47 GB/s with 8 rows, 38 GB/s with 16).
-template <int S, class T>
-void stream_row_range(const T* a, Index n, Index begin, Index end, Index j0, Index j1, const double* v,
-                      Index ldv, Index c0, double* w) {
-  constexpr int R = S == 1 ? 8 : 16 / S;  // measured: 8 rows stream best when memory-bound (b = 8)
-  Index i = begin;
-  for (; i + R <= end; i += R) stream_rows<R, S>(a, n, i, j0, j1, v, ldv, c0, w);
-  for (; i < end; ++i) stream_rows<1, S>(a, n, i, j0, j1, v, ldv, c0, w);
-}
-
-// The symmetric (one-triangle) variant of stream_rows, for rows [r0, r0+R) and columns [j0, j1) below the
-// diagonal: each A_ij read serves both W[i] += A_ij V[j] (accumulated in registers) and
-// Wt[j] += A_ij V[i] (read-modify-write of Wt's row j, in cache). Half the memory traffic of a full pass
-// for the same arithmetic.
-template <int R, int S, class T>
-void stream_rows_symmetric(const T* a, Index n, Index r0, Index j0, Index j1, const double* v, Index ldv,
-                           double* w, double* wt) {
-  using Slice = Eigen::Array<double, 8, 1>;
-  Slice acc[R][S], vi[R][S];
-  const T* rows[R];
-  for (int r = 0; r < R; ++r) {
-    rows[r] = a + (r0 + r) * n;
-    for (int c = 0; c < S; ++c) {
-      acc[r][c] = Eigen::Map<const Slice>(w + (r0 + r) * ldv + 8 * c);
-      vi[r][c] = Eigen::Map<const Slice>(v + (r0 + r) * ldv + 8 * c);
-    }
-  }
-  for (Index j = j0; j < j1; ++j) {
-    const double* vj = v + j * ldv;
-    double* wtj = wt + j * ldv;
-    Slice col[S];
-    for (int c = 0; c < S; ++c) col[c] = Eigen::Map<const Slice>(wtj + 8 * c);
-    for (int r = 0; r < R; ++r) {
-      const double arj = static_cast<double>(rows[r][j]);
-      for (int c = 0; c < S; ++c) {
-        acc[r][c] += arj * Eigen::Map<const Slice>(vj + 8 * c);
-        col[c] += arj * vi[r][c];
-      }
-    }
-    for (int c = 0; c < S; ++c) Eigen::Map<Slice>(wtj + 8 * c) = col[c];
-  }
-  for (int r = 0; r < R; ++r)
-    for (int c = 0; c < S; ++c) Eigen::Map<Slice>(w + (r0 + r) * ldv + 8 * c) = acc[r][c];
-}
-
-template <class T>
-void stream_row_range_symmetric(const T* a, Index n, Index begin, Index end, Index j0, Index j1,
-                                const double* v, Index ldv, double* w, double* wt) {
-  constexpr int R = 8;
-  Index i = begin;
-  for (; i + R <= end; i += R) stream_rows_symmetric<R, 1>(a, n, i, j0, j1, v, ldv, w, wt);
-  for (; i < end; ++i) stream_rows_symmetric<1, 1>(a, n, i, j0, j1, v, ldv, w, wt);
-}
-
 
 // The fixed work units of one pass over a symmetric matrix's lower triangle, or over a rectangular block,
 // with each entry used for both of its products (W_i += A_ij V_j and, mirrored, W_j += A_ij V_i).

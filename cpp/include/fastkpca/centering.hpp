@@ -92,8 +92,7 @@ void center_means(const S* k, Index n, CenterInput what, Eigen::VectorXd& row_me
 // K <- alpha · (f(K) - r 1ᵀ - 1 cᵀ + m), in place; c and m are returned for out-of-sample centering.
 // Returns false, leaving K untouched, when the means are not finite (NaN or inf in K, or overflow).
 template <class S>
-bool double_center(S* k, Index n, CenterInput what, double alpha, Eigen::VectorXd& c, double& m,
-                   Interrupt& interrupt) {
+bool double_center(S* k, Index n, CenterInput what, double alpha, Eigen::VectorXd& c, double& m, Interrupt& interrupt) {
   Eigen::VectorXd r;
   center_means(k, n, what, r, c, m, interrupt);
   if (!std::isfinite(m) || !r.allFinite() || !c.allFinite()) return false;
@@ -106,8 +105,7 @@ bool double_center(S* k, Index n, CenterInput what, double alpha, Eigen::VectorX
     const auto shift = (r[i] + ct) - m;
     if (what == CenterInput::distances)
       row = (alpha * (row.template cast<double>().square() - shift)).template cast<S>();
-    else
-      row = (alpha * (row.template cast<double>() - shift)).template cast<S>();
+    else row = (alpha * (row.template cast<double>() - shift)).template cast<S>();
   }
   interrupt.throw_if_stopped();
   return true;

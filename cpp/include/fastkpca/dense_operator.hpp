@@ -4,15 +4,18 @@
 #include <algorithm>
 
 #include "fastkpca/block_product.hpp"
+#include "fastkpca/micro_kernel.hpp"
 #include "fastkpca/operator.hpp"
 
 namespace fastkpca {
 
 // A dense symmetric matrix held by the caller (a NumPy buffer, row-major; symmetric, so row i is also
 // column i). One pass reads every entry of A from memory once for all b vectors: rows are split over the
-// threads, and each R × J piece of A is used for every 8-column slice of V while it sits in cache (J
-// columns of V, padded to a multiple of 8, stay in cache too). For float matrices the products
-// accumulate in double.
+// threads, and each piece of A (a register block of rows × J columns) is used for all of V's columns while
+// it sits in cache (J rows of V, padded to a multiple of 8 columns, stay in cache too), through the same
+// register-blocked loops as the kernel blocks' slabs (micro_kernel.hpp). For float matrices the products
+// accumulate in double. The rows' work units are fixed, so the rounding does not depend on the thread
+// count.
 template <class S>
 class DenseSymmetricOperator final : public Operator {
  public:
@@ -37,10 +40,8 @@ class DenseSymmetricOperator final : public Operator {
     const Index b = v.cols(), ldv = (b + C - 1) / C * C;
     RowMatrix<double> vr = RowMatrix<double>::Zero(n_, ldv), wr = RowMatrix<double>::Zero(n_, ldv);
     vr.leftCols(b) = v;
-    if (ldv == 8 && n_ >= 1024)
-      apply_symmetric(vr, wr, interrupt);
-    else
-      apply_full(vr, wr, interrupt);
+    if (ldv == 8 && n_ >= 1024) apply_symmetric(vr, wr, interrupt);
+    else apply_full(vr, wr, interrupt);
     interrupt.throw_if_stopped();
     w = wr.leftCols(b);
   }
@@ -48,31 +49,25 @@ class DenseSymmetricOperator final : public Operator {
  private:
   // Every row of A read once: rows split over the threads.
   void apply_full(const RowMatrix<double>& vr, RowMatrix<double>& wr, Interrupt& interrupt) const {
-    constexpr Index C = 8, rows_per_task = 64;
+    constexpr Index rows_per_task = 64;
     const Index ldv = vr.cols();
     // Columns of A per sweep: the matching rows of V (J × ldv doubles, 512 KiB) stay in L2, and each row
     // of A is read in long runs that the hardware prefetcher follows (J = 2048 gave 25 GB/s at b = 16,
     // J = 4096 36 GB/s, on this 2-core machine at N = 20000).
     const Index J = std::clamp<Index>((Index{1} << 16) / ldv, 256, 8192);
     const Index tasks = (n_ + rows_per_task - 1) / rows_per_task;
+    const double* v = vr.data();
+    double* w = wr.data();
     // Dynamic scheduling: a thread whose core is taken by another process does not hold up the rest.
 #pragma omp parallel for schedule(dynamic, 1)
     for (Index t = 0; t < tasks; ++t) {
       if (interrupt.poll()) continue;
       const Index begin = t * rows_per_task, end = std::min(n_, begin + rows_per_task);
+      // The micro-kernel's register blocks (micro::product): each block of rows of this piece of A is used
+      // for all of V's columns while it is in cache; a float matrix's entries are widened to double.
       for (Index j0 = 0; j0 < n_; j0 += J) {
         const Index j1 = std::min(n_, j0 + J);
-        // Up to 32 columns of V per sweep over this piece of A (it is in cache for the later sweeps).
-        for (Index c0 = 0; c0 < ldv; c0 += 32) {
-          const double* vr_data = vr.data();
-          double* wr_data = wr.data();
-          switch (std::min<Index>(4, (ldv - c0) / C)) {
-            case 1: detail::stream_row_range<1>(a_, n_, begin, end, j0, j1, vr_data, ldv, c0, wr_data); break;
-            case 2: detail::stream_row_range<2>(a_, n_, begin, end, j0, j1, vr_data, ldv, c0, wr_data); break;
-            case 3: detail::stream_row_range<3>(a_, n_, begin, end, j0, j1, vr_data, ldv, c0, wr_data); break;
-            default: detail::stream_row_range<4>(a_, n_, begin, end, j0, j1, vr_data, ldv, c0, wr_data); break;
-          }
-        }
+        micro::product(a_ + begin * n_ + j0, n_, 1, end - begin, j1 - j0, v + j0 * ldv, ldv, w + begin * ldv, ldv, ldv);
       }
     }
   }
@@ -81,18 +76,21 @@ class DenseSymmetricOperator final : public Operator {
   // N = 20000: 0.054 s against 0.079 s for NumPy's matrix-vector product; from b = 16 on a pass is bound
   // by arithmetic, which the triangle does not reduce, so the full-matrix sweep is used). The rows are the
   // units of a triangle pass (FixedBlocks): each run reads its rows left of its diagonal block (both
-  // directions, the mirrored contributions to earlier rows going to its buffer) and its diagonal block in
-  // full (row direction only).
+  // directions in one sweep, micro::symmetric_product, the mirrored contributions to earlier rows going to
+  // its buffer) and its diagonal block in full (row direction only, micro::product).
   void apply_symmetric(const RowMatrix<double>& vr, RowMatrix<double>& wr, Interrupt& interrupt) const {
     const Index ldv = vr.cols();
     const Index J = std::clamp<Index>((Index{1} << 15) / ldv, 256, 4096);
     detail::FixedBlocks runs = detail::FixedBlocks::triangle(n_, 1, detail::FixedBlocks::kMaxBlocks, ldv);
     const double* v = vr.data();
     double* w = wr.data();
-    runs.run(interrupt, [] { return 0; }, [&](int, Index begin, Index end, double* wt) {
+    const auto no_state = [] { return 0; };
+    runs.run(interrupt, no_state, [&](int, Index begin, Index end, double* wt) {
+      const S* a = a_ + begin * n_;
       for (Index j0 = 0; j0 < begin; j0 += J)
-        detail::stream_row_range_symmetric(a_, n_, begin, end, j0, std::min(begin, j0 + J), v, ldv, w, wt);
-      for (Index c0 = 0; c0 < ldv; c0 += 8) detail::stream_row_range<1>(a_, n_, begin, end, begin, end, v, ldv, c0, w);
+        micro::symmetric_product(a + j0, n_, end - begin, std::min(begin, j0 + J) - j0, v + begin * ldv, v + j0 * ldv,
+                                 w + begin * ldv, wt + j0 * ldv, ldv);
+      micro::product(a + begin, n_, 1, end - begin, end - begin, v + begin * ldv, ldv, w + begin * ldv, ldv, ldv);
     });
     if (interrupt.stopped()) return;
     runs.add_transposed(w, n_);

@@ -37,8 +37,8 @@ void transpose_block(const S* src, Index lds, S* dst, Index ldd, Index n_rows, I
 // finish_rows. A tile on the diagonal of a symmetric kernel (`diagonal`) is made exactly symmetric from
 // its lower triangle and, for a unit-diagonal kernel, gets exact ones on its diagonal.
 template <class S, class Kernel>
-void kernel_tile(const Kernel& kernel, const Operands<S>& op, Index i0, Index ni, Index j0, Index nj,
-                 bool diagonal, bool unit_diagonal, S* out, Index ld, S* scratch) {
+void kernel_tile(const Kernel& kernel, const Operands<S>& op, Index i0, Index ni, Index j0, Index nj, bool diagonal,
+                 bool unit_diagonal, S* out, Index ld, S* scratch) {
   micro::distance_rect<S, Kernel::accumulate>(kernel, op, i0, ni, j0, nj, out, ld);
   kernel.finish_rows(out, ld, ni, nj, scratch);
   if (!diagonal) return;
@@ -50,8 +50,8 @@ void kernel_tile(const Kernel& kernel, const Operands<S>& op, Index i0, Index ni
 
 // Fills the row-major `out` (leading dimension ld) with k(X, Y), or with k(X, X) when `symmetric`.
 template <class S, class Kernel>
-void gram_tiles(const Kernel& kernel, const Operands<S>& op, bool symmetric, bool unit_diagonal, S* out,
-                Index ld, Interrupt& interrupt) {
+void gram_tiles(const Kernel& kernel, const Operands<S>& op, bool symmetric, bool unit_diagonal, S* out, Index ld,
+                Interrupt& interrupt) {
   const Index n = op.x.rows(), m = op.rhs().rows();
   const Index T = kGramTile;
   const Index nti = (n + T - 1) / T, ntj = (m + T - 1) / T;
@@ -64,16 +64,16 @@ void gram_tiles(const Kernel& kernel, const Operands<S>& op, bool symmetric, boo
 
 #pragma omp parallel
   {
-  alignas(64) S scratch[kTileScratch];  // per thread
+    alignas(64) S scratch[kTileScratch];  // per thread
 #pragma omp for schedule(dynamic, 1)
-  for (Index t = 0; t < count; ++t) {
-    if (interrupt.poll()) continue;
-    const Index I = tiles[t].first, J = tiles[t].second;
-    const Index i0 = I * T, j0 = J * T, ni = std::min(T, n - i0), nj = std::min(T, m - j0);
-    S* tile = out + i0 * ld + j0;
-    kernel_tile(kernel, op, i0, ni, j0, nj, symmetric && I == J, unit_diagonal, tile, ld, scratch);
-    if (symmetric && I != J) transpose_block(tile, ld, out + j0 * ld + i0, ld, ni, nj);
-  }
+    for (Index t = 0; t < count; ++t) {
+      if (interrupt.poll()) continue;
+      const Index I = tiles[t].first, J = tiles[t].second;
+      const Index i0 = I * T, j0 = J * T, ni = std::min(T, n - i0), nj = std::min(T, m - j0);
+      S* tile = out + i0 * ld + j0;
+      kernel_tile(kernel, op, i0, ni, j0, nj, symmetric && I == J, unit_diagonal, tile, ld, scratch);
+      if (symmetric && I != J) transpose_block(tile, ld, out + j0 * ld + i0, ld, ni, nj);
+    }
   }
   interrupt.throw_if_stopped();
 }

@@ -43,8 +43,8 @@ Index kernel_block_elements(const KernelTiles<S>& tiles, Index tile_rows) {
 
 template <class S>
 Index kernel_block_tile_offset(const KernelTiles<S>& tiles, Index I, Index J) {
-  return tiles.symmetric() ? packed_tile_offset(I, J) : tiled_block_size(I, packed_tiles(tiles.cols())) +
-                                                            J * kPackedTile * kPackedTile;
+  return tiles.symmetric() ? packed_tile_offset(I, J)
+                           : tiled_block_size(I, packed_tiles(tiles.cols())) + J * kPackedTile * kPackedTile;
 }
 
 // Which slabs of tile (I, J) a pass uses, in its fixed order: every slab inside the block's rows and
@@ -97,7 +97,7 @@ void kernel_block_tiles(const KernelTiles<S>& tiles, Index tile_rows, S* out, In
 template <class P>
 constexpr Index pass_width(Index b) {
   if (b == 1) return 1;
-  constexpr Index step = std::max<Index>(8, micro::W<P>);
+  constexpr Index step = std::max<Index>(8, micro::kLanes<P>);
   return (b + step - 1) / step * step;
 }
 
@@ -120,11 +120,11 @@ void kernel_block_pass(const KernelTiles<S>& tiles, const S* stored, Index store
   constexpr Index T = kPackedTile, B = kSlab<S>;
   const bool sym = tiles.symmetric(), mirrored = wb != nullptr;
   const Index row_tiles = packed_tiles(tiles.n()), col_tiles = packed_tiles(tiles.cols());
-  FixedBlocks runs = sym ? FixedBlocks::triangle(row_tiles, T, blocks, ldv)
-                         : FixedBlocks::rectangle(row_tiles, mirrored ? blocks : row_tiles, mirrored ? col_tiles * T : 0,
-                                                  ldv);
-  runs.run(interrupt, [] { return std::unique_ptr<TileWorkspace<S>>(); },
-           [&](std::unique_ptr<TileWorkspace<S>>& ws, Index begin, Index end, double* wt) {
+  FixedBlocks runs =
+      sym ? FixedBlocks::triangle(row_tiles, T, blocks, ldv)
+          : FixedBlocks::rectangle(row_tiles, mirrored ? blocks : row_tiles, mirrored ? col_tiles * T : 0, ldv);
+  const auto no_workspace = [] { return std::unique_ptr<TileWorkspace<S>>(); };  // one is made on first use
+  runs.run(interrupt, no_workspace, [&](std::unique_ptr<TileWorkspace<S>>& ws, Index begin, Index end, double* wt) {
     for (Index I = begin; I < end; ++I) {
       if (interrupt.poll()) break;
       for (Index J = 0; J < (sym ? I + 1 : col_tiles); ++J) {

@@ -13,12 +13,12 @@
 //   aliases     : other accepted names, comma-separated.
 #pragma once
 
-#define FASTKPCA_KERNEL_LIST(X)                                                     \
-  X(linear, DotKernel, "", false, true, "")                                         \
-  X(poly, DotKernel, "gamma,degree,coef0", false, false, "polynomial")              \
-  X(rbf, RbfKernel, "gamma", true, true, "")                                        \
-  X(laplacian, LaplacianKernel, "gamma", true, true, "")                            \
-  X(sigmoid, DotKernel, "gamma,coef0", false, false, "")                            \
+#define FASTKPCA_KERNEL_LIST(X)                                        \
+  X(linear, DotKernel, "", false, true, "")                            \
+  X(poly, DotKernel, "gamma,degree,coef0", false, false, "polynomial") \
+  X(rbf, RbfKernel, "gamma", true, true, "")                           \
+  X(laplacian, LaplacianKernel, "gamma", true, true, "")               \
+  X(sigmoid, DotKernel, "gamma,coef0", false, false, "")               \
   X(cosine, DotKernel, "", false, true, "")
 
 namespace fastkpca {

@@ -56,8 +56,7 @@ template <class S, class F>
 decltype(auto) with_kernel(const KernelParams& params, F&& f) {
   switch (params.kind) {
 #define FASTKPCA_KERNEL_CASE(name, functor, params_, unit, psd, aliases) \
-  case KernelKind::name:                                                 \
-    return f(functor<S, KernelKind::name>{params}, unit);
+  case KernelKind::name: return f(functor<S, KernelKind::name>{params}, unit);
     FASTKPCA_KERNEL_LIST(FASTKPCA_KERNEL_CASE)
 #undef FASTKPCA_KERNEL_CASE
   }

@@ -67,8 +67,9 @@ struct Operands {
   template <Accumulate A>
   void pack_rows() {
     const Index d = x.cols();
-    pack<A>(d, [&](Index i, S* out) { std::copy(x.data() + i * d, x.data() + (i + 1) * d, out); },
-            [&](Index i, S* out) { std::copy(rhs().data() + i * d, rhs().data() + (i + 1) * d, out); });
+    pack<A>(
+        d, [&](Index i, S* out) { std::copy(x.data() + i * d, x.data() + (i + 1) * d, out); },
+        [&](Index i, S* out) { std::copy(rhs().data() + i * d, rhs().data() + (i + 1) * d, out); });
   }
 };
 
@@ -112,16 +113,14 @@ void center_rows(Operands<S>& op) {
 // e^(scale·acc) for every accumulator, where scale·acc <= 0: the rbf and laplacian kernels. A scale that
 // overflowed to -inf (huge gamma) maps 0 to 1 and anything else to 0, as the limit does.
 template <class S, int R, int C>
-inline void exp_scaled(micro::V<S> (&acc)[R][C], S scale) {
+inline void exp_scaled(micro::Vec<S> (&acc)[R][C], S scale) {
   const bool finite = std::isfinite(scale);
 #pragma GCC unroll 8
   for (int r = 0; r < R; ++r)
 #pragma GCC unroll 2
     for (int v = 0; v < C; ++v) {
-      if (finite)
-        acc[r][v] = simd::exp_nonpositive<S>(acc[r][v] * scale);
-      else
-        acc[r][v] = acc[r][v] == S(0) ? simd::broadcast<S>(S(1)) : micro::V<S>{};
+      if (finite) acc[r][v] = simd::exp_nonpositive<S>(acc[r][v] * scale);
+      else acc[r][v] = acc[r][v] == S(0) ? simd::broadcast<S>(S(1)) : micro::Vec<S>{};
     }
 }
 
@@ -131,8 +130,7 @@ inline void exp_scaled(micro::V<S> (&acc)[R][C], S scale) {
 // declared with this functor but not handled below fails to compile.
 template <class S, KernelKind K>
 struct DotKernel {
-  static_assert(K == KernelKind::linear || K == KernelKind::poly || K == KernelKind::sigmoid ||
-                    K == KernelKind::cosine,
+  static_assert(K == KernelKind::linear || K == KernelKind::poly || K == KernelKind::sigmoid || K == KernelKind::cosine,
                 "DotKernel does not evaluate this kernel kind: handle it in finish(), finish_rows() and prepare()");
   static constexpr Accumulate accumulate = Accumulate::product;
   static constexpr SparseForm sparse_form = SparseForm::dot;
@@ -167,7 +165,7 @@ struct DotKernel {
   bool whole_degree() const { return p.degree == std::floor(p.degree) && p.degree <= 16; }
 
   template <int R, int C, class Op>
-  void finish(micro::V<S> (&acc)[R][C], Index, Index, const Op&) const {
+  void finish(micro::Vec<S> (&acc)[R][C], Index, Index, const Op&) const {
     if constexpr (K == KernelKind::poly) {
       if (!whole_degree()) return;  // finish_rows
       const S g = static_cast<S>(p.gamma), c0 = static_cast<S>(p.coef0);
@@ -176,8 +174,8 @@ struct DotKernel {
       for (int r = 0; r < R; ++r)
 #pragma GCC unroll 2
         for (int v = 0; v < C; ++v) {
-          const micro::V<S> base = acc[r][v] * g + c0;
-          micro::V<S> power = simd::broadcast<S>(S(1));
+          const micro::Vec<S> base = acc[r][v] * g + c0;
+          micro::Vec<S> power = simd::broadcast<S>(S(1));
           for (int i = 0; i < degree; ++i) power *= base;
           acc[r][v] = power;
         }
@@ -252,17 +250,18 @@ struct RbfKernel {
     op.x_sq = squared_norms(op.x);
     if (op.has_y) op.y_sq = squared_norms(op.y);
     const Index d = op.x.cols();
-    op.template pack<accumulate>(d + 2,
-            [&](Index i, S* out) {
-              std::copy(op.x.data() + i * d, op.x.data() + (i + 1) * d, out);
-              out[d] = -op.x_sq[i] / S(2);
-              out[d + 1] = S(1);
-            },
-            [&](Index i, S* out) {
-              std::copy(op.rhs().data() + i * d, op.rhs().data() + (i + 1) * d, out);
-              out[d] = S(1);
-              out[d + 1] = -op.rhs_sq()[i] / S(2);
-            });
+    op.template pack<accumulate>(
+        d + 2,
+        [&](Index i, S* out) {
+          std::copy(op.x.data() + i * d, op.x.data() + (i + 1) * d, out);
+          out[d] = -op.x_sq[i] / S(2);
+          out[d + 1] = S(1);
+        },
+        [&](Index i, S* out) {
+          std::copy(op.rhs().data() + i * d, op.rhs().data() + (i + 1) * d, out);
+          out[d] = S(1);
+          out[d + 1] = -op.rhs_sq()[i] / S(2);
+        });
   }
 
   // Squared distances whose expansion cancelled heavily: in float32 the expansion's rounding, a few
@@ -273,11 +272,11 @@ struct RbfKernel {
   static constexpr double kCancellationRatio = 0.125;
 
   template <int R, int C, class Op>
-  void finish(micro::V<S> (&acc)[R][C], Index i0, Index j0, const Op& op) const {
+  void finish(micro::Vec<S> (&acc)[R][C], Index i0, Index j0, const Op& op) const {
 #pragma GCC unroll 8
     for (int r = 0; r < R; ++r)
 #pragma GCC unroll 2
-      for (int v = 0; v < C; ++v) acc[r][v] = simd::min<S>(acc[r][v], micro::V<S>{});  // -d²/2 <= 0
+      for (int v = 0; v < C; ++v) acc[r][v] = simd::min<S>(acc[r][v], micro::Vec<S>{});  // -d²/2 <= 0
     // Sparse rows' accumulators come from double sums: no cancellation to repair.
     if constexpr (std::is_same_v<S, float> && Op::kDense) recompute_cancelled(acc, i0, j0, op);
     detail::exp_scaled(acc, static_cast<S>(2.0 * gamma_eff));
@@ -289,8 +288,8 @@ struct RbfKernel {
 
  private:
   template <int R, int C>
-  static void recompute_cancelled(micro::V<S> (&acc)[R][C], Index i0, Index j0, const Operands<S>& op) {
-    constexpr int Wd = micro::W<S>;
+  static void recompute_cancelled(micro::Vec<S> (&acc)[R][C], Index i0, Index j0, const Operands<S>& op) {
+    constexpr int Wd = micro::kLanes<S>;
     const S ratio = static_cast<S>(kCancellationRatio);
     // d² = -2·acc against (|x|² + |y|²)/8, lane by lane (the norms are zero-padded; a padding entry's
     // d² is |x|² or |y|², never below); most blocks have no such entry.
@@ -301,7 +300,7 @@ struct RbfKernel {
       const S xsq = op.x_sq[i0 + r];
 #pragma GCC unroll 2
       for (int v = 0; v < C; ++v) {
-        const micro::V<S> ysq = simd::load(op.rhs_sq().data() + j0 + v * Wd);
+        const micro::Vec<S> ysq = simd::load(op.rhs_sq().data() + j0 + v * Wd);
         cancelled[r][v] = (simd::IVec<S>)(acc[r][v] * S(-2) < (ysq + xsq) * ratio);
         any |= cancelled[r][v];
       }
@@ -344,7 +343,7 @@ struct LaplacianKernel {
   void prepare(Operands<S>& op) const { op.template pack_rows<accumulate>(); }
 
   template <int R, int C, class Op>
-  void finish(micro::V<S> (&acc)[R][C], Index, Index, const Op&) const {
+  void finish(micro::Vec<S> (&acc)[R][C], Index, Index, const Op&) const {
     detail::exp_scaled(acc, static_cast<S>(-p.gamma));
   }
 

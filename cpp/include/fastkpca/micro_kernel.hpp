@@ -1,4 +1,4 @@
-// The register-blocked micro-kernels every kernel evaluation runs on.
+// The register-blocked micro-kernels every kernel evaluation and every block product runs on.
 //
 // A kernel entry is f(Σ_k a_ik ⊙ b_jk): an accumulation over a depth of prepared operand columns (⊙ a
 // product for the inner-product and distance kernels, |a − b| for the L1 one), finished by the kernel's
@@ -6,15 +6,17 @@
 // micro-kernel streams: the rows of the left operand in panels of MR (or, to fill a slab, MR_TAIL) rows,
 // those of the right one in panels of NR rows, each panel depth-major, zero-padded to whole slabs.
 //
-// distance_block() keeps an MR × NR block of accumulators in registers (MR rows × NV vectors of W
+// distance_block() keeps an MR × NR block of accumulators in registers (MR rows × NV vectors of kLanes
 // elements) over the whole depth, hands it to the kernel's finish (the exp applied in registers), and
 // stores it. product_block() is the same register blocking for W += A·B, A read by broadcasts with any
-// strides (a slab of kernel entries, by rows or by columns), B a block of vectors: the products K·V and
-// Kᵀ·V of a slab while it is in L1 (kernel_block.hpp).
+// strides (a slab of kernel entries, by rows or by columns, or rows of a dense matrix), B a block of
+// vectors: the products K·V and Kᵀ·V of a slab while it is in L1 (kernel_block.hpp), and the dense
+// operator's passes (dense_operator.hpp); symmetric_block() does both products of a block in one sweep.
 //
 // Blocking per ISA (simd.hpp's vector): AVX-512 8 × 2 vectors (16 doubles or 32 floats) of accumulators,
 // AVX2 6 × 2 (8 doubles, 16 floats; 4 × 2 for the l1 sum and a slab's last rows), SSE2 the same with 2
-// doubles or 4 floats a vector; the products 8 or 4 rows × up to 3 vectors. Each block's sums run in a fixed order, so results do not depend on the thread count.
+// doubles or 4 floats a vector; the products 8 or 4 rows × up to 3 vectors. Each block's sums run in a
+// fixed order, so results do not depend on the thread count.
 #pragma once
 
 #include <algorithm>
@@ -29,9 +31,9 @@
 namespace fastkpca::micro {
 
 template <class S>
-using V = simd::Vec<S>;
+using Vec = simd::Vec<S>;
 template <class S>
-constexpr int W = simd::W<S>;
+constexpr int kLanes = simd::kLanes<S>;
 
 enum class Accumulate { product, l1 };
 
@@ -46,7 +48,7 @@ template <Accumulate A>
 constexpr int MR_TAIL = simd::kBytes == 64 ? 8 : 4;
 constexpr int NV = 2;
 template <class S>
-constexpr int NR = NV * W<S>;
+constexpr int NR = NV * kLanes<S>;
 // Rows of a product block, and the most vectors of its columns; the rows of a block of one or two vectors.
 constexpr int PR = simd::kBytes == 64 ? 8 : 4;
 constexpr int PV = 3;
@@ -63,8 +65,8 @@ class PackedRows {
   PackedRows() = default;
   // row(i, dst) writes row i's `depth` values into dst.
   template <class RowFn>
-  PackedRows(Index n, Index depth, int height, int tail, RowFn&& row) : n_(n), depth_(depth), height_(height),
-                                                                       tail_(tail) {
+  PackedRows(Index n, Index depth, int height, int tail, RowFn&& row)
+      : n_(n), depth_(depth), height_(height), tail_(tail) {
     constexpr Index G = kSlab<S>;
     main_rows_ = G / height_ * height_;
     while ((G - main_rows_) % tail_ != 0) main_rows_ -= height_;
@@ -75,7 +77,8 @@ class PackedRows {
       row(i, buf.data());
       const Index p = panel_start(i);
       const int h = height_at(p);
-      for (Index k = 0; k < depth_; ++k) data_[static_cast<size_t>(p * depth_ + k * h + (i - p))] = buf[static_cast<size_t>(k)];
+      for (Index k = 0; k < depth_; ++k)
+        data_[static_cast<size_t>(p * depth_ + k * h + (i - p))] = buf[static_cast<size_t>(k)];
     }
   }
   // The first row of the panel holding row i, and the height of the panel starting at row p.
@@ -96,30 +99,29 @@ class PackedRows {
   std::vector<S> data_;
 };
 
-// acc[r][v] = Σ_k a[k·R + r] ⊙ b[k·NR + v·W + lane], for an A panel of R rows and a B panel of `depth`.
+// acc[r][v] = Σ_k a[k·R + r] ⊙ b[k·NR + v·kLanes + lane], for an A panel of R rows and a B panel of
+// `depth`.
 // The sums run in a local array that nothing else sees, so the compiler keeps it in registers (the
 // caller's `acc` is handed to the kernel's finish by reference, which would pin it to memory), and are
 // copied out at the end.
 template <class S, Accumulate A, int R>
-inline void accumulate(const S* a, const S* b, Index depth, V<S> (&acc)[R][NV]) {
-  V<S> sum[R][NV];
+inline void accumulate(const S* a, const S* b, Index depth, Vec<S> (&acc)[R][NV]) {
+  Vec<S> sum[R][NV];
 #pragma GCC unroll 8
   for (int r = 0; r < R; ++r)
 #pragma GCC unroll 2
-    for (int v = 0; v < NV; ++v) sum[r][v] = V<S>{};
+    for (int v = 0; v < NV; ++v) sum[r][v] = Vec<S>{};
   for (Index k = 0; k < depth; ++k) {
-    V<S> bv[NV];
+    Vec<S> bv[NV];
 #pragma GCC unroll 2
-    for (int v = 0; v < NV; ++v) bv[v] = simd::load(b + k * NR<S> + v * W<S>);
+    for (int v = 0; v < NV; ++v) bv[v] = simd::load(b + k * NR<S> + v * kLanes<S>);
 #pragma GCC unroll 8
     for (int r = 0; r < R; ++r) {
-      const V<S> av = simd::broadcast_load(a + k * R + r);
+      const Vec<S> av = simd::broadcast_load(a + k * R + r);
 #pragma GCC unroll 2
       for (int v = 0; v < NV; ++v) {
-        if constexpr (A == Accumulate::product)
-          sum[r][v] += av * bv[v];
-        else
-          sum[r][v] += simd::abs<S>(av - bv[v]);
+        if constexpr (A == Accumulate::product) sum[r][v] += av * bv[v];
+        else sum[r][v] += simd::abs<S>(av - bv[v]);
       }
     }
   }
@@ -135,19 +137,19 @@ inline void accumulate(const S* a, const S* b, Index depth, V<S> (&acc)[R][NV]) 
 template <class S, Accumulate A, int R, class Kernel, class Operands>
 inline void distance_block(const Kernel& kernel, const Operands& op, Index i0, Index j0, S* out, Index ld, Index rows,
                            Index cols) {
-  V<S> acc[R][NV];
+  Vec<S> acc[R][NV];
   accumulate<S, A, R>(op.a.panel(i0), op.b.panel(j0), op.a.depth(), acc);
   kernel.finish(acc, i0, j0, op);
   if (rows == R && cols == NR<S>) {
 #pragma GCC unroll 8
     for (int r = 0; r < R; ++r)
 #pragma GCC unroll 2
-      for (int v = 0; v < NV; ++v) simd::store(out + r * ld + v * W<S>, acc[r][v]);
+      for (int v = 0; v < NV; ++v) simd::store(out + r * ld + v * kLanes<S>, acc[r][v]);
     return;
   }
   alignas(64) S block[R * NR<S>];
   for (int r = 0; r < R; ++r)
-    for (int v = 0; v < NV; ++v) simd::store(block + r * NR<S> + v * W<S>, acc[r][v]);
+    for (int v = 0; v < NV; ++v) simd::store(block + r * NR<S> + v * kLanes<S>, acc[r][v]);
   for (Index r = 0; r < rows; ++r) std::copy(block + r * NR<S>, block + r * NR<S> + cols, out + r * ld);
 }
 
@@ -163,10 +165,8 @@ inline void distance_rect(const Kernel& kernel, const Operands& op, Index i0, In
     for (Index j = 0; j < nj; j += NR<S>) {
       const Index cols = std::min<Index>(NR<S>, nj - j);
       S* o = out + i * ld + j;
-      if (h == MR<A>)
-        distance_block<S, A, MR<A>>(kernel, op, i0 + i, j0 + j, o, ld, rows, cols);
-      else
-        distance_block<S, A, MR_TAIL<A>>(kernel, op, i0 + i, j0 + j, o, ld, rows, cols);
+      if (h == MR<A>) distance_block<S, A, MR<A>>(kernel, op, i0 + i, j0 + j, o, ld, rows, cols);
+      else distance_block<S, A, MR_TAIL<A>>(kernel, op, i0 + i, j0 + j, o, ld, rows, cols);
     }
     i += h;
   }
@@ -174,16 +174,14 @@ inline void distance_rect(const Kernel& kernel, const Operands& op, Index i0, In
 
 // *a in every lane of a vector of T (a float entry widened to double when T is).
 template <class T, class S>
-inline V<T> broadcast_entry(const S* a) {
-  if constexpr (std::is_same_v<T, S>)
-    return simd::broadcast_load(a);
-  else
-    return simd::broadcast(static_cast<T>(*a));
+inline Vec<T> broadcast_entry(const S* a) {
+  if constexpr (std::is_same_v<T, S>) return simd::broadcast_load(a);
+  else return simd::broadcast(static_cast<T>(*a));
 }
 
-// w[0 .. W<T>) += v, with w in double: a float vector widened first.
+// w[0 .. kLanes<T>) += v, with w in double: a float vector widened first.
 template <class T>
-inline void add_to(double* w, V<T> v) {
+inline void add_to(double* w, Vec<T> v) {
   if constexpr (std::is_same_v<T, double>) {
     simd::store(w, simd::load(w) + v);
   } else {
@@ -193,33 +191,33 @@ inline void add_to(double* w, V<T> v) {
   }
 }
 
-// W[r][c] += Σ_k A[r·a_rs + k·a_ks] · B[k·ldb + c] for r < R and c < NVp·W, the sums over k in registers in
-// type T: one block of a product of a slab of kernel entries (A, by rows or, transposed, by columns) with a
-// block of vectors (B, in T). W is double: a float32 slab's products run in float32 over the slab's depth
-// (at most 64 terms) and are added to W in double.
+// W[r][c] += Σ_k A[r·a_rs + k·a_ks] · B[k·ldb + c] for r < R and c < NVp·kLanes<T>, the sums over k in
+// registers in type T: one block of a product of a slab of kernel entries (A, by rows or, transposed, by
+// columns) or of rows of a dense matrix with a block of vectors (B, in T). W is double: a float32 slab's
+// products run in float32 over the slab's depth (at most 64 terms) and are added to W in double.
 template <int R, int NVp, class T, class S>
 inline void product_block(const S* a, Index a_rs, Index a_ks, Index depth, const T* b, Index ldb, double* w,
                           Index ldw) {
-  V<T> acc[R][NVp];
+  Vec<T> acc[R][NVp];
 #pragma GCC unroll 8
   for (int r = 0; r < R; ++r)
-#pragma GCC unroll 3
-    for (int v = 0; v < NVp; ++v) acc[r][v] = V<T>{};
+#pragma GCC unroll 4
+    for (int v = 0; v < NVp; ++v) acc[r][v] = Vec<T>{};
   for (Index k = 0; k < depth; ++k) {
-    V<T> bv[NVp];
-#pragma GCC unroll 3
-    for (int v = 0; v < NVp; ++v) bv[v] = simd::load(b + k * ldb + v * W<T>);
+    Vec<T> bv[NVp];
+#pragma GCC unroll 4
+    for (int v = 0; v < NVp; ++v) bv[v] = simd::load(b + k * ldb + v * kLanes<T>);
 #pragma GCC unroll 8
     for (int r = 0; r < R; ++r) {
-      const V<T> av = broadcast_entry<T>(a + r * a_rs + k * a_ks);
-#pragma GCC unroll 3
+      const Vec<T> av = broadcast_entry<T>(a + r * a_rs + k * a_ks);
+#pragma GCC unroll 4
       for (int v = 0; v < NVp; ++v) acc[r][v] += av * bv[v];
     }
   }
 #pragma GCC unroll 8
   for (int r = 0; r < R; ++r)
-#pragma GCC unroll 3
-    for (int v = 0; v < NVp; ++v) add_to<T>(w + r * ldw + v * W<T>, acc[r][v]);
+#pragma GCC unroll 4
+    for (int v = 0; v < NVp; ++v) add_to<T>(w + r * ldw + v * kLanes<T>, acc[r][v]);
 }
 
 // Cache lines of `ahead` (the next stored slab, `bytes` long; none when null) asked for while the rows of
@@ -235,73 +233,104 @@ struct SlabPrefetch {
   }
 };
 
-// W[rows × ldv] += A·B over all of B's ldv columns (a multiple of W<T>); rows a multiple of PR. Blocks of PR
-// rows × up to PV vectors; a block of one or two vectors (b <= 8 in double on AVX2) in blocks of
-// PR_NARROW rows instead (then PR for what is left), so that it too keeps 12 sums in flight.
-template <class T, class S>
-inline void product(const S* a, Index a_rs, Index a_ks, Index rows, Index depth, const T* b, Index ldb, double* w,
-                    Index ldw, Index ldv, const char* ahead = nullptr, Index ahead_bytes = 0) {
-  const Index vectors = ldv / W<T>;
-  SlabPrefetch prefetch{ahead, ahead_bytes, rows};
-  if (vectors <= 2) {
-    Index main = rows / PR_NARROW * PR_NARROW;
-    while ((rows - main) % PR != 0) main -= PR_NARROW;
-    for (Index r = 0; r < rows;) {
-      prefetch(r + PR_NARROW);
-      const bool narrow = r < main;
-      const S* ar = a + r * a_rs;
-      double* wr = w + r * ldw;
-      if (narrow && vectors == 2) product_block<PR_NARROW, 2>(ar, a_rs, a_ks, depth, b, ldb, wr, ldw);
-      else if (narrow) product_block<PR_NARROW, 1>(ar, a_rs, a_ks, depth, b, ldb, wr, ldw);
-      else if (vectors == 2) product_block<PR, 2>(ar, a_rs, a_ks, depth, b, ldb, wr, ldw);
-      else product_block<PR, 1>(ar, a_rs, a_ks, depth, b, ldb, wr, ldw);
-      r += narrow ? PR_NARROW : PR;
-    }
-    return;
-  }
-  for (Index r = 0; r < rows; r += PR) {
-    prefetch(r + PR_NARROW);
-    const S* ar = a + r * a_rs;
-    double* wr = w + r * ldw;
-    Index c = 0;
-    for (; c + PV * W<T> <= ldv; c += PV * W<T>) product_block<PR, PV>(ar, a_rs, a_ks, depth, b + c, ldb, wr + c, ldw);
-    switch ((ldv - c) / W<T>) {
-      case 2: product_block<PR, 2>(ar, a_rs, a_ks, depth, b + c, ldb, wr + c, ldw); break;
-      case 1: product_block<PR, 1>(ar, a_rs, a_ks, depth, b + c, ldb, wr + c, ldw); break;
-      default: break;
-    }
+// Rows [0, R) of product(): blocks of PV vectors of columns, then what is left, a last 3 + 1 vectors as all
+// four vectors for each half of the rows, the two halves taking turns over chunks of the depth whose rows
+// of B (16 KiB) the second half then reads from L1. (A block of one vector next to wider ones is bound by
+// its broadcasts; as 2 + 2, each entry of A is read in two sweeps, and without the chunks B's rows twice
+// from L2: at N = 16,000 on Zen 4, a dense pass took 0.178 s so at b = 32 (AVX-512), against 0.169 s in
+// halves; at b = 16 in AVX2 1.07× the time of the loops it replaced without the chunks, 1.01× with them.)
+// A slab's depth (at most 64) is one chunk, so the sums of a column of a kernel block run in the same order
+// whatever block it falls in; a deeper product's four-vector block adds its sums to W chunk by chunk.
+template <int R, class T, class S>
+inline void product_rows(const S* a, Index a_rs, Index a_ks, Index depth, const T* b, Index ldb, double* w, Index ldw,
+                         Index ldv) {
+  static_assert(PV == 3, "what is left is split for blocks of three vectors");
+  constexpr Index chunk = 16384 / (4 * simd::kBytes);
+  static_assert(chunk >= kSlab<float>, "a slab is one chunk");
+  Index c = 0, left = ldv / kLanes<T>;
+  for (; left > PV && left != PV + 1; left -= PV, c += PV * kLanes<T>)
+    product_block<R, PV>(a, a_rs, a_ks, depth, b + c, ldb, w + c, ldw);
+  switch (left) {
+    case 4:
+      if constexpr (R % 2 == 0) {
+        for (Index k0 = 0; k0 < depth; k0 += chunk) {
+          const Index kd = std::min(chunk, depth - k0);
+          const S* ak = a + k0 * a_ks;
+          const T* bk = b + k0 * ldb + c;
+          product_block<R / 2, 4>(ak, a_rs, a_ks, kd, bk, ldb, w + c, ldw);
+          product_block<R / 2, 4>(ak + R / 2 * a_rs, a_rs, a_ks, kd, bk, ldb, w + R / 2 * ldw + c, ldw);
+        }
+      } else {
+        product_block<R, 4>(a, a_rs, a_ks, depth, b + c, ldb, w + c, ldw);
+      }
+      break;
+    case 3: product_block<R, 3>(a, a_rs, a_ks, depth, b + c, ldb, w + c, ldw); break;
+    case 2: product_block<R, 2>(a, a_rs, a_ks, depth, b + c, ldb, w + c, ldw); break;
+    case 1: product_block<R, 1>(a, a_rs, a_ks, depth, b + c, ldb, w + c, ldw); break;
+    default: break;
   }
 }
 
-// Both products of an off-diagonal slab in one sweep, each entry read once: for R rows of the slab from
+// Whether product_rows() keeps fewer than R·PV sums in registers for a block of `vectors` vectors: one or
+// two vectors, or four in two blocks of half the rows.
+constexpr bool narrow_blocks(Index vectors) { return vectors <= 2 || vectors == PV + 1; }
+
+// W[rows × ldv] += A·B over all of B's ldv columns (a multiple of kLanes<T>), for any depth: a slab of kernel
+// entries (kernel_block.hpp) or rows of a dense matrix (dense_operator.hpp). Blocks of PR rows; where
+// product_rows() would keep fewer sums (narrow_blocks: b <= 8 or 9 .. 16 in double on AVX2) blocks of
+// PR_NARROW rows instead (then PR for what is left), so that they too keep 12 sums in flight. Rows past
+// the last whole block of PR (a dense matrix's last rows; a slab has none) one at a time.
+template <class T, class S>
+inline void product(const S* a, Index a_rs, Index a_ks, Index rows, Index depth, const T* b, Index ldb, double* w,
+                    Index ldw, Index ldv, const char* ahead = nullptr, Index ahead_bytes = 0) {
+  const Index whole = rows - rows % PR;
+  SlabPrefetch prefetch{ahead, ahead_bytes, rows};
+  Index r = 0;
+  if (narrow_blocks(ldv / kLanes<T>)) {
+    Index narrow = whole / PR_NARROW * PR_NARROW;
+    while ((whole - narrow) % PR != 0) narrow -= PR_NARROW;
+    for (; r < narrow; r += PR_NARROW) {
+      prefetch(r + PR_NARROW);
+      product_rows<PR_NARROW>(a + r * a_rs, a_rs, a_ks, depth, b, ldb, w + r * ldw, ldw, ldv);
+    }
+  }
+  for (; r < whole; r += PR) {
+    prefetch(r + PR_NARROW);
+    product_rows<PR>(a + r * a_rs, a_rs, a_ks, depth, b, ldb, w + r * ldw, ldw, ldv);
+  }
+  for (; r < rows; ++r) product_rows<1>(a + r * a_rs, a_rs, a_ks, depth, b, ldb, w + r * ldw, ldw, ldv);
+}
+
+// Both products of an off-diagonal block in one sweep, each entry read once: for R rows of the block from
 // `a` (row-major, leading dimension lda) and its `depth` columns,
 //   wi[r] += Σ_j a[r, j] vj[j]   (the sums over j in registers, added to wi at the end) and
-//   col[j] += a[r, j] vi[r]      (the mirrored sums, one per column, in an L1 buffer of the whole slab),
-// over one slice of NVp vectors of the block (vi, vj, col in T; wi in double; leading dimension ldv for
-// vi, vj, wi, NVp·W for col). The columns' chains are independent, so their FMAs overlap. Every sum runs
-// in the order of the two-sweep product() (j ascending for wi, rows ascending for col), so both give the
-// same numbers; one broadcast of an entry here feeds both products' FMAs.
+//   col[j] += a[r, j] vi[r]      (the mirrored sums, one per column, kept in memory: a slab's L1 buffer, or
+//                                 W_J itself for a deeper block),
+// over one slice of NVp vectors of the block (vi, vj, col in T; wi in double; all with leading dimension
+// ldv). The columns' chains are independent, so their FMAs overlap. One broadcast of an entry feeds both
+// products' FMAs. With the buffer (a slab), every sum runs in the order of the two-sweep product() (j
+// ascending for wi, rows ascending for col), so both give the same numbers.
 template <int R, int NVp, class T, class S>
 inline void symmetric_block(const S* a, Index lda, Index depth, const T* vi, const T* vj, Index ldv, double* wi,
                             T* col) {
-  V<T> acc[R][NVp], x[R][NVp];
+  Vec<T> acc[R][NVp], x[R][NVp];
 #pragma GCC unroll 8
   for (int r = 0; r < R; ++r)
 #pragma GCC unroll 2
     for (int v = 0; v < NVp; ++v) {
-      acc[r][v] = V<T>{};
-      x[r][v] = simd::load(vi + r * ldv + v * W<T>);
+      acc[r][v] = Vec<T>{};
+      x[r][v] = simd::load(vi + r * ldv + v * kLanes<T>);
     }
   for (Index j = 0; j < depth; ++j) {
-    V<T> bv[NVp], c[NVp];
+    Vec<T> bv[NVp], c[NVp];
 #pragma GCC unroll 2
     for (int v = 0; v < NVp; ++v) {
-      bv[v] = simd::load(vj + j * ldv + v * W<T>);
-      c[v] = simd::load(col + j * NVp * W<T> + v * W<T>);
+      bv[v] = simd::load(vj + j * ldv + v * kLanes<T>);
+      c[v] = simd::load(col + j * ldv + v * kLanes<T>);
     }
 #pragma GCC unroll 8
     for (int r = 0; r < R; ++r) {
-      const V<T> av = broadcast_entry<T>(a + r * lda + j);
+      const Vec<T> av = broadcast_entry<T>(a + r * lda + j);
 #pragma GCC unroll 2
       for (int v = 0; v < NVp; ++v) {
         acc[r][v] += av * bv[v];
@@ -309,110 +338,127 @@ inline void symmetric_block(const S* a, Index lda, Index depth, const T* vi, con
       }
     }
 #pragma GCC unroll 2
-    for (int v = 0; v < NVp; ++v) simd::store(col + j * NVp * W<T> + v * W<T>, c[v]);
+    for (int v = 0; v < NVp; ++v) simd::store(col + j * ldv + v * kLanes<T>, c[v]);
   }
 #pragma GCC unroll 8
   for (int r = 0; r < R; ++r)
 #pragma GCC unroll 2
-    for (int v = 0; v < NVp; ++v) add_to<T>(wi + r * ldv + v * W<T>, acc[r][v]);
+    for (int v = 0; v < NVp; ++v) add_to<T>(wi + r * ldv + v * kLanes<T>, acc[r][v]);
 }
 
-// Whether symmetric_product handles a block of ldv columns: one or two vectors (b <= 8 in double on AVX2,
-// b <= 16 on AVX-512), the memory-bound passes over a stored kernel; wider blocks take two sweeps.
+// Whether symmetric_product handles a slab's block of ldv columns: one or two vectors (b <= 8 in double on
+// AVX2, b <= 16 on AVX-512), the memory-bound passes over a stored kernel; wider blocks take two sweeps.
 template <class T>
 constexpr bool symmetric_fits(Index ldv) {
-  return ldv / W<T> <= 2;
+  return ldv / kLanes<T> <= 2;
 }
 
 // Rows per block of symmetric_block: R·NVp sums and R·NVp rows of V_I in registers.
 constexpr int SR = simd::kBytes == 64 ? 8 : 4;
 
-// An off-diagonal slab's W_I += A·V_J and W_J += Aᵀ·V_I (A: rows × depth <= kSlab, row-major, leading
-// dimension lda) in one sweep; the mirrored sums are added to W_J once, at the end, as product() adds its
-// own. `ahead` as in product().
+// Rows [0, R) of symmetric_product: its columns in slices of up to two vectors.
+template <int R, class T, class S>
+inline void symmetric_rows(const S* a, Index lda, Index depth, const T* vi, const T* vj, Index ldv, double* wi,
+                           T* col) {
+  for (Index c = 0; c < ldv; c += 2 * kLanes<T>) {
+    if (ldv - c >= 2 * kLanes<T>) symmetric_block<R, 2>(a, lda, depth, vi + c, vj + c, ldv, wi + c, col + c);
+    else symmetric_block<R, 1>(a, lda, depth, vi + c, vj + c, ldv, wi + c, col + c);
+  }
+}
+
+// An off-diagonal block's W_I += A·V_J and W_J += Aᵀ·V_I (A: rows × depth, row-major, leading dimension
+// lda) in one sweep. A kernel slab's (depth <= kSlab, symmetric_fits(ldv)) mirrored sums go to an L1
+// buffer, added to W_J once at the end, as product() adds its own; a deeper or wider block (rows of a
+// dense matrix, thousands of columns; T double) adds them straight into W_J, whose rows stay in cache
+// from one block of rows to the next. Rows in blocks of SR, the last ones (none in a slab) one at a time;
+// columns in slices of up to two vectors. `ahead` as in product().
 template <class T, class S>
 inline void symmetric_product(const S* a, Index lda, Index rows, Index depth, const T* vi, const T* vj, double* wi,
                               double* wj, Index ldv, const char* ahead = nullptr, Index ahead_bytes = 0) {
   constexpr Index most = kSlab<S> * 2 * simd::kBytes / Index(sizeof(T));
-  alignas(64) T col[most];
-  const int vectors = static_cast<int>(ldv / W<T>);
-  std::fill(col, col + depth * vectors * W<T>, T(0));
-  SlabPrefetch prefetch{ahead, ahead_bytes, rows};
-  for (Index r = 0; r < rows; r += SR) {
-    prefetch(r + SR);
-    if (vectors == 2)
-      symmetric_block<SR, 2>(a + r * lda, lda, depth, vi + r * ldv, vj, ldv, wi + r * ldv, col);
-    else
-      symmetric_block<SR, 1>(a + r * lda, lda, depth, vi + r * ldv, vj, ldv, wi + r * ldv, col);
+  alignas(64) T buffer[most];
+  T* col = buffer;
+  if constexpr (std::is_same_v<T, double>) {
+    if (depth > kSlab<S> || !symmetric_fits<T>(ldv)) col = wj;
   }
-  for (Index j = 0; j < depth; ++j)
-    for (int v = 0; v < vectors; ++v) add_to<T>(wj + j * ldv + v * W<T>, simd::load(col + (j * vectors + v) * W<T>));
+  if (col == buffer) std::fill(col, col + depth * ldv, T(0));
+  SlabPrefetch prefetch{ahead, ahead_bytes, rows};
+  const Index whole = rows - rows % SR;
+  Index r = 0;
+  for (; r < whole; r += SR) {
+    prefetch(r + SR);
+    symmetric_rows<SR>(a + r * lda, lda, depth, vi + r * ldv, vj, ldv, wi + r * ldv, col);
+  }
+  for (; r < rows; ++r) symmetric_rows<1>(a + r * lda, lda, depth, vi + r * ldv, vj, ldv, wi + r * ldv, col);
+  if (col == buffer)
+    for (Index j = 0; j < depth; ++j)
+      for (Index c = 0; c < ldv; c += kLanes<T>) add_to<T>(wj + j * ldv + c, simd::load(col + j * ldv + c));
 }
 
-// W<T> consecutive entries of a slab's row as a vector of T (float entries widened when T is double).
+// kLanes<T> consecutive entries of a slab's row as a vector of T (float entries widened when T is double).
 template <class T, class S>
-inline V<T> load_entries(const S* a) {
+inline Vec<T> load_entries(const S* a) {
   if constexpr (std::is_same_v<T, S>) {
     return simd::load(a);
   } else {
-    typedef S Entries __attribute__((vector_size(W<T> * sizeof(S)), aligned(sizeof(S))));
-    return __builtin_convertvector(*reinterpret_cast<const Entries*>(a), V<T>);
+    typedef S Entries __attribute__((vector_size(kLanes<T> * sizeof(S)), aligned(sizeof(S))));
+    return __builtin_convertvector(*reinterpret_cast<const Entries*>(a), Vec<T>);
   }
 }
 
 // The lanes of v added in lane order, in double.
 template <class T>
-inline double lane_sum(V<T> v) {
+inline double lane_sum(Vec<T> v) {
   double s = static_cast<double>(v[0]);
 #pragma GCC unroll 16
-  for (int l = 1; l < W<T>; ++l) s += static_cast<double>(v[l]);
+  for (int l = 1; l < kLanes<T>; ++l) s += static_cast<double>(v[l]);
   return s;
 }
 
 // A slab's products with a block of one vector (ldv = 1: not padded to whole vectors; depth a multiple of G,
 // as a whole slab's is):
 //   wi[r] += Σ_j a[r, j] vj[j]   and, when wj is given (an off-diagonal slab), wj[j] += Σ_r a[r, j] vi[r],
-// along the rows of the slab, G = C·W<T> entries of a row at a time: the G entries' products with vj summed
-// in the W<T> lanes of one vector (lane l takes the entries j0 + l, j0 + W + l, …), whose lanes are then
-// added to wi[r] in order; the G mirrored sums kept in C vectors over all the rows, added to wj once. Each
-// entry costs half an FMA per product, where a padded block (products with ldv >= 8 columns) costs one per
-// padded vector. The sums' order is fixed by the slab's shape alone: deterministic, independent of threads,
-// but not the order of a wider block's product(), so the last bits of a one-vector product may differ from
-// the same column's in a wider block.
+// along the rows of the slab, G = C·kLanes<T> entries of a row at a time: the G entries' products with vj
+// summed in the kLanes<T> lanes of one vector (lane l takes the entries j0 + l, j0 + kLanes<T> + l, …),
+// whose lanes are then added to wi[r] in order; the G mirrored sums kept in C vectors over all the rows,
+// added to wj once. Each entry costs half an FMA per product, where a padded block (products with ldv >= 8
+// columns) costs one per padded vector. The sums' order is fixed by the slab's shape alone: deterministic,
+// independent of threads, but not the order of a wider block's product(), so the last bits of a one-vector
+// product may differ from the same column's in a wider block.
 template <class T, class S>
 inline void one_vector_product(const S* a, Index lda, Index rows, Index depth, const T* vi, const T* vj, double* wi,
                                double* wj, const char* ahead = nullptr, Index ahead_bytes = 0) {
-  constexpr int C = std::min<int>(4, kSlab<S> / W<T>);
-  constexpr Index G = C * W<T>;
+  constexpr int C = std::min<int>(4, kSlab<S> / kLanes<T>);
+  constexpr Index G = C * kLanes<T>;
   SlabPrefetch prefetch{ahead, ahead_bytes, rows};
   for (Index j0 = 0; j0 < depth; j0 += G) {
-    V<T> x[C], col[C];
+    Vec<T> x[C], col[C];
 #pragma GCC unroll 4
     for (int c = 0; c < C; ++c) {
-      x[c] = simd::load(vj + j0 + c * W<T>);
-      col[c] = V<T>{};
+      x[c] = simd::load(vj + j0 + c * kLanes<T>);
+      col[c] = Vec<T>{};
     }
     for (Index r = 0; r < rows; ++r) {
       if (j0 == 0) prefetch(r + 1);
       const S* ar = a + r * lda + j0;
-      V<T> e = load_entries<T>(ar), acc = e * x[0];
+      Vec<T> e = load_entries<T>(ar), acc = e * x[0];
       if (wj) {
-        const V<T> xi = simd::broadcast(vi[r]);
+        const Vec<T> xi = simd::broadcast(vi[r]);
         col[0] += e * xi;
 #pragma GCC unroll 4
         for (int c = 1; c < C; ++c) {
-          e = load_entries<T>(ar + c * W<T>);
+          e = load_entries<T>(ar + c * kLanes<T>);
           acc += e * x[c];
           col[c] += e * xi;
         }
       } else {
 #pragma GCC unroll 4
-        for (int c = 1; c < C; ++c) acc += load_entries<T>(ar + c * W<T>) * x[c];
+        for (int c = 1; c < C; ++c) acc += load_entries<T>(ar + c * kLanes<T>) * x[c];
       }
       wi[r] += lane_sum<T>(acc);
     }
     if (wj)
-      for (int c = 0; c < C; ++c) add_to<T>(wj + j0 + c * W<T>, col[c]);
+      for (int c = 0; c < C; ++c) add_to<T>(wj + j0 + c * kLanes<T>, col[c]);
   }
 }
 

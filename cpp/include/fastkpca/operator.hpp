@@ -1,9 +1,9 @@
 // The runtime operator: "multiply by A" for the solvers, whatever A's storage.
 //
 // Every storage mode (a dense matrix, the packed triangle, cached or recomputed kernel tiles), every view
-// (centered H·A·H, shifted A + αI, normalised S·(A − diag a)·S) and every foreign operator (a Python object with `matmat`, a
-// distributed one) is one subclass of Operator. The solvers (block_lanczos.hpp) take an Operator and
-// never know the storage; the bindings expose this one class.
+// (centered H·A·H, shifted A + αI, normalised S·(A − diag a)·S) and every foreign operator (a Python object
+// with `matmat`, a distributed one) is one subclass of Operator. The solvers (block_lanczos.hpp) take an
+// Operator and never know the storage; the bindings expose this one class.
 //
 // An operator is symmetric: A·1 gives both its row and its column sums.
 #pragma once
@@ -104,8 +104,7 @@ class CenteredOperator final : public Operator {
   explicit CenteredOperator(OperatorPtr inner) : inner_(std::move(inner)) {}
   Index rows() const override { return inner_->rows(); }
 
-  void apply(const ColMatrix<double>& v, ColMatrix<double>& w, Interrupt& interrupt,
-             Products products) const override {
+  void apply(const ColMatrix<double>& v, ColMatrix<double>& w, Interrupt& interrupt, Products products) const override {
     const double n = static_cast<double>(rows());
     ColMatrix<double> u = v.rowwise() - v.colwise().sum() / n;
     inner_->apply(u, w, interrupt, products);
@@ -134,8 +133,7 @@ class ShiftedOperator final : public Operator {
   ShiftedOperator(OperatorPtr inner, double alpha) : inner_(std::move(inner)), alpha_(alpha) {}
   Index rows() const override { return inner_->rows(); }
 
-  void apply(const ColMatrix<double>& v, ColMatrix<double>& w, Interrupt& interrupt,
-             Products products) const override {
+  void apply(const ColMatrix<double>& v, ColMatrix<double>& w, Interrupt& interrupt, Products products) const override {
     inner_->apply(v, w, interrupt, products);
     w += alpha_ * v;
   }
@@ -159,7 +157,6 @@ class ShiftedOperator final : public Operator {
   double alpha_;
 };
 
-
 // S·(A − diag(a))·S with S = diag(s), applied without forming it: W = s ⊙ A·(s ⊙ V) − (s² ⊙ a) ⊙ V, O(n·b)
 // extra per pass. With a = A's diagonal and s = d^(-1/2), d = A·1 − a the degrees of the graph whose
 // weights are A's off-diagonal entries, it is the normalised affinity D^(-1/2) (A − diag A) D^(-1/2) of
@@ -168,15 +165,13 @@ class ShiftedOperator final : public Operator {
 class NormalizedOperator final : public Operator {
  public:
   NormalizedOperator(OperatorPtr inner, Eigen::VectorXd scale, Eigen::VectorXd diagonal)
-      : inner_(std::move(inner)), scale_(std::move(scale)),
-        diagonal_(scale_.array().square() * diagonal.array()) {
+      : inner_(std::move(inner)), scale_(std::move(scale)), diagonal_(scale_.array().square() * diagonal.array()) {
     if (scale_.size() != inner_->rows() || diagonal.size() != inner_->rows())
       throw std::invalid_argument("NormalizedOperator: scale and diagonal must have one entry per row");
   }
   Index rows() const override { return inner_->rows(); }
 
-  void apply(const ColMatrix<double>& v, ColMatrix<double>& w, Interrupt& interrupt,
-             Products products) const override {
+  void apply(const ColMatrix<double>& v, ColMatrix<double>& w, Interrupt& interrupt, Products products) const override {
     ColMatrix<double> u = scale_.asDiagonal() * v;
     inner_->apply(u, w, interrupt, products);
     w = scale_.asDiagonal() * w;

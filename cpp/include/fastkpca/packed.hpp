@@ -26,7 +26,8 @@ static_assert(kPackedTile % kSlab<double> == 0 && kPackedTile % kSlab<float> == 
 // First element of slab (a, b) inside a tile.
 template <class S>
 constexpr Index slab_offset(Index a, Index b) {
-  return (a * (kPackedTile / kSlab<S>) + b) * kSlab<S> * kSlab<S>;
+  constexpr Index per_row = kPackedTile / kSlab<S>;  // slabs per row of slabs
+  return (a * per_row + b) * kSlab<S> * kSlab<S>;
 }
 
 // Tiles per side of the packed form of an n×n matrix.
@@ -40,7 +41,9 @@ inline Index packed_size(Index n) { return packed_prefix_size(packed_tiles(n)); 
 
 // Elements of a rectangular block of whole tiles (a cross block k(A, B) kept tile by tile, tile (I, J) at
 // (I·col_tiles + J)·T²).
-inline Index tiled_block_size(Index row_tiles, Index col_tiles) { return row_tiles * col_tiles * kPackedTile * kPackedTile; }
+inline Index tiled_block_size(Index row_tiles, Index col_tiles) {
+  return row_tiles * col_tiles * kPackedTile * kPackedTile;
+}
 
 // First element of tile (I, J), J <= I.
 inline Index packed_tile_offset(Index I, Index J) { return (I * (I + 1) / 2 + J) * kPackedTile * kPackedTile; }

@@ -2,8 +2,8 @@
 //
 // One vector type per ISA build, through GCC/Clang vector extensions: 64 bytes (AVX-512: the v4 module,
 // compiled with -mprefer-vector-width=512), 32 bytes (AVX2 + FMA: v3) or 16 bytes (SSE2: baseline, and
-// the portable generic build). Vec<S> holds W<S> elements of S; a*b + c contracts to a fused multiply-add
-// where the ISA has one (GCC's default -ffp-contract=fast; -ffast-math is never used).
+// the portable generic build). Vec<S> holds kLanes<S> elements of S; a*b + c contracts to a fused
+// multiply-add where the ISA has one (GCC's default -ffp-contract=fast; -ffast-math is never used).
 #pragma once
 
 #include <cstdint>
@@ -26,42 +26,55 @@ constexpr int kBytes = 16;
 #endif
 
 template <class S>
-constexpr int W = kBytes / static_cast<int>(sizeof(S));
+constexpr int kLanes = kBytes / static_cast<int>(sizeof(S));
 
 template <class S>
 struct Types;
 template <>
 struct Types<double> {
-  typedef double V __attribute__((vector_size(kBytes)));
-  typedef double U __attribute__((vector_size(kBytes), aligned(8)));  // for unaligned loads and stores
-  typedef std::uint64_t I __attribute__((vector_size(kBytes)));
+  typedef double Vector __attribute__((vector_size(kBytes)));
+  typedef double Unaligned __attribute__((vector_size(kBytes), aligned(8)));  // for unaligned loads and stores
+  typedef std::uint64_t Bits __attribute__((vector_size(kBytes)));
 };
 template <>
 struct Types<float> {
-  typedef float V __attribute__((vector_size(kBytes)));
-  typedef float U __attribute__((vector_size(kBytes), aligned(4)));
-  typedef std::uint32_t I __attribute__((vector_size(kBytes)));
+  typedef float Vector __attribute__((vector_size(kBytes)));
+  typedef float Unaligned __attribute__((vector_size(kBytes), aligned(4)));
+  typedef std::uint32_t Bits __attribute__((vector_size(kBytes)));
 };
 
 template <class S>
-using Vec = typename Types<S>::V;
+using Vec = typename Types<S>::Vector;
 template <class S>
-using IVec = typename Types<S>::I;
+using IVec = typename Types<S>::Bits;
 
 template <class S>
 inline Vec<S> load(const S* p) {
-  return *reinterpret_cast<const typename Types<S>::U*>(p);
+  return *reinterpret_cast<const typename Types<S>::Unaligned*>(p);
 }
 template <class S>
 inline void store(S* p, Vec<S> v) {
-  *reinterpret_cast<typename Types<S>::U*>(p) = v;
+  *reinterpret_cast<typename Types<S>::Unaligned*>(p) = v;
 }
+// s in every lane: one broadcast instruction (GCC turns a loop over the lanes of a 64-byte vector into one
+// masked broadcast per lane; an addition to a zero vector would turn -0.0 into +0.0, and cost an add).
 template <class S>
 inline Vec<S> broadcast(S s) {
-  Vec<S> v;  // every lane s (an addition to a zero vector would turn -0.0 into +0.0, and cost an add)
+#if defined(__AVX512F__)
+  if constexpr (std::is_same_v<S, double>) return (Vec<S>)(_mm512_set1_pd(s));
+  else return (Vec<S>)(_mm512_set1_ps(s));
+#elif defined(__AVX__)
+  if constexpr (std::is_same_v<S, double>) return (Vec<S>)(_mm256_set1_pd(s));
+  else return (Vec<S>)(_mm256_set1_ps(s));
+#elif defined(__SSE2__)
+  if constexpr (std::is_same_v<S, double>) return (Vec<S>)(_mm_set1_pd(s));
+  else return (Vec<S>)(_mm_set1_ps(s));
+#else
+  Vec<S> v;
 #pragma GCC unroll 16
-  for (int i = 0; i < W<S>; ++i) v[i] = s;
+  for (int i = 0; i < kLanes<S>; ++i) v[i] = s;
   return v;
+#endif
 }
 
 // Bits of a vector as unsigned integers of the same width (shifts defined for every value), and back.
@@ -108,7 +121,7 @@ inline bool any(IVec<S> mask) {
   else return _mm_movemask_ps((__m128)mask) != 0;
 #else
   bool set = false;
-  for (int i = 0; i < W<S>; ++i) set |= mask[i] != 0;
+  for (int i = 0; i < kLanes<S>; ++i) set |= mask[i] != 0;
   return set;
 #endif
 }
@@ -145,7 +158,6 @@ namespace detail {
 // exp() below.
 template <class S>
 inline Vec<S> exp_reduced(Vec<S> xc) {
-  using V = Vec<S>;
   constexpr bool is_double = std::is_same_v<S, double>;
   const S log2e = S(1.4426950408889634074);
   const S ln2_hi = is_double ? S(6.93145751953125e-1) : S(6.93359375e-1f);
@@ -154,13 +166,13 @@ inline Vec<S> exp_reduced(Vec<S> xc) {
   // n + bias in the low mantissa bits.
   const S shifter = is_double ? S(6755399441055744.0 + 1023.0) : S(12582912.0f + 127.0f);
   constexpr int mantissa = is_double ? 52 : 23;
-  const V t = xc * log2e + shifter;
-  const V n = t - shifter;
-  const V r = (xc - n * ln2_hi) - n * ln2_lo;
+  const Vec<S> t = xc * log2e + shifter;
+  const Vec<S> n = t - shifter;
+  const Vec<S> r = (xc - n * ln2_hi) - n * ln2_lo;
   // e^r = 1 + r + r²·q(r), q the Chebyshev interpolant of (e^r - 1 - r)/r² on [-ln2/2, ln2/2] (degree 9 in
   // double, 4 in float; tests/test_micro_kernel.py): 1.7e-17 (1.0e-8 in float) relative at most, below a
   // fifth of an ulp.
-  V p;
+  Vec<S> p;
   if constexpr (is_double) {
     p = broadcast<S>(S(2.510037583256123366e-8));
     p = p * r + S(2.762007587998336659e-7);
@@ -200,25 +212,23 @@ constexpr S exp_hi = std::is_same_v<S, double> ? S(709.0) : S(88.0f);
 // x = n·ln2 + r with n = round(x/ln2) and |r| <= ln2/2, r computed with ln2 split in two parts (Cody and
 // Waite: the first has 14 (9) significant bits, so n·ln2_hi is exact for every n used); exp(r) by a
 // polynomial of degree 11 (6 in float) in Horner's form (exp_reduced), then times 2^n built in the exponent
-// bits. n is rounded by
-// adding 1.5·2^52 (1.5·2^23), whose low mantissa bits then hold n plus the exponent bias. Measured
-// against exp in extended precision over the whole range (tests/test_micro_kernel.py): at most 1 ulp in double, 1 in float.
+// bits. n is rounded by adding 1.5·2^52 (1.5·2^23), whose low mantissa bits then hold n plus the exponent
+// bias. Measured against exp in extended precision over the whole range (tests/test_micro_kernel.py): at
+// most 1 ulp in double, 1 in float.
 template <class S>
 inline Vec<S> exp(Vec<S> x) {
-  using V = Vec<S>;
-  const V lo = broadcast<S>(detail::exp_lo<S>);
-  const V result = detail::exp_reduced<S>(max<S>(min<S>(x, broadcast<S>(detail::exp_hi<S>)), lo));
-  return x < lo ? V{} : (x == x ? result : x);  // flushed below the smallest normal result; NaN stays NaN
+  const Vec<S> lo = broadcast<S>(detail::exp_lo<S>);
+  const Vec<S> result = detail::exp_reduced<S>(max<S>(min<S>(x, broadcast<S>(detail::exp_hi<S>)), lo));
+  return x < lo ? Vec<S>{} : (x == x ? result : x);  // flushed below the smallest normal result; NaN stays NaN
 }
 
 // exp(x) for x <= 0 and not NaN, the kernels' arguments: the same values as exp, three operations fewer.
 template <class S>
 inline Vec<S> exp_nonpositive(Vec<S> x) {
-  using V = Vec<S>;
-  const V lo = broadcast<S>(detail::exp_lo<S>);
+  const Vec<S> lo = broadcast<S>(detail::exp_lo<S>);
   // Below lo the reduction's n leaves its range and the product is garbage (even NaN for -inf): the
   // selection throws it away.
-  return x < lo ? V{} : detail::exp_reduced<S>(x);
+  return x < lo ? Vec<S>{} : detail::exp_reduced<S>(x);
 }
 
 }  // namespace fastkpca::simd

@@ -29,11 +29,8 @@ struct SparseRows {
 
   SparseRows() = default;
   explicit SparseRows(const SparseView<S>& v)
-      : indptr(v.indptr, v.indptr + v.rows + 1),
-        indices(v.indices + v.indptr[0], v.indices + v.indptr[v.rows]),
-        values(v.values + v.indptr[0], v.values + v.indptr[v.rows]),
-        rows(v.rows),
-        cols(v.cols) {
+      : indptr(v.indptr, v.indptr + v.rows + 1), indices(v.indices + v.indptr[0], v.indices + v.indptr[v.rows]),
+        values(v.values + v.indptr[0], v.values + v.indptr[v.rows]), rows(v.rows), cols(v.cols) {
     const std::int64_t first = indptr[0];
     for (auto& p : indptr) p -= first;  // a view of a slice of rows starts where it starts
   }

@@ -108,10 +108,10 @@ inline std::uint64_t next_sparse_block_id() {
 template <class S, class Kernel, class Op>
 void finish_stored_row(const Kernel& kernel, const Op& op, S* row, Index count, Index i0, Index j0) {
   for (Index c = 0; c < count; c += micro::NR<S>) {
-    micro::V<S> acc[1][micro::NV];
-    for (int v = 0; v < micro::NV; ++v) acc[0][v] = simd::load(row + c + v * micro::W<S>);
+    micro::Vec<S> acc[1][micro::NV];
+    for (int v = 0; v < micro::NV; ++v) acc[0][v] = simd::load(row + c + v * micro::kLanes<S>);
     kernel.finish(acc, i0, j0 + c, op);
-    for (int v = 0; v < micro::NV; ++v) simd::store(row + c + v * micro::W<S>, acc[0][v]);
+    for (int v = 0; v < micro::NV; ++v) simd::store(row + c + v * micro::kLanes<S>, acc[0][v]);
   }
 }
 
@@ -168,10 +168,8 @@ class SparseKernelTilesOf final : public KernelTiles<S> {
     if (!diagonal) return;
     for (Index r = 0; r < ni; ++r) {
       for (Index c = 0; c < r; ++c) out[c * B + r] = out[r * B + c];
-      if (zero_diagonal_)
-        out[r * B + r] = S(0);
-      else if (unit_diagonal_)
-        out[r * B + r] = S(1);
+      if (zero_diagonal_) out[r * B + r] = S(0);
+      else if (unit_diagonal_) out[r * B + r] = S(1);
     }
   }
 
@@ -229,10 +227,8 @@ class SparseKernelTilesOf final : public KernelTiles<S> {
              node = s.next[static_cast<std::size_t>(node)]) {
           const double u = s.value[static_cast<std::size_t>(node)];
           double& a = s.acc[static_cast<std::size_t>(s.row[static_cast<std::size_t>(node)] * B + c)];
-          if constexpr (kForm == SparseForm::l1)
-            a += std::abs(u - w) - std::abs(u) - std::abs(w);
-          else
-            a += u * w;
+          if constexpr (kForm == SparseForm::l1) a += std::abs(u - w) - std::abs(u) - std::abs(w);
+          else a += u * w;
         }
       }
   }
@@ -251,10 +247,8 @@ class SparseKernelTilesOf final : public KernelTiles<S> {
 
   // The accumulator of (x_i, x_i).
   double self_form(Index i) const {
-    if constexpr (kForm == SparseForm::dot)
-      return op_.x_sq[static_cast<std::size_t>(i)];
-    else
-      return 0.0;
+    if constexpr (kForm == SparseForm::dot) return op_.x_sq[static_cast<std::size_t>(i)];
+    else return 0.0;
   }
 
   SparseOperands<S> op_;

@@ -56,13 +56,10 @@ class TiledKernelOperator final : public Operator {
     return PassCost{kept * sizeof(S), all - kept, 4.0 * all * ldv};
   }
 
-  void apply(const ColMatrix<double>& v, ColMatrix<double>& w, Interrupt& interrupt,
-             Products products) const override {
+  void apply(const ColMatrix<double>& v, ColMatrix<double>& w, Interrupt& interrupt, Products products) const override {
     // The row sums (the centering's means) are always found in float64: a pass that finds them is one.
-    if (std::is_same_v<S, float> && products == Products::float32 && row_sums_known())
-      pass<float>(v, w, interrupt);
-    else
-      pass<double>(v, w, interrupt);
+    if (std::is_same_v<S, float> && products == Products::float32 && row_sums_known()) pass<float>(v, w, interrupt);
+    else pass<double>(v, w, interrupt);
   }
 
  private:
