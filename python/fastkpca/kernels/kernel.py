@@ -70,7 +70,7 @@ class Kernel:
         kernel or a graph affinity).
     symmetric : bool
         K(X, X) is exactly symmetric (a precomputed matrix is checked; ``asymmetry`` is its largest
-        |K - Kᵀ|).
+        entry of ``abs(K - K.T)``).
     asymmetry : float
         See ``symmetric``.
     threads : int
