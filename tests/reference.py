@@ -46,6 +46,13 @@ def kernel(X, Y=None, kernel="linear", gamma=None, degree=3, coef0=1.0):
         return np.exp(-gamma * sq_distances(X, Y))
     if kernel == "laplacian":
         return np.exp(-gamma * l1_distances(X, Y))
+    if kernel in ("matern12", "matern32", "matern52"):  # of r = √gamma |x - y| (scikit-learn's Matern, ℓ = 1/√gamma)
+        s = np.sqrt({"matern12": 1.0, "matern32": 3.0, "matern52": 5.0}[kernel] * gamma * sq_distances(X, Y))
+        if kernel == "matern12":
+            return np.exp(-s)
+        if kernel == "matern32":
+            return (1 + s) * np.exp(-s)
+        return (1 + s + s**2 / 3) * np.exp(-s)
     if kernel == "cosine":
         return unit_rows(X) @ unit_rows(Y).T
     raise ValueError(kernel)

@@ -249,7 +249,8 @@ def test_bad_arguments():
         fastkpca.gram(X, kernel="rbf", gamma=float("nan"))
     with pytest.raises(ValueError, match="degree"):
         fastkpca.gram(X, kernel="poly", degree=-1)
-    with pytest.raises(ValueError, match="linear, poly, polynomial, rbf, laplacian, sigmoid, cosine"):
+    with pytest.raises(ValueError,
+                       match="linear, poly, polynomial, rbf, matern12, matern32, matern52, laplacian, sigmoid, cosine"):
         fastkpca.gram(X, kernel="gaussian")
     with pytest.raises(ValueError, match="n_jobs"):
         fastkpca.gram(X, n_jobs=0)

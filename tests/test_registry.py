@@ -43,7 +43,7 @@ def test_every_consumer_derives_its_list_from_the_registry():
     assert set(kernel_action.choices) == names
     # The native stub's Literal of kernel names (checked here since a stub cannot import the registry).
     stub = (Path(fastkpca.__file__).parent / "_core.pyi").read_text()
-    literal = re.search(r"_Kernel = Literal\[(.*?)\]", stub).group(1)
+    literal = re.search(r"_Kernel = Literal\[(.*?)\]", stub, re.DOTALL).group(1)
     assert set(re.findall(r'"(\w+)"', literal)) == names
     for name in names:  # and each name reaches the native dispatch
         fastkpca.gram(np.ones((2, 2)), kernel=name)
@@ -59,8 +59,12 @@ def test_the_backend_switch_covers_every_registry_kernel():
     patched = {kernel for (module, name), obj in table.items() if hasattr(obj, "__fastkpca_original__")
                and name != "pairwise_kernels" for kernel in [name]}
     expected = {"cosine_similarity" if s.name == "cosine" else next(
-        f"{n}_kernel" for n in (s.name, *s.aliases) if hasattr(skp, f"{n}_kernel")) for s in _registry.KERNELS.values()}
+        f"{n}_kernel" for n in (s.name, *s.aliases) if hasattr(skp, f"{n}_kernel")) for s in _registry.KERNELS.values()
+        if s.name == "cosine" or any(hasattr(skp, f"{n}_kernel") for n in (s.name, *s.aliases))}
     assert patched == expected
+    # the kernels scikit-learn has no function for (the Matern kernels: only its GP kernel object) are fastkpca's
+    assert {s.name for s in _registry.KERNELS.values() if s.name != "cosine" and not any(
+        hasattr(skp, f"{n}_kernel") for n in (s.name, *s.aliases))} == {"matern12", "matern32", "matern52"}
 
 
 def test_unknown_kernels_never_fall_through():

@@ -15,7 +15,8 @@ VERSION: str
 KERNELS: list[dict[str, object]]
 
 # Every name and alias of KERNELS (tests/test_registry.py checks this against the registry).
-_Kernel = Literal["linear", "poly", "polynomial", "rbf", "laplacian", "sigmoid", "cosine"]
+_Kernel = Literal["linear", "poly", "polynomial", "rbf", "matern12", "matern32", "matern52", "laplacian", "sigmoid",
+                  "cosine"]
 
 # The arithmetic of a pass's products: "float32" lets float32 kernel entries multiply in float32.
 _Products = Literal["float64", "float32"]

@@ -16,7 +16,10 @@
 #define FASTKPCA_KERNEL_LIST(X)                                        \
   X(linear, DotKernel, "", false, true, "")                            \
   X(poly, DotKernel, "gamma,degree,coef0", false, false, "polynomial") \
-  X(rbf, RbfKernel, "gamma", true, true, "")                           \
+  X(rbf, RadialKernel, "gamma", true, true, "")                        \
+  X(matern12, RadialKernel, "gamma", true, true, "")                   \
+  X(matern32, RadialKernel, "gamma", true, true, "")                   \
+  X(matern52, RadialKernel, "gamma", true, true, "")                   \
   X(laplacian, LaplacianKernel, "gamma", true, true, "")               \
   X(sigmoid, DotKernel, "gamma,coef0", false, false, "")               \
   X(cosine, DotKernel, "", false, true, "")

@@ -34,7 +34,7 @@ using micro::Accumulate;
 
 // The accumulator of a kernel entry computed from sparse rows x, y (sparse_tiles.hpp), in double before it is
 // rounded to S and finished by the kernel's finish: x·y; x·y − (|x|² + |y|²)/2 = −|x − y|²/2 (the rbf
-// kernel's folded accumulator, kernels.hpp's RbfKernel); or |x − y|₁ = |x|₁ + |y|₁ − Σ_k (|x_k| + |y_k| −
+// kernel's folded accumulator, kernels.hpp's RadialKernel); or |x − y|₁ = |x|₁ + |y|₁ − Σ_k (|x_k| + |y_k| −
 // |x_k − y_k|) over the columns k both rows have.
 enum class SparseForm { dot, half_negative_squared_distance, l1 };
 
@@ -206,12 +206,17 @@ struct DotKernel {
   }
 };
 
-// exp(-gamma |x - y|^2). The rows are folded so that the accumulator holds the exponent's argument: with
-// a_i = [x_i, -|x_i|²/2, 1] and b_j = [y_j, 1, -|y_j|²/2] (depth d + 2), Σ_k a_ik b_jk = -|x_i - y_j|²/2,
-// clipped at 0 (rounding can make it positive), and k = e^(2·gamma·acc).
+// Radial kernels, functions of the Euclidean distance: rbf, exp(-gamma |x - y|^2), and the Matern kernels of
+// r = √gamma |x - y| (gamma = 1/ℓ²; scikit-learn's Matern(length_scale=ℓ, nu)): ν = ½ e^(-r), ν = 3/2
+// (1 + √3 r) e^(-√3 r), ν = 5/2 (1 + √5 r + 5r²/3) e^(-√5 r). The rows are folded so that the accumulator
+// holds -d²/2: with a_i = [x_i, -|x_i|²/2, 1] and b_j = [y_j, 1, -|y_j|²/2] (depth d + 2),
+// Σ_k a_ik b_jk = -|x_i - y_j|²/2, clipped at 0 (rounding can make it positive); then rbf is e^(2·gamma·acc)
+// and a Matern kernel its function of r = √(-2·gamma·acc), in registers.
 template <class S, KernelKind K>
-struct RbfKernel {
-  static_assert(K == KernelKind::rbf, "RbfKernel evaluates the rbf kernel only");
+struct RadialKernel {
+  static_assert(K == KernelKind::rbf || K == KernelKind::matern12 || K == KernelKind::matern32 ||
+                    K == KernelKind::matern52,
+                "RadialKernel evaluates the rbf and Matern kernels: handle this kind in finish()");
   static constexpr Accumulate accumulate = Accumulate::product;
   static constexpr SparseForm sparse_form = SparseForm::half_negative_squared_distance;
   KernelParams p;
@@ -268,8 +273,11 @@ struct RbfKernel {
   // ε·(|x|² + |y|²), can be most of a small distance (γ = 1, |x - m|² ≈ 250 gave k(x, x) = 0.99997).
   // Entries with d² < (|x|² + |y|²)/8 are recomputed as Σ (x_k - y_k)² accumulated in double; the others
   // keep a relative error below about 8·(2 + √d)·ε, so |Δk| ≤ γ d² e^(-γ d²)·that ≤ 1e-5 at d ≤ 256.
-  // In float64 the same bound is about 1e-13 and nothing is recomputed.
-  static constexpr double kCancellationRatio = 0.125;
+  // In float64 the same bound is about 1e-13 and rbf recomputes nothing. A Matern kernel takes the square
+  // root of d², which turns an absolute error δ of d² into δ/(2r) in r: near-duplicate points (d² below
+  // 1e-6 of |x|² + |y|², where the root would lose more than 1e-10 of k) are recomputed in float64 too.
+  static constexpr double kCancellationRatio = std::is_same_v<S, float> ? 0.125 : 1e-6;
+  static constexpr bool kRecomputes = std::is_same_v<S, float> || K != KernelKind::rbf;
 
   template <int R, int C, class Op>
   void finish(micro::Vec<S> (&acc)[R][C], Index i0, Index j0, const Op& op) const {
@@ -278,8 +286,12 @@ struct RbfKernel {
 #pragma GCC unroll 2
       for (int v = 0; v < C; ++v) acc[r][v] = simd::min<S>(acc[r][v], micro::Vec<S>{});  // -d²/2 <= 0
     // Sparse rows' accumulators come from double sums: no cancellation to repair.
-    if constexpr (std::is_same_v<S, float> && Op::kDense) recompute_cancelled(acc, i0, j0, op);
-    detail::exp_scaled(acc, static_cast<S>(2.0 * gamma_eff));
+    if constexpr (kRecomputes && Op::kDense) recompute_cancelled(acc, i0, j0, op);
+    if constexpr (K == KernelKind::rbf) {
+      detail::exp_scaled(acc, static_cast<S>(2.0 * gamma_eff));
+    } else {
+      matern(acc);
+    }
   }
 
   void finish_rows(S*, Index, Index, Index, S*) const {}
@@ -287,6 +299,32 @@ struct RbfKernel {
   S diagonal(const Operands<S>&, Index) const { return S(1); }
 
  private:
+  // A Matern kernel of r = √(-2·gamma·acc), s = √(2ν)·r: e^(-s) (ν = ½), (1 + s) e^(-s) (3/2),
+  // (1 + s + s²/3) e^(-s) (5/2). A gamma that overflowed (huge data) maps distance 0 to 1 and anything else to
+  // 0, as the limit does.
+  template <int R, int C>
+  void matern(micro::Vec<S> (&acc)[R][C]) const {
+    constexpr double root = K == KernelKind::matern12   ? 1.0
+                            : K == KernelKind::matern32 ? 1.7320508075688772
+                                                        : 2.2360679774997896;
+    const bool finite = std::isfinite(gamma_eff);
+    const S scale = static_cast<S>(-2.0 * gamma_eff * root * root);  // s² = scale·acc
+#pragma GCC unroll 8
+    for (int r = 0; r < R; ++r)
+#pragma GCC unroll 2
+      for (int v = 0; v < C; ++v) {
+        if (!finite) {
+          acc[r][v] = acc[r][v] == S(0) ? simd::broadcast<S>(S(1)) : micro::Vec<S>{};
+          continue;
+        }
+        const micro::Vec<S> s = simd::sqrt<S>(acc[r][v] * scale);
+        const micro::Vec<S> e = simd::exp_nonpositive<S>(-s);
+        if constexpr (K == KernelKind::matern12) acc[r][v] = e;
+        else if constexpr (K == KernelKind::matern32) acc[r][v] = (s + S(1)) * e;
+        else acc[r][v] = (s * s * S(1.0 / 3.0) + s + S(1)) * e;
+      }
+  }
+
   template <int R, int C>
   static void recompute_cancelled(micro::Vec<S> (&acc)[R][C], Index i0, Index j0, const Operands<S>& op) {
     constexpr int Wd = micro::kLanes<S>;

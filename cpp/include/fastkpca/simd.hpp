@@ -6,6 +6,7 @@
 // multiply-add where the ISA has one (GCC's default -ffp-contract=fast; -ffast-math is never used).
 #pragma once
 
+#include <cmath>
 #include <cstdint>
 #include <cstring>
 #include <limits>
@@ -149,6 +150,25 @@ inline Vec<S> max(Vec<S> a, Vec<S> b) {
   else return (Vec<S>)(_mm256_max_ps((__m256)(a), (__m256)(b)));
 #else
   return a > b ? a : b;
+#endif
+}
+
+// The correctly rounded square root of every lane (IEEE's sqrt instruction).
+template <class S>
+inline Vec<S> sqrt(Vec<S> v) {
+#if defined(__AVX512F__)
+  if constexpr (std::is_same_v<S, double>) return (Vec<S>)(_mm512_sqrt_pd((__m512d)(v)));
+  else return (Vec<S>)(_mm512_sqrt_ps((__m512)(v)));
+#elif defined(__AVX__)
+  if constexpr (std::is_same_v<S, double>) return (Vec<S>)(_mm256_sqrt_pd((__m256d)(v)));
+  else return (Vec<S>)(_mm256_sqrt_ps((__m256)(v)));
+#elif defined(__SSE2__)
+  if constexpr (std::is_same_v<S, double>) return (Vec<S>)(_mm_sqrt_pd((__m128d)(v)));
+  else return (Vec<S>)(_mm_sqrt_ps((__m128)(v)));
+#else
+  Vec<S> out;
+  for (int i = 0; i < kLanes<S>; ++i) out[i] = std::sqrt(v[i]);
+  return out;
 #endif
 }
 

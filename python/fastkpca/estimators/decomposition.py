@@ -54,7 +54,8 @@ object, default="linear"
         a scikit-learn kernel object (``sklearn.gaussian_process.kernels``) is evaluated by its own
         vectorised ``__call__``. Native kernels take sparse X from its sparse rows (never densified).
     gamma : float, default=None
-        Kernel coefficient of rbf, laplacian, poly and sigmoid; ``None`` means ``1 / n_features``.
+        Kernel coefficient of rbf, the Matern kernels, laplacian, poly and sigmoid; ``None`` means
+        ``1 / n_features``.
     degree : float, default=3
         Degree of the poly kernel.
     coef0 : float, default=1
