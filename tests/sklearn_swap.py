@@ -1,5 +1,5 @@
-"""pytest plugin: run scikit-learn's own KernelPCA, Nystroem, KernelRidge, SpectralEmbedding and SpectralClustering
-tests with fastkpca's classes (and spectral_embedding, spectral_clustering) swapped in.
+"""pytest plugin: run scikit-learn's own KernelPCA, Nystroem, KernelRidge, SpectralEmbedding, SpectralClustering and
+GaussianProcessRegressor tests with fastkpca's classes (and spectral_embedding, spectral_clustering) swapped in.
 
 Used by tests/test_decomposition.py as ``python -m pytest -p sklearn_swap --pyargs
 sklearn.decomposition.tests.test_kernel_pca`` (and by tests/test_kernel_approximation.py and
@@ -40,7 +40,8 @@ SWAPS = (("sklearn.decomposition", "KernelPCA", "sklearn.decomposition.tests.tes
          ("sklearn.manifold", "SpectralEmbedding", "sklearn.manifold.tests.test_spectral_embedding"),
          ("sklearn.manifold", "spectral_embedding", "sklearn.manifold.tests.test_spectral_embedding"),
          ("sklearn.cluster", "SpectralClustering", "sklearn.cluster.tests.test_spectral"),
-         ("sklearn.cluster", "spectral_clustering", "sklearn.cluster.tests.test_spectral"))
+         ("sklearn.cluster", "spectral_clustering", "sklearn.cluster.tests.test_spectral"),
+         ("sklearn.gaussian_process", "GaussianProcessRegressor", "sklearn.gaussian_process.tests.test_gpr"))
 
 
 def pytest_configure(config):

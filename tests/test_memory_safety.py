@@ -183,6 +183,10 @@ def _bindings():
 
     XS, YS = (sparse_operand(A, np.random.default_rng(s)) for A, s in ((X, 1), (Y, 2)))
 
+    def sum_terms(m, y=None):  # a Gaussian process kernel's terms, every array through make
+        return [("constant", 0.5, 0.0, m(X), None if y is None else m(y)),
+                ("matern32", 1.5, 1.0, m(X), None if y is None else m(y))]
+
     def csr(m, operand):  # every array of a sparse operand through make
         indptr, indices, values, cols = operand
         return (m(indptr), m(indices), m(values), cols)
@@ -218,6 +222,13 @@ def _bindings():
                                                                                 o := m(out((40, 4))), 1), o)[1],
                                       ("out",)],
         "sparse_kernel_operator": [lambda m: core.sparse_kernel_operator(csr(m, XS), *args, 0, 1).matmat(F, 1), ()],
+        "sum_gram_into": [lambda m: (core.sum_gram_into(sum_terms(m, Y), 0.0, o := m(out((40, 30))), 1), o)[1],
+                          ("out",)],
+        "sum_cross_product_into": [lambda m: (core.sum_cross_product_into(sum_terms(m, Y), m(V), o := m(out((40, 4))),
+                                                                          1), o)[1], ("out",)],
+        "sum_kernel_operator": [lambda m: core.sum_kernel_operator(sum_terms(m), 0.1, 0, 1).matmat(F, 1), ()],
+        "gp_gradient_pass": [lambda m: core.gp_gradient_pass(m(X), m(K), "matern52", True, 1), ()],
+        "symmetric_sum": [lambda m: core.symmetric_sum(m(K), 1), ()],
     }
 
 

@@ -10,4 +10,5 @@ PYBIND11_MODULE(FASTKPCA_MODULE_NAME, m) {
   fastkpca::bindings::init_operators(m);
   fastkpca::bindings::init_blocks(m);
   fastkpca::bindings::init_sparse(m);
+  fastkpca::bindings::init_gaussian_process(m);
 }

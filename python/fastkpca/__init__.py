@@ -23,6 +23,7 @@ __all__ = [
     "SingularKernelWarning",
     "KernelCenterer",
     "KernelPCA",
+    "GaussianProcessRegressor",
     "KernelRidge",
     "KernelRidgeCV",
     "Nystroem",
@@ -52,6 +53,7 @@ if TYPE_CHECKING:  # what type checkers and IDEs see of the names imported on fi
     from ._sklearn_patch import patch_sklearn, sklearn_patched, unpatch_sklearn
     from .estimators import (
         ClassicalMDS,
+        GaussianProcessRegressor,
         KernelCenterer,
         KernelPCA,
         KernelRidge,
@@ -69,6 +71,7 @@ if TYPE_CHECKING:  # what type checkers and IDEs see of the names imported on fi
 _LAZY = {
     "KernelCenterer": "estimators",
     "KernelPCA": "estimators",
+    "GaussianProcessRegressor": "estimators",
     "Nystroem": "estimators",
     "KernelRidge": "estimators",
     "KernelRidgeCV": "estimators",

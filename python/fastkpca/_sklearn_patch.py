@@ -66,8 +66,10 @@ def _replacement_table():
     import sklearn.metrics.pairwise as skp
     import sklearn.preprocessing
 
-    from .estimators import (KernelCenterer, KernelPCA, KernelRidge, Nystroem, SpectralClustering, SpectralEmbedding,
-                             spectral_clustering, spectral_embedding)
+    import sklearn.gaussian_process
+
+    from .estimators import (GaussianProcessRegressor, KernelCenterer, KernelPCA, KernelRidge, Nystroem,
+                             SpectralClustering, SpectralEmbedding, spectral_clustering, spectral_embedding)
 
     table = {
         ("sklearn.decomposition", "KernelPCA"): KernelPCA,
@@ -78,6 +80,7 @@ def _replacement_table():
         ("sklearn.manifold", "spectral_embedding"): spectral_embedding,
         ("sklearn.cluster", "SpectralClustering"): SpectralClustering,
         ("sklearn.cluster", "spectral_clustering"): spectral_clustering,
+        ("sklearn.gaussian_process", "GaussianProcessRegressor"): GaussianProcessRegressor,
     }
     if hasattr(ske, "_spectral_embedding"):  # what scikit-learn's own SpectralClustering calls (>= 1.3)
         table[("sklearn.manifold._spectral_embedding", "_spectral_embedding")] = spectral_embedding

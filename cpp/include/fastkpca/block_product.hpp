@@ -58,6 +58,7 @@ class FixedBlocks {
 
   Index size() const { return blocks_; }
   Index begin(Index p) const { return bounds_[p]; }
+  Index end(Index p) const { return bounds_[p + 1]; }
 
   // body(state, begin, end, buffer) for every run, in parallel (largest first), skipped once interrupted;
   // `state` is made by make_state() once per thread (working memory reused from run to run).

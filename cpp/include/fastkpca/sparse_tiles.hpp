@@ -280,39 +280,4 @@ void sparse_kernel_diagonal(const SparseView<S>& x, const KernelParams& params, 
   });
 }
 
-// out (n × m, row-major, leading dimension ld) = the whole block of `tiles`, slab by slab in parallel over its
-// tiles; for k(X, X) only the lower tiles are computed and mirrored, so the result is exactly symmetric.
-template <class S>
-void gram_from_tiles(const KernelTiles<S>& tiles, S* out, Index ld, Interrupt& interrupt) {
-  constexpr Index T = kPackedTile, B = kSlab<S>;
-  const Index n = tiles.n(), m = tiles.cols(), nti = packed_tiles(n), ntj = packed_tiles(m);
-  const bool sym = tiles.symmetric();
-  std::vector<std::pair<Index, Index>> list;
-  for (Index I = 0; I < nti; ++I)
-    for (Index J = 0; J < (sym ? I + 1 : ntj); ++J) list.emplace_back(I, J);
-  const Index count = static_cast<Index>(list.size());
-#pragma omp parallel
-  {
-    auto ws = std::make_unique<TileWorkspace<S>>();
-#pragma omp for schedule(dynamic, 1)
-    for (Index t = 0; t < count; ++t) {
-      if (interrupt.poll()) continue;
-      const auto [I, J] = list[static_cast<std::size_t>(t)];
-      for (Index a = 0; a < T / B && I * T + a * B < n; ++a)
-        for (Index b = 0; b < T / B && J * T + b * B < m; ++b) {
-          const Index i0 = I * T + a * B, j0 = J * T + b * B;
-          if (sym && j0 > i0) continue;  // the mirror of a slab below the diagonal
-          const Index ni = std::min(B, n - i0), nj = std::min(B, m - j0);
-          tiles.slab(i0, j0, sym && i0 == j0, ws->slab, *ws);
-          for (Index r = 0; r < ni; ++r)
-            for (Index c = 0; c < nj; ++c) {
-              out[(i0 + r) * ld + j0 + c] = ws->slab[r * B + c];
-              if (sym && i0 != j0) out[(j0 + c) * ld + i0 + r] = ws->slab[r * B + c];
-            }
-        }
-    }
-  }
-  interrupt.throw_if_stopped();
-}
-
 }  // namespace fastkpca

@@ -102,14 +102,15 @@ class Engine(Protocol):
     def accepts(self, X) -> bool:
         """Whether X is data of this engine's kind."""
 
-    def fit_samples(self, estimator, X, y=None, *, targets=False, accept_sparse=False,
-                    copy=False) -> tuple[Samples, Any]:
+    def fit_samples(self, estimator, X, y=None, *, targets=False, accept_sparse=False, copy=False,
+                    vector_input=True) -> tuple[Samples, Any]:
         """(samples, y) for a fit: X validated and, with ``targets``, y too (required: numeric, finite, as many
         rows; NumPy here), the estimator's ``n_features_in_`` (and ``feature_names_in_``) set as
-        scikit-learn's validate_data does. The samples may belong to another engine (a dask array with no
-        cluster is fitted here)."""
+        scikit-learn's validate_data does. ``vector_input=False``: the samples are objects a kernel object
+        reads (strings, sequences), kept as given. The samples may belong to another engine (a dask array
+        with no cluster is fitted here)."""
 
-    def new_samples(self, estimator, X, *, accept_sparse=False) -> Any:
+    def new_samples(self, estimator, X, *, accept_sparse=False, vector_input=True) -> Any:
         """New data for transform or predict, validated against the fitted estimator, of this engine's kind."""
 
     def apply(self, rowmap: Callable, X) -> Any:

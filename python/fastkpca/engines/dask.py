@@ -253,7 +253,7 @@ class DaskSamples:
 
     def bind(self, kernel):
         """Only fastkpca's native kernels run on the workers: any other kind is refused here, naming it."""
-        if not kernel.native:
+        if not kernel.distributed:
             raise ValueError(f"{kernel.label} cannot be evaluated on a Dask cluster: only fastkpca's native kernels "
                              "run on its workers; compute X first (X.compute()) to fit it in this process")
         return kernel
@@ -590,14 +590,14 @@ class DaskEngine:
                              "first")
         return a.compute()
 
-    def fit_samples(self, estimator, X, y=None, *, targets=False, accept_sparse=False, copy=False):
+    def fit_samples(self, estimator, X, y=None, *, targets=False, accept_sparse=False, copy=False, vector_input=True):
         X = check_dask_samples(X, "X")
         y = self.gather(y, "y")
         client = current_client()
         if client is None:
             v.check_memory(int(X.shape[0]) * int(X.shape[1]) * X.dtype.itemsize, "computing the dask array X here")
             return LOCAL.fit_samples(estimator, np.asarray(X.compute()), y, targets=targets,
-                                     accept_sparse=accept_sparse)
+                                     accept_sparse=accept_sparse, vector_input=vector_input)
         if targets:
             v.check_same_length(X, y)
             y = v.check_targets(y, int(X.shape[0]))
@@ -608,7 +608,7 @@ class DaskEngine:
             del estimator.feature_names_in_
         return samples, y
 
-    def new_samples(self, estimator, X, *, accept_sparse=False):
+    def new_samples(self, estimator, X, *, accept_sparse=False, vector_input=True):
         X = check_dask_samples(X, "X")
         d = estimator.n_features_in_
         if X.shape[1] != d:

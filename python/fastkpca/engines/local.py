@@ -79,21 +79,24 @@ class LocalEngine:
     def accepts(self, X) -> bool:
         return True
 
-    def fit_samples(self, estimator, X, y=None, *, targets=False, accept_sparse=False, copy=False):
+    def fit_samples(self, estimator, X, y=None, *, targets=False, accept_sparse=False, copy=False, vector_input=True):
         from .._sklearn_compat import validate_data  # scikit-learn only where an estimator runs
 
+        # Samples that are not vectors (strings, sequences: a kernel object that reads them) stay as given.
+        arrays = {"dtype": _FLOATS} if vector_input else {"dtype": None, "ensure_2d": False}
         if not targets:
-            return LocalSamples(validate_data(estimator, X, accept_sparse=accept_sparse, copy=copy, dtype=_FLOATS),
+            return LocalSamples(validate_data(estimator, X, accept_sparse=accept_sparse, copy=copy, **arrays),
                                 self), None
         v.check_same_length(X, y)
         X, y = validate_data(estimator, X, y=y, accept_sparse=accept_sparse, copy=copy, multi_output=True,
-                             y_numeric=True, dtype=_FLOATS)
+                             y_numeric=True, **arrays)
         return LocalSamples(X, self), y
 
-    def new_samples(self, estimator, X, *, accept_sparse=False):
+    def new_samples(self, estimator, X, *, accept_sparse=False, vector_input=True):
         from .._sklearn_compat import validate_data
 
-        return validate_data(estimator, X, accept_sparse=accept_sparse, reset=False, dtype=_FLOATS)
+        arrays = {"dtype": _FLOATS} if vector_input else {"dtype": None, "ensure_2d": False}
+        return validate_data(estimator, X, accept_sparse=accept_sparse, reset=False, **arrays)
 
     def apply(self, rowmap, X):
         return rowmap(X)

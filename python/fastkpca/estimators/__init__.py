@@ -3,6 +3,7 @@ fit validates, gets an engine from engines.select, plans, calls a solver and sto
 estimator knows which engine or storage it runs on."""
 
 from .decomposition import KernelPCA
+from .gaussian_process import GaussianProcessRegressor
 from .kernel_approximation import Nystroem
 from .kernel_ridge import KernelRidge, KernelRidgeCV
 from .manifold import ClassicalMDS, classical_mds
@@ -10,5 +11,6 @@ from .preprocessing import KernelCenterer
 from .spectral import SpectralEmbedding, spectral_embedding
 from .clustering import SpectralClustering, spectral_clustering
 
-__all__ = ["KernelPCA", "Nystroem", "KernelRidge", "KernelRidgeCV", "ClassicalMDS", "classical_mds", "KernelCenterer",
-           "SpectralEmbedding", "spectral_embedding", "SpectralClustering", "spectral_clustering"]
+__all__ = ["KernelPCA", "GaussianProcessRegressor", "Nystroem", "KernelRidge", "KernelRidgeCV", "ClassicalMDS",
+           "classical_mds", "KernelCenterer", "SpectralEmbedding", "spectral_embedding", "SpectralClustering",
+           "spectral_clustering"]

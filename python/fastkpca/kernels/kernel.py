@@ -61,7 +61,9 @@ class Kernel:
     Attributes
     ----------
     native : bool
-        The native core evaluates it: tiles in every storage mode, on a Dask cluster's workers too.
+        The native core evaluates it: tiles in every storage mode (``native_operator``).
+    distributed : bool
+        A Dask cluster's workers evaluate it too.
     precomputed : bool
         Its samples are the kernel matrix itself (scikit-learn's ``"precomputed"``): read in place, and
         ``cross(X, Y)`` is X, the rows of a cross kernel given by the caller.
@@ -82,6 +84,10 @@ class Kernel:
     blocks = True
     symmetric = True
     asymmetry = 0.0
+    #: Working copies of the samples the native core keeps (a sum of terms keeps one scaled copy per term).
+    copies = 1
+    #: The Dask engine evaluates it on its workers (a registry kernel: kernels.NativeKernel).
+    distributed = False
 
     def __init__(self, threads: int = 0):
         self.threads = threads
@@ -95,6 +101,11 @@ class Kernel:
 
     def __repr__(self) -> str:
         return f"<{type(self).__name__} {self.label}>"
+
+    @property
+    def evaluated_by(self) -> str:
+        """Who evaluates its entries, as solver reports say: "native" (the core's tiles) or "python"."""
+        return "native" if self.native else "python"
 
     # -------------------------------------------------------------------------------------- samples
 
@@ -370,6 +381,44 @@ class Kernel:
             ``Cannot {what} with ...`` for a kind that is only a matrix of the training samples.
         """
         return self
+
+    def native_operator(self, X, cached_tile_rows: int, threads: int, zero_diagonal: bool = False):
+        """The native core's operator of K(X, X) (a native kind's; operators.build wraps it).
+
+        Parameters
+        ----------
+        X : ndarray or sparse matrix of shape (n_samples, n_features)
+            Samples as :meth:`check_samples` leaves them.
+        cached_tile_rows : int
+            Tile rows of the packed triangle kept (all: packed; 0: matrix-free).
+        threads : int
+            Threads of the build.
+        zero_diagonal : bool, default=False
+            Without its diagonal (an affinity).
+
+        Returns
+        -------
+        operator : the core's Operator
+        """
+        raise NotImplementedError(f"{self.label} is not evaluated by the native core")
+
+    def gradient_traces(self, X, W: np.ndarray) -> np.ndarray:
+        """tr(W ∂K/∂θ_j) for every hyperparameter θ_j (log space), in the order of :attr:`theta`.
+
+        Parameters
+        ----------
+        X : ndarray of shape (n, n_features)
+            The training samples.
+        W : ndarray of shape (n, n)
+            A symmetric weight matrix (a Gaussian process likelihood's gradient is ½ of these traces).
+
+        Returns
+        -------
+        traces : ndarray of shape (len(theta),)
+        """
+        if self.theta.shape[0] == 0:
+            return np.empty(0)
+        raise NotImplementedError(f"{self.label} has no gradient with respect to its hyperparameters")
 
     # ------------------------------------------------------------------------------ hyperparameters
 

@@ -17,6 +17,7 @@ from typing import Any, Callable
 
 from .. import _validation as v
 from . import registry
+from .gaussian_process import GaussianProcessKernel, terms_of
 from .graphs import AffinityFunction, NeighborsGraph
 from .kernel import Kernel
 from .native import NativeKernel
@@ -112,6 +113,9 @@ def make(spec, *, gamma=None, degree=3, coef0=1, kernel_params: dict | None = No
                  if value is not None}
         return PairwiseKernel(spec, {**named, **(kernel_params or {})}, n_jobs)
     if is_sklearn_kernel(spec):
+        terms = terms_of(spec)  # the forms Gaussian process users fit are evaluated natively
+        if terms is not None:
+            return GaussianProcessKernel(spec, terms, v.n_threads(n_jobs))
         return ScikitLearnKernel(spec, v.n_threads(n_jobs))
     if callable(spec):
         return PairwiseKernel(spec, kernel_params, n_jobs)

@@ -37,6 +37,7 @@ class NativeKernel(Kernel):
     """
 
     native = True
+    distributed = True
 
     def __init__(self, name: str, gamma: float, degree: float, coef0: float, threads: int = 0):
         super().__init__(threads)
@@ -140,6 +141,12 @@ class NativeKernel(Kernel):
 
     def matrix(self, X):
         return self.cross(X), True
+
+    def native_operator(self, X, cached_tile_rows: int, threads: int, zero_diagonal: bool = False):
+        if v.is_sparse(X):
+            return _native.core.sparse_kernel_operator(native_operand(X), *self.params, cached_tile_rows, threads,
+                                                       zero_diagonal)
+        return _native.core.kernel_operator(X, *self.params, cached_tile_rows, threads, zero_diagonal)
 
     # ------------------------------------------------------------------------------ hyperparameters
 

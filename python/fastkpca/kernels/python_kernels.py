@@ -67,13 +67,36 @@ class ScikitLearnKernel(Kernel):
         return f"kernel={self.kernel!r}"
 
     def check_samples(self, X, name: str = "X"):
+        if not self.kernel.requires_vector_input:
+            return X  # structured samples (strings, sequences): the kernel reads them as they are
         return v.check_samples(X, name, np.float64)
 
     def new_rows(self, X, Y, dtype=None):
-        return v.check_samples(X, "X", np.float64)
+        return self.check_samples(X, "X")
+
+    def fitted_in(self, Y, dtype):
+        return Y
 
     def cross(self, X, Y=None, out=None) -> np.ndarray:
         return self._into(self.kernel(X) if Y is None else self.kernel(X, Y), out)
+
+    def gradient_traces(self, X, W: np.ndarray) -> np.ndarray:
+        """tr(W ∂K/∂θ_j) for every free hyperparameter, from the object's own gradient (an n × n × p array, as
+        scikit-learn's likelihood computes it: the kernels evaluated natively never hold it).
+
+        Parameters
+        ----------
+        X : array-like of shape (n, ...)
+            The training samples.
+        W : ndarray of shape (n, n)
+            A symmetric weight matrix.
+
+        Returns
+        -------
+        traces : ndarray of shape (len(theta),)
+        """
+        _, gradient = self.kernel(X, eval_gradient=True)
+        return np.einsum("ij,jik->k", W, gradient)
 
     def diagonal(self, X) -> np.ndarray:
         return np.asarray(self.kernel.diag(X), dtype=np.float64)

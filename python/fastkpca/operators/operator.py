@@ -20,7 +20,6 @@ from .. import _native
 from .. import _validation as v
 from ..kernels import Kernel, NativeKernel, registry
 from ..kernels.kernel import chunk_rows
-from ..kernels.native import native_operand
 from .storage import STORAGES, StoragePlan, pass_bytes, plan_for
 
 __all__ = ["KernelOperator", "kernel_operator", "from_matrix", "build", "python_operator", "sparse_operator"]
@@ -216,13 +215,7 @@ def build(X, kernel: Kernel, plan: StoragePlan, n_jobs=None, *, zero_diagonal: b
         return from_matrix(K, plan, n_jobs)
     if not kernel.native:
         return _blocks_operator(X, kernel, plan, n_jobs, zero_diagonal)
-    assert isinstance(kernel, NativeKernel)
-    threads = v.n_threads(n_jobs)
-    if v.is_sparse(X):
-        native = _native.core.sparse_kernel_operator(native_operand(X), *kernel.params, plan.cached_tile_rows, threads,
-                                                     zero_diagonal)
-    else:
-        native = _native.core.kernel_operator(X, *kernel.params, plan.cached_tile_rows, threads, zero_diagonal)
+    native = kernel.native_operator(X, plan.cached_tile_rows, v.n_threads(n_jobs), zero_diagonal)
     diagonal = (lambda: np.zeros(X.shape[0])) if zero_diagonal else (lambda: kernel.diagonal(X))
     return KernelOperator(native, n_jobs=n_jobs, plan=plan, diagonal=diagonal)
 

@@ -159,7 +159,7 @@ def plan_for(kernel, X, *, block_size: int, memory_limit: int, other_bytes: int 
     n, itemsize = X.shape[0], X.dtype.itemsize
     if kernel.native:
         return plan_storage(n, X.shape[1], itemsize, block_size=block_size, memory_limit=memory_limit,
-                            other_bytes=other_bytes, storage=storage, samples=sample_bytes(X))
+                            other_bytes=other_bytes, storage=storage, samples=sample_bytes(X) * kernel.copies)
     matrix = kernel.matrix_bytes(n, itemsize)
     budget = memory_limit - other_bytes - PLAN_SLACK_BYTES
     mib = 2**20

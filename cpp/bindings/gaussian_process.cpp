@@ -1,0 +1,136 @@
+// Gaussian process kernels (sums of registry kernels on scaled samples, sum_tiles.hpp) and the traces of the
+// likelihood's gradient (gp_gradient.hpp). A sum crosses as a list of terms (kernel, weight, gamma, x, y or
+// None): "constant" for a constant term (its arrays unused), otherwise a registry kernel evaluated on x
+// (and y) as given — the Python layer scales them by the term's length scales. float64 throughout.
+#include <memory>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "common.hpp"
+#include "fastkpca/gp_gradient.hpp"
+#include "fastkpca/kernel_block.hpp"
+#include "fastkpca/sum_tiles.hpp"
+#include "fastkpca/tiled_operator.hpp"
+
+namespace fastkpca::bindings {
+
+namespace {
+
+using RArrayD = py::array_t<double, py::array::c_style>;
+
+// The sum's tiles: its terms' tiles (made here, each keeping its own working copy of its samples), n × cols.
+std::unique_ptr<SumKernelTiles<double>> sum_tiles(const py::list& terms, double white, bool cross, bool zero_diagonal) {
+  std::vector<SumKernelTiles<double>::Term> parts;
+  Index n = -1, cols = -1;
+  for (const py::handle item : terms) {
+    const auto term = item.cast<py::tuple>();
+    if (term.size() != 5) throw py::value_error("a term is (kernel, weight, gamma, x, y)");
+    const auto name = term[0].cast<std::string>();
+    const double weight = term[1].cast<double>(), gamma = term[2].cast<double>();
+    const auto x = term[3].cast<Input<double>>();
+    std::optional<Input<double>> y;
+    if (!term[4].is_none()) y = term[4].cast<Input<double>>();
+    if (cross != y.has_value()) throw py::value_error("every term of a cross block has y, and of k(X, X) none");
+    require_matrix(x, "x");
+    if (y) {
+      require_matrix(*y, "y");
+      if (y->shape(1) != x.shape(1)) throw py::value_error("x and y have different numbers of columns");
+    }
+    const Index rows = x.shape(0), columns = y ? y->shape(0) : x.shape(0);
+    if ((n >= 0 && rows != n) || (cols >= 0 && columns != cols))
+      throw py::value_error("the terms' samples differ in number");
+    n = rows;
+    cols = columns;
+    if (rows < 1 || columns < 1 || x.shape(1) < 1) throw py::value_error("x and y must have rows and columns");
+    SumKernelTiles<double>::Term part;
+    part.weight = weight;
+    if (name != "constant") {
+      ConstRowMatrixMap<double> xm(x.data(), x.shape(0), x.shape(1));
+      std::optional<ConstRowMatrixMap<double>> ym;
+      if (y) ym.emplace(y->data(), y->shape(0), y->shape(1));
+      part.tiles = make_kernel_tiles<double>(xm, kernel_params(name, gamma, 3.0, 1.0), ym ? &*ym : nullptr);
+    }
+    parts.push_back(std::move(part));
+  }
+  if (n < 0) throw py::value_error("a sum of kernels needs at least one term (its samples)");
+  return std::make_unique<SumKernelTiles<double>>(std::move(parts), n, cols, !cross, white, zero_diagonal);
+}
+
+void sum_gram_into(const py::list& terms, double white, InPlace<double>& out, int n_threads) {
+  const bool cross = !terms.empty() && !py::cast<py::tuple>(terms[0])[4].is_none();
+  auto tiles = sum_tiles(terms, white, cross, false);
+  if (out.ndim() != 2 || out.shape(0) != tiles->n() || out.shape(1) != tiles->cols())
+    throw py::value_error("out has the wrong shape");
+  double* o = out.mutable_data();
+  release_and_run(n_threads, [&](Interrupt& interrupt) {
+    gram_from_tiles(*tiles, o, tiles->cols(), interrupt);
+    return 0;
+  });
+}
+
+void sum_cross_product_into(const py::list& terms, const Input<double>& v, InPlace<double>& out, int n_threads) {
+  auto tiles = sum_tiles(terms, 0.0, true, false);
+  require_matrix(v, "v");
+  if (v.shape(0) != tiles->cols()) throw py::value_error("v must have one row per row of y");
+  if (out.ndim() != 2 || out.shape(0) != tiles->n() || out.shape(1) != v.shape(1))
+    throw py::value_error("out has the wrong shape");
+  ConstRowMatrixMap<double> vm(v.data(), v.shape(0), v.shape(1));
+  RowMatrixMap<double> om(out.mutable_data(), out.shape(0), out.shape(1));
+  release_and_run(n_threads, [&](Interrupt& interrupt) {
+    kernel_block_product(*tiles, static_cast<const double*>(nullptr), 0, nullptr, &vm, om, nullptr, interrupt);
+    return 0;
+  });
+}
+
+std::shared_ptr<Operator> sum_kernel_operator(const py::list& terms, double white, Index cached_tile_rows,
+                                              int n_threads, bool zero_diagonal) {
+  auto tiles = sum_tiles(terms, white, false, zero_diagonal);
+  return release_and_run(n_threads, [&](Interrupt& interrupt) -> std::shared_ptr<Operator> {
+    return std::make_shared<TiledKernelOperator<double>>(std::move(tiles), cached_tile_rows, interrupt);
+  });
+}
+
+py::tuple gp_gradient_pass(const Input<double>& x, const Input<double>& w, const std::string& kind, bool want_product,
+                           int n_threads) {
+  require_matrix(x, "x");
+  require_square(w, "w");
+  if (w.shape(0) != x.shape(0)) throw py::value_error("w must have one row per sample");
+  const Radial radial = radial_named(kind);
+  ConstRowMatrixMap<double> xm(x.data(), x.shape(0), x.shape(1));
+  const double* wd = w.data();
+  RadialTraces t = release_and_run(
+      n_threads, [&](Interrupt& interrupt) { return radial_traces(radial, xm, wd, want_product, interrupt); });
+  py::object product = py::none();
+  if (want_product) {
+    RArrayD p({t.product.rows(), t.product.cols()});
+    RowMatrixMap<double>(p.mutable_data(), t.product.rows(), t.product.cols()) = t.product;
+    product = p;
+  }
+  return py::make_tuple(t.sum_kernel, t.sum_radial, product);
+}
+
+double symmetric_sum(const Input<double>& w, int n_threads) {
+  require_square(w, "w");
+  const double* wd = w.data();
+  const Index n = w.shape(0);
+  return release_and_run(n_threads, [&](Interrupt&) { return matrix_sum(wd, n); });
+}
+
+}  // namespace
+
+void init_gaussian_process(py::module_& m) {
+  m.def("sum_gram_into", &sum_gram_into, py::arg("terms"), py::arg("white"), py::arg("out"), py::arg("n_threads"),
+        "out = Σ c_t k_t(x_t, y_t) (+ white on the diagonal when the terms have no y).");
+  m.def("sum_cross_product_into", &sum_cross_product_into, py::arg("terms"), py::arg("v"), py::arg("out"),
+        py::arg("n_threads"), "out = (Σ c_t k_t(x_t, y_t)) @ v, tile by tile.");
+  m.def("sum_kernel_operator", &sum_kernel_operator, py::arg("terms"), py::arg("white"), py::arg("cached_tile_rows"),
+        py::arg("n_threads"), py::arg("zero_diagonal") = false,
+        "Σ c_t k_t(x_t, x_t) + white I over its lower tiles, the first cached_tile_rows tile rows kept.");
+  m.def("gp_gradient_pass", &gp_gradient_pass, py::arg("x"), py::arg("w"), py::arg("kind"), py::arg("want_product"),
+        py::arg("n_threads"),
+        "(Σ W∘κ(r), Σ W∘G(r)r², (W∘G)·[1, x] or None) for a radial kernel of the scaled samples x.");
+  m.def("symmetric_sum", &symmetric_sum, py::arg("w"), py::arg("n_threads"), "Σ_ik w_ik, by rows in a fixed order.");
+}
+
+}  // namespace fastkpca::bindings

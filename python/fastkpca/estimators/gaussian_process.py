@@ -1,0 +1,393 @@
+"""GaussianProcessRegressor: scikit-learn's estimator with the kernel work and the likelihood's gradient in the
+native core (solvers/gaussian_process.py says what is computed)."""
+
+from __future__ import annotations
+
+import warnings
+from operator import itemgetter
+from typing import Any, Callable
+
+import numpy as np
+from sklearn.base import BaseEstimator, MultiOutputMixin, RegressorMixin, clone
+
+from .. import engines, kernels
+from .. import _validation as v
+from ..solvers import gaussian_process as gp
+
+__all__ = ["GaussianProcessRegressor"]
+
+
+def _default_kernel(fixed: bool):
+    """scikit-learn's default: C(1.0) * RBF(1.0) (with fixed bounds for the prior of an unfitted model)."""
+    from sklearn.gaussian_process.kernels import RBF, ConstantKernel
+
+    if fixed:
+        return ConstantKernel(1.0, constant_value_bounds="fixed") * RBF(1.0, length_scale_bounds="fixed")
+    return ConstantKernel() * RBF()
+
+
+def _check_constructor(est) -> None:
+    from sklearn.gaussian_process.kernels import Kernel
+
+    if est.kernel is not None and not isinstance(est.kernel, Kernel):
+        raise TypeError(f"kernel must be None or a sklearn.gaussian_process.kernels.Kernel, got {est.kernel!r}")
+    if not isinstance(est.alpha, np.ndarray):
+        v.check_real(est.alpha, "alpha", minimum=0.0)
+    if not (est.optimizer is None or callable(est.optimizer)):
+        v.check_choice(est.optimizer, "optimizer", ("fmin_l_bfgs_b",))
+    v.check_int(est.n_restarts_optimizer, "n_restarts_optimizer", minimum=0)
+    v.flag(est.normalize_y, "normalize_y")
+    v.flag(est.copy_X_train, "copy_X_train")
+    if est.n_targets is not None:
+        v.check_int(est.n_targets, "n_targets", minimum=1)
+    v.n_threads(est.n_jobs)
+
+
+class GaussianProcessRegressor(MultiOutputMixin, RegressorMixin, BaseEstimator):
+    """Gaussian process regression, a drop-in for sklearn.gaussian_process.GaussianProcessRegressor.
+
+    The same model, hyperparameters and answers as scikit-learn's: the posterior of a zero-mean Gaussian
+    process with covariance ``kernel`` and Gaussian noise ``alpha``, the kernel's hyperparameters chosen by
+    maximising the log marginal likelihood. The kernels users fit (``RBF`` and ``Matern`` with ν = ½, 3/2,
+    5/2, with one or per-feature length scales, ``ConstantKernel``, ``WhiteKernel``, and their sums and
+    products such as ``C * RBF + White``) are evaluated natively, and the likelihood's gradient never holds
+    the n × n × p array of every ∂K/∂θ that scikit-learn builds (see Notes); any other scikit-learn kernel
+    works through its own ``__call__``.
+
+    Parameters
+    ----------
+    kernel : sklearn.gaussian_process.kernels.Kernel, default=None
+        The covariance; None means ``ConstantKernel(1.0) * RBF(1.0)``.
+    alpha : float or ndarray of shape (n_samples,), default=1e-10
+        Added to the kernel matrix's diagonal: the noise variance of each observation (and a jitter that keeps
+        the factor defined).
+    optimizer : "fmin_l_bfgs_b", callable or None, default="fmin_l_bfgs_b"
+        How the hyperparameters are chosen: scipy's L-BFGS-B on the negative log marginal likelihood and its
+        gradient, a callable ``optimizer(obj_func, initial_theta, bounds) -> (theta_opt, func_min)``, or None
+        (the kernel's hyperparameters are kept).
+    n_restarts_optimizer : int, default=0
+        Further optimisations from log-uniform starts within the bounds (drawn from ``random_state``).
+    normalize_y : bool, default=False
+        Centre and scale the targets to unit variance before fitting (predictions are scaled back).
+    copy_X_train : bool, default=True
+        Keep a copy of X in ``X_train_`` (else a reference).
+    n_targets : int, default=None
+        The number of targets, for the prior's predictions before fit (checked against y in fit).
+    random_state : int, RandomState instance or None, default=None
+        Seeds the optimiser's restarts.
+    memory_limit : int or str, default=None
+        Bytes the fit and predictions may use beyond X and y, or a size such as ``"4GB"`` (None: 80% of the
+        memory available): the exact likelihood needs one n × n array, the standard deviations chunks of the
+        test points.
+    n_jobs : int, default=None
+        Threads of the kernel's evaluation (see fastkpca.gram); the factor and the inverse run on NumPy's
+        LAPACK.
+
+    Attributes
+    ----------
+    X_train_ : ndarray of shape (n_samples, n_features) or list of object
+        The training samples.
+    y_train_ : ndarray of shape (n_samples,) or (n_samples, n_targets)
+        The targets (normalised with ``normalize_y``).
+    kernel_ : sklearn.gaussian_process.kernels.Kernel
+        The kernel with the fitted hyperparameters.
+    L_ : ndarray of shape (n_samples, n_samples)
+        The lower Cholesky factor of ``kernel_(X_train_) + diag(alpha)``.
+    alpha_ : ndarray of shape (n_samples,) or (n_samples, n_targets)
+        Its solution against ``y_train_``: the dual coefficients of the posterior mean.
+    log_marginal_likelihood_value_ : float
+        The log marginal likelihood of ``kernel_.theta``.
+    solver_info_ : dict
+        How the fit went: ``evaluations`` (likelihood evaluations), ``kernel`` ("native", or "python": the
+        object's own ``__call__``) and ``seconds``.
+    n_features_in_ : int
+        Number of features seen during fit.
+    feature_names_in_ : ndarray of shape (`n_features_in_`,)
+        Names of the features seen during fit, when X has feature names that are all strings.
+
+    Notes
+    -----
+    With K̂ = K + diag(alpha) = L Lᵀ and α = K̂⁻¹ y (one column per target), the log marginal likelihood is
+    Σ_k [−½ y_kᵀ α_k − Σ log L_ii − (n/2) log 2π] and its gradient ½ tr((α αᵀ − t K̂⁻¹) ∂K/∂θ_j), θ the
+    log-hyperparameters. One n × n array holds K̂, its factor, K̂⁻¹ and then W = α αᵀ − t K̂⁻¹ in turn; for the
+    native kernels every trace tr(W ∂K/∂θ_j) comes from one pass over W's tiles per term, each tile of
+    ∂K/∂θ_j computed where it is used, and all the per-feature length scales' traces from one product of
+    W ∘ G (G the kernel's radial derivative) with [𝟙, X/ℓ]. Everything is float64: the results are
+    scikit-learn's to rounding.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from sklearn.gaussian_process.kernels import RBF, WhiteKernel
+    >>> from fastkpca import GaussianProcessRegressor
+    >>> X = np.linspace(0, 6, 40)[:, None]
+    >>> y = np.sin(X[:, 0])
+    >>> gpr = GaussianProcessRegressor(RBF(1.0) + WhiteKernel(1e-2), random_state=0).fit(X, y)
+    >>> mean, std = gpr.predict(np.array([[1.5]]), return_std=True)
+    >>> bool(abs(mean[0] - np.sin(1.5)) < 0.1)
+    True
+    """
+
+    def __init__(self, kernel: Any = None, *, alpha: float | np.ndarray = 1e-10,
+                 optimizer: str | Callable[..., Any] | None = "fmin_l_bfgs_b", n_restarts_optimizer: int = 0,
+                 normalize_y: bool = False, copy_X_train: bool = True, n_targets: int | None = None,
+                 random_state: int | np.random.RandomState | None = None, memory_limit: int | str | None = None,
+                 n_jobs: int | None = None):
+        self.kernel = kernel
+        self.alpha = alpha
+        self.optimizer = optimizer
+        self.n_restarts_optimizer = n_restarts_optimizer
+        self.normalize_y = normalize_y
+        self.copy_X_train = copy_X_train
+        self.n_targets = n_targets
+        self.random_state = random_state
+        self.memory_limit = memory_limit
+        self.n_jobs = n_jobs
+
+    # --------------------------------------------------------------------------------------------- fit
+
+    def fit(self, X, y):
+        """Fit the Gaussian process: choose the kernel's hyperparameters and factor the kernel matrix.
+
+        Parameters
+        ----------
+        X : array-like of shape (n_samples, n_features) or list of object
+            Training samples (any objects the kernel reads, for a kernel that does not need vectors).
+        y : array-like of shape (n_samples,) or (n_samples, n_targets)
+            Targets.
+
+        Returns
+        -------
+        self : GaussianProcessRegressor
+        """
+        import time
+
+        from sklearn.utils import check_random_state
+
+        _check_constructor(self)
+        limit = v.memory_limit(self.memory_limit)
+        self.kernel_ = _default_kernel(False) if self.kernel is None else clone(self.kernel)
+        self._rng = check_random_state(self.random_state)
+        samples, y = engines.select(X).fit_samples(self, X, y, targets=True,
+                                                   vector_input=self.kernel_.requires_vector_input)
+        n = y.shape[0]
+        if self.n_targets is not None and (y.shape[1] if y.ndim > 1 else 1) != self.n_targets:
+            raise ValueError("The number of targets seen in `y` is different from the parameter `n_targets`. Got "
+                             f"{y.shape[1] if y.ndim > 1 else 1} != {self.n_targets}.")
+        y = self._normalise(np.asarray(y, dtype=np.float64))
+        if np.iterable(self.alpha) and self.alpha.shape[0] != n:
+            if self.alpha.shape[0] != 1:
+                raise ValueError("alpha must be a scalar or an array with same number of entries as y. "
+                                 f"({self.alpha.shape[0]} != {n})")
+            self.alpha = self.alpha[0]  # scikit-learn's behaviour
+        self._kernel = samples.bind(kernels.make(self.kernel_, n_features=0, n_jobs=self.n_jobs))
+        X_fit = samples.fitted()
+        self.X_train_ = np.copy(X_fit) if self.copy_X_train else X_fit
+        self.y_train_ = np.copy(y) if self.copy_X_train else y
+        self._limit, self._evaluations = limit, 0
+        start = time.perf_counter()
+        if self.optimizer is not None and self.kernel_.n_dims > 0:
+            self._optimise()
+        else:
+            self.log_marginal_likelihood_value_ = self.log_marginal_likelihood(self.kernel_.theta, clone_kernel=False)
+        self._factor_final()
+        self.solver_info_ = {"solver": "cholesky", "evaluations": self._evaluations,
+                             "kernel": self._kernel.evaluated_by,
+                             "seconds": time.perf_counter() - start}
+        return self
+
+    def _normalise(self, y: np.ndarray) -> np.ndarray:
+        if self.normalize_y:
+            self._y_train_mean = np.mean(y, axis=0)
+            std = np.std(y, axis=0)
+            self._y_train_std = np.where(np.abs(std) < 10 * np.finfo(std.dtype).eps, 1.0, std)  # as scikit-learn
+            return (y - self._y_train_mean) / self._y_train_std
+        shape = (y.shape[1],) if y.ndim == 2 else 1
+        self._y_train_mean, self._y_train_std = np.zeros(shape=shape), np.ones(shape=shape)
+        return y
+
+    def _optimise(self) -> None:
+        """scikit-learn's search: from the kernel's theta, then from log-uniform starts; the best one kept."""
+        def obj_func(theta, eval_gradient=True):
+            if eval_gradient:
+                lml, grad = self.log_marginal_likelihood(theta, eval_gradient=True, clone_kernel=False)
+                return -lml, -grad
+            return -self.log_marginal_likelihood(theta, clone_kernel=False)
+
+        optima = [self._constrained_optimization(obj_func, self.kernel_.theta, self.kernel_.bounds)]
+        if self.n_restarts_optimizer > 0:
+            if not np.isfinite(self.kernel_.bounds).all():
+                raise ValueError("Multiple optimizer restarts (n_restarts_optimizer>0) requires that all bounds are "
+                                 "finite.")
+            bounds = self.kernel_.bounds
+            for _ in range(self.n_restarts_optimizer):
+                optima.append(self._constrained_optimization(obj_func, self._rng.uniform(bounds[:, 0], bounds[:, 1]),
+                                                             bounds))
+        values = list(map(itemgetter(1), optima))
+        self.kernel_.theta = optima[int(np.argmin(values))][0]
+        self.kernel_._check_bounds_params()
+        self.log_marginal_likelihood_value_ = -np.min(values)
+
+    def _constrained_optimization(self, obj_func, initial_theta, bounds):
+        if self.optimizer == "fmin_l_bfgs_b":
+            import scipy.optimize
+            from sklearn.utils.optimize import _check_optimize_result
+
+            result = scipy.optimize.minimize(obj_func, initial_theta, method="L-BFGS-B", jac=True, bounds=bounds)
+            _check_optimize_result("lbfgs", result)
+            return result.x, result.fun
+        if callable(self.optimizer):
+            return self.optimizer(obj_func, initial_theta, bounds=bounds)
+        raise ValueError(f"Unknown optimizer {self.optimizer}.")
+
+    def _factor_final(self) -> None:
+        """L_ and alpha_ of the fitted kernel (scikit-learn's message when K̂ is not positive definite)."""
+        kernel = self._kernel.with_theta(self.kernel_.theta)
+        K = self._matrix(kernel)
+        try:
+            self.L_ = gp.factor(K, self.alpha)
+        except np.linalg.LinAlgError as exc:
+            exc.args = (f"The kernel, {self.kernel_}, is not returning a positive definite matrix. Try gradually "
+                        "increasing the 'alpha' parameter of your GaussianProcessRegressor estimator.",) + exc.args
+            raise
+        from scipy.linalg import cho_solve
+
+        self.alpha_ = cho_solve((self.L_, True), self.y_train_, check_finite=False)
+        self._kernel = kernel
+
+    def _matrix(self, kernel) -> np.ndarray:
+        n = len(self.y_train_)
+        v.check_within(n * n * 8, self._limit, f"the exact Gaussian process with {n} samples (one {n}×{n} matrix)")
+        K, _ = kernel.matrix(self.X_train_)
+        return np.array(K, dtype=np.float64, order="C", copy=True) if K.dtype != np.float64 else K
+
+    def log_marginal_likelihood(self, theta=None, eval_gradient=False, clone_kernel=True):
+        """The log marginal likelihood of hyperparameters for the training data, and its gradient.
+
+        Parameters
+        ----------
+        theta : array-like of shape (n_kernel_params,), default=None
+            Log-hyperparameters of the kernel; None: the fitted kernel's value
+            (``log_marginal_likelihood_value_``).
+        eval_gradient : bool, default=False
+            Also return the gradient with respect to theta (theta must be given).
+        clone_kernel : bool, default=True
+            Evaluate a copy of ``kernel_`` with theta (False: set ``kernel_.theta``).
+
+        Returns
+        -------
+        log_likelihood : float
+        log_likelihood_gradient : ndarray of shape (n_kernel_params,)
+            Only with ``eval_gradient``.
+        """
+        if theta is None:
+            if eval_gradient:
+                raise ValueError("Gradient can only be evaluated for theta!=None")
+            return self.log_marginal_likelihood_value_
+        theta = np.asarray(theta, dtype=np.float64)
+        if not clone_kernel:
+            self.kernel_.theta = theta
+        kernel = self._kernel.with_theta(theta)
+        self._evaluations = getattr(self, "_evaluations", 0) + 1
+        Y = self.y_train_ if self.y_train_.ndim == 2 else self.y_train_[:, np.newaxis]
+        traces = (lambda W: kernel.gradient_traces(self.X_train_, W)) if eval_gradient else None
+        value, gradient, _ = gp.log_marginal_likelihood(self._matrix(kernel), Y, self.alpha, traces)
+        if not eval_gradient:
+            return value
+        return value, (np.zeros_like(theta) if gradient is None else gradient)
+
+    # ----------------------------------------------------------------------------------------- predict
+
+    def predict(self, X, return_std=False, return_cov=False):
+        """The posterior's mean at X, and optionally its standard deviations or covariance.
+
+        Before fit, the prior's (mean 0, the kernel's variances).
+
+        Parameters
+        ----------
+        X : array-like of shape (n_samples, n_features) or list of object
+            Query points.
+        return_std : bool, default=False
+            Also return the standard deviations.
+        return_cov : bool, default=False
+            Also return the joint covariance (at most one of the two).
+
+        Returns
+        -------
+        y_mean : ndarray of shape (n_samples,) or (n_samples, n_targets)
+        y_std : ndarray of shape (n_samples,) or (n_samples, n_targets)
+            With ``return_std``.
+        y_cov : ndarray of shape (n_samples, n_samples) or (n_samples, n_samples, n_targets)
+            With ``return_cov``.
+        """
+        if return_std and return_cov:
+            raise RuntimeError("At most one of return_std or return_cov can be requested.")
+        vector = self.kernel is None or self.kernel.requires_vector_input
+        X = engines.select(X).new_samples(self, X, vector_input=vector)
+        if not hasattr(self, "X_train_"):
+            return self._prior(X, return_std, return_cov)
+        X = self._kernel.new_rows(X, self.X_train_)
+        coefficients = self.alpha_ if self.alpha_.ndim == 2 else self.alpha_[:, np.newaxis]
+        mean = self._kernel.product(X, self.X_train_, coefficients)  # K(X, X_train)·α, tile by tile
+        if self.alpha_.ndim == 1:
+            mean = mean[:, 0]
+        mean = self._y_train_std * mean + self._y_train_mean
+        if mean.ndim > 1 and mean.shape[1] == 1:
+            mean = np.squeeze(mean, axis=1)
+        if not (return_std or return_cov):
+            return mean
+        limit = getattr(self, "_limit", v.memory_limit(self.memory_limit))
+        if return_cov:
+            cov = gp.posterior_covariance(self._kernel, X, self.X_train_, self.L_, limit)
+            cov = np.outer(cov, self._y_train_std**2).reshape(*cov.shape, -1)
+            return mean, (np.squeeze(cov, axis=2) if cov.shape[2] == 1 else cov)
+        var = gp.posterior_variance(self._kernel, X, self.X_train_, self.L_, limit)
+        if np.any(var < 0):
+            warnings.warn("Predicted variances smaller than 0. Setting those variances to 0.", stacklevel=2)
+            var[var < 0] = 0.0
+        var = np.outer(var, self._y_train_std**2).reshape(*var.shape, -1)
+        if var.shape[1] == 1:
+            var = np.squeeze(var, axis=1)
+        return mean, np.sqrt(var)
+
+    def _prior(self, X, return_std, return_cov):
+        kernel = _default_kernel(True) if self.kernel is None else self.kernel
+        n_targets = self.n_targets if self.n_targets is not None else 1
+        mean = np.zeros(shape=(len(X), n_targets)).squeeze()
+        if return_cov:
+            cov = kernel(X)
+            return mean, (np.repeat(np.expand_dims(cov, -1), n_targets, axis=-1) if n_targets > 1 else cov)
+        if return_std:
+            var = kernel.diag(X)
+            return mean, np.sqrt(np.repeat(np.expand_dims(var, -1), n_targets, axis=-1) if n_targets > 1 else var)
+        return mean
+
+    def sample_y(self, X, n_samples=1, random_state=0):
+        """Draw functions from the Gaussian process (the posterior after fit, the prior before) at X.
+
+        Parameters
+        ----------
+        X : array-like of shape (n_samples_X, n_features) or list of object
+            Query points.
+        n_samples : int, default=1
+            Functions drawn.
+        random_state : int, RandomState instance or None, default=0
+            Seeds the draws (scikit-learn's: the same seed gives its samples).
+
+        Returns
+        -------
+        y_samples : ndarray of shape (n_samples_X, n_samples) or (n_samples_X, n_targets, n_samples)
+        """
+        from sklearn.utils import check_random_state
+
+        rng = check_random_state(random_state)
+        mean, cov = self.predict(X, return_cov=True)
+        if mean.ndim == 1:
+            return rng.multivariate_normal(mean, cov, n_samples).T
+        return np.hstack([rng.multivariate_normal(mean[:, t], cov[..., t], n_samples).T[:, np.newaxis]
+                          for t in range(mean.shape[1])])
+
+    def __sklearn_tags__(self):
+        tags = super().__sklearn_tags__()
+        tags.requires_fit = False
+        return tags

@@ -1,0 +1,295 @@
+"""The kernels of ``sklearn.gaussian_process.kernels`` that Gaussian process users fit, evaluated natively.
+
+A scikit-learn kernel object is read as a sum of terms
+
+    k(x, y) = Σ_t c_t · κ_t(‖(x − y) / ℓ_t‖) + w·[x is y],
+
+each term a ConstantKernel c_t (1 when absent) times a radial kernel κ_t — ``RBF`` (κ = exp(−r²/2)) or
+``Matern`` with ν = ½, 3/2, 5/2 (exp(−r); (1 + √3 r) e^(−√3 r); (1 + √5 r + 5r²/3) e^(−√5 r)) or ∞ (RBF) —
+with one length scale or one per feature (ARD), or a ConstantKernel alone (κ = 1); and WhiteKernel noise w on
+the training block's diagonal (zero between distinct sets of samples, as scikit-learn's WhiteKernel is).
+Sums and products nest as people write them (``C * RBF + White``, ``C1 * k1 + C2 * k2 + White``). Anything
+else is evaluated by the object's own ``__call__`` (python_kernels.ScikitLearnKernel): every scikit-learn
+kernel is accepted.
+
+The hyperparameters are the object's: ``theta`` in scikit-learn's order (the free ones, in log space), and
+``with_theta`` clones the object with new values. The gradient of the Gaussian process likelihood needs, for
+every hyperparameter θ_j, the trace tr(W ∂K/∂θ_j) for a symmetric weight matrix W; :meth:`gradient_traces`
+computes all of them in one pass over W's tiles per term, never holding ∂K/∂θ_j (the native core's
+``gp_gradient_pass``):
+
+- ∂K/∂log c_t = c_t κ_t, so tr(W ∂K/∂log c_t) = c_t Σ W ∘ κ_t; ∂K/∂log w = w I gives w·tr(W);
+- a radial kernel's derivative with respect to log ℓ_j is G(r)·(x_j − y_j)²/ℓ_j², G its radial derivative
+  (RBF: κ; Matern ½: e^(−r)/r, 0 at r = 0; 3/2: 3 e^(−√3 r); 5/2: (5/3)(1 + √5 r) e^(−√5 r)). One length
+  scale: the sum over j, G r²: Σ W ∘ G r². ARD: with M = W ∘ G and x̃ = x/ℓ (columns centred: the sums are
+  translation invariant, and centring bounds their cancellation),
+  Σ_ik M_ik (x̃_ij − x̃_kj)² = 2 Σ_i x̃_ij² (M𝟙)_i − 2 x̃_jᵀ M x̃_j: one product M·[𝟙, X̃] gives all d of them.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+
+import numpy as np
+
+from .. import _native
+from .. import _validation as v
+from .kernel import Kernel
+
+__all__ = ["GaussianProcessKernel", "terms_of", "RADIAL"]
+
+#: The radial kernels a term may have, as the native registry names them (rbf with gamma = ½ is exp(−r²/2);
+#: matern with gamma = 1 is its function of r = ‖x − y‖), and "constant" (κ = 1).
+RADIAL = {"rbf": 0.5, "matern12": 1.0, "matern32": 1.0, "matern52": 1.0}
+_MATERN = {0.5: "matern12", 1.5: "matern32", 2.5: "matern52"}
+
+
+@dataclass
+class Term:
+    """c · κ(‖(x − y)/ℓ‖): its radial kind ("constant" for κ = 1), c, ℓ (one, or one per feature) and the
+    positions of log c and log ℓ in the kernel's theta (None: fixed)."""
+
+    kind: str
+    constant: float
+    length_scale: np.ndarray | None
+    constant_at: int | None
+    length_at: slice | None
+
+    @property
+    def ard(self) -> bool:
+        return self.length_scale is not None and self.length_scale.shape[0] > 1
+
+
+@dataclass
+class Terms:
+    """The terms, and the white noise with the position of its log in theta."""
+
+    terms: list
+    white: float = 0.0
+    white_at: list | None = None
+
+
+def _offset_and_free(kernel, offset: int):
+    """The positions of each of the kernel's (single) hyperparameter's elements in theta, or None if fixed,
+    and the offset after it."""
+    (h,) = kernel.hyperparameters
+    if h.fixed:
+        return None, offset
+    return slice(offset, offset + h.n_elements), offset + h.n_elements
+
+
+def _radial(kernel, offset: int):
+    """(kind, ℓ, positions of log ℓ, next offset) of an RBF or a Matern of a supported ν, else None."""
+    from sklearn.gaussian_process import kernels as k
+
+    if isinstance(kernel, k.Matern):
+        nu = float(kernel.nu)
+        kind = "rbf" if math.isinf(nu) else _MATERN.get(nu)
+    elif type(kernel) is k.RBF:
+        kind = "rbf"
+    else:
+        return None
+    if kind is None:
+        return None
+    at, offset = _offset_and_free(kernel, offset)
+    scale = np.atleast_1d(np.asarray(kernel.length_scale, dtype=np.float64))
+    return kind, scale, at, offset
+
+
+def _parse(kernel, offset: int, out: Terms):
+    """Add the kernel's terms to ``out``; the offset after its hyperparameters; None if not of the forms."""
+    from sklearn.gaussian_process import kernels as k
+
+    if isinstance(kernel, k.Sum):
+        offset = _parse(kernel.k1, offset, out)
+        return None if offset is None else _parse(kernel.k2, offset, out)
+    if type(kernel) is k.WhiteKernel:
+        at, after = _offset_and_free(kernel, offset)
+        out.white += float(kernel.noise_level)
+        out.white_at = (out.white_at or []) + [(float(kernel.noise_level), None if at is None else at.start)]
+        return after
+    if type(kernel) is k.ConstantKernel:
+        at, after = _offset_and_free(kernel, offset)
+        out.terms.append(Term("constant", float(kernel.constant_value), None, None if at is None else at.start, None))
+        return after
+    if isinstance(kernel, k.Product):
+        a, b = kernel.k1, kernel.k2
+        if type(a) is k.ConstantKernel:
+            c_at, after = _offset_and_free(a, offset)
+            radial = _radial(b, after)
+        elif type(b) is k.ConstantKernel:
+            radial = _radial(a, offset)
+            c_at, after = (None, None) if radial is None else _offset_and_free(b, radial[3])
+        else:
+            return None
+        if radial is None:
+            return None
+        kind, scale, l_at, after_radial = radial
+        constant = float((a if type(a) is k.ConstantKernel else b).constant_value)
+        out.terms.append(Term(kind, constant, scale, None if c_at is None else c_at.start, l_at))
+        return after_radial if type(a) is k.ConstantKernel else after
+    radial = _radial(kernel, offset)
+    if radial is None:
+        return None
+    kind, scale, l_at, after = radial
+    out.terms.append(Term(kind, 1.0, scale, None, l_at))
+    return after
+
+
+def terms_of(kernel) -> Terms | None:
+    """The terms of a scikit-learn kernel object, or None when it is not of the forms evaluated natively."""
+    out = Terms([])
+    end = _parse(kernel, 0, out)
+    # WhiteKernel alone has no samples to evaluate: its own __call__ serves it
+    if end is None or end != kernel.n_dims or not out.terms:
+        return None
+    return out
+
+
+class GaussianProcessKernel(Kernel):
+    """A scikit-learn kernel object of the forms above, evaluated natively (dense float64 samples).
+
+    Parameters
+    ----------
+    kernel : sklearn.gaussian_process.kernels.Kernel
+        The object; its hyperparameters are this kernel's.
+    terms : Terms
+        Its terms (:func:`terms_of`).
+    threads : int, default=0
+        Threads of the native evaluation.
+    """
+
+    native = True
+
+    def __init__(self, kernel, terms: Terms, threads: int = 0):
+        super().__init__(threads)
+        self.kernel, self.terms = kernel, terms
+        # working copies of the samples the core keeps: one scaled copy per radial term
+        self.copies = max(1, sum(t.kind != "constant" for t in terms.terms))
+
+    @property
+    def label(self) -> str:
+        return f"kernel={self.kernel!r}"
+
+
+    def check_samples(self, X, name: str = "X"):
+        return v.check_samples(X, name, np.float64)
+
+    def new_rows(self, X, Y, dtype=None):
+        return v.check_samples(X, "X", np.float64)
+
+    def fitted_in(self, Y, dtype):
+        return Y
+
+    def matrix_bytes(self, n: int, itemsize: int) -> int:
+        return n * n * 8
+
+    # ------------------------------------------------------------------------------------- evaluation
+
+    def _core_terms(self, X, Y=None) -> list:
+        """(kernel, c, gamma, X/ℓ, Y/ℓ or None) of every term, as the core's sum entry points take them."""
+        out = []
+        for t in self.terms.terms:
+            if t.kind == "constant":
+                out.append(("constant", t.constant, 0.0, X, Y))
+                continue
+            scale = 1.0 / t.length_scale
+            out.append((t.kind, t.constant, RADIAL[t.kind], v.contiguous(X * scale),
+                        None if Y is None else v.contiguous(Y * scale)))
+        return out
+
+    def cross(self, X, Y=None, out=None) -> np.ndarray:
+        n_y = X.shape[0] if Y is None else Y.shape[0]
+        if out is None:
+            out = v.empty((X.shape[0], n_y), np.float64, f"a {X.shape[0]}×{n_y} kernel block")
+        _native.core.sum_gram_into(self._core_terms(X, Y), self.terms.white if Y is None else 0.0, out, self.threads)
+        return out
+
+    def diagonal(self, X) -> np.ndarray:
+        value = sum(t.constant for t in self.terms.terms) + self.terms.white
+        return np.full(X.shape[0], value)
+
+    def matrix(self, X):
+        return self.cross(X), True
+
+    def product(self, X, Y, V, memory_limit=None) -> np.ndarray:
+        V = np.ascontiguousarray(V, dtype=np.float64)
+        vector = V.ndim == 1
+        V2 = V.reshape(V.shape[0], -1)
+        out = v.empty((X.shape[0], V2.shape[1]), np.float64, f"a {X.shape[0]}×{V2.shape[1]} product")
+        _native.core.sum_cross_product_into(self._core_terms(X, Y), V2, out, self.threads)
+        return out[:, 0] if vector else out
+
+    def native_operator(self, X, cached_tile_rows: int, threads: int, zero_diagonal: bool = False):
+        """The core's operator of K(X, X) (packed, cached or matrix-free tiles of the sum)."""
+        return _native.core.sum_kernel_operator(self._core_terms(X), self.terms.white, cached_tile_rows, threads,
+                                                zero_diagonal)
+
+    # ------------------------------------------------------------------------------ hyperparameters
+
+    @property
+    def hyperparameters(self) -> tuple[str, ...]:
+        names: list[str] = []
+        for h in self.kernel.hyperparameters:
+            if not h.fixed:
+                names += [h.name] if h.n_elements == 1 else [f"{h.name}[{i}]" for i in range(h.n_elements)]
+        return tuple(names)
+
+    @property
+    def theta(self) -> np.ndarray:
+        return np.asarray(self.kernel.theta, dtype=np.float64)
+
+    @property
+    def bounds(self) -> np.ndarray:
+        return np.asarray(self.kernel.bounds, dtype=np.float64).reshape(-1, 2)
+
+    def with_theta(self, theta) -> GaussianProcessKernel:
+        theta = np.asarray(theta, dtype=np.float64).reshape(-1)
+        if theta.shape != self.theta.shape:
+            raise ValueError(f"{self.label} has {self.theta.shape[0]} free hyperparameters, got theta of length "
+                             f"{theta.shape[0]}")
+        kernel = self.kernel.clone_with_theta(theta)
+        terms = terms_of(kernel)
+        assert terms is not None  # the same form
+        return GaussianProcessKernel(kernel, terms, self.threads)
+
+    def gradient_traces(self, X, W: np.ndarray) -> np.ndarray:
+        """tr(W ∂K/∂θ_j) for every free hyperparameter θ_j (log space), in theta's order, from one pass over
+        W's tiles per term (the module's documentation says what is computed).
+
+        Parameters
+        ----------
+        X : ndarray of shape (n, d)
+            The training samples (float64).
+        W : ndarray of shape (n, n)
+            A symmetric, C-contiguous float64 weight matrix (all of it valid).
+
+        Returns
+        -------
+        traces : ndarray of shape (len(theta),)
+        """
+        traces = np.zeros(self.theta.shape[0])
+        for t in self.terms.terms:
+            if t.kind == "constant":
+                if t.constant_at is not None:
+                    traces[t.constant_at] = t.constant * float(_native.core.symmetric_sum(W, self.threads))
+                continue
+            Xs = X / t.length_scale
+            Xs = v.contiguous(Xs - Xs.mean(axis=0))
+            want_ard = t.length_at is not None and t.ard
+            sum_k, sum_gr2, MV = _native.core.gp_gradient_pass(Xs, W, t.kind, want_ard, self.threads)
+            if t.constant_at is not None:
+                traces[t.constant_at] = t.constant * sum_k
+            if t.length_at is None:
+                continue
+            if not t.ard:
+                traces[t.length_at] = t.constant * sum_gr2
+                continue
+            # Σ_ik M_ik (x̃_ij − x̃_kj)² = 2 Σ_i x̃_ij² (M𝟙)_i − 2 x̃_jᵀ (M x̃)_j
+            moments = 2.0 * (Xs**2).T @ MV[:, 0] - 2.0 * np.einsum("ij,ij->j", Xs, MV[:, 1:])
+            traces[t.length_at] = t.constant * moments
+        for noise, at in self.terms.white_at or []:
+            if at is not None:
+                traces[at] = noise * float(np.trace(W))
+        return traces
