@@ -275,3 +275,21 @@ def test_structured_samples_go_through_the_kernel_object():
         ours = GaussianProcessRegressor(MiniSeqKernel(baseline_similarity_bounds="fixed")).fit(X, y)
         theirs = SkGPR(MiniSeqKernel(baseline_similarity_bounds="fixed")).fit(X, y)
     np.testing.assert_allclose(ours.predict(X, return_std=True), theirs.predict(X, return_std=True), atol=1e-10)
+
+
+def test_large_factorisations_run_on_one_blas_thread():
+    """OpenBLAS's threaded dsyrk (inside dpotrf) crashes past 2 GiB matrices (solvers/lapack_threads.py): the
+    factorisation of one that large runs on one BLAS thread, a smaller one on all of them."""
+    from threadpoolctl import threadpool_info
+
+    from fastkpca.solvers.lapack_threads import factorisation_threads
+
+    def blas_threads():
+        return [pool["num_threads"] for pool in threadpool_info() if pool["user_api"] == "blas"]
+
+    before = blas_threads()
+    with factorisation_threads(16_384):  # 2 GiB exactly
+        assert set(blas_threads()) == {1}
+    assert blas_threads() == before
+    with factorisation_threads(16_383):
+        assert blas_threads() == before

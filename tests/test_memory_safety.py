@@ -157,6 +157,38 @@ def test_tile_edges_and_single_entries(kernel):
         np.testing.assert_allclose(k.cross(X[-1:], X), expected[-1:], rtol=0, atol=tol)
 
 
+@pytest.mark.parametrize("kind", ["rbf", "matern12", "matern32", "matern52"])
+def test_gaussian_process_passes_at_tile_edges(kind):
+    """The likelihood's gradient pass (gp_gradient.hpp) and a sum of terms' Gram matrix (sum_tiles.hpp) at
+    sizes around the packed tile and widths 1 … 9, against NumPy: an overread of a tile, a run's buffer or the
+    moments' product is an AddressSanitizer report."""
+    from fastkpca.kernels.gaussian_process import RADIAL
+
+    rng = np.random.default_rng(4)
+    core = _native.core
+    for n, d in [(1, 1), (2, 3), (65, 4), (255, 1), (256, 9), (257, 5), (513, 3)]:
+        X = rng.standard_normal((n, d))
+        W = rng.standard_normal((n, n))
+        W = W + W.T
+        r2 = ((X[:, None, :] - X[None, :, :]) ** 2).sum(-1)
+        r = np.sqrt(r2)
+        kernel = ref.kernel(X, None, kind, RADIAL[kind])
+        s = {"matern32": np.sqrt(3) * r, "matern52": np.sqrt(5) * r}.get(kind)
+        G = {"rbf": kernel, "matern12": np.divide(kernel, r, out=np.zeros_like(r), where=r > 0),
+             "matern32": 3 * np.exp(-s) if s is not None else None,
+             "matern52": 5 / 3 * (1 + s) * np.exp(-s) if s is not None else None}[kind]
+        sum_k, sum_r, MV = core.gp_gradient_pass(X, W, kind, True, 2)
+        scale = np.abs(W).sum()
+        assert sum_k == pytest.approx((W * kernel).sum(), abs=1e-12 * scale), (n, d)
+        assert sum_r == pytest.approx((W * G * r2).sum(), abs=1e-11 * scale * max(1.0, r2.max())), (n, d)
+        np.testing.assert_allclose(MV, (W * G) @ np.column_stack([np.ones(n), X]), rtol=0,
+                                   atol=1e-11 * scale * max(1.0, np.abs(X).max()), err_msg=f"n={n}, d={d}")
+        assert core.symmetric_sum(W, 2) == pytest.approx(W.sum(), abs=1e-12 * scale)
+        out = np.empty((n, n))
+        core.sum_gram_into([("constant", 0.5, 0.0, X, None), (kind, 2.0, RADIAL[kind], X, None)], 0.25, out, 2)
+        np.testing.assert_allclose(out, 0.5 + 2.0 * kernel + 0.25 * np.eye(n), rtol=0, atol=1e-12)
+
+
 # ------------------------------------------------------------------------- misaligned arrays
 
 def _operator(dtype=np.float64):

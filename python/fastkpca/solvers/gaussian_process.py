@@ -20,6 +20,7 @@ import math
 import numpy as np
 
 from .. import _validation as v
+from .lapack_threads import factorisation_threads
 
 __all__ = ["factor", "log_marginal_likelihood", "weights_in_place", "posterior_variance", "posterior_covariance"]
 
@@ -35,7 +36,8 @@ def factor(K: np.ndarray, noise) -> np.ndarray:
     from scipy.linalg import lapack
 
     K[np.diag_indices_from(K)] += noise
-    L, info = lapack.dpotrf(K.T, lower=1, clean=1, overwrite_a=1)  # K.T is Fortran-ordered: in place
+    with factorisation_threads(K.shape[0]):
+        L, info = lapack.dpotrf(K.T, lower=1, clean=1, overwrite_a=1)  # K.T is Fortran-ordered: in place
     if info > 0:
         raise np.linalg.LinAlgError(f"{info}-th leading minor not positive definite")
     if info < 0:  # pragma: no cover - an argument LAPACK refuses

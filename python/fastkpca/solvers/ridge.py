@@ -20,6 +20,7 @@ from scipy import linalg as sla
 from ..exceptions import ConvergenceWarning, SingularKernelWarning
 from ..operators import pass_bytes
 from . import cg
+from .lapack_threads import factorisation_threads
 from .low_rank import RPCHOLESKY_BLOCK, landmark_whitening, nystrom_moments, rpcholesky
 
 __all__ = ["solve_cholesky", "solve_cg", "solve_nystrom", "preconditioner_rank", "cg_bytes", "DEFAULT_TOL",
@@ -61,7 +62,8 @@ def solve_cholesky(K: np.ndarray, Y: np.ndarray, alphas: np.ndarray, root_w=None
             _restore_factored(K, diagonal)
         K.flat[:: n + 1] = diagonal + alpha
         try:
-            factor = sla.cho_factor(A, lower=True, overwrite_a=True, check_finite=False)
+            with factorisation_threads(n):
+                factor = sla.cho_factor(A, lower=True, overwrite_a=True, check_finite=False)
             dual[:, columns] = sla.cho_solve(factor, Y[:, columns], check_finite=False)
         except np.linalg.LinAlgError:
             singular = True
