@@ -262,6 +262,28 @@ def parse_list(text: str) -> list[str]:
 CHILD_MARKER = "@@bench-child-result@@"
 
 
+def rss_bytes() -> int:
+    """The process's resident set now (Linux)."""
+    import resource
+
+    with open("/proc/self/statm") as f:
+        return int(f.read().split()[1]) * resource.getpagesize()
+
+
+def reset_peak_rss() -> None:
+    """Reset the process's peak RSS (VmHWM) to its RSS now (Linux >= 4.0: ``5 > /proc/self/clear_refs``), so
+    that the peak read after a call belongs to that call, not to making its data."""
+    with open("/proc/self/clear_refs", "w") as f:
+        f.write("5")
+
+
+def peak_rss_bytes() -> int:
+    """The process's peak RSS (VmHWM) since it started or since reset_peak_rss."""
+    with open("/proc/self/status") as f:
+        line = next(ln for ln in f if ln.startswith("VmHWM:"))
+    return int(line.split()[1]) * 1024
+
+
 def run_child(script: str, name: str, spec: dict, *, timeout: float = 3600, env: dict | None = None) -> dict:
     """``python script --child name spec`` in a fresh process (its own peak RSS): the result dict the child
     printed, with ``wall_seconds``; ``{"failed": exit code and stderr's tail}`` if it died. ``env`` adds

@@ -13,8 +13,8 @@ the same distribution.
   theta plus U(−0.7, 0.7)) for every natively evaluated form, N = 1,000; the largest relative difference of the
   value and of any gradient entry.
 - **fit**: seconds of the whole fit, likelihood evaluations, seconds per evaluation, peak RSS growth over the data
-  (ru_maxrss less the RSS before the fit) in units of N²·8 bytes, and the fitted θ, predictions and standard
-  deviations of the two compared.
+  (the peak RSS, reset after the data are made, less the RSS before the fit) in units of N²·8 bytes, and the
+  fitted θ, predictions and standard deviations of the two compared.
 - **evaluation**: fastkpca only (scikit-learn would need about 30·N²·8 bytes): a fit with ``optimizer=None``
   (one factor), then one ``log_marginal_likelihood(theta, eval_gradient=True)`` timed; the process's peak RSS
   growth in N²·8 bytes.
@@ -24,7 +24,6 @@ from __future__ import annotations
 
 import argparse
 import json
-import resource
 import sys
 import tempfile
 import time
@@ -38,11 +37,6 @@ import _common as C  # noqa: E402
 
 D = 8
 N_TEST = 500
-
-
-def _rss_bytes() -> int:
-    with open("/proc/self/statm") as f:
-        return int(f.read().split()[1]) * resource.getpagesize()
 
 
 def data(n: int, seed: int = 0):
@@ -94,11 +88,12 @@ def child_fit(spec: dict) -> dict:
         return original(self, *args, **kwargs)
 
     gpr.log_marginal_likelihood = counted
-    before = _rss_bytes()
+    C.reset_peak_rss()
+    before = C.rss_bytes()
     start = time.perf_counter()
     est = gpr(kernel(), normalize_y=True).fit(X, y)
     seconds = time.perf_counter() - start
-    peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024 - before
+    peak = C.peak_rss_bytes() - before
     gpr.log_marginal_likelihood = original
     mean, std = est.predict(new, return_std=True)
     if spec.get("save"):
@@ -111,7 +106,8 @@ def child_evaluation(spec: dict) -> dict:
     from fastkpca import GaussianProcessRegressor
 
     X, y = data(spec["n"])
-    before = _rss_bytes()
+    C.reset_peak_rss()
+    before = C.rss_bytes()
     start = time.perf_counter()
     est = GaussianProcessRegressor(kernel(), normalize_y=True, optimizer=None).fit(X, y)
     fit_seconds = time.perf_counter() - start
@@ -119,7 +115,7 @@ def child_evaluation(spec: dict) -> dict:
     start = time.perf_counter()
     value, gradient = est.log_marginal_likelihood(theta, eval_gradient=True)
     seconds = time.perf_counter() - start
-    peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024 - before
+    peak = C.peak_rss_bytes() - before
     return {"seconds": seconds, "fit_seconds": fit_seconds, "peak_bytes": peak, "value": float(value),
             "gradient": gradient.tolist()}
 

@@ -10,15 +10,14 @@ y = the row sums plus N(0, 0.1²) noise. Fits, with scikit-learn's defaults othe
 affinity="rbf", random_state=0)`` on the 5,000-sample set; ``KernelPCA(5, kernel=k)`` for k in rbf, cosine,
 linear on the 20,000-sample set (fastkpca with ``memory_limit="1GB"``, scikit-learn unlimited), where the
 eigenvalues (relative difference) and the subspaces (largest principal angle) of the two are compared.
-Reported: seconds of the fit, peak RSS growth over the data (ru_maxrss less the RSS before the fit), the
-speed-up, and fastkpca's solver figures.
+Reported: seconds of the fit, peak RSS growth over the data (the peak RSS, reset after the data are made, less
+the RSS before the fit), the speed-up, and fastkpca's solver figures.
 """
 
 from __future__ import annotations
 
 import argparse
 import json
-import resource
 import sys
 import tempfile
 import time
@@ -31,11 +30,6 @@ import _common as C  # noqa: E402
 
 SMALL = (5000, 50_000, 1e-3)
 LARGE = (20_000, 20_000, 5e-4)
-
-
-def _rss_bytes() -> int:
-    with open("/proc/self/statm") as f:
-        return int(f.read().split()[1]) * resource.getpagesize()
 
 
 def data(n: int, d: int, density: float):
@@ -58,7 +52,8 @@ def child(spec: dict) -> dict:
         from fastkpca import KernelPCA, KernelRidge, SpectralClustering
         extra = {"memory_limit": spec["memory_limit"]} if spec.get("memory_limit") else {}
         KernelPCA(2, kernel=kernel).fit(X[:300])  # first-use imports and the native module
-    before = _rss_bytes()
+    C.reset_peak_rss()
+    before = C.rss_bytes()
     start = time.perf_counter()
     if fit == "kpca":
         est = KernelPCA(5, kernel=kernel, **extra).fit(X)
@@ -67,7 +62,7 @@ def child(spec: dict) -> dict:
     else:
         est = SpectralClustering(4, affinity=kernel, random_state=0, **extra).fit(X)
     seconds = time.perf_counter() - start
-    out = {"seconds": seconds, "peak_bytes": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024 - before}
+    out = {"seconds": seconds, "peak_bytes": C.peak_rss_bytes() - before}
     if spec.get("save"):
         arrays = ({"values": est.eigenvalues_, "vectors": est.eigenvectors_} if fit == "kpca" else
                   {"labels": est.labels_} if fit == "clustering" else {"dual": est.dual_coef_})
