@@ -36,6 +36,7 @@ import numpy as np
 from .. import _native
 from .. import _validation as v
 from .kernel import Kernel
+from .python_kernels import ScikitLearnHyperparameters
 
 __all__ = ["GaussianProcessKernel", "terms_of", "RADIAL"]
 
@@ -147,7 +148,7 @@ def terms_of(kernel) -> Terms | None:
     return out
 
 
-class GaussianProcessKernel(Kernel):
+class GaussianProcessKernel(ScikitLearnHyperparameters, Kernel):
     """A scikit-learn kernel object of the forms above, evaluated natively (dense float64 samples).
 
     Parameters
@@ -228,30 +229,9 @@ class GaussianProcessKernel(Kernel):
 
     # ------------------------------------------------------------------------------ hyperparameters
 
-    @property
-    def hyperparameters(self) -> tuple[str, ...]:
-        names: list[str] = []
-        for h in self.kernel.hyperparameters:
-            if not h.fixed:
-                names += [h.name] if h.n_elements == 1 else [f"{h.name}[{i}]" for i in range(h.n_elements)]
-        return tuple(names)
-
-    @property
-    def theta(self) -> np.ndarray:
-        return np.asarray(self.kernel.theta, dtype=np.float64)
-
-    @property
-    def bounds(self) -> np.ndarray:
-        return np.asarray(self.kernel.bounds, dtype=np.float64).reshape(-1, 2)
-
-    def with_theta(self, theta) -> GaussianProcessKernel:
-        theta = np.asarray(theta, dtype=np.float64).reshape(-1)
-        if theta.shape != self.theta.shape:
-            raise ValueError(f"{self.label} has {self.theta.shape[0]} free hyperparameters, got theta of length "
-                             f"{theta.shape[0]}")
-        kernel = self.kernel.clone_with_theta(theta)
+    def with_object(self, kernel) -> GaussianProcessKernel:
         terms = terms_of(kernel)
-        assert terms is not None  # the same form
+        assert terms is not None  # the same form with other values
         return GaussianProcessKernel(kernel, terms, self.threads)
 
     def gradient_traces(self, X, W: np.ndarray) -> np.ndarray:

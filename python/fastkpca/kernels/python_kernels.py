@@ -13,7 +13,7 @@ import numpy as np
 from .. import _validation as v
 from .kernel import Kernel
 
-__all__ = ["PairwiseKernel", "ScikitLearnKernel", "is_sklearn_kernel"]
+__all__ = ["PairwiseKernel", "ScikitLearnKernel", "ScikitLearnHyperparameters", "is_sklearn_kernel"]
 
 
 def is_sklearn_kernel(obj) -> bool:
@@ -24,6 +24,45 @@ def is_sklearn_kernel(obj) -> bool:
     from sklearn.gaussian_process.kernels import Kernel as SklearnKernel
 
     return isinstance(obj, SklearnKernel)
+
+
+class ScikitLearnHyperparameters:
+    """The hyperparameters of a kernel that holds a scikit-learn kernel object ``self.kernel``: its free ones'
+    names, ``theta`` (log space) and ``bounds``, and ``with_theta``, the kernel of
+    ``self.kernel.clone_with_theta(theta)`` (made by the class's ``with_object``)."""
+
+    kernel: Any
+
+    @property
+    def label(self) -> str:  # the kernel class's
+        raise NotImplementedError
+
+    def with_object(self, kernel) -> Kernel:
+        """This kind of kernel for another scikit-learn kernel object of the same form."""
+        raise NotImplementedError
+
+    @property
+    def hyperparameters(self) -> tuple[str, ...]:
+        names: list[str] = []
+        for h in self.kernel.hyperparameters:
+            if not h.fixed:
+                names += [h.name] if h.n_elements == 1 else [f"{h.name}[{i}]" for i in range(h.n_elements)]
+        return tuple(names)
+
+    @property
+    def theta(self) -> np.ndarray:
+        return np.asarray(self.kernel.theta, dtype=np.float64)
+
+    @property
+    def bounds(self) -> np.ndarray:
+        return np.asarray(self.kernel.bounds, dtype=np.float64).reshape(-1, 2)
+
+    def with_theta(self, theta) -> Kernel:
+        theta = np.asarray(theta, dtype=np.float64).reshape(-1)
+        if theta.shape != self.theta.shape:
+            raise ValueError(f"{self.label} has {self.theta.shape[0]} free hyperparameters, got theta of length "
+                             f"{theta.shape[0]}")
+        return self.with_object(self.kernel.clone_with_theta(theta))
 
 
 class PairwiseKernel(Kernel):
@@ -53,7 +92,7 @@ class PairwiseKernel(Kernel):
                                            **self.params), out)
 
 
-class ScikitLearnKernel(Kernel):
+class ScikitLearnKernel(ScikitLearnHyperparameters, Kernel):
     """A scikit-learn kernel object k (``sklearn.gaussian_process.kernels``): ``K(X, Y) = k(X, Y)`` in float64
     on dense samples, ``diagonal(X) = k.diag(X)``, and k's hyperparameters: ``theta`` (log space, the free
     ones), ``bounds``, ``with_theta`` (``k.clone_with_theta``)."""
@@ -101,25 +140,5 @@ class ScikitLearnKernel(Kernel):
     def diagonal(self, X) -> np.ndarray:
         return np.asarray(self.kernel.diag(X), dtype=np.float64)
 
-    @property
-    def hyperparameters(self) -> tuple[str, ...]:
-        names: list[str] = []
-        for h in self.kernel.hyperparameters:
-            if not h.fixed:
-                names += [h.name] if h.n_elements == 1 else [f"{h.name}[{i}]" for i in range(h.n_elements)]
-        return tuple(names)
-
-    @property
-    def theta(self) -> np.ndarray:
-        return np.asarray(self.kernel.theta, dtype=np.float64)
-
-    @property
-    def bounds(self) -> np.ndarray:
-        return np.asarray(self.kernel.bounds, dtype=np.float64).reshape(-1, 2)
-
-    def with_theta(self, theta) -> ScikitLearnKernel:
-        theta = np.asarray(theta, dtype=np.float64).reshape(-1)
-        if theta.shape != self.theta.shape:
-            raise ValueError(f"{self.label} has {self.theta.shape[0]} free hyperparameters, got theta of length "
-                             f"{theta.shape[0]}")
-        return ScikitLearnKernel(self.kernel.clone_with_theta(theta), self.threads)
+    def with_object(self, kernel) -> ScikitLearnKernel:
+        return ScikitLearnKernel(kernel, self.threads)
