@@ -91,16 +91,7 @@ std::shared_ptr<Operator> sum_kernel_operator(const py::list& terms, double whit
   });
 }
 
-py::tuple gp_gradient_pass(const Input<double>& x, const Input<double>& w, const std::string& kind, bool want_product,
-                           int n_threads) {
-  require_matrix(x, "x");
-  require_square(w, "w");
-  if (w.shape(0) != x.shape(0)) throw py::value_error("w must have one row per sample");
-  const Radial radial = radial_named(kind);
-  ConstRowMatrixMap<double> xm(x.data(), x.shape(0), x.shape(1));
-  const double* wd = w.data();
-  RadialTraces t = release_and_run(
-      n_threads, [&](Interrupt& interrupt) { return radial_traces(radial, xm, wd, want_product, interrupt); });
+py::tuple traces_tuple(RadialTraces& t, bool want_product) {
   py::object product = py::none();
   if (want_product) {
     RArrayD p({t.product.rows(), t.product.cols()});
@@ -108,6 +99,35 @@ py::tuple gp_gradient_pass(const Input<double>& x, const Input<double>& w, const
     product = p;
   }
   return py::make_tuple(t.sum_kernel, t.sum_radial, product);
+}
+
+py::tuple gp_gradient_pass(const Input<double>& x, const Input<double>& w, const std::string& kind, bool want_product,
+                           int n_threads) {
+  require_matrix(x, "x");
+  require_square(w, "w");
+  if (w.shape(0) != x.shape(0)) throw py::value_error("w must have one row per sample");
+  const Radial radial = radial_named(kind);
+  ConstRowMatrixMap<double> xm(x.data(), x.shape(0), x.shape(1));
+  const DenseWeights weights{w.data(), w.shape(0)};
+  RadialTraces t = release_and_run(
+      n_threads, [&](Interrupt& interrupt) { return radial_traces(radial, xm, weights, want_product, interrupt); });
+  return traces_tuple(t, want_product);
+}
+
+py::tuple gp_gradient_pass_low_rank(const Input<double>& x, const Input<double>& a, const Input<double>& b,
+                                    const std::string& kind, bool want_product, int n_threads) {
+  require_matrix(x, "x");
+  require_matrix(a, "a");
+  require_matrix(b, "b");
+  if (a.shape(0) != x.shape(0) || b.shape(0) != x.shape(0) || a.shape(1) != b.shape(1))
+    throw py::value_error("a and b must both be n × m, one row per sample");
+  const Radial radial = radial_named(kind);
+  ConstRowMatrixMap<double> xm(x.data(), x.shape(0), x.shape(1));
+  const LowRankWeights weights{ConstRowMatrixMap<double>(a.data(), a.shape(0), a.shape(1)),
+                               ConstRowMatrixMap<double>(b.data(), b.shape(0), b.shape(1))};
+  RadialTraces t = release_and_run(
+      n_threads, [&](Interrupt& interrupt) { return radial_traces(radial, xm, weights, want_product, interrupt); });
+  return traces_tuple(t, want_product);
 }
 
 double symmetric_sum(const Input<double>& w, int n_threads) {
@@ -130,6 +150,9 @@ void init_gaussian_process(py::module_& m) {
   m.def("gp_gradient_pass", &gp_gradient_pass, py::arg("x"), py::arg("w"), py::arg("kind"), py::arg("want_product"),
         py::arg("n_threads"),
         "(Σ W∘κ(r), Σ W∘G(r)r², (W∘G)·[1, x] or None) for a radial kernel of the scaled samples x.");
+  m.def("gp_gradient_pass_low_rank", &gp_gradient_pass_low_rank, py::arg("x"), py::arg("a"), py::arg("b"),
+        py::arg("kind"), py::arg("want_product"), py::arg("n_threads"),
+        "gp_gradient_pass for W = (a bᵀ + b aᵀ)/2, each tile of W formed where it is read.");
   m.def("symmetric_sum", &symmetric_sum, py::arg("w"), py::arg("n_threads"), "Σ_ik w_ik, by rows in a fixed order.");
 }
 

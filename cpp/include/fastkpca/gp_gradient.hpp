@@ -10,6 +10,10 @@
 // scikit-learn takes it); 3/2 κ = (1 + √3 r) e^(−√3 r), G = 3 e^(−√3 r); 5/2 κ = (1 + √5 r + 5r²/3) e^(−√5 r),
 // G = (5/3)(1 + √5 r) e^(−√5 r). No ∂K/∂θ is ever held: each tile of it is computed where W's tile is read.
 //
+// W comes whole (the exact likelihood's n × n weights) or as W = ½(A Bᵀ + B Aᵀ) from two n × m factors (the
+// iterative likelihood's: A = [α, K̂⁻¹z_1, …], B = [α, −P⁻¹z_1/t, …]), each tile of which is formed by one small
+// product where it is read: then a pass costs O(n²(d + m)) and memory O(n·m), never n².
+//
 // The lower tiles of W are the units of a triangle pass (FixedBlocks, block_product.hpp): fixed runs of tile
 // rows, each summing its own partial sums and collecting its mirrored products for earlier rows in its own
 // buffer, all added in run order; the distances are the exact Σ_j (x̃_ij − x̃_kj)², not an expansion. The
@@ -65,10 +69,39 @@ struct RadialTraces {
   RowMatrix<double> product;  // M·[𝟙, X̃], n × (d + 1), when asked for
 };
 
+// W held whole: row-major n × n.
+struct DenseWeights {
+  const double* w;
+  Index n;
+  // W's tile over rows i0 … i0 + rows and columns k0 … k0 + cols: W_ik = p[(i − i0)·ld + (k − k0)].
+  const double* tile(Index i0, Index, Index k0, Index, std::vector<double>&, Index& ld) const {
+    ld = n;
+    return w + i0 * n + k0;
+  }
+};
+
+// W = ½(A Bᵀ + B Aᵀ), A and B row-major n × m: each tile formed into the thread's buffer.
+struct LowRankWeights {
+  ConstRowMatrixMap<double> a, b;
+  const double* tile(Index i0, Index rows, Index k0, Index cols, std::vector<double>& buffer, Index& ld) const {
+    ld = cols;
+    buffer.resize(static_cast<std::size_t>(rows * cols));
+    RowMatrixMap<double> t(buffer.data(), rows, cols);
+    t.noalias() = a.middleRows(i0, rows) * b.middleRows(k0, cols).transpose();
+    t.noalias() += b.middleRows(i0, rows) * a.middleRows(k0, cols).transpose();
+    t *= 0.5;
+    return buffer.data();
+  }
+};
+
 namespace detail {
 
-template <Radial R>
-RadialTraces radial_traces(const ConstRowMatrixMap<double>& x, const double* w, bool want_product,
+struct TraceScratch {
+  std::vector<double> r2, tile;
+};
+
+template <Radial R, class Weights>
+RadialTraces radial_traces(const ConstRowMatrixMap<double>& x, const Weights& weights, bool want_product,
                            Interrupt& interrupt) {
   constexpr Index T = kPackedTile;
   const Index n = x.rows(), d = x.cols(), nt = packed_tiles(n), ldv = want_product ? d + 1 : 0;
@@ -84,15 +117,18 @@ RadialTraces radial_traces(const ConstRowMatrixMap<double>& x, const double* w, 
   FixedBlocks runs = FixedBlocks::triangle(nt, T, FixedBlocks::kMaxBlocks, want_product ? ldv : 0);
   std::vector<double> sums_k(static_cast<std::size_t>(nt), 0.0), sums_r(static_cast<std::size_t>(nt), 0.0);
   runs.run(
-      interrupt, [] { return std::vector<double>(); },
-      [&](std::vector<double>& r2, Index begin, Index end, double* wt) {
+      interrupt, [] { return TraceScratch(); },
+      [&](TraceScratch& scratch, Index begin, Index end, double* wt) {
         double sk = 0, sr = 0;
+        std::vector<double>& r2 = scratch.r2;
         r2.resize(static_cast<std::size_t>(T));
         for (Index I = begin; I < end; ++I) {
           if (interrupt.poll()) break;
           const Index i_end = std::min(n, (I + 1) * T);
           for (Index J = 0; J <= I; ++J) {
             const Index k0 = J * T, k_end = std::min(n, (J + 1) * T);
+            Index ldw = 0;
+            const double* w_tile = weights.tile(I * T, i_end - I * T, k0, k_end - k0, scratch.tile, ldw);
             double* mirrored = want_product ? (J >= begin ? out.product.data() : wt) : nullptr;
             for (Index i = I * T; i < i_end; ++i) {
               const Index k1 = I == J ? i + 1 : k_end;  // a diagonal tile: its lower triangle and diagonal
@@ -105,7 +141,7 @@ RadialTraces radial_traces(const ConstRowMatrixMap<double>& x, const double* w, 
                   r2[static_cast<std::size_t>(k - k0)] += diff * diff;
                 }
               }
-              const double* wi = w + i * n;
+              const double* wi = w_tile + (i - I * T) * ldw - k0;  // wi[k] = W_ik
               double* pi = want_product ? out.product.data() + i * ldv : nullptr;
               for (Index k = k0; k < k1; ++k) {
                 const double dist2 = r2[static_cast<std::size_t>(k - k0)];
@@ -143,9 +179,10 @@ RadialTraces radial_traces(const ConstRowMatrixMap<double>& x, const double* w, 
 }  // namespace detail
 
 // The traces of one radial term (see the top of this file) for scaled samples x (n × d, row-major) and the
-// symmetric n × n weight matrix w (row-major, all of it valid).
-inline RadialTraces radial_traces(Radial kind, const ConstRowMatrixMap<double>& x, const double* w, bool want_product,
-                                  Interrupt& interrupt) {
+// symmetric weights W (DenseWeights or LowRankWeights).
+template <class Weights>
+RadialTraces radial_traces(Radial kind, const ConstRowMatrixMap<double>& x, const Weights& w, bool want_product,
+                           Interrupt& interrupt) {
   switch (kind) {
     case Radial::rbf: return detail::radial_traces<Radial::rbf>(x, w, want_product, interrupt);
     case Radial::matern12: return detail::radial_traces<Radial::matern12>(x, w, want_product, interrupt);

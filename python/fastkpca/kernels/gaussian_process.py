@@ -208,8 +208,10 @@ class GaussianProcessKernel(ScikitLearnHyperparameters, Kernel):
         return out
 
     def diagonal(self, X) -> np.ndarray:
-        value = sum(t.constant for t in self.terms.terms) + self.terms.white
-        return np.full(X.shape[0], value)
+        return np.full(X.shape[0], sum(t.constant for t in self.terms.terms) + self.terms.white)
+
+    def signal_diagonal(self, X) -> np.ndarray:
+        return np.full(X.shape[0], float(sum(t.constant for t in self.terms.terms)))
 
     def matrix(self, X):
         return self.cross(X), True
@@ -249,16 +251,30 @@ class GaussianProcessKernel(ScikitLearnHyperparameters, Kernel):
         -------
         traces : ndarray of shape (len(theta),)
         """
+        return self._traces(X, lambda Xs, kind, ard: _native.core.gp_gradient_pass(Xs, W, kind, ard, self.threads),
+                            lambda: float(_native.core.symmetric_sum(W, self.threads)), lambda: float(np.trace(W)))
+
+    def gradient_traces_low_rank(self, X, A: np.ndarray, B: np.ndarray) -> np.ndarray:
+        """:meth:`gradient_traces` for W = ½(A Bᵀ + B Aᵀ) (A, B of shape (n, m)), W's tiles formed where the
+        pass reads them: O(n·m) memory. Σ W = (𝟙ᵀA)·(𝟙ᵀB) and tr W = Σ_i A_i·B_i."""
+        A, B = v.contiguous(np.asarray(A, np.float64)), v.contiguous(np.asarray(B, np.float64))
+        return self._traces(
+            X, lambda Xs, kind, ard: _native.core.gp_gradient_pass_low_rank(Xs, A, B, kind, ard, self.threads),
+            lambda: float(A.sum(axis=0) @ B.sum(axis=0)), lambda: float(np.einsum("ij,ij->", A, B)))
+
+    def _traces(self, X, radial_pass, weight_sum, weight_trace) -> np.ndarray:
+        """The traces from ``radial_pass(X̃, kind, want_ard)`` (the core's pass over W for one term),
+        ``weight_sum()`` = Σ W and ``weight_trace()`` = tr W."""
         traces = np.zeros(self.theta.shape[0])
         for t in self.terms.terms:
             if t.kind == "constant":
                 if t.constant_at is not None:
-                    traces[t.constant_at] = t.constant * float(_native.core.symmetric_sum(W, self.threads))
+                    traces[t.constant_at] = t.constant * weight_sum()
                 continue
             Xs = X / t.length_scale
             Xs = v.contiguous(Xs - Xs.mean(axis=0))
             want_ard = t.length_at is not None and t.ard
-            sum_k, sum_gr2, MV = _native.core.gp_gradient_pass(Xs, W, t.kind, want_ard, self.threads)
+            sum_k, sum_gr2, MV = radial_pass(Xs, t.kind, want_ard)
             if t.constant_at is not None:
                 traces[t.constant_at] = t.constant * sum_k
             if t.length_at is None:
@@ -271,5 +287,5 @@ class GaussianProcessKernel(ScikitLearnHyperparameters, Kernel):
             traces[t.length_at] = t.constant * moments
         for noise, at in self.terms.white_at or []:
             if at is not None:
-                traces[at] = noise * float(np.trace(W))
+                traces[at] = noise * weight_trace()
         return traces

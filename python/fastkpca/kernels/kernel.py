@@ -420,6 +420,24 @@ class Kernel:
             return np.empty(0)
         raise NotImplementedError(f"{self.label} has no gradient with respect to its hyperparameters")
 
+    def gradient_traces_low_rank(self, X, A: np.ndarray, B: np.ndarray) -> np.ndarray:
+        """:meth:`gradient_traces` for W = ½(A Bᵀ + B Aᵀ), A and B of shape (n, m): what the iterative Gaussian
+        process likelihood needs (A = [α, K̂⁻¹z…], B = [α, −P⁻¹z/t…]). By default W is formed (n × n, checked
+        against the memory available); natively evaluated kernels form its tiles where they are read."""
+        if self.theta.shape[0] == 0:
+            return np.empty(0)
+        n = A.shape[0]
+        W = v.empty((n, n), np.float64, f"the {n}×{n} weights of {self.label}'s likelihood gradient")
+        np.matmul(A, B.T, out=W)
+        W += W.T.copy()
+        W *= 0.5
+        return self.gradient_traces(X, W)
+
+    def signal_diagonal(self, X) -> np.ndarray:
+        """The diagonal of the kernel as a cross block K(X, X') evaluates it at X' = X: :meth:`diagonal` less any
+        white noise the kernel adds to its own training block only (a Gaussian process's WhiteKernel)."""
+        return self.diagonal(X)
+
     # ------------------------------------------------------------------------------ hyperparameters
 
     @property
