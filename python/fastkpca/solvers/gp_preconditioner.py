@@ -1,0 +1,157 @@
+"""The preconditioner of a Gaussian process's kernel matrix K̂ = K + diag(noise): a randomly pivoted Cholesky
+factor of the noise-free kernel plus a diagonal,
+
+    P = F Fᵀ + D,    D = noise + white + diag(K₀ − F Fᵀ)    (K₀: the kernel without its white noise),
+
+so that P has K̂'s diagonal (the residual's diagonal kept, as FITC keeps it: Snelson and Ghahramani 2006) and is
+positive definite whatever the rank. With C = I_r + Fᵀ D⁻¹ F = L_C L_Cᵀ (Woodbury),
+
+    P⁻¹ V = D⁻¹V − D⁻¹F C⁻¹ Fᵀ D⁻¹V,    log det P = Σ log D_ii + 2 Σ log (L_C)_ii,
+
+and z = M ξ with M Mᵀ = P (:meth:`NystromDiagonalPreconditioner.sample`) and ξ of covariance I has
+covariance P: the probes of stochastic Lanczos quadrature (gaussian_process_cg.py). Everything costs O(n·r)
+per column and O(n·r²) to build.
+
+F may be stored in float32 (twice the rank in the same memory): the products with it are then taken in float64
+chunk by chunk, so P is exactly F Fᵀ + D for the stored F, and its log det is that P's.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+
+from .. import _validation as v
+from .low_rank import rpcholesky
+
+__all__ = ["NystromDiagonalPreconditioner", "gp_preconditioner"]
+
+#: Rows of a float32 factor converted to float64 at a time (8 MiB at rank 256).
+_CHUNK_ROWS = 4096
+
+
+class NystromDiagonalPreconditioner:
+    """P = F Fᵀ + diag(d) and what CG and SLQ need of it (see the module's documentation).
+
+    Parameters
+    ----------
+    factor : ndarray of shape (n, r), float32 or float64
+        F (kept, not copied).
+    diagonal : ndarray of shape (n,)
+        d, positive.
+    """
+
+    def __init__(self, factor: np.ndarray, diagonal: np.ndarray):
+        self.F, self.d = factor, np.asarray(diagonal, dtype=np.float64)
+        self.inverse_d = 1.0 / self.d
+        r = factor.shape[1]
+        C = np.eye(r)
+        for start in range(0, factor.shape[0], _CHUNK_ROWS):  # Fᵀ D⁻¹ F in float64, a block of rows at a time
+            block = factor[start:start + _CHUNK_ROWS].astype(np.float64, copy=False)
+            C += block.T @ (block * self.inverse_d[start:start + _CHUNK_ROWS, None])
+        self.L = np.linalg.cholesky(C) if r else C
+        self.logdet = float(np.log(self.d).sum() + 2.0 * np.log(np.diag(self.L)).sum())
+
+    @property
+    def rank(self) -> int:
+        return self.F.shape[1]
+
+    @property
+    def nbytes(self) -> int:
+        return self.F.nbytes + self.d.nbytes * 2 + self.L.nbytes
+
+    def _ft(self, V: np.ndarray) -> np.ndarray:
+        """Fᵀ V in float64."""
+        if self.F.dtype == np.float64:
+            return self.F.T @ V
+        out = np.zeros((self.rank, V.shape[1]))
+        for s in range(0, self.F.shape[0], _CHUNK_ROWS):
+            out += self.F[s:s + _CHUNK_ROWS].astype(np.float64).T @ V[s:s + _CHUNK_ROWS]
+        return out
+
+    def _f(self, C: np.ndarray) -> np.ndarray:
+        """F C in float64."""
+        if self.F.dtype == np.float64:
+            return self.F @ C
+        out = np.empty((self.F.shape[0], C.shape[1]))
+        for s in range(0, self.F.shape[0], _CHUNK_ROWS):
+            out[s:s + _CHUNK_ROWS] = self.F[s:s + _CHUNK_ROWS].astype(np.float64) @ C
+        return out
+
+    def _small_solve(self, B: np.ndarray) -> np.ndarray:
+        from scipy.linalg import cho_solve
+
+        return cho_solve((self.L, True), B, check_finite=False)
+
+    def solve(self, V: np.ndarray) -> np.ndarray:
+        """P⁻¹ V for an n × c block (Woodbury)."""
+        Vd = V * self.inverse_d[:, None]
+        if not self.rank:
+            return Vd
+        Vd -= self._f(self._small_solve(self._ft(Vd))) * self.inverse_d[:, None]
+        return Vd
+
+    def multiply(self, V: np.ndarray) -> np.ndarray:
+        """P V."""
+        out = V * self.d[:, None]
+        if self.rank:
+            out += self._f(self._ft(V))
+        return out
+
+    def sample(self, Xi: np.ndarray) -> np.ndarray:
+        """M Ξ for a factor M of P (M Mᵀ = P): probes of covariance P from columns Ξ of covariance I (random
+        signs: Hutchinson's estimator with them has no variance from the diagonal).
+
+        M = D^½ (I + G Gᵀ)^½ with G = D^-½ F; from GᵀG = FᵀD⁻¹F = V Λ Vᵀ,
+        (I + G Gᵀ)^½ = I + G V diag(((1 + λ)^½ − 1)/λ) Vᵀ Gᵀ, so M Ξ = D^½ Ξ + F V diag(…) Vᵀ Fᵀ D^-½ Ξ."""
+        root = np.sqrt(self.d)[:, None]
+        Z = Xi * root
+        if self.rank:
+            values, V = np.linalg.eigh(self.L @ self.L.T - np.eye(self.rank))
+            values = np.maximum(values, 0.0)
+            scale = np.where(values > 0, (np.sqrt(1.0 + values) - 1.0) / np.where(values > 0, values, 1.0), 0.5)
+            Z += self._f(V @ (scale[:, None] * (V.T @ self._ft(Xi / root))))
+        return Z
+
+    def quadratic_factor(self) -> np.ndarray:
+        """R with kᵀ P⁻¹ k = Σ k²/d − ‖Rᵀk‖²: R = D⁻¹ F L_C⁻ᵀ (n × r, float64)."""
+        from scipy.linalg import solve_triangular
+
+        if not self.rank:
+            return np.zeros((self.d.shape[0], 0))
+        inverse_LT = solve_triangular(self.L, np.eye(self.rank), lower=True, check_finite=False).T
+        return self._f(inverse_LT) * self.inverse_d[:, None]
+
+
+class _SignalColumns:
+    """The noise-free kernel's diagonal and columns K₀(X, X_S) (a cross block: no white noise), as
+    randomly pivoted Cholesky reads them."""
+
+    def __init__(self, kernel, X):
+        self.kernel, self.X, self.n, self.dtype = kernel, X, X.shape[0], np.dtype(np.float64)
+
+    def diagonal(self) -> np.ndarray:
+        return self.kernel.signal_diagonal(self.X)
+
+    def columns(self, index: np.ndarray, out: np.ndarray) -> np.ndarray:
+        out[...] = self.kernel.cross(self.X, v.contiguous(self.X[index]))
+        return out
+
+
+def gp_preconditioner(kernel, X, noise, rank: int, *, seed: int, dtype=np.float64,
+                      block_size: int = 64) -> NystromDiagonalPreconditioner:
+    """P for the kernel ``kernel`` (a kernels.Kernel) of samples X and the noise (scalar or per sample):
+    RPCholesky of rank ``rank`` (fewer when the kernel is exhausted; 0: P is the diagonal), seeded with
+    ``seed`` so that the same hyperparameters give the same P."""
+    n = X.shape[0]
+    signal = kernel.signal_diagonal(X).astype(np.float64)
+    residual = signal
+    factor = np.zeros((n, 0), dtype=dtype)
+    if rank > 0:
+        source: Any = _SignalColumns(kernel, X)
+        F = rpcholesky(source, min(rank, n), None, random_state=seed, block_size=min(block_size, rank)).factor
+        residual = signal - np.einsum("ij,ij->i", F, F)
+        factor = F if dtype == np.float64 else F.astype(dtype)
+    d = np.maximum(residual, 0.0) + kernel.diagonal(X) - signal + noise
+    return NystromDiagonalPreconditioner(factor, d)
