@@ -13,6 +13,7 @@ from sklearn.base import BaseEstimator, MultiOutputMixin, RegressorMixin, clone
 from .. import engines, kernels
 from .. import _validation as v
 from ..solvers import gaussian_process as gp
+from ..solvers.gaussian_process_cg import IterativeGaussianProcess, IterativeSettings
 
 __all__ = ["GaussianProcessRegressor"]
 
@@ -41,6 +42,15 @@ def _check_constructor(est) -> None:
     if est.n_targets is not None:
         v.check_int(est.n_targets, "n_targets", minimum=1)
     v.n_threads(est.n_jobs)
+    v.check_choice(est.solver, "solver", ("auto", "cholesky", "cg"))
+    v.check_int(est.n_probes, "n_probes", minimum=2)
+    for name in ("tol", "final_tol"):
+        if not v.check_real(getattr(est, name), name, minimum=0.0) > 0:
+            raise ValueError(f"{name} must be > 0, got {getattr(est, name)}")
+    if est.preconditioner_rank is not None:
+        v.check_int(est.preconditioner_rank, "preconditioner_rank", minimum=0)
+    v.check_int(est.max_iter, "max_iter", minimum=1)
+    v.check_choice(est.preconditioner_dtype, "preconditioner_dtype", ("float64", "float32"))
 
 
 class GaussianProcessRegressor(MultiOutputMixin, RegressorMixin, BaseEstimator):
@@ -82,6 +92,25 @@ class GaussianProcessRegressor(MultiOutputMixin, RegressorMixin, BaseEstimator):
     n_jobs : int, default=None
         Threads of the kernel's evaluation (see fastkpca.gram); the factor and the inverse run on NumPy's
         LAPACK.
+    solver : {"auto", "cholesky", "cg"}, default="auto"
+        "cholesky": the exact likelihood from one n × n factor (scikit-learn's answers to rounding). "cg": by
+        products with the kernel only (preconditioned conjugate gradients, stochastic Lanczos quadrature and
+        Hutchinson probes; see Notes): memory O(n·(n_probes + rank)), no n × n array, the likelihood an
+        estimate. "auto": "cholesky" while its n × n array fits ``memory_limit``, else "cg".
+    n_probes : int, default=16
+        cg: random probes of the log determinant and the gradient's traces (drawn once per fit).
+    tol : float, default=1e-2
+        cg: relative residual at which each column's conjugate gradients stop while the hyperparameters are
+        optimised.
+    final_tol : float, default=1e-6
+        cg: relative residual of the final solve for ``alpha_`` and of the exact predictive variances.
+    preconditioner_rank : int, default=None
+        cg: rank of the randomly pivoted Cholesky preconditioner (None: 256, at most a quarter of
+        ``memory_limit``; 0: the diagonal only).
+    max_iter : int, default=1000
+        cg: iterations per solve at most.
+    preconditioner_dtype : {"float64", "float32"}, default="float64"
+        cg: storage of the preconditioner's factor ("float32": half the memory, twice the rank within it).
 
     Attributes
     ----------
@@ -92,14 +121,16 @@ class GaussianProcessRegressor(MultiOutputMixin, RegressorMixin, BaseEstimator):
     kernel_ : sklearn.gaussian_process.kernels.Kernel
         The kernel with the fitted hyperparameters.
     L_ : ndarray of shape (n_samples, n_samples)
-        The lower Cholesky factor of ``kernel_(X_train_) + diag(alpha)``.
+        The lower Cholesky factor of ``kernel_(X_train_) + diag(alpha)`` (solver "cholesky" only).
     alpha_ : ndarray of shape (n_samples,) or (n_samples, n_targets)
         Its solution against ``y_train_``: the dual coefficients of the posterior mean.
     log_marginal_likelihood_value_ : float
         The log marginal likelihood of ``kernel_.theta``.
     solver_info_ : dict
-        How the fit went: ``evaluations`` (likelihood evaluations), ``kernel`` ("native", or "python": the
-        object's own ``__call__``) and ``seconds``.
+        How the fit went: ``solver``, ``evaluations`` (likelihood evaluations), ``kernel`` ("native", or
+        "python": the object's own ``__call__``) and ``seconds``; with cg also ``products`` (block products by
+        the kernel, gradient passes included), ``iterations`` (per solve), ``probes``, ``preconditioner``,
+        ``standard_error`` (of the last likelihood estimate), the residuals reached and ``stages`` (seconds).
     n_features_in_ : int
         Number of features seen during fit.
     feature_names_in_ : ndarray of shape (`n_features_in_`,)
@@ -114,6 +145,14 @@ class GaussianProcessRegressor(MultiOutputMixin, RegressorMixin, BaseEstimator):
     ∂K/∂θ_j computed where it is used, and all the per-feature length scales' traces from one product of
     W ∘ G (G the kernel's radial derivative) with [𝟙, X/ℓ]. Everything is float64: the results are
     scikit-learn's to rounding.
+
+    With ``solver="cg"`` nothing n × n is formed. One block of preconditioned conjugate gradients solves
+    K̂ [α, u_1 … u_p] = [y, z_1 … z_p] for random probes z_i of covariance P, the preconditioner (a randomly
+    pivoted Cholesky factor F plus a diagonal, P = F Fᵀ + D); log det K̂ is log det P plus stochastic Lanczos
+    quadrature from the same iterations, and the gradient's traces tr(K̂⁻¹ ∂K/∂θ_j) are Hutchinson estimates
+    (P⁻¹z_i)ᵀ ∂K/∂θ_j u_i, taken for every θ_j in one pass over the kernel's tiles. The probes and the
+    preconditioner's pivots are drawn once per fit from ``random_state``, so the optimiser sees one smooth
+    function; ``solver_info_["standard_error"]`` says how far it may be from the exact likelihood.
 
     Examples
     --------
@@ -132,7 +171,9 @@ class GaussianProcessRegressor(MultiOutputMixin, RegressorMixin, BaseEstimator):
                  optimizer: str | Callable[..., Any] | None = "fmin_l_bfgs_b", n_restarts_optimizer: int = 0,
                  normalize_y: bool = False, copy_X_train: bool = True, n_targets: int | None = None,
                  random_state: int | np.random.RandomState | None = None, memory_limit: int | str | None = None,
-                 n_jobs: int | None = None):
+                 n_jobs: int | None = None, solver: str = "auto", n_probes: int = 16, tol: float = 1e-2,
+                 final_tol: float = 1e-6, preconditioner_rank: int | None = None, max_iter: int = 1000,
+                 preconditioner_dtype: str = "float64"):
         self.kernel = kernel
         self.alpha = alpha
         self.optimizer = optimizer
@@ -143,6 +184,13 @@ class GaussianProcessRegressor(MultiOutputMixin, RegressorMixin, BaseEstimator):
         self.random_state = random_state
         self.memory_limit = memory_limit
         self.n_jobs = n_jobs
+        self.solver = solver
+        self.n_probes = n_probes
+        self.tol = tol
+        self.final_tol = final_tol
+        self.preconditioner_rank = preconditioner_rank
+        self.max_iter = max_iter
+        self.preconditioner_dtype = preconditioner_dtype
 
     # --------------------------------------------------------------------------------------------- fit
 
@@ -185,16 +233,29 @@ class GaussianProcessRegressor(MultiOutputMixin, RegressorMixin, BaseEstimator):
         self.X_train_ = np.copy(X_fit) if self.copy_X_train else X_fit
         self.y_train_ = np.copy(y) if self.copy_X_train else y
         self._limit, self._evaluations = limit, 0
+        self._iterative = self._iterative_solver(n)
         start = time.perf_counter()
         if self.optimizer is not None and self.kernel_.n_dims > 0:
             self._optimise()
         else:
             self.log_marginal_likelihood_value_ = self.log_marginal_likelihood(self.kernel_.theta, clone_kernel=False)
         self._factor_final()
-        self.solver_info_ = {"solver": "cholesky", "evaluations": self._evaluations,
-                             "kernel": self._kernel.evaluated_by,
+        self.solver_info_ = {"solver": "cholesky" if self._iterative is None else "cg",
+                             "evaluations": self._evaluations, "kernel": self._kernel.evaluated_by,
                              "seconds": time.perf_counter() - start}
+        if self._iterative is not None:
+            self.solver_info_.update(self._iterative.info())
         return self
+
+    def _iterative_solver(self, n: int) -> IterativeGaussianProcess | None:
+        """The cg solver's state for this fit, or None for the exact likelihood."""
+        if self.solver == "cholesky" or (self.solver == "auto" and n * n * 8 <= self._limit):
+            return None
+        settings = IterativeSettings(self.n_probes, self.tol, self.final_tol, self.preconditioner_rank,
+                                     self.max_iter, np.dtype(self.preconditioner_dtype).type)
+        Y = self.y_train_ if self.y_train_.ndim == 2 else self.y_train_[:, np.newaxis]
+        return IterativeGaussianProcess(self.X_train_, Y, self.alpha, settings, memory_limit=self._limit,
+                                        n_jobs=self.n_jobs, random_state=self._rng)
 
     def _normalise(self, y: np.ndarray) -> np.ndarray:
         if self.normalize_y:
@@ -243,6 +304,11 @@ class GaussianProcessRegressor(MultiOutputMixin, RegressorMixin, BaseEstimator):
     def _factor_final(self) -> None:
         """L_ and alpha_ of the fitted kernel (scikit-learn's message when K̂ is not positive definite)."""
         kernel = self._kernel.with_theta(self.kernel_.theta)
+        if self._iterative is not None:
+            alpha = self._iterative.solve(kernel)
+            self.alpha_ = alpha if self.y_train_.ndim == 2 else alpha[:, 0]
+            self._kernel = kernel
+            return
         K = self._matrix(kernel)
         try:
             self.L_ = gp.factor(K, self.alpha)
@@ -289,6 +355,11 @@ class GaussianProcessRegressor(MultiOutputMixin, RegressorMixin, BaseEstimator):
             self.kernel_.theta = theta
         kernel = self._kernel.with_theta(theta)
         self._evaluations = getattr(self, "_evaluations", 0) + 1
+        if getattr(self, "_iterative", None) is not None:
+            value, gradient, _ = self._iterative.log_marginal_likelihood(kernel, eval_gradient)
+            if not eval_gradient:
+                return value
+            return value, (np.zeros_like(theta) if gradient is None else gradient)
         Y = self.y_train_ if self.y_train_.ndim == 2 else self.y_train_[:, np.newaxis]
         traces = (lambda W: kernel.gradient_traces(self.X_train_, W)) if eval_gradient else None
         value, gradient, _ = gp.log_marginal_likelihood(self._matrix(kernel), Y, self.alpha, traces)
@@ -337,11 +408,14 @@ class GaussianProcessRegressor(MultiOutputMixin, RegressorMixin, BaseEstimator):
         if not (return_std or return_cov):
             return mean
         limit = getattr(self, "_limit", v.memory_limit(self.memory_limit))
+        iterative = getattr(self, "_iterative", None)
         if return_cov:
-            cov = gp.posterior_covariance(self._kernel, X, self.X_train_, self.L_, limit)
+            cov = (gp.posterior_covariance(self._kernel, X, self.X_train_, self.L_, limit) if iterative is None else
+                   iterative.covariance(self._kernel, X))
             cov = np.outer(cov, self._y_train_std**2).reshape(*cov.shape, -1)
             return mean, (np.squeeze(cov, axis=2) if cov.shape[2] == 1 else cov)
-        var = gp.posterior_variance(self._kernel, X, self.X_train_, self.L_, limit)
+        var = (gp.posterior_variance(self._kernel, X, self.X_train_, self.L_, limit) if iterative is None else
+               iterative.variance(self._kernel, X))
         if np.any(var < 0):
             warnings.warn("Predicted variances smaller than 0. Setting those variances to 0.", stacklevel=2)
             var[var < 0] = 0.0

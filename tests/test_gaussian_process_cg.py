@@ -1,0 +1,236 @@
+"""GaussianProcessRegressor(solver="cg"): the likelihood by conjugate gradients, stochastic Lanczos quadrature and
+Hutchinson probes, checked against the exact (Cholesky) quantities with tolerances from the probes' own
+standard errors."""
+
+import _thread
+import threading
+import time
+
+import numpy as np
+import pytest
+from sklearn.gaussian_process.kernels import RBF, ConstantKernel as C, DotProduct, Matern, WhiteKernel
+
+from fastkpca import GaussianProcessRegressor, kernels
+from fastkpca.solvers import gaussian_process as exact
+from fastkpca.solvers.gaussian_process_cg import IterativeGaussianProcess, IterativeSettings
+from fastkpca.solvers.gp_preconditioner import NystromDiagonalPreconditioner, gp_preconditioner
+from fastkpca.solvers.lanczos_cg import lanczos_pcg, quadrature_log
+
+
+def data(n, d=4, seed=0):
+    rng = np.random.RandomState(seed)
+    X = rng.randn(n, d)
+    y = np.sin(X[:, 0]) + 0.5 * X[:, 1] ** 2 + 0.1 * rng.randn(n)
+    return X, y
+
+
+KERNELS = [C(1.0) * RBF(np.full(4, 1.5)) + WhiteKernel(0.05), C(2.0) * Matern(1.2, nu=2.5) + WhiteKernel(0.1)]
+
+
+def dense(kernel_object, X, noise=1e-10):
+    K = kernel_object(X)
+    K[np.diag_indices_from(K)] += noise
+    return K
+
+
+def root_of(pre: NystromDiagonalPreconditioner) -> np.ndarray:
+    """The factor M (M Mᵀ = P) the preconditioner samples with, as a dense matrix."""
+    return pre.sample(np.eye(pre.d.shape[0]))
+
+
+# -------------------------------------------------------------------------------------- preconditioner
+
+@pytest.mark.parametrize("dtype", [np.float64, np.float32])
+def test_preconditioner_against_dense(dtype):
+    rng = np.random.RandomState(1)
+    n, r = 60, 7
+    F = rng.randn(n, r).astype(dtype)
+    d = rng.uniform(0.1, 2.0, n)
+    pre = NystromDiagonalPreconditioner(F, d)
+    P = F.astype(np.float64) @ F.astype(np.float64).T + np.diag(d)
+    V = rng.randn(n, 3)
+    np.testing.assert_allclose(pre.solve(V), np.linalg.solve(P, V), rtol=1e-10, atol=1e-12)
+    np.testing.assert_allclose(pre.multiply(V), P @ V, rtol=1e-12)
+    assert pre.logdet == pytest.approx(np.linalg.slogdet(P)[1], rel=1e-12)
+    M = root_of(pre)
+    np.testing.assert_allclose(M @ M.T, P, rtol=1e-10, atol=1e-10)
+
+
+def test_gp_preconditioner_keeps_the_diagonal_and_is_exact_at_full_rank():
+    X, _ = data(80)
+    kobj = KERNELS[0]
+    kernel = kernels.make(kobj, n_features=0)
+    K = dense(kobj, X, 1e-3)
+    pre = gp_preconditioner(kernel, X, 1e-3, 20, seed=0)
+    P = pre.F @ pre.F.T + np.diag(pre.d)
+    np.testing.assert_allclose(np.diag(P), np.diag(K), rtol=1e-10)
+    full = gp_preconditioner(kernel, X, 1e-3, 80, seed=0)
+    np.testing.assert_allclose(full.F @ full.F.T + np.diag(full.d), K, atol=1e-8)
+
+
+# ----------------------------------------------------------------------------------- quadrature, CG
+
+def test_quadrature_is_exact_when_lanczos_exhausts_the_space():
+    rng = np.random.RandomState(2)
+    n = 25
+    A = rng.randn(n, n)
+    K = A @ A.T + n * np.eye(n)
+    pre = NystromDiagonalPreconditioner(rng.randn(n, 3), rng.uniform(1, 3, n))
+    z = rng.randn(n, 1)
+    _, info = lanczos_pcg(lambda V: K @ V, z, pre.solve, tol=1e-14, maxiter=n)
+    estimate = info["start_norms"][0] * quadrature_log(info["steps"][0], info["ratios"][0])
+    P = pre.multiply(np.eye(n))
+    w, U = np.linalg.eigh(P)
+    inverse_root = U @ np.diag(w ** -0.5) @ U.T
+    values, vectors = np.linalg.eigh(inverse_root @ K @ inverse_root)
+    q = vectors.T @ (inverse_root @ z[:, 0])
+    assert estimate == pytest.approx(float(q @ (np.log(values) * q)), rel=1e-9)
+
+
+def test_cg_reports_a_matrix_that_is_not_positive_definite():
+    K = np.diag([1.0, -1.0, 2.0])
+    with pytest.raises(np.linalg.LinAlgError, match="not positive definite"):
+        lanczos_pcg(lambda V: K @ V, np.ones((3, 1)), lambda R: R, tol=1e-12, maxiter=10)
+
+
+@pytest.mark.parametrize("kobj", KERNELS)
+def test_likelihood_and_gradient_within_their_standard_errors(kobj):
+    """Value: within 4 of its reported standard errors (SLQ's spread over the probes). Gradient: each entry
+    within 4 standard errors of Hutchinson's estimator, computed from the dense matrices for the probes' law
+    (random signs ξ, z = Mξ: var ξᵀAξ = ½ Σ_{i≠k} (A_ik + A_ki)² with A = M⁻¹ ∂K_j K̂⁻¹ M)."""
+    X, y = data(300)
+    noise = 1e-6
+    p = 24
+    kernel = kernels.make(kobj, n_features=0)
+    solver = IterativeGaussianProcess(X, y[:, None], noise, IterativeSettings(probes=p, tol=1e-10, rank=20),
+                                      memory_limit=2**30, random_state=3)
+    value, gradient, error = solver.log_marginal_likelihood(kernel, True)
+    K = dense(kobj, X, noise)
+    ref_value, ref_gradient, _ = exact.log_marginal_likelihood(K.copy(), y[:, None], 0.0,
+                                                              lambda W: kernel.gradient_traces(X, W))
+    assert abs(value - ref_value) <= 4 * error
+    pre = gp_preconditioner(kernel, X, noise, 20, seed=solver.seed)
+    M = root_of(pre)
+    M_inv = np.linalg.inv(M)
+    K_inv = np.linalg.inv(K)
+    _, dK = kobj.clone_with_theta(kobj.theta)(X, eval_gradient=True)
+    for j in range(dK.shape[2]):
+        A = M_inv @ dK[:, :, j] @ K_inv @ M
+        S = A + A.T
+        np.fill_diagonal(S, 0.0)
+        stderr = 0.5 * np.sqrt(0.5 * (S ** 2).sum() / p)  # the gradient carries ½ of the trace
+        assert abs(gradient[j] - ref_gradient[j]) <= 4 * stderr + 1e-8 * abs(ref_gradient[j]), j
+
+
+def test_warm_start_starts_the_targets_from_the_last_solution():
+    X, y = data(200)
+    kernel = kernels.make(KERNELS[0], n_features=0)
+    solver = IterativeGaussianProcess(X, y[:, None], 1e-6, IterativeSettings(probes=4, tol=1e-8),
+                                      memory_limit=2**30, random_state=0)
+    first = solver.log_marginal_likelihood(kernel, False)[0]
+    products = solver.figures["products"]
+    second = solver.log_marginal_likelihood(kernel, False)[0]
+    assert second == pytest.approx(first, rel=1e-8)
+    # the targets' column starts at its solution: it needs no iteration, only the probes do
+    assert solver.figures["products"] - products <= products + 1
+
+
+# ------------------------------------------------------------------------------------------ estimator
+
+def split(n, seed=0):
+    X, y = data(n + 200, seed=seed)
+    return X[:n], y[:n], X[n:]
+
+
+@pytest.mark.parametrize("kobj", KERNELS)
+def test_cg_fit_agrees_with_the_cholesky_fit(kobj):
+    X, y, Xt = split(600)
+    ref = GaussianProcessRegressor(kobj, solver="cholesky").fit(X, y)
+    fit = GaussianProcessRegressor(kobj, solver="cg", random_state=0).fit(X, y)
+    assert fit.solver_info_["solver"] == "cg" and not hasattr(fit, "L_")
+    m0, s0 = ref.predict(Xt, return_std=True)
+    m1, s1 = fit.predict(Xt, return_std=True)
+    assert np.sqrt(np.mean((m1 - m0) ** 2)) <= 0.01 * np.std(m0)
+    np.testing.assert_allclose(s1, s0, rtol=0.05)
+    error = fit.solver_info_["standard_error"]
+    assert abs(fit.log_marginal_likelihood_value_ - ref.log_marginal_likelihood_value_) <= \
+        max(4 * error, 1e-3 * abs(ref.log_marginal_likelihood_value_))
+    info = fit.solver_info_
+    assert info["products"] > 0 and info["final_residuals"].max() <= 1e-6
+    assert set(info["stages"]) >= {"preconditioner", "cg", "gradient", "final_solve"}
+
+
+def test_cg_covariance_and_samples():
+    X, y, Xt = split(200)
+    kobj = KERNELS[0]
+    ref = GaussianProcessRegressor(kobj, optimizer=None, solver="cholesky").fit(X, y)
+    fit = GaussianProcessRegressor(kobj, optimizer=None, solver="cg").fit(X, y)
+    np.testing.assert_allclose(fit.predict(Xt[:20], return_cov=True)[1], ref.predict(Xt[:20], return_cov=True)[1],
+                               atol=1e-6)
+    assert fit.sample_y(Xt[:5], 3).shape == (5, 3)
+
+
+def test_multi_output_and_per_sample_noise():
+    X, y, Xt = split(200)
+    Y = np.column_stack([y, -2 * y + 1])
+    alpha = np.linspace(1e-3, 1e-2, 200)
+    kobj = KERNELS[0]
+    ref = GaussianProcessRegressor(kobj, alpha=alpha, optimizer=None, solver="cholesky").fit(X, Y)
+    fit = GaussianProcessRegressor(kobj, alpha=alpha, optimizer=None, solver="cg").fit(X, Y)
+    np.testing.assert_allclose(fit.predict(Xt), ref.predict(Xt), atol=1e-5)
+    np.testing.assert_allclose(fit.alpha_, ref.alpha_, rtol=1e-4, atol=1e-6 * np.abs(ref.alpha_).max())
+
+
+def test_a_kernel_evaluated_in_python_works_with_cg():
+    X, y, Xt = split(150)
+    kobj = DotProduct(1.0) + WhiteKernel(0.5)
+    ref = GaussianProcessRegressor(kobj, solver="cholesky").fit(X, y)
+    fit = GaussianProcessRegressor(kobj, solver="cg", n_probes=32, random_state=0).fit(X, y)
+    assert fit.solver_info_["kernel"] == "python"
+    np.testing.assert_allclose(fit.predict(Xt), ref.predict(Xt), rtol=0.02, atol=0.02 * np.std(y))
+
+
+def test_reproducible_with_random_state():
+    X, y, _ = split(300)
+    a = GaussianProcessRegressor(KERNELS[0], solver="cg", random_state=5).fit(X, y)
+    b = GaussianProcessRegressor(KERNELS[0], solver="cg", random_state=5).fit(X, y)
+    c = GaussianProcessRegressor(KERNELS[0], solver="cg", random_state=6).fit(X, y)
+    np.testing.assert_array_equal(a.kernel_.theta, b.kernel_.theta)
+    assert a.log_marginal_likelihood_value_ == b.log_marginal_likelihood_value_
+    assert a.log_marginal_likelihood_value_ != c.log_marginal_likelihood_value_
+
+
+def test_auto_chooses_by_memory():
+    X, y, _ = split(100)
+    assert GaussianProcessRegressor(KERNELS[0]).fit(X, y).solver_info_["solver"] == "cholesky"
+    X, y, _ = split(3300)
+    # 3300² · 8 = 87 MB: a limit below it gives cg (whose plan keeps 64 MiB of slack)
+    fit = GaussianProcessRegressor(KERNELS[0], optimizer=None, memory_limit=85_000_000).fit(X, y)
+    assert fit.solver_info_["solver"] == "cg"
+
+
+@pytest.mark.parametrize("name, value, error", [
+    ("solver", "lu", ValueError), ("n_probes", 1, ValueError), ("n_probes", 2.5, TypeError), ("tol", 0.0, ValueError),
+    ("final_tol", -1.0, ValueError), ("preconditioner_rank", -1, ValueError), ("max_iter", 0, ValueError),
+    ("preconditioner_dtype", "float16", ValueError)])
+def test_bad_input_names_the_argument(name, value, error):
+    X, y, _ = split(20)
+    with pytest.raises(error, match=name):
+        GaussianProcessRegressor(**{"solver": "cg", name: value}).fit(X, y)
+
+
+def test_an_interrupt_stops_a_long_fit():
+    X, y, _ = split(3000)
+    timer = threading.Timer(1.0, _thread.interrupt_main)
+    timer.start()
+    start = time.perf_counter()
+    try:
+        with pytest.raises(KeyboardInterrupt):
+            GaussianProcessRegressor(C(1.0) * RBF(np.ones(4)) + WhiteKernel(1e-3), solver="cg", tol=1e-10,
+                                     n_restarts_optimizer=5, random_state=0).fit(X, y)
+    finally:
+        timer.cancel()
+    assert time.perf_counter() - start < 30
+    # the estimator is usable afterwards
+    after = GaussianProcessRegressor(KERNELS[0], solver="cg", optimizer=None).fit(X[:100], y[:100])
+    assert after.predict(X[:3]).shape == (3,)
