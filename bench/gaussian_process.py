@@ -4,6 +4,8 @@ process (its own peak RSS), the two libraries alternated:
     python bench/gaussian_process.py                        # agreement, and fits at N = 1,000 and 2,000
     python bench/gaussian_process.py --sizes 2000,5000      # the issue's fit sizes (scikit-learn: ~8 min at 5,000)
     python bench/gaussian_process.py --evaluation 20000     # one exact likelihood + gradient at N = 20,000
+    python bench/gaussian_process.py --sizes "" --agreement-n 0 --cg-agreement 5000 --cg-fits 5000
+                                                            # solver="cg" against the Cholesky solver
 
 Data: X ~ N(0, 1) with d = 8, y = sin(2x₀) + ½x₁² − x₂x₃ + N(0, 0.1²); kernel ``C(1.0) * RBF(np.ones(8)) +
 WhiteKernel(0.1)``, ``normalize_y=True``, scikit-learn's default optimizer and ``alpha``; 500 test points from
@@ -15,6 +17,13 @@ the same distribution.
 - **fit**: seconds of the whole fit, likelihood evaluations, seconds per evaluation, peak RSS growth over the data
   (the peak RSS, reset after the data are made, less the RSS before the fit) in units of N²·8 bytes, and the
   fitted θ, predictions and standard deviations of the two compared.
+- **cg agreement** (issue "Gaussian processes past the Cholesky wall"): fastkpca's ``solver="cg"`` against its
+  ``solver="cholesky"`` at three random θ (theta + U(−0.7, 0.7)) for C·RBF(ARD) + White and C·Matern5/2(ARD) +
+  White: the likelihood's relative difference and its reported standard error, the gradient's cosine and
+  largest relative entry difference, block products per evaluation, seconds.
+- **cg fits**: both solvers fit (fresh processes): seconds, evaluations, products, peak, the fitted
+  hyperparameters' largest relative difference (exp θ), test RMSE against the noiseless function and the
+  standard deviations' largest relative difference.
 - **evaluation**: fastkpca only (scikit-learn would need about 30·N²·8 bytes): a fit with ``optimizer=None``
   (one factor), then one ``log_marginal_likelihood(theta, eval_gradient=True)`` timed; the process's peak RSS
   growth in N²·8 bytes.
@@ -149,17 +158,102 @@ def agreement(n: int) -> list[dict]:
     return rows
 
 
+CG_FORMS = ("C·RBF(ARD) + White", "C·Matern5/2(ARD) + White")
+
+
+def cg_agreement(n: int) -> list[dict]:
+    """solver="cg" against solver="cholesky" (both fastkpca), in this process."""
+    from fastkpca import GaussianProcessRegressor as Ours
+
+    X, y = data(n)
+    rows = []
+    for name in CG_FORMS:
+        k = forms()[name]
+        exact = Ours(k, optimizer=None, normalize_y=True, solver="cholesky").fit(X, y)
+        cg = Ours(k, optimizer=None, normalize_y=True, solver="cg", random_state=0).fit(X, y)
+        rng = np.random.default_rng(1)
+        for _ in range(3):
+            theta = k.theta + rng.uniform(-0.7, 0.7, k.theta.shape)
+            t0 = time.perf_counter()
+            a, ga = exact.log_marginal_likelihood(theta, eval_gradient=True)
+            t1 = time.perf_counter()
+            before = cg._iterative.figures["products"]
+            b, gb = cg.log_marginal_likelihood(theta, eval_gradient=True)
+            t2 = time.perf_counter()
+            rows.append({"form": name, "value_rel": abs(a - b) / abs(a),
+                         "standard_error_rel": cg._iterative.figures["standard_error"] / abs(a),
+                         "cosine": float(ga @ gb / np.linalg.norm(ga) / np.linalg.norm(gb)),
+                         "gradient_rel": float(np.max(np.abs(ga - gb)) / np.max(np.abs(ga))),
+                         "products": cg._iterative.figures["products"] - before,
+                         "seconds": {"cholesky": t1 - t0, "cg": t2 - t1}})
+    return rows
+
+
+def child_cg_fit(spec: dict) -> dict:
+    from fastkpca import GaussianProcessRegressor
+
+    warnings.simplefilter("ignore")
+    X, y = data(spec["n"])
+    new = data(N_TEST, seed=1)[0]
+    truth = np.sin(2 * new[:, 0]) + 0.5 * new[:, 1] ** 2 - new[:, 2] * new[:, 3]
+    GaussianProcessRegressor(forms()[spec["form"]], normalize_y=True).fit(X[:50], y[:50])
+    C.reset_peak_rss()
+    before = C.rss_bytes()
+    start = time.perf_counter()
+    est = GaussianProcessRegressor(forms()[spec["form"]], normalize_y=True, solver=spec["solver"],
+                                   random_state=0, memory_limit=spec.get("memory_limit")).fit(X, y)
+    seconds = time.perf_counter() - start
+    peak = C.peak_rss_bytes() - before
+    mean, std = est.predict(new, return_std=True)
+    np.savez(spec["save"], theta=est.kernel_.theta, mean=mean, std=std)
+    info = est.solver_info_
+    return {"seconds": seconds, "evaluations": info["evaluations"], "products": info.get("products", 0),
+            "peak_bytes": peak, "rmse": float(np.sqrt(np.mean((mean - truth) ** 2))),
+            "lml": float(est.log_marginal_likelihood_value_)}
+
+
+def cg_fits(n: int, verdicts: list) -> list[dict]:
+    rows = []
+    with tempfile.TemporaryDirectory() as tmp:
+        for form in CG_FORMS:
+            runs = {}
+            for solver in ("cholesky", "cg"):
+                spec = {"n": n, "form": form, "solver": solver, "save": str(Path(tmp) / f"{solver}.npz")}
+                runs[solver] = C.run_child(__file__, "cg_fit", spec, timeout=7200)
+            if any("failed" in r for r in runs.values()):
+                print(f"| {form} | {n:,} | failed: {runs!r} |")
+                rows.append({"form": form, "n": n, "failed": runs})
+                continue
+            a, b = np.load(str(Path(tmp) / "cg.npz")), np.load(str(Path(tmp) / "cholesky.npz"))
+            theta_rel = float(np.max(np.abs(np.exp(a["theta"] - b["theta"]) - 1)))
+            std_rel = float(np.max(np.abs(a["std"] - b["std"]) / b["std"]))
+            rmse_rel = runs["cg"]["rmse"] / runs["cholesky"]["rmse"] - 1
+            r = {"form": form, "n": n, "runs": runs, "theta_rel": theta_rel, "std_rel": std_rel, "rmse_rel": rmse_rel}
+            rows.append(r)
+            print(f"| {form} | {n:,} | {runs['cholesky']['seconds']:.1f} / {runs['cg']['seconds']:.1f} | "
+                  f"{runs['cholesky']['evaluations']} / {runs['cg']['evaluations']} | {runs['cg']['products']} | "
+                  f"{runs['cholesky']['peak_bytes'] / 2**30:.2f} / {runs['cg']['peak_bytes'] / 2**30:.2f} | "
+                  f"{theta_rel:.1e} | {runs['cholesky']['rmse']:.4f} / {runs['cg']['rmse']:.4f} ({rmse_rel:+.1%}) | "
+                  f"{std_rel:.1e} |", flush=True)
+            verdicts.append((f"cg fit {form} N = {n:,}: θ within 5%", theta_rel <= 0.05, f"{theta_rel:.1e}"))
+            verdicts.append((f"cg fit {form} N = {n:,}: RMSE within 1%", abs(rmse_rel) <= 0.01, f"{rmse_rel:+.2%}"))
+            verdicts.append((f"cg fit {form} N = {n:,}: std within 5%", std_rel <= 0.05, f"{std_rel:.1e}"))
+    return rows
+
+
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--sizes", type=C.parse_ints, default=[1000, 2000])
     parser.add_argument("--repeats", type=int, default=1, help="fits per library and size (alternated)")
     parser.add_argument("--agreement-n", type=int, default=1000, help="0: skip the agreement table")
     parser.add_argument("--evaluation", type=int, default=0, help="N of the one-evaluation run (0: none)")
+    parser.add_argument("--cg-agreement", type=int, default=0, help="N of solver='cg' against 'cholesky' (0: none)")
+    parser.add_argument("--cg-fits", type=C.parse_ints, default=[], help="N of whole fits by both solvers")
     parser.add_argument("--out", default=None, help="folder for gaussian_process.json")
     parser.add_argument("--child", nargs=2, default=None, help=argparse.SUPPRESS)
     args = parser.parse_args()
     if args.child:
-        return C.serve_child({"fit": child_fit, "evaluation": child_evaluation}, args.child)
+        return C.serve_child({"fit": child_fit, "evaluation": child_evaluation, "cg_fit": child_cg_fit}, args.child)
     print(f"# GaussianProcessRegressor against scikit-learn; CPU: {C.cpu_description()}\n")
     payload: dict = {"cpu": C.cpu_description()}
     verdicts = []
@@ -219,6 +313,25 @@ def main() -> int:
                                  f"{units['fastkpca']:.2f}·N²·8 B"))
             verdicts.append((f"fitted θ at N = {n:,} equal to 1e-5", theta_diff <= 1e-5, f"{theta_diff:.1e}"))
     payload["fits"] = fits
+    if args.cg_agreement:
+        rows = cg_agreement(args.cg_agreement)
+        payload["cg_agreement"] = rows
+        print(f"\n## solver='cg' against solver='cholesky' at N = {args.cg_agreement:,}, 3 random θ per kernel\n")
+        print("| kernel | lml rel. diff | its std. error (rel.) | gradient cosine | gradient max rel. | products "
+              "| Cholesky s | cg s |\n|---|---|---|---|---|---|---|---|")
+        for r in rows:
+            print(f"| {r['form']} | {r['value_rel']:.1e} | {r['standard_error_rel']:.1e} | {r['cosine']:.5f} | "
+                  f"{r['gradient_rel']:.1e} | {r['products']} | {r['seconds']['cholesky']:.2f} | "
+                  f"{r['seconds']['cg']:.2f} |")
+        worst = max(r["value_rel"] for r in rows)
+        verdicts.append((f"cg lml within 0.1% at N = {args.cg_agreement:,}", worst <= 1e-3, f"{worst:.1e}"))
+        cos = min(r["cosine"] for r in rows)
+        verdicts.append((f"cg gradient cosine ≥ 0.99 at N = {args.cg_agreement:,}", cos >= 0.99, f"{cos:.5f}"))
+    if args.cg_fits:
+        print("\n## Fits by solver='cholesky' / solver='cg' (normalize_y, L-BFGS-B)\n")
+        print("| kernel | N | seconds | evaluations | cg products | peak GiB | hyperparameters max rel. | "
+              "test RMSE | std max rel. |\n|---|---|---|---|---|---|---|---|---|")
+        payload["cg_fits"] = [row for n in args.cg_fits for row in cg_fits(n, verdicts)]
     if args.evaluation:
         n = args.evaluation
         r = C.run_child(__file__, "evaluation", {"n": n}, timeout=7200)

@@ -306,3 +306,21 @@ def test_public_entry_points_copy_misaligned_arrays():
     assert np.array_equal(fastkpca.double_center(misaligned(K), copy=True), fastkpca.double_center(K, copy=True))
     with pytest.raises(ValueError, match="K is not aligned"):
         fastkpca.double_center(misaligned(K))
+
+
+@pytest.mark.parametrize("n, m", [(1, 1), (257, 3), (300, 5)])
+@pytest.mark.parametrize("kind", ["rbf", "matern12", "matern52"])
+def test_gradient_pass_with_low_rank_weights_equals_the_dense_pass(n, m, kind):
+    """The tiles of W = ½(ABᵀ + BAᵀ) formed inside the pass (edge tiles of n not a multiple of the tile
+    included) give the dense pass's traces."""
+    rng = np.random.RandomState(n)
+    x = np.ascontiguousarray(rng.randn(n, 3))
+    A, B = rng.randn(n, m), rng.randn(n, m)
+    W = np.ascontiguousarray(0.5 * (A @ B.T + B @ A.T))
+    low = _native.core.gp_gradient_pass_low_rank(x, A, B, kind, True, 2)
+    full = _native.core.gp_gradient_pass(x, W, kind, True, 2)
+    assert low[0] == pytest.approx(full[0], rel=1e-10, abs=1e-10)
+    assert low[1] == pytest.approx(full[1], rel=1e-10, abs=1e-10)
+    np.testing.assert_allclose(low[2], full[2], rtol=1e-10, atol=1e-10)
+    with pytest.raises(ValueError, match="a and b"):
+        _native.core.gp_gradient_pass_low_rank(x, A, np.ascontiguousarray(B[:-1]), kind, False, 1)
