@@ -260,6 +260,7 @@ def _bindings():
                                                                           1), o)[1], ("out",)],
         "sum_kernel_operator": [lambda m: core.sum_kernel_operator(sum_terms(m), 0.1, 0, 1).matmat(F, 1), ()],
         "gp_gradient_pass": [lambda m: core.gp_gradient_pass(m(X), m(K), "matern52", True, 1), ()],
+        "gp_gradient_pass_low_rank": [lambda m: core.gp_gradient_pass_low_rank(m(X), m(VA), m(VA), "rbf", True, 1), ()],
         "symmetric_sum": [lambda m: core.symmetric_sum(m(K), 1), ()],
     }
 

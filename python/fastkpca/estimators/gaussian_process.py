@@ -126,6 +126,8 @@ class GaussianProcessRegressor(MultiOutputMixin, RegressorMixin, BaseEstimator):
         Its solution against ``y_train_``: the dual coefficients of the posterior mean.
     log_marginal_likelihood_value_ : float
         The log marginal likelihood of ``kernel_.theta``.
+    n_iter_ : int
+        Likelihood evaluations of the fit (at least 1).
     solver_info_ : dict
         How the fit went: ``solver``, ``evaluations`` (likelihood evaluations), ``kernel`` ("native", or
         "python": the object's own ``__call__``) and ``seconds``; with cg also ``products`` (block products by
@@ -240,6 +242,7 @@ class GaussianProcessRegressor(MultiOutputMixin, RegressorMixin, BaseEstimator):
         else:
             self.log_marginal_likelihood_value_ = self.log_marginal_likelihood(self.kernel_.theta, clone_kernel=False)
         self._factor_final()
+        self.n_iter_ = max(1, self._evaluations)
         self.solver_info_ = {"solver": "cholesky" if self._iterative is None else "cg",
                              "evaluations": self._evaluations, "kernel": self._kernel.evaluated_by,
                              "seconds": time.perf_counter() - start}

@@ -421,9 +421,21 @@ class Kernel:
         raise NotImplementedError(f"{self.label} has no gradient with respect to its hyperparameters")
 
     def gradient_traces_low_rank(self, X, A: np.ndarray, B: np.ndarray) -> np.ndarray:
-        """:meth:`gradient_traces` for W = ½(A Bᵀ + B Aᵀ), A and B of shape (n, m): what the iterative Gaussian
-        process likelihood needs (A = [α, K̂⁻¹z…], B = [α, −P⁻¹z/t…]). By default W is formed (n × n, checked
-        against the memory available); natively evaluated kernels form its tiles where they are read."""
+        """:meth:`gradient_traces` for W = ½(A Bᵀ + B Aᵀ): what the iterative Gaussian process likelihood needs
+        (A = [α, K̂⁻¹z…], B = [α, −P⁻¹z/t…]). By default W is formed (n × n, checked against the memory
+        available); natively evaluated kernels form its tiles where they are read.
+
+        Parameters
+        ----------
+        X : ndarray of shape (n, n_features)
+            The training samples.
+        A, B : ndarray of shape (n, m)
+            The factors of W.
+
+        Returns
+        -------
+        traces : ndarray of shape (len(theta),)
+        """
         if self.theta.shape[0] == 0:
             return np.empty(0)
         n = A.shape[0]
@@ -435,7 +447,17 @@ class Kernel:
 
     def signal_diagonal(self, X) -> np.ndarray:
         """The diagonal of the kernel as a cross block K(X, X') evaluates it at X' = X: :meth:`diagonal` less any
-        white noise the kernel adds to its own training block only (a Gaussian process's WhiteKernel)."""
+        white noise the kernel adds to its own training block only (a Gaussian process's WhiteKernel).
+
+        Parameters
+        ----------
+        X : ndarray of shape (n_samples, n_features)
+            Samples as :meth:`check_samples` leaves them.
+
+        Returns
+        -------
+        diagonal : ndarray of shape (n_samples,)
+        """
         return self.diagonal(X)
 
     # ------------------------------------------------------------------------------ hyperparameters
