@@ -83,16 +83,14 @@ class IterativeGaussianProcess:
     memory_limit : int
     n_jobs : int or None
     random_state : int, RandomState or None
-    interrupt : callable or None
-        Called between iterations (raises to stop).
     """
 
     def __init__(self, X, Y: np.ndarray, noise, settings: IterativeSettings, *, memory_limit: int, n_jobs=None,
-                 random_state=None, interrupt=None):
+                 random_state=None):
         self.X, self.Y, self.settings = X, Y, settings
         n, s = Y.shape
         self.noise = np.broadcast_to(np.asarray(noise, dtype=np.float64), (n,)).copy()
-        self.limit, self.n_jobs, self.interrupt = memory_limit, n_jobs, interrupt
+        self.limit, self.n_jobs = memory_limit, n_jobs
         itemsize = np.dtype(settings.dtype).itemsize
         self.rank = preconditioner_rank(settings.rank, n, itemsize, memory_limit)
         width = s + settings.probes
@@ -104,7 +102,7 @@ class IterativeGaussianProcess:
         self.signs = rng.choice(np.array([-1.0, 1.0]), size=(n, settings.probes))
         self.seed = int(rng.randint(2**31 - 1))
         self.warm: np.ndarray | None = None
-        self.figures: dict[str, Any] = {"evaluations": 0, "products": 0, "iterations": [], "max_residual": 0.0,
+        self.figures: dict[str, Any] = {"products": 0, "iterations": [], "max_residual": 0.0,
                         "seconds": {"preconditioner": 0.0, "cg": 0.0, "gradient": 0.0}}
         self.preconditioner: NystromDiagonalPreconditioner | None = None
 
@@ -148,8 +146,7 @@ class IterativeGaussianProcess:
         with self._operator(kernel, s + p) as op:
             try:
                 solution, info = lanczos_pcg(self._matmat(op), np.hstack([self.Y, Z]), pre.solve,
-                                             tol=self.settings.tol, maxiter=self.settings.max_iter, X0=X0,
-                                             interrupt=self.interrupt)
+                                             tol=self.settings.tol, maxiter=self.settings.max_iter, X0=X0)
             except np.linalg.LinAlgError:
                 return -np.inf, None, 0.0
         self._count(info, start, "cg")
@@ -173,7 +170,6 @@ class IterativeGaussianProcess:
 
     def _count(self, info: dict, start: float, stage: str) -> None:
         f = self.figures
-        f["evaluations"] += stage == "cg"
         f["products"] += info["products"]
         f["iterations"].append(int(info["iterations"].max(initial=0)))
         f["max_residual"] = max(f["max_residual"], float(info["residuals"].max(initial=0.0)))
@@ -189,7 +185,7 @@ class IterativeGaussianProcess:
         with self._operator(kernel, self.Y.shape[1]) as op:
             matmat = self._matmat(op)
             alpha, info = lanczos_pcg(matmat, self.Y, pre.solve, tol=self.settings.final_tol,
-                                      maxiter=self.settings.max_iter, X0=self.warm, interrupt=self.interrupt)
+                                      maxiter=self.settings.max_iter, X0=self.warm)
             true = np.linalg.norm(self.Y - matmat(alpha), axis=0) / np.maximum(np.linalg.norm(self.Y, axis=0),
                                                                                np.finfo(np.float64).tiny)
         info["products"] += 1
@@ -220,7 +216,7 @@ class IterativeGaussianProcess:
             for start in range(0, n_new, rows):
                 Kt = np.asarray(kernel.cross(self.X, X_new[start:start + rows]), dtype=np.float64)  # n × c
                 V, _ = lanczos_pcg(matmat, Kt, pre.solve, tol=self.settings.final_tol,
-                                   maxiter=self.settings.max_iter, interrupt=self.interrupt)
+                                   maxiter=self.settings.max_iter)
                 out[start:start + Kt.shape[1]] -= np.einsum("ij,ij->j", Kt, V)
         return out
 
@@ -234,7 +230,7 @@ class IterativeGaussianProcess:
         Kt = np.asarray(kernel.cross(self.X, X_new), dtype=np.float64)
         with self._operator(kernel, n_new) as op:
             V, _ = lanczos_pcg(self._matmat(op), Kt, pre.solve, tol=self.settings.final_tol,
-                               maxiter=self.settings.max_iter, interrupt=self.interrupt)
+                               maxiter=self.settings.max_iter)
         cov = np.asarray(kernel.cross(X_new), dtype=np.float64) - Kt.T @ V
         return 0.5 * (cov + cov.T)
 

@@ -24,8 +24,7 @@ import numpy as np
 __all__ = ["lanczos_pcg", "quadrature_log"]
 
 
-def lanczos_pcg(matmat, B: np.ndarray, precondition, *, tol: float, maxiter: int, X0: np.ndarray | None = None,
-                interrupt=None):
+def lanczos_pcg(matmat, B: np.ndarray, precondition, *, tol: float, maxiter: int, X0: np.ndarray | None = None):
     """Solve K̂ x_j = b_j for every column of B by preconditioned CG, keeping each column's CG scalars.
 
     Parameters
@@ -42,8 +41,6 @@ def lanczos_pcg(matmat, B: np.ndarray, precondition, *, tol: float, maxiter: int
         direction of non-positive curvature shows K̂ is not positive definite.
     X0 : ndarray (n, m) or None
         Starting guesses (a warm start; columns whose quadrature is wanted must start at 0).
-    interrupt : callable or None
-        Called before every product (raises to stop).
 
     Returns
     -------
@@ -79,8 +76,6 @@ def lanczos_pcg(matmat, B: np.ndarray, precondition, *, tol: float, maxiter: int
     active = np.flatnonzero(residual > tol)
     budget = maxiter + products
     while active.size and products < budget:
-        if interrupt is not None:
-            interrupt()
         Pa = P[:, active]
         AP = matmat(Pa)
         products += 1
