@@ -219,6 +219,8 @@ def _bindings():
         return [("constant", 0.5, 0.0, m(X), None if y is None else m(y)),
                 ("matern32", 1.5, 1.0, m(X), None if y is None else m(y))]
 
+    sum_tiles = core.sum_block_tiles(sum_terms(lambda a: a), 0.1, 1)
+
     def csr(m, operand):  # every array of a sparse operand through make
         indptr, indices, values, cols = operand
         return (m(indptr), m(indices), m(values), cols)
@@ -262,6 +264,12 @@ def _bindings():
         "gp_gradient_pass": [lambda m: core.gp_gradient_pass(m(X), m(K), "matern52", True, 1), ()],
         "gp_gradient_pass_low_rank": [lambda m: core.gp_gradient_pass_low_rank(m(X), m(VA), m(VA), "rbf", True, 1), ()],
         "symmetric_sum": [lambda m: core.symmetric_sum(m(K), 1), ()],
+        "sum_block_tiles": [lambda m: core.sum_block_tiles(sum_terms(m, Y), 0.0, 1), ()],
+        "sum_block_product": [lambda m: core.sum_block_product(sum_terms(m, Y), 0.0, None, m(VA), m(V), 1, 1), ()],
+        "sum_block_product(tiles)": [lambda m: core.sum_block_product(sum_terms(m), 0.1, m(sum_tiles), m(VA), None,
+                                                                      1, 1), ()],
+        "gp_gradient_cross_pass_low_rank": [lambda m: core.gp_gradient_cross_pass_low_rank(
+            m(X), m(Y), m(VA), m(VA), m(V), m(V), "matern32", True), ()],
     }
 
 
@@ -325,3 +333,26 @@ def test_gradient_pass_with_low_rank_weights_equals_the_dense_pass(n, m, kind):
     np.testing.assert_allclose(low[2], full[2], rtol=1e-10, atol=1e-10)
     with pytest.raises(ValueError, match="a and b"):
         _native.core.gp_gradient_pass_low_rank(x, A, np.ascontiguousarray(B[:-1]), kind, False, 1)
+
+
+@pytest.mark.parametrize("kind", ["rbf", "matern12", "matern52"])
+def test_the_gradient_pass_of_a_pair_of_row_blocks_adds_up_to_the_whole(kind):
+    """A distributed gradient pass: the symmetric passes of the row blocks plus twice the cross pass of the
+    pair are the pass over all rows (row blocks that are not multiples of the tile: the edges are read)."""
+    rng = np.random.RandomState(3)
+    n, cut, m = 301, 133, 5
+    x = np.ascontiguousarray(rng.randn(n, 3))
+    A, B = rng.randn(n, m), rng.randn(n, m)
+    whole = _native.core.gp_gradient_pass_low_rank(x, A, B, kind, True, 2)
+    parts = [slice(0, cut), slice(cut, n)]
+    blocks = [_native.core.gp_gradient_pass_low_rank(*(np.ascontiguousarray(a[s]) for a in (x, A, B)), kind, True, 1)
+              for s in parts]
+    I, J = parts
+    cross = _native.core.gp_gradient_cross_pass_low_rank(
+        *(np.ascontiguousarray(a) for a in (x[I], x[J], A[I], B[I], A[J], B[J])), kind, True)
+    for k in (0, 1):
+        assert blocks[0][k] + blocks[1][k] + 2 * cross[k] == pytest.approx(whole[k], rel=1e-11, abs=1e-11)
+    product = np.vstack([blocks[0][2] + cross[2][:cut], blocks[1][2] + cross[2][cut:]])
+    np.testing.assert_allclose(product, whole[2], rtol=1e-11, atol=1e-11 * np.abs(whole[2]).max())
+    with pytest.raises(ValueError, match="one row per sample"):
+        _native.core.gp_gradient_cross_pass_low_rank(x, x, A, B, A[:-1], B, kind, False)

@@ -5,14 +5,13 @@
 #include <optional>
 #include <utility>
 
+#include "block_passes.hpp"
 #include "common.hpp"
 #include "fastkpca/kernel_block.hpp"
 
 namespace fastkpca::bindings {
 
 namespace {
-
-using RArrayD = py::array_t<double, py::array::c_style>;  // results made here
 
 template <class S>
 std::unique_ptr<KernelTiles<S>> block_tiles(const Input<S>& a, const std::optional<Input<S>>& b,
@@ -35,14 +34,7 @@ py::array_t<S> kernel_block_tiles_of(const Input<S>& a, const std::optional<Inpu
                                      double gamma, double degree, double coef0, int n_threads, bool zero_diagonal) {
   std::optional<ConstRowMatrixMap<S>> bm;
   auto tiles = block_tiles<S>(a, b, kernel, gamma, degree, coef0, bm, zero_diagonal);
-  const Index rows = packed_tiles(tiles->n());
-  py::array_t<S> out(kernel_block_elements(*tiles, rows));
-  S* o = out.mutable_data();
-  release_and_run(n_threads, [&](Interrupt& interrupt) {
-    kernel_block_tiles(*tiles, rows, o, interrupt);
-    return 0;
-  });
-  return out;
+  return kept_tiles(*tiles, n_threads);
 }
 
 template <class S>
@@ -52,34 +44,7 @@ py::tuple kernel_block_product_of(const Input<S>& a, const std::optional<Input<S
                                   int n_threads, bool zero_diagonal) {
   std::optional<ConstRowMatrixMap<S>> bm;
   auto tiles = block_tiles<S>(a, b, kernel, gamma, degree, coef0, bm, zero_diagonal);
-  require_matrix(va, "va");
-  if (va.shape(0) != a.shape(0)) throw py::value_error("va must have one row per row of a");
-  if (b.has_value() != vb.has_value()) throw py::value_error("vb must be given exactly when b is");
-  if (vb) {
-    require_matrix(*vb, "vb");
-    if (vb->shape(0) != b->shape(0) || vb->shape(1) != va.shape(1))
-      throw py::value_error("vb must have one row per row of b and as many columns as va");
-  }
-  const Index rows = packed_tiles(tiles->n());
-  if (kept && kept->size() != kernel_block_elements(*tiles, rows))
-    throw py::value_error("the kept tiles do not match this block (made by kernel_block_tiles for the same a and b?)");
-  const Index width = va.shape(1);
-  RArrayD wa({a.shape(0), width});
-  std::optional<RArrayD> wb;
-  if (b) wb.emplace(std::vector<py::ssize_t>{b->shape(0), width});
-  ConstRowMatrixMap<double> vam(va.data(), va.shape(0), width);
-  std::optional<ConstRowMatrixMap<double>> vbm;
-  if (vb) vbm.emplace(vb->data(), vb->shape(0), width);
-  RowMatrixMap<double> wam(wa.mutable_data(), a.shape(0), width);
-  std::optional<RowMatrixMap<double>> wbm;
-  if (wb) wbm.emplace(wb->mutable_data(), b->shape(0), width);
-  const S* stored = kept ? kept->data() : nullptr;
-  release_and_run(n_threads, [&](Interrupt& interrupt) {
-    kernel_block_product(*tiles, stored, stored ? rows : 0, &vam, vbm ? &*vbm : nullptr, wam, wbm ? &*wbm : nullptr,
-                         interrupt, blocks);
-    return 0;
-  });
-  return py::make_tuple(wa, wb ? py::object(*wb) : py::object(py::none()));
+  return block_product(*tiles, kept, va, vb, blocks, n_threads);
 }
 
 template <class S>

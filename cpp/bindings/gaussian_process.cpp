@@ -7,6 +7,7 @@
 #include <string>
 #include <vector>
 
+#include "block_passes.hpp"
 #include "common.hpp"
 #include "fastkpca/gp_gradient.hpp"
 #include "fastkpca/kernel_block.hpp"
@@ -91,6 +92,20 @@ std::shared_ptr<Operator> sum_kernel_operator(const py::list& terms, double whit
   });
 }
 
+// A pair of row blocks of a distributed pass (python/fastkpca/engines/dask.py): terms with y, a cross block
+// (no white noise); without, the symmetric block of one row block (white on its diagonal).
+py::array_t<double> sum_block_tiles(const py::list& terms, double white, int n_threads, bool zero_diagonal) {
+  const bool cross = !terms.empty() && !py::cast<py::tuple>(terms[0])[4].is_none();
+  return kept_tiles(*sum_tiles(terms, white, cross, zero_diagonal), n_threads);
+}
+
+py::tuple sum_block_product(const py::list& terms, double white, const std::optional<Input<double>>& kept,
+                            const Input<double>& va, const std::optional<Input<double>>& vb, Index blocks,
+                            int n_threads, bool zero_diagonal) {
+  const bool cross = !terms.empty() && !py::cast<py::tuple>(terms[0])[4].is_none();
+  return block_product(*sum_tiles(terms, white, cross, zero_diagonal), kept, va, vb, blocks, n_threads);
+}
+
 py::tuple traces_tuple(RadialTraces& t, bool want_product) {
   py::object product = py::none();
   if (want_product) {
@@ -123,10 +138,33 @@ py::tuple gp_gradient_pass_low_rank(const Input<double>& x, const Input<double>&
     throw py::value_error("a and b must both be n × m, one row per sample");
   const Radial radial = radial_named(kind);
   ConstRowMatrixMap<double> xm(x.data(), x.shape(0), x.shape(1));
-  const LowRankWeights weights{ConstRowMatrixMap<double>(a.data(), a.shape(0), a.shape(1)),
-                               ConstRowMatrixMap<double>(b.data(), b.shape(0), b.shape(1))};
+  const LowRankWeights weights(ConstRowMatrixMap<double>(a.data(), a.shape(0), a.shape(1)),
+                               ConstRowMatrixMap<double>(b.data(), b.shape(0), b.shape(1)));
   RadialTraces t = release_and_run(
       n_threads, [&](Interrupt& interrupt) { return radial_traces(radial, xm, weights, want_product, interrupt); });
+  return traces_tuple(t, want_product);
+}
+
+ConstRowMatrixMap<double> factor(const Input<double>& f, const Input<double>& x, const char* name) {
+  require_matrix(f, name);
+  if (f.shape(0) != x.shape(0)) throw py::value_error(std::string(name) + " must have one row per sample");
+  return ConstRowMatrixMap<double>(f.data(), f.shape(0), f.shape(1));
+}
+
+py::tuple gp_gradient_cross_pass_low_rank(const Input<double>& x, const Input<double>& y, const Input<double>& ax,
+                                          const Input<double>& bx, const Input<double>& ay, const Input<double>& by,
+                                          const std::string& kind, bool want_product) {
+  require_matrix(x, "x");
+  require_matrix(y, "y");
+  if (y.shape(1) != x.shape(1)) throw py::value_error("x and y have different numbers of columns");
+  const auto axm = factor(ax, x, "ax"), bxm = factor(bx, x, "bx"), aym = factor(ay, y, "ay"), bym = factor(by, y, "by");
+  if (bxm.cols() != axm.cols() || aym.cols() != axm.cols() || bym.cols() != axm.cols())
+    throw py::value_error("ax, bx, ay and by must have the same number of columns");
+  const Radial radial = radial_named(kind);
+  ConstRowMatrixMap<double> xm(x.data(), x.shape(0), x.shape(1)), ym(y.data(), y.shape(0), y.shape(1));
+  const LowRankWeights weights(axm, bxm, aym, bym);
+  RadialTraces t = release_and_run(
+      1, [&](Interrupt& interrupt) { return radial_cross_traces(radial, xm, ym, weights, want_product, interrupt); });
   return traces_tuple(t, want_product);
 }
 
@@ -153,6 +191,18 @@ void init_gaussian_process(py::module_& m) {
   m.def("gp_gradient_pass_low_rank", &gp_gradient_pass_low_rank, py::arg("x"), py::arg("a"), py::arg("b"),
         py::arg("kind"), py::arg("want_product"), py::arg("n_threads"),
         "gp_gradient_pass for W = (a bᵀ + b aᵀ)/2, each tile of W formed where it is read.");
+  m.def("sum_block_tiles", &sum_block_tiles, py::arg("terms"), py::arg("white"), py::arg("n_threads"),
+        py::arg("zero_diagonal") = false,
+        "The tiles of a sum's block (terms with y: a cross block; without: the symmetric one, white on its "
+        "diagonal) in the panel form sum_block_product reads.");
+  m.def("sum_block_product", &sum_block_product, py::arg("terms"), py::arg("white"), py::arg("kept"), py::arg("va"),
+        py::arg("vb"), py::arg("blocks"), py::arg("n_threads"), py::arg("zero_diagonal") = false,
+        "kernel_block_product for a sum of kernels: (K·vb, Kᵀ·va) of a cross block, (K·va, None) of a "
+        "symmetric one.");
+  m.def("gp_gradient_cross_pass_low_rank", &gp_gradient_cross_pass_low_rank, py::arg("x"), py::arg("y"), py::arg("ax"),
+        py::arg("bx"), py::arg("ay"), py::arg("by"), py::arg("kind"), py::arg("want_product"),
+        "gp_gradient_pass_low_rank over the block W_xy = (ax byᵀ + bx ayᵀ)/2 of a symmetric W, on one thread: "
+        "(Σ W∘κ(r), Σ W∘G(r)r² over the block once, [(W∘G)·[1, y]; (W∘G)ᵀ·[1, x]] or None).");
   m.def("symmetric_sum", &symmetric_sum, py::arg("w"), py::arg("n_threads"), "Σ_ik w_ik, by rows in a fixed order.");
 }
 

@@ -80,15 +80,22 @@ struct DenseWeights {
   }
 };
 
-// W = ½(A Bᵀ + B Aᵀ), A and B row-major n × m: each tile formed into the thread's buffer.
+// W = ½(A Bᵀ + B Aᵀ), A and B row-major n × m: each tile formed into the thread's buffer. For a block
+// W_IJ of the whole W (a distributed pass's pair of row blocks), the rows' factors are A_I, B_I and the
+// columns' A_J, B_J; a symmetric pass takes the same factors for both.
 struct LowRankWeights {
-  ConstRowMatrixMap<double> a, b;
+  ConstRowMatrixMap<double> a, b, a_cols, b_cols;
+  LowRankWeights(const ConstRowMatrixMap<double>& a_, const ConstRowMatrixMap<double>& b_)
+      : a(a_), b(b_), a_cols(a_), b_cols(b_) {}
+  LowRankWeights(const ConstRowMatrixMap<double>& a_, const ConstRowMatrixMap<double>& b_,
+                 const ConstRowMatrixMap<double>& a_cols_, const ConstRowMatrixMap<double>& b_cols_)
+      : a(a_), b(b_), a_cols(a_cols_), b_cols(b_cols_) {}
   const double* tile(Index i0, Index rows, Index k0, Index cols, std::vector<double>& buffer, Index& ld) const {
     ld = cols;
     buffer.resize(static_cast<std::size_t>(rows * cols));
     RowMatrixMap<double> t(buffer.data(), rows, cols);
-    t.noalias() = a.middleRows(i0, rows) * b.middleRows(k0, cols).transpose();
-    t.noalias() += b.middleRows(i0, rows) * a.middleRows(k0, cols).transpose();
+    t.noalias() = a.middleRows(i0, rows) * b_cols.middleRows(k0, cols).transpose();
+    t.noalias() += b.middleRows(i0, rows) * a_cols.middleRows(k0, cols).transpose();
     t *= 0.5;
     return buffer.data();
   }
@@ -99,6 +106,20 @@ namespace detail {
 struct TraceScratch {
   std::vector<double> r2, tile;
 };
+
+// r2[k − k0] = ‖x_i − y_k‖² for k0 <= k < k1, summed feature by feature (x and y column-major, d features).
+inline void squared_distances(const ColMatrix<double>& x, Index i, const ColMatrix<double>& y, Index k0, Index k1,
+                              double* r2) {
+  for (Index k = k0; k < k1; ++k) r2[k - k0] = 0.0;
+  for (Index j = 0; j < x.cols(); ++j) {
+    const double xi = x(i, j);
+    const double* col = y.data() + j * y.rows();
+    for (Index k = k0; k < k1; ++k) {
+      const double diff = xi - col[k];
+      r2[k - k0] += diff * diff;
+    }
+  }
+}
 
 template <Radial R, class Weights>
 RadialTraces radial_traces(const ConstRowMatrixMap<double>& x, const Weights& weights, bool want_product,
@@ -132,15 +153,7 @@ RadialTraces radial_traces(const ConstRowMatrixMap<double>& x, const Weights& we
             double* mirrored = want_product ? (J >= begin ? out.product.data() : wt) : nullptr;
             for (Index i = I * T; i < i_end; ++i) {
               const Index k1 = I == J ? i + 1 : k_end;  // a diagonal tile: its lower triangle and diagonal
-              for (Index k = k0; k < k1; ++k) r2[static_cast<std::size_t>(k - k0)] = 0.0;
-              for (Index j = 0; j < d; ++j) {
-                const double xi = xc(i, j);
-                const double* col = xc.data() + j * n;
-                for (Index k = k0; k < k1; ++k) {
-                  const double diff = xi - col[k];
-                  r2[static_cast<std::size_t>(k - k0)] += diff * diff;
-                }
-              }
+              squared_distances(xc, i, xc, k0, k1, r2.data());
               const double* wi = w_tile + (i - I * T) * ldw - k0;  // wi[k] = W_ik
               double* pi = want_product ? out.product.data() + i * ldv : nullptr;
               for (Index k = k0; k < k1; ++k) {
@@ -176,7 +189,71 @@ RadialTraces radial_traces(const ConstRowMatrixMap<double>& x, const Weights& we
   return out;
 }
 
+// The traces over one rectangular block W_XY of a symmetric W (rows: samples x; columns: samples y; a pair
+// of row blocks of a distributed pass), on one thread, tile by tile in a fixed order: sum_kernel and
+// sum_radial over the block once (the caller counts its mirror W_YX), and with want_product the block's
+// shares of M·[𝟙, X̃]: the first nx rows of `product` are M_XY·[𝟙, Ỹ] (for the samples x), the next ny rows
+// M_XYᵀ·[𝟙, X̃] (for the samples y).
+template <Radial R>
+RadialTraces radial_cross_traces(const ConstRowMatrixMap<double>& x, const ConstRowMatrixMap<double>& y,
+                                 const LowRankWeights& weights, bool want_product, Interrupt& interrupt) {
+  constexpr Index T = kPackedTile;
+  const Index nx = x.rows(), ny = y.rows(), d = x.cols(), ldv = d + 1;
+  const ColMatrix<double> xc = x, yc = y;
+  RadialTraces out;
+  out.product = RowMatrix<double>::Zero(want_product ? nx + ny : 0, ldv);
+  TraceScratch scratch;
+  scratch.r2.resize(static_cast<std::size_t>(T));
+  double* r2 = scratch.r2.data();
+  for (Index i0 = 0; i0 < nx; i0 += T) {
+    if (interrupt.poll()) break;
+    const Index i1 = std::min(nx, i0 + T);
+    for (Index k0 = 0; k0 < ny; k0 += T) {
+      const Index k1 = std::min(ny, k0 + T);
+      Index ldw = 0;
+      const double* w_tile = weights.tile(i0, i1 - i0, k0, k1 - k0, scratch.tile, ldw);
+      for (Index i = i0; i < i1; ++i) {
+        squared_distances(xc, i, yc, k0, k1, r2);
+        const double* wi = w_tile + (i - i0) * ldw - k0;  // wi[k] = W_ik
+        for (Index k = k0; k < k1; ++k) {
+          const double dist2 = r2[k - k0];
+          double kernel, derivative;
+          radial_values<R>(dist2, kernel, derivative);
+          out.sum_kernel += wi[k] * kernel;
+          out.sum_radial += wi[k] * derivative * dist2;
+          if (!want_product) continue;
+          const double m = wi[k] * derivative;
+          double* pi = out.product.data() + i * ldv;
+          double* pk = out.product.data() + (nx + k) * ldv;
+          pi[0] += m;
+          pk[0] += m;
+          for (Index c = 0; c < d; ++c) {
+            pi[c + 1] += m * y(k, c);
+            pk[c + 1] += m * x(i, c);
+          }
+        }
+      }
+    }
+  }
+  interrupt.throw_if_stopped();
+  if (!want_product) out.product.resize(0, 0);
+  return out;
+}
+
 }  // namespace detail
+
+// The traces over the block W_XY of a symmetric W (see detail::radial_cross_traces), on one thread.
+inline RadialTraces radial_cross_traces(Radial kind, const ConstRowMatrixMap<double>& x,
+                                        const ConstRowMatrixMap<double>& y, const LowRankWeights& w, bool want_product,
+                                        Interrupt& interrupt) {
+  switch (kind) {
+    case Radial::rbf: return detail::radial_cross_traces<Radial::rbf>(x, y, w, want_product, interrupt);
+    case Radial::matern12: return detail::radial_cross_traces<Radial::matern12>(x, y, w, want_product, interrupt);
+    case Radial::matern32: return detail::radial_cross_traces<Radial::matern32>(x, y, w, want_product, interrupt);
+    case Radial::matern52: return detail::radial_cross_traces<Radial::matern52>(x, y, w, want_product, interrupt);
+  }
+  throw std::logic_error("invalid Radial value");
+}
 
 // The traces of one radial term (see the top of this file) for scaled samples x (n × d, row-major) and the
 // symmetric weights W (DenseWeights or LowRankWeights).
