@@ -359,3 +359,53 @@ def test_spectral_embedding_and_clustering(client, solver, monkeypatch):
     ref = fastkpca.SpectralClustering(n_clusters=3, **params).fit_predict(X)
 
     assert adjusted_rand_score(labels, ref) == 1.0
+
+
+def test_gaussian_process_cg_matches_the_single_process_fit(client):
+    """The same probes and pivots (random_state) on the cluster as here: with the solves taken to a tight
+    tolerance, the likelihood, its gradient and the predictions differ by rounding alone (at a loose
+    tolerance a column's CG may stop one iteration apart, which moves the estimate within its error)."""
+    from sklearn.gaussian_process.kernels import RBF, ConstantKernel, WhiteKernel
+
+    n = 1200  # 2 row blocks: 3 pair tasks
+    X, X_new = data(n), data(40, seed=3)
+    rng = np.random.default_rng(5)
+    y = np.sin(X[:, 0]) + 0.3 * X[:, 1] + 0.3 * rng.standard_normal(n)
+    kernel = ConstantKernel(1.0) * RBF(3.0 * np.ones(D)) + WhiteKernel(0.1)
+
+    def gpr():
+        return fastkpca.GaussianProcessRegressor(kernel, solver="cg", n_probes=8, preconditioner_rank=60, tol=1e-9,
+                                                 final_tol=1e-10, optimizer=None, random_state=0)
+
+    dist = gpr().fit(da.from_array(X, chunks=(500, D)), y)
+    local = gpr().fit(X, y)
+    info = dist.solver_info_
+    assert info["engine"] == "dask" and info["row_blocks"] == 2 and info["solver"] == "cg"
+    assert dist.log_marginal_likelihood_value_ == pytest.approx(local.log_marginal_likelihood_value_, rel=1e-9)
+    theta = local.kernel_.theta + 0.2
+    value, grad = dist.log_marginal_likelihood(theta, eval_gradient=True)
+    expected_value, expected_grad = local.log_marginal_likelihood(theta, eval_gradient=True)
+    assert value == pytest.approx(expected_value, rel=1e-9)
+    np.testing.assert_allclose(grad, expected_grad, rtol=0, atol=1e-7 * np.abs(expected_grad).max())
+    mean, std = dist.predict(X_new, return_std=True)
+    expected_mean, expected_std = local.predict(X_new, return_std=True)
+    np.testing.assert_allclose(mean, expected_mean, rtol=0, atol=1e-8 * np.abs(expected_mean).max())
+    np.testing.assert_allclose(std, expected_std, rtol=1e-7)
+    # new rows as a dask array are brought here; a pickled model lives in this process
+    np.testing.assert_allclose(dist.predict(da.from_array(X_new, chunks=(50, D))), mean, rtol=0, atol=1e-12)
+    restored = pickle.loads(pickle.dumps(dist))
+    assert not any(_dask.is_dask_array(a) for a in vars(restored).values())
+    np.testing.assert_allclose(restored.predict(X_new, return_std=True), (mean, std), rtol=1e-9, atol=1e-12)
+    assert restored.log_marginal_likelihood(theta) == pytest.approx(value, rel=1e-9)
+
+
+def test_gaussian_process_on_a_cluster_needs_cg(client):
+    from sklearn.gaussian_process.kernels import RBF
+
+    X = da.from_array(data(600), chunks=(300, D))
+    y = np.sin(data(600)[:, 0])
+    with pytest.raises(ValueError, match="needs the whole 600×600 kernel matrix in this process"):
+        fastkpca.GaussianProcessRegressor(RBF(1.0), solver="cholesky", optimizer=None).fit(X, y)
+    auto = fastkpca.GaussianProcessRegressor(RBF(3.0), alpha=0.1, optimizer=None, n_probes=4,
+                                             random_state=0).fit(X, y)
+    assert auto.solver_info_["solver"] == "cg"  # 'auto' on samples that are not in this process

@@ -11,6 +11,7 @@ import pytest
 from sklearn.gaussian_process.kernels import RBF, ConstantKernel as C, DotProduct, Matern, WhiteKernel
 
 from fastkpca import GaussianProcessRegressor, kernels
+from fastkpca.engines.local import LOCAL
 from fastkpca.solvers import gaussian_process as exact
 from fastkpca.solvers.gaussian_process_cg import IterativeGaussianProcess, IterativeSettings
 from fastkpca.solvers.gp_preconditioner import NystromDiagonalPreconditioner, gp_preconditioner
@@ -61,10 +62,10 @@ def test_gp_preconditioner_keeps_the_diagonal_and_is_exact_at_full_rank():
     kobj = KERNELS[0]
     kernel = kernels.make(kobj, n_features=0)
     K = dense(kobj, X, 1e-3)
-    pre = gp_preconditioner(kernel, X, 1e-3, 20, seed=0)
+    pre = gp_preconditioner(kernel, LOCAL.samples(X), 1e-3, 20, seed=0)
     P = pre.F @ pre.F.T + np.diag(pre.d)
     np.testing.assert_allclose(np.diag(P), np.diag(K), rtol=1e-10)
-    full = gp_preconditioner(kernel, X, 1e-3, 80, seed=0)
+    full = gp_preconditioner(kernel, LOCAL.samples(X), 1e-3, 80, seed=0)
     np.testing.assert_allclose(full.F @ full.F.T + np.diag(full.d), K, atol=1e-8)
 
 
@@ -102,14 +103,15 @@ def test_likelihood_and_gradient_within_their_standard_errors(kobj):
     noise = 1e-6
     p = 24
     kernel = kernels.make(kobj, n_features=0)
-    solver = IterativeGaussianProcess(X, y[:, None], noise, IterativeSettings(probes=p, tol=1e-10, rank=20),
-                                      memory_limit=2**30, random_state=3)
+    solver = IterativeGaussianProcess(LOCAL.samples(X), y[:, None], noise,
+                                      IterativeSettings(probes=p, tol=1e-10, rank=20), memory_limit=2**30,
+                                      random_state=3)
     value, gradient, error = solver.log_marginal_likelihood(kernel, True)
     K = dense(kobj, X, noise)
     ref_value, ref_gradient, _ = exact.log_marginal_likelihood(K.copy(), y[:, None], 0.0,
                                                               lambda W: kernel.gradient_traces(X, W))
     assert abs(value - ref_value) <= 4 * error
-    pre = gp_preconditioner(kernel, X, noise, 20, seed=solver.seed)
+    pre = gp_preconditioner(kernel, LOCAL.samples(X), noise, 20, seed=solver.seed)
     M = root_of(pre)
     M_inv = np.linalg.inv(M)
     K_inv = np.linalg.inv(K)
@@ -125,7 +127,7 @@ def test_likelihood_and_gradient_within_their_standard_errors(kobj):
 def test_warm_start_starts_the_targets_from_the_last_solution():
     X, y = data(200)
     kernel = kernels.make(KERNELS[0], n_features=0)
-    solver = IterativeGaussianProcess(X, y[:, None], 1e-6, IterativeSettings(probes=4, tol=1e-8),
+    solver = IterativeGaussianProcess(LOCAL.samples(X), y[:, None], 1e-6, IterativeSettings(probes=4, tol=1e-8),
                                       memory_limit=2**30, random_state=0)
     first = solver.log_marginal_likelihood(kernel, False)[0]
     products = solver.figures["products"]

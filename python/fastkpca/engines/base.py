@@ -11,6 +11,7 @@ An :class:`Engine` is where the work of a fit runs. It is chosen once, from the 
   pivoted Cholesky reads (:meth:`Samples.columns`);
 - runs streamed map/reduce passes over their rows (:meth:`Samples.reduce`, :meth:`Samples.map`: the
   Nyström moments and projections; samples are row sources, solvers/rows.py);
+- runs the Gaussian process likelihood's gradient passes (:meth:`Samples.gradient_traces`);
 - computes the fitted cross products of transform and predict (:meth:`Samples.cross_product`), and
   applies a fitted row map to new data of its own kind (:meth:`Engine.apply`);
 - turns a fitted model into one that lives in this process, for pickling (:meth:`Engine.localise`).
@@ -37,6 +38,9 @@ __all__ = ["Engine", "Samples"]
 
 class Samples(Protocol):
     """Training samples where an engine keeps them; a row source (solvers/rows.py)."""
+
+    #: Whether :meth:`kernel_matrix` can give the whole matrix in this process (samples in its memory).
+    holds_matrix: bool
 
     @property
     def engine(self) -> Engine:
@@ -89,6 +93,17 @@ class Samples(Protocol):
 
     def fitted(self) -> Any:
         """What the estimator keeps as ``X_fit_``."""
+
+    def gradient_traces(self, kernel, A: np.ndarray, B: np.ndarray) -> np.ndarray:
+        """The kernel's tr(W ∂K/∂θ_j) for W = ½(A Bᵀ + B Aᵀ) (A, B: n × m here), by passes over the pairs of
+        rows where the samples are (kernels.Kernel.gradient_traces_low_rank, traces_from)."""
+
+    def local(self) -> Samples:
+        """The same samples in this process (a fitted model pickled without its cluster)."""
+
+    def over(self, X_fit) -> Samples:
+        """The same samples over the estimator's copy of what :meth:`fitted` gave (``X_train_``), so that a
+        model holds them once."""
 
     def info(self) -> dict:
         """The engine's figures for ``solver_info_``."""

@@ -33,13 +33,13 @@ import functools
 import math
 import time
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
 from .. import _native
 from .. import _validation as v
-from ..kernels import NativeKernel
+from ..kernels import Kernel
 from ..operators import StoragePlan
 from ..solvers.rows import add
 from .local import LOCAL
@@ -140,15 +140,14 @@ def _check_block(block: np.ndarray, where) -> np.ndarray:
 
 
 def _kept_tiles(a, b, kernel, zero_diagonal=False):
-    return _native.core.kernel_block_tiles(a, b, *kernel.params, 1, zero_diagonal)
+    return kernel.block_tiles(a, b, zero_diagonal)
 
 
 def _pair_product(a, b, kernel, tiles, va, vb, zero_diagonal=False):
     """(K_ab·v_b, K_abᵀ·v_a, seconds) for a cross pair; (K_aa·v_a, None, seconds) for a diagonal one (without
     the diagonal of K with ``zero_diagonal``)."""
     start = time.perf_counter()
-    # One work unit on one thread: the transposed side needs one buffer of b's rows, not sixteen.
-    wa, wb = _native.core.kernel_block_product(a, b, *kernel.params, tiles, va, vb, 1, 1, zero_diagonal)
+    wa, wb = kernel.block_product(a, b, tiles, va, vb, zero_diagonal)
     return wa, wb, time.perf_counter() - start
 
 
@@ -160,6 +159,40 @@ def _block_sum(parts, sides):
     for part, side in zip(parts[1:], sides[1:]):
         total += part[side]
     return total, sum(p[2] for p, side in zip(parts, sides) if side == 0) + time.perf_counter() - start
+
+
+def _gradient_pair(a, b, ka, kb, kind, scale, shift, want_ard):
+    """One pair of row blocks of a gradient pass (kernels.GaussianProcessKernel.traces_from): the samples
+    scaled and centred, W's block from the factors ka = (A_a, B_a), kb = (A_b, B_b) (None: a diagonal pair).
+    (Σ W∘κ, Σ W∘G r² over the pair, both mirrored blocks of a cross pair counted, the pair's share of
+    M·[𝟙, X̃] for a's rows, for b's rows or None)."""
+    xa = v.contiguous(a * scale - shift)
+    if b is None:
+        sk, sr, mv = _native.core.gp_gradient_pass_low_rank(xa, ka[0], ka[1], kind, want_ard, 1)
+        return sk, sr, mv, None
+    xb = v.contiguous(b * scale - shift)
+    sk, sr, mv = _native.core.gp_gradient_cross_pass_low_rank(xa, xb, ka[0], ka[1], kb[0], kb[1], kind, want_ard)
+    rows = xa.shape[0]
+    return 2.0 * sk, 2.0 * sr, None if mv is None else mv[:rows], None if mv is None else mv[rows:]
+
+
+def _gradient_block(parts, sides, block, scale, shift, want_ard):
+    """Row block p of a gradient pass: (the sums of the pairs it takes its row side from, each pair counted
+    by one block, and the block's ARD moments from Σ_J of its shares of M·[𝟙, X̃] in the fixed order J)."""
+    sk = sum(p[0] for p, side in zip(parts, sides) if side == 0)
+    sr = sum(p[1] for p, side in zip(parts, sides) if side == 0)
+    if not want_ard:
+        return sk, sr, None
+    from ..kernels.gaussian_process import ard_moments
+
+    mv = np.array(parts[0][2 + sides[0]], copy=True)
+    for part, side in zip(parts[1:], sides[1:]):
+        mv += part[2 + side]
+    return sk, sr, ard_moments(v.contiguous(block * scale - shift), mv)
+
+
+def _column_sums(block):
+    return block.sum(axis=0, dtype=np.float64)
 
 
 def _carried(value):
@@ -218,9 +251,13 @@ class DaskSamples:
     """A validated dask array of samples cut into row blocks, persisted on the workers: the row source and
     kernel source of a fit on the cluster (engines/base.py's Samples)."""
 
+    holds_matrix = False
+
     def __init__(self, engine: DaskEngine, client, X):
         dask, da, distributed = dask_modules()
         self.engine = engine
+        self._mean: np.ndarray | None = None  # the column means (a gradient pass centres the samples)
+        self._local: Any = None
         X = check_dask_samples(X, "X")
         self.n, self.d = (int(s) for s in X.shape)
         self.dtype = np.dtype(X.dtype)
@@ -334,6 +371,51 @@ class DaskSamples:
     def fitted(self):
         return self.array
 
+    def gradient_traces(self, kernel, A, B):
+        """The kernel's gradient traces by distributed passes: per radial term, one task per pair of row blocks
+        (the native pass over W's block, W = ½(A Bᵀ + B Aᵀ) formed tile by tile from the factors' row blocks)
+        and one per row block summing its shares in the fixed order; the sums over pairs and blocks are
+        taken here in order, so the result does not depend on the cluster."""
+        A, B = np.asarray(A, dtype=np.float64), np.asarray(B, dtype=np.float64)
+        factors = [self.client.submit(_carried, (v.contiguous(A[lo:hi]), v.contiguous(B[lo:hi])), pure=False)
+                   for lo, hi in zip(self.offsets[:-1], self.offsets[1:])]
+        if self._mean is None:
+            self._mean = self.reduce(_column_sums, rows=None) / self.n
+        f, P = self.futures, self.blocks
+
+        def radial_pass(kind, scale, want_ard):
+            shift = self._mean * scale
+            pairs = {(i, j): self.client.submit(_gradient_pair, f[i], None if i == j else f[j], factors[i],
+                                                None if i == j else factors[j], kind, scale, shift, want_ard,
+                                                pure=False, priority=i - j)
+                     for i in range(P) for j in range(i + 1)}
+            blocks = []
+            for p in range(P):
+                inputs = [pairs[(p, j)] if j <= p else pairs[(j, p)] for j in range(P)]
+                sides = [0 if j <= p else 1 for j in range(P)]
+                blocks.append(self.client.submit(_gradient_block, inputs, sides, f[p], scale, shift, want_ard,
+                                                 pure=False))
+            results = self.client.gather(blocks)
+            moments = None
+            if want_ard:
+                moments = results[0][2].copy()
+                for r in results[1:]:
+                    moments += r[2]
+            return math.fsum(r[0] for r in results), math.fsum(r[1] for r in results), moments
+
+        return kernel.traces_from(radial_pass, lambda: float(A.sum(axis=0) @ B.sum(axis=0)),
+                                  lambda: float(np.einsum("ij,ij->", A, B)))
+
+    def over(self, X_fit):
+        return self
+
+    def local(self):
+        """The samples gathered into this process (after a memory check), as the in-process engine's; once."""
+        if self._local is None:
+            v.check_memory(self.n * self.d * self.dtype.itemsize, "gathering the dask array X into this process")
+            self._local = LOCAL.samples(np.asarray(self.array.compute()))
+        return self._local
+
     def info(self) -> dict:
         return {"engine": "dask", "n_workers": len(self.client.nthreads()), "row_blocks": self.blocks,
                 "block_rows": int(self.sizes().max())}
@@ -399,7 +481,7 @@ class DistributedKernel:
     """K = k(X, X) of persisted :class:`DaskSamples` as a distributed operator: ``matmat(V)`` is one pass,
     the tiles of the pairs ``plan`` places kept on their workers."""
 
-    def __init__(self, samples: DaskSamples, kernel: NativeKernel, plan: DistributedPlan, zero_diagonal: bool = False):
+    def __init__(self, samples: DaskSamples, kernel: Kernel, plan: DistributedPlan, zero_diagonal: bool = False):
         self.samples, self.plan, self.zero_diagonal = samples, plan, zero_diagonal
         self.client = samples.client
         self.kernel = kernel.on_threads(1)
@@ -511,7 +593,7 @@ class DistributedColumns:
     """The diagonal and columns K(X, X_S) of distributed samples, for randomly pivoted Cholesky
     (solvers.low_rank.rpcholesky): each call is one task per row block, gathered here."""
 
-    def __init__(self, samples: DaskSamples, kernel: NativeKernel):
+    def __init__(self, samples: DaskSamples, kernel: Kernel):
         self.samples, self.kernel = samples, kernel.on_threads(1)
         self.n, self.dtype = samples.n, samples.dtype
 
@@ -533,7 +615,7 @@ class DaskKernelProduct:
     products with the fit's row blocks in order. :meth:`localised` is the same map over X_fit gathered here
     (a kernels.KernelProduct), for a model pickled with it."""
 
-    def __init__(self, samples: DaskSamples, kernel: NativeKernel, V: np.ndarray, correction=None, *,
+    def __init__(self, samples: DaskSamples, kernel: Kernel, V: np.ndarray, correction=None, *,
                  promote=False, out_dtype=None):
         self.samples, self.kernel, self.correction = samples, kernel.on_threads(1), correction
         self.promote, self.out_dtype = promote, out_dtype
@@ -629,7 +711,9 @@ class DaskEngine:
         """X_fit_ gathered here, the fitted products over it made local, and the in-process engine."""
         out = {}
         for key, value in state.items():
-            if isinstance(value, DaskKernelProduct):
+            if isinstance(value, DaskSamples):
+                value = value.local()
+            elif hasattr(value, "localised"):  # a fitted row map or solver state over the cluster's samples
                 value = value.localised()
             elif is_dask_array(value):
                 value = np.asarray(value.compute())

@@ -24,6 +24,8 @@ _FLOATS = [np.float64, np.float32]
 class LocalSamples(ArrayRows):
     """Validated samples (dense or sparse) in this process's memory."""
 
+    holds_matrix = True
+
     def __init__(self, X, engine: LocalEngine):
         super().__init__(X)
         self.engine = engine
@@ -67,6 +69,15 @@ class LocalSamples(ArrayRows):
     def fitted(self):
         return self.X
 
+    def gradient_traces(self, kernel, A, B):
+        return kernel.gradient_traces_low_rank(self.X, A, B)
+
+    def local(self):
+        return self
+
+    def over(self, X_fit):
+        return self if X_fit is self.X else LocalSamples(X_fit, self.engine)
+
     def info(self) -> dict:
         return {}
 
@@ -97,6 +108,10 @@ class LocalEngine:
 
         arrays = {"dtype": _FLOATS} if vector_input else {"dtype": None, "ensure_2d": False}
         return validate_data(estimator, X, accept_sparse=accept_sparse, reset=False, **arrays)
+
+    def samples(self, X) -> LocalSamples:
+        """Samples already validated (a fitted model's, brought here)."""
+        return LocalSamples(X, self)
 
     def apply(self, rowmap, X):
         return rowmap(X)

@@ -14,6 +14,7 @@ from .. import engines, kernels
 from .. import _validation as v
 from ..solvers import gaussian_process as gp
 from ..solvers.gaussian_process_cg import IterativeGaussianProcess, IterativeSettings
+from ._base import EngineFitted
 
 __all__ = ["GaussianProcessRegressor"]
 
@@ -53,7 +54,7 @@ def _check_constructor(est) -> None:
     v.check_choice(est.preconditioner_dtype, "preconditioner_dtype", ("float64", "float32"))
 
 
-class GaussianProcessRegressor(MultiOutputMixin, RegressorMixin, BaseEstimator):
+class GaussianProcessRegressor(EngineFitted, MultiOutputMixin, RegressorMixin, BaseEstimator):
     """Gaussian process regression, a drop-in for sklearn.gaussian_process.GaussianProcessRegressor.
 
     The same model, hyperparameters and answers as scikit-learn's: the posterior of a zero-mean Gaussian
@@ -232,7 +233,9 @@ class GaussianProcessRegressor(MultiOutputMixin, RegressorMixin, BaseEstimator):
             self.alpha = self.alpha[0]  # scikit-learn's behaviour
         self._kernel = samples.bind(kernels.make(self.kernel_, n_features=0, n_jobs=self.n_jobs))
         X_fit = samples.fitted()
-        self.X_train_ = np.copy(X_fit) if self.copy_X_train else X_fit
+        # (samples an engine keeps elsewhere are never written to: nothing to copy)
+        self.X_train_ = np.copy(X_fit) if self.copy_X_train and samples.holds_matrix else X_fit
+        self._samples, self._engine = samples.over(self.X_train_), samples.engine
         self.y_train_ = np.copy(y) if self.copy_X_train else y
         self._limit, self._evaluations = limit, 0
         self._iterative = self._iterative_solver(n)
@@ -245,19 +248,20 @@ class GaussianProcessRegressor(MultiOutputMixin, RegressorMixin, BaseEstimator):
         self.n_iter_ = max(1, self._evaluations)
         self.solver_info_ = {"solver": "cholesky" if self._iterative is None else "cg",
                              "evaluations": self._evaluations, "kernel": self._kernel.evaluated_by,
-                             "seconds": time.perf_counter() - start}
+                             "seconds": time.perf_counter() - start, **samples.info()}
         if self._iterative is not None:
             self.solver_info_.update(self._iterative.info())
         return self
 
     def _iterative_solver(self, n: int) -> IterativeGaussianProcess | None:
         """The cg solver's state for this fit, or None for the exact likelihood."""
-        if self.solver == "cholesky" or (self.solver == "auto" and n * n * 8 <= self._limit):
+        exact_fits = n * n * 8 <= self._limit and self._samples.holds_matrix
+        if self.solver == "cholesky" or (self.solver == "auto" and exact_fits):
             return None
         settings = IterativeSettings(self.n_probes, self.tol, self.final_tol, self.preconditioner_rank,
                                      self.max_iter, np.dtype(self.preconditioner_dtype).type)
         Y = self.y_train_ if self.y_train_.ndim == 2 else self.y_train_[:, np.newaxis]
-        return IterativeGaussianProcess(self.X_train_, Y, self.alpha, settings, memory_limit=self._limit,
+        return IterativeGaussianProcess(self._samples, Y, self.alpha, settings, memory_limit=self._limit,
                                         n_jobs=self.n_jobs, random_state=self._rng)
 
     def _normalise(self, y: np.ndarray) -> np.ndarray:
@@ -311,6 +315,8 @@ class GaussianProcessRegressor(MultiOutputMixin, RegressorMixin, BaseEstimator):
             alpha = self._iterative.solve(kernel)
             self.alpha_ = alpha if self.y_train_.ndim == 2 else alpha[:, 0]
             self._kernel = kernel
+            # the mean's row map K(x, X)·α where the samples are (engines/base.py), for samples not in this process
+            self._mean_map = None if self._samples.holds_matrix else self._samples.cross_product(kernel, alpha)
             return
         K = self._matrix(kernel)
         try:
@@ -326,7 +332,10 @@ class GaussianProcessRegressor(MultiOutputMixin, RegressorMixin, BaseEstimator):
 
     def _matrix(self, kernel) -> np.ndarray:
         n = len(self.y_train_)
-        v.check_within(n * n * 8, self._limit, f"the exact Gaussian process with {n} samples (one {n}×{n} matrix)")
+        what = f"the exact Gaussian process with {n} samples (solver='cholesky': one {n}×{n} matrix)"
+        v.check_within(n * n * 8, self._limit, what)
+        if not self._samples.holds_matrix:  # samples on a cluster: the engine says why not, and what to do
+            self._samples.kernel_matrix(kernel, what=what, memory_limit=self._limit)
         K, _ = kernel.matrix(self.X_train_)
         return np.array(K, dtype=np.float64, order="C", copy=True) if K.dtype != np.float64 else K
 
@@ -397,12 +406,15 @@ class GaussianProcessRegressor(MultiOutputMixin, RegressorMixin, BaseEstimator):
         if return_std and return_cov:
             raise RuntimeError("At most one of return_std or return_cov can be requested.")
         vector = self.kernel is None or self.kernel.requires_vector_input
-        X = engines.select(X).new_samples(self, X, vector_input=vector)
+        engine = engines.select(X)
+        X = engine.gather(engine.new_samples(self, X, vector_input=vector), "X")  # predictions are made here
         if not hasattr(self, "X_train_"):
             return self._prior(X, return_std, return_cov)
         X = self._kernel.new_rows(X, self.X_train_)
         coefficients = self.alpha_ if self.alpha_.ndim == 2 else self.alpha_[:, np.newaxis]
-        mean = self._kernel.product(X, self.X_train_, coefficients)  # K(X, X_train)·α, tile by tile
+        mean_map = getattr(self, "_mean_map", None)
+        # K(X, X_train)·α, tile by tile (where the training samples are)
+        mean = self._kernel.product(X, self.X_train_, coefficients) if mean_map is None else mean_map(X)
         if self.alpha_.ndim == 1:
             mean = mean[:, 0]
         mean = self._y_train_std * mean + self._y_train_mean

@@ -38,7 +38,7 @@ from .. import _validation as v
 from .kernel import Kernel
 from .python_kernels import ScikitLearnHyperparameters
 
-__all__ = ["GaussianProcessKernel", "terms_of", "RADIAL"]
+__all__ = ["GaussianProcessKernel", "terms_of", "RADIAL", "ard_moments"]
 
 #: The radial kernels a term may have, as the native registry names them (rbf with gamma = ½ is exp(−r²/2);
 #: matern with gamma = 1 is its function of r = ‖x − y‖), and "constant" (κ = 1).
@@ -148,6 +148,24 @@ def terms_of(kernel) -> Terms | None:
     return out
 
 
+def ard_moments(Xs: np.ndarray, MV: np.ndarray) -> np.ndarray:
+    """Σ_ik M_ik (x̃_ij − x̃_kj)² = 2 Σ_i x̃_ij² (M𝟙)_i − 2 x̃_jᵀ (M x̃)_j for every feature j, from MV = M·[𝟙, X̃]
+    (over any rows i of X̃ with their rows of MV: the sum splits over row blocks)."""
+    return 2.0 * (Xs**2).T @ MV[:, 0] - 2.0 * np.einsum("ij,ij->j", Xs, MV[:, 1:])
+
+
+def _local_pass(X, native_pass):
+    """A radial pass (GaussianProcessKernel.traces_from) over samples in this process: X scaled and centred,
+    ``native_pass(X̃, kind, want_ard)`` the core's pass over W."""
+    def radial_pass(kind: str, scale: np.ndarray, want_ard: bool):
+        Xs = X * scale
+        Xs = v.contiguous(Xs - Xs.mean(axis=0))
+        sum_k, sum_gr2, MV = native_pass(Xs, kind, want_ard)
+        return sum_k, sum_gr2, (ard_moments(Xs, MV) if want_ard else None)
+
+    return radial_pass
+
+
 class GaussianProcessKernel(ScikitLearnHyperparameters, Kernel):
     """A scikit-learn kernel object of the forms above, evaluated natively (dense float64 samples).
 
@@ -162,6 +180,7 @@ class GaussianProcessKernel(ScikitLearnHyperparameters, Kernel):
     """
 
     native = True
+    distributed = True
 
     def __init__(self, kernel, terms: Terms, threads: int = 0):
         super().__init__(threads)
@@ -229,6 +248,14 @@ class GaussianProcessKernel(ScikitLearnHyperparameters, Kernel):
         return _native.core.sum_kernel_operator(self._core_terms(X), self.terms.white, cached_tile_rows, threads,
                                                 zero_diagonal)
 
+    def block_tiles(self, a, b=None, zero_diagonal: bool = False) -> np.ndarray:
+        return _native.core.sum_block_tiles(self._core_terms(a, b), self.terms.white if b is None else 0.0, 1,
+                                            zero_diagonal)
+
+    def block_product(self, a, b, kept, va, vb, zero_diagonal: bool = False) -> tuple:
+        return _native.core.sum_block_product(self._core_terms(a, b), self.terms.white if b is None else 0.0, kept,
+                                              va, vb, 1, 1, zero_diagonal)
+
     # ------------------------------------------------------------------------------ hyperparameters
 
     def with_object(self, kernel) -> GaussianProcessKernel:
@@ -251,40 +278,37 @@ class GaussianProcessKernel(ScikitLearnHyperparameters, Kernel):
         -------
         traces : ndarray of shape (len(theta),)
         """
-        return self._traces(X, lambda Xs, kind, ard: _native.core.gp_gradient_pass(Xs, W, kind, ard, self.threads),
-                            lambda: float(_native.core.symmetric_sum(W, self.threads)), lambda: float(np.trace(W)))
+        return self.traces_from(
+            _local_pass(X, lambda Xs, kind, ard: _native.core.gp_gradient_pass(Xs, W, kind, ard, self.threads)),
+            lambda: float(_native.core.symmetric_sum(W, self.threads)), lambda: float(np.trace(W)))
 
     def gradient_traces_low_rank(self, X, A: np.ndarray, B: np.ndarray) -> np.ndarray:
         """:meth:`gradient_traces` for W = ½(A Bᵀ + B Aᵀ) (A, B of shape (n, m)), W's tiles formed where the
         pass reads them: O(n·m) memory. Σ W = (𝟙ᵀA)·(𝟙ᵀB) and tr W = Σ_i A_i·B_i."""
         A, B = v.contiguous(np.asarray(A, np.float64)), v.contiguous(np.asarray(B, np.float64))
-        return self._traces(
-            X, lambda Xs, kind, ard: _native.core.gp_gradient_pass_low_rank(Xs, A, B, kind, ard, self.threads),
+        return self.traces_from(
+            _local_pass(X, lambda Xs, kind, ard: _native.core.gp_gradient_pass_low_rank(Xs, A, B, kind, ard,
+                                                                                         self.threads)),
             lambda: float(A.sum(axis=0) @ B.sum(axis=0)), lambda: float(np.einsum("ij,ij->", A, B)))
 
-    def _traces(self, X, radial_pass, weight_sum, weight_trace) -> np.ndarray:
-        """The traces from ``radial_pass(X̃, kind, want_ard)`` (the core's pass over W for one term),
-        ``weight_sum()`` = Σ W and ``weight_trace()`` = tr W."""
+    def traces_from(self, radial_pass, weight_sum, weight_trace) -> np.ndarray:
+        """The traces from ``radial_pass(kind, scale, want_ard)`` — for one radial term, over the samples scaled
+        by ``scale`` (1/ℓ) and centred: (Σ W∘κ, Σ W∘G r², and with ``want_ard`` the d moments
+        Σ_ik M_ik (x̃_ij − x̃_kj)², else None) — ``weight_sum()`` = Σ W and ``weight_trace()`` = tr W. Wherever
+        the samples are (an engine's distributed pass gives its own radial_pass)."""
         traces = np.zeros(self.theta.shape[0])
         for t in self.terms.terms:
             if t.kind == "constant":
                 if t.constant_at is not None:
                     traces[t.constant_at] = t.constant * weight_sum()
                 continue
-            Xs = X / t.length_scale
-            Xs = v.contiguous(Xs - Xs.mean(axis=0))
             want_ard = t.length_at is not None and t.ard
-            sum_k, sum_gr2, MV = radial_pass(Xs, t.kind, want_ard)
+            sum_k, sum_gr2, moments = radial_pass(t.kind, 1.0 / t.length_scale, want_ard)
             if t.constant_at is not None:
                 traces[t.constant_at] = t.constant * sum_k
             if t.length_at is None:
                 continue
-            if not t.ard:
-                traces[t.length_at] = t.constant * sum_gr2
-                continue
-            # Σ_ik M_ik (x̃_ij − x̃_kj)² = 2 Σ_i x̃_ij² (M𝟙)_i − 2 x̃_jᵀ (M x̃)_j
-            moments = 2.0 * (Xs**2).T @ MV[:, 0] - 2.0 * np.einsum("ij,ij->j", Xs, MV[:, 1:])
-            traces[t.length_at] = t.constant * moments
+            traces[t.length_at] = t.constant * (moments if t.ard else sum_gr2)
         for noise, at in self.terms.white_at or []:
             if at is not None:
                 traces[at] = noise * weight_trace()

@@ -402,6 +402,45 @@ class Kernel:
         """
         raise NotImplementedError(f"{self.label} is not evaluated by the native core")
 
+    # -------------------------------------------------------------- a distributed pass's pair of row blocks
+
+    def block_tiles(self, a, b=None, zero_diagonal: bool = False) -> np.ndarray:
+        """The tiles of the block k(a, b) (b None: the lower tiles of k(a, a)) in the form
+        :meth:`block_product` reads: what a worker keeps of a pair of row blocks (engines/dask.py). Only kernels
+        with ``distributed`` have them.
+
+        Parameters
+        ----------
+        a, b : ndarray
+            Rows as :meth:`check_samples` leaves them.
+        zero_diagonal : bool, default=False
+            Without the diagonal of k(a, a).
+
+        Returns
+        -------
+        tiles : ndarray (1-D)
+        """
+        raise NotImplementedError(f"{self.label} is not evaluated on a Dask cluster's workers")
+
+    def block_product(self, a, b, kept, va: np.ndarray, vb, zero_diagonal: bool = False) -> tuple:
+        """(k(a, b)·vb, k(a, b)ᵀ·va), or (k(a, a)·va, None) for b None, each tile evaluated once, on one thread
+        (a Dask task's work unit); ``kept`` tiles from :meth:`block_tiles` (or None) give the same numbers.
+
+        Parameters
+        ----------
+        a, b : ndarray
+            Rows as :meth:`check_samples` leaves them (b None: the symmetric block of a).
+        kept : ndarray or None
+        va, vb : ndarray (float64)
+            A row per row of a (and of b).
+        zero_diagonal : bool, default=False
+
+        Returns
+        -------
+        (wa, wb) : ndarray, ndarray or None
+        """
+        raise NotImplementedError(f"{self.label} is not evaluated on a Dask cluster's workers")
+
     def gradient_traces(self, X, W: np.ndarray) -> np.ndarray:
         """tr(W ∂K/∂θ_j) for every hyperparameter θ_j (log space), in the order of :attr:`theta`.
 
@@ -444,6 +483,25 @@ class Kernel:
         W += W.T.copy()
         W *= 0.5
         return self.gradient_traces(X, W)
+
+    def traces_from(self, radial_pass, weight_sum, weight_trace) -> np.ndarray:
+        """:meth:`gradient_traces` from passes an engine runs where the samples are (a Gaussian process kernel's
+        radial terms: kernels.GaussianProcessKernel.traces_from); a kernel without hyperparameters has none.
+
+        Parameters
+        ----------
+        radial_pass : callable
+            ``radial_pass(kind, scale, want_ard)`` -> (Σ W∘κ, Σ W∘G r², moments or None) for one radial term.
+        weight_sum, weight_trace : callable
+            Σ W and tr W.
+
+        Returns
+        -------
+        traces : ndarray of shape (len(theta),)
+        """
+        if self.theta.shape[0] == 0:
+            return np.empty(0)
+        raise NotImplementedError(f"{self.label} has no gradient by distributed passes")
 
     def signal_diagonal(self, X) -> np.ndarray:
         """The diagonal of the kernel as a cross block K(X, X') evaluates it at X' = X: :meth:`diagonal` less any

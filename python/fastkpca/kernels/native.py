@@ -59,6 +59,13 @@ class NativeKernel(Kernel):
     def label(self) -> str:
         return f"kernel={self.name!r}"
 
+    def block_tiles(self, a, b=None, zero_diagonal: bool = False) -> np.ndarray:
+        return _native.core.kernel_block_tiles(a, b, *self.params, 1, zero_diagonal)
+
+    def block_product(self, a, b, kept, va, vb, zero_diagonal: bool = False) -> tuple:
+        # One work unit on one thread: the transposed side needs one buffer of b's rows, not sixteen.
+        return _native.core.kernel_block_product(a, b, *self.params, kept, va, vb, 1, 1, zero_diagonal)
+
     @property
     def unit_diagonal(self) -> bool:
         return registry.KERNELS[self.name].unit_diagonal

@@ -26,6 +26,7 @@ variances, since that space is y's and not the test points'; it is not offered.)
 
 from __future__ import annotations
 
+import copy
 import math
 import time
 import warnings
@@ -36,12 +37,14 @@ import numpy as np
 
 from .. import _validation as v
 from ..exceptions import ConvergenceWarning
-from ..operators import operator as operators
-from ..operators.storage import plan_for
 from .gp_preconditioner import NystromDiagonalPreconditioner, gp_preconditioner
 from .lanczos_cg import lanczos_pcg, quadrature_log
 
 __all__ = ["IterativeSettings", "IterativeGaussianProcess", "preconditioner_rank"]
+
+
+def _cross_columns(rows, X_new, kernel):
+    return kernel.cross(rows, X_new)
 
 _LOG_2PI = math.log(2.0 * math.pi)
 #: Default cap of the preconditioner's rank (RPCholesky's O(n r²) is paid on every evaluation).
@@ -73,8 +76,9 @@ class IterativeGaussianProcess:
 
     Parameters
     ----------
-    X : ndarray (n, d)
-        Training samples as the kernel evaluates them.
+    samples : an engine's Samples (engines/base.py)
+        Training samples, wherever they are: the products, the preconditioner's columns and the gradient's
+        passes run there.
     Y : ndarray (n, s)
         Targets.
     noise : float or ndarray (n,)
@@ -85,9 +89,9 @@ class IterativeGaussianProcess:
     random_state : int, RandomState or None
     """
 
-    def __init__(self, X, Y: np.ndarray, noise, settings: IterativeSettings, *, memory_limit: int, n_jobs=None,
-                 random_state=None):
-        self.X, self.Y, self.settings = X, Y, settings
+    def __init__(self, samples, Y: np.ndarray, noise, settings: IterativeSettings, *, memory_limit: int,
+                 n_jobs=None, random_state=None):
+        self.samples, self.Y, self.settings = samples, Y, settings
         n, s = Y.shape
         self.noise = np.broadcast_to(np.asarray(noise, dtype=np.float64), (n,)).copy()
         self.limit, self.n_jobs = memory_limit, n_jobs
@@ -119,13 +123,17 @@ class IterativeGaussianProcess:
         return matmat
 
     def _operator(self, kernel, width: int):
-        plan = plan_for(kernel, self.X, block_size=width, memory_limit=self.limit,
-                        other_bytes=self.working_bytes)
-        return operators.build(self.X, kernel, plan, self.n_jobs)
+        plan = self.samples.plan(kernel, block_size=width, memory_limit=self.limit, other_bytes=self.working_bytes)
+        return self.samples.kernel_operator(kernel, plan, self.n_jobs)
+
+    def _cross(self, kernel, X_new) -> np.ndarray:
+        """K(X, X_new), n × len(X_new), by row blocks where the samples are."""
+        return np.asarray(self.samples.map(_cross_columns, X_new, kernel, rows=self.Y.shape[0]), dtype=np.float64)
 
     def _preconditioner(self, kernel) -> NystromDiagonalPreconditioner:
         start = time.perf_counter()
-        pre = gp_preconditioner(kernel, self.X, self.noise, self.rank, seed=self.seed, dtype=self.settings.dtype)
+        pre = gp_preconditioner(kernel, self.samples, self.noise, self.rank, seed=self.seed,
+                                dtype=self.settings.dtype)
         self.figures["seconds"]["preconditioner"] += time.perf_counter() - start
         return pre
 
@@ -163,7 +171,7 @@ class IterativeGaussianProcess:
         start = time.perf_counter()
         A = np.hstack([alpha, U])
         B = np.hstack([alpha, pre.solve(Z) * (-s / p)])
-        gradient = 0.5 * kernel.gradient_traces_low_rank(self.X, A, B)
+        gradient = 0.5 * self.samples.gradient_traces(kernel, A, B)
         self.figures["seconds"]["gradient"] += time.perf_counter() - start
         self.figures["products"] += 1  # the gradient's pass over the kernel's tiles
         return value, gradient, error
@@ -201,7 +209,7 @@ class IterativeGaussianProcess:
     # ------------------------------------------------------------------------------------ predictions
 
     def _chunk(self, n_test: int, width: int) -> int:
-        n = self.X.shape[0]
+        n = self.Y.shape[0]
         return int(max(1, min(n_test, (self.limit // 4) // max(1, 8 * n * width))))
 
     def variance(self, kernel, X_new) -> np.ndarray:
@@ -214,7 +222,7 @@ class IterativeGaussianProcess:
         with self._operator(kernel, rows) as op:
             matmat = self._matmat(op)
             for start in range(0, n_new, rows):
-                Kt = np.asarray(kernel.cross(self.X, X_new[start:start + rows]), dtype=np.float64)  # n × c
+                Kt = self._cross(kernel, X_new[start:start + rows])  # n × c
                 V, _ = lanczos_pcg(matmat, Kt, pre.solve, tol=self.settings.final_tol,
                                    maxiter=self.settings.max_iter)
                 out[start:start + Kt.shape[1]] -= np.einsum("ij,ij->j", Kt, V)
@@ -222,17 +230,24 @@ class IterativeGaussianProcess:
 
     def covariance(self, kernel, X_new) -> np.ndarray:
         """K(X*, X*) − K*ᵀK̂⁻¹K* by block CG (a small test set: n × n_new arrays)."""
-        n, n_new = self.X.shape[0], X_new.shape[0]
+        n, n_new = self.Y.shape[0], X_new.shape[0]
         v.check_within(8 * n * n_new * 8 + 8 * n_new * n_new, self.limit,
                        f"the posterior covariance of {n_new} points by conjugate gradients")
         pre = self.preconditioner
         assert pre is not None
-        Kt = np.asarray(kernel.cross(self.X, X_new), dtype=np.float64)
+        Kt = self._cross(kernel, X_new)
         with self._operator(kernel, n_new) as op:
             V, _ = lanczos_pcg(self._matmat(op), Kt, pre.solve, tol=self.settings.final_tol,
                                maxiter=self.settings.max_iter)
         cov = np.asarray(kernel.cross(X_new), dtype=np.float64) - Kt.T @ V
         return 0.5 * (cov + cov.T)
+
+    def localised(self) -> IterativeGaussianProcess:
+        """The same state over the samples brought into this process (a fitted model pickled without its
+        cluster)."""
+        out = copy.copy(self)
+        out.samples = self.samples.local()
+        return out
 
     def info(self) -> dict:
         f = self.figures

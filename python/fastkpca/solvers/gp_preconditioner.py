@@ -22,7 +22,6 @@ from typing import Any
 
 import numpy as np
 
-from .. import _validation as v
 from .low_rank import rpcholesky
 
 __all__ = ["NystromDiagonalPreconditioner", "gp_preconditioner"]
@@ -124,34 +123,42 @@ class NystromDiagonalPreconditioner:
         return self._f(inverse_LT) * self.inverse_d[:, None]
 
 
-class _SignalColumns:
-    """The noise-free kernel's diagonal and columns K₀(X, X_S) (a cross block: no white noise), as
-    randomly pivoted Cholesky reads them."""
+def _signal_diagonal(rows, kernel):
+    return kernel.signal_diagonal(rows)
 
-    def __init__(self, kernel, X):
-        self.kernel, self.X, self.n, self.dtype = kernel, X, X.shape[0], np.dtype(np.float64)
+
+def _diagonal(rows, kernel):
+    return kernel.diagonal(rows)
+
+
+class _SignalColumns:
+    """A column source of the kernel (solvers/low_rank.py's) with the noise-free diagonal: its columns
+    K(X, X_S) are cross blocks already (no white noise), its diagonal is replaced."""
+
+    def __init__(self, source, signal: np.ndarray):
+        self.source, self.signal, self.n, self.dtype = source, signal, source.n, np.dtype(np.float64)
 
     def diagonal(self) -> np.ndarray:
-        return self.kernel.signal_diagonal(self.X)
+        return self.signal
 
     def columns(self, index: np.ndarray, out: np.ndarray) -> np.ndarray:
-        out[...] = self.kernel.cross(self.X, v.contiguous(self.X[index]))
-        return out
+        return self.source.columns(index, out)
 
 
-def gp_preconditioner(kernel, X, noise, rank: int, *, seed: int, dtype=np.float64,
+def gp_preconditioner(kernel, samples, noise, rank: int, *, seed: int, dtype=np.float64,
                       block_size: int = 64) -> NystromDiagonalPreconditioner:
-    """P for the kernel ``kernel`` (a kernels.Kernel) of samples X and the noise (scalar or per sample):
-    RPCholesky of rank ``rank`` (fewer when the kernel is exhausted; 0: P is the diagonal), seeded with
-    ``seed`` so that the same hyperparameters give the same P."""
-    n = X.shape[0]
-    signal = kernel.signal_diagonal(X).astype(np.float64)
+    """P for the kernel ``kernel`` (a kernels.Kernel) of ``samples`` (an engine's, engines/base.py) and the
+    noise (scalar or per sample): RPCholesky of rank ``rank`` (fewer when the kernel is exhausted; 0: P is the
+    diagonal), seeded with ``seed`` so that the same hyperparameters give the same P."""
+    n = samples.shape[0]
+    signal = np.asarray(samples.map(_signal_diagonal, kernel, rows=n), dtype=np.float64)
     residual = signal
     factor = np.zeros((n, 0), dtype=dtype)
     if rank > 0:
-        source: Any = _SignalColumns(kernel, X)
+        source: Any = _SignalColumns(samples.columns(kernel), signal)
         F = rpcholesky(source, min(rank, n), None, random_state=seed, block_size=min(block_size, rank)).factor
         residual = signal - np.einsum("ij,ij->i", F, F)
         factor = F if dtype == np.float64 else F.astype(dtype)
-    d = np.maximum(residual, 0.0) + kernel.diagonal(X) - signal + noise
+    diagonal = np.asarray(samples.map(_diagonal, kernel, rows=n), dtype=np.float64)
+    d = np.maximum(residual, 0.0) + diagonal - signal + noise
     return NystromDiagonalPreconditioner(factor, d)
