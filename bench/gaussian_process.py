@@ -6,6 +6,8 @@ process (its own peak RSS), the two libraries alternated:
     python bench/gaussian_process.py --evaluation 20000     # one exact likelihood + gradient at N = 20,000
     python bench/gaussian_process.py --sizes "" --agreement-n 0 --cg-agreement 5000 --cg-fits 5000
                                                             # solver="cg" against the Cholesky solver
+    python bench/gaussian_process.py --sizes "" --agreement-n 0 --cg-products 5000,20000 --ranks 64,256,1024
+                                                            # cg's products per solve against rank and N
 
 Data: X ~ N(0, 1) with d = 8, y = sin(2x₀) + ½x₁² − x₂x₃ + N(0, 0.1²); kernel ``C(1.0) * RBF(np.ones(8)) +
 WhiteKernel(0.1)``, ``normalize_y=True``, scikit-learn's default optimizer and ``alpha``; 500 test points from
@@ -24,6 +26,10 @@ the same distribution.
 - **cg fits**: both solvers fit (fresh processes): seconds, evaluations, products, peak, the fitted
   hyperparameters' largest relative difference (exp θ), test RMSE against the noiseless function and the
   standard deviations' largest relative difference.
+- **cg products**: at a fixed θ (C·RBF(ARD) + White, noise 0.01 of normalised targets), for each N and
+  preconditioner rank: the block products (and the largest column's iterations) of one likelihood + gradient
+  evaluation at the training tolerance, and of a final solve to 1e-6 from zero; and the floor, the mean residual
+  diagonal of the rank-r factor over the noise (the iterations stay high while it is well above 1).
 - **evaluation**: fastkpca only (scikit-learn would need about 30·N²·8 bytes): a fit with ``optimizer=None``
   (one factor), then one ``log_marginal_likelihood(theta, eval_gradient=True)`` timed; the process's peak RSS
   growth in N²·8 bytes.
@@ -241,6 +247,70 @@ def cg_fits(n: int, verdicts: list) -> list[dict]:
     return rows
 
 
+PRODUCTS_FORM = "C·RBF(ARD) + White"
+
+
+def products_kernel():
+    """C·RBF(ARD) + White at a fitted-looking θ for this data: short length scales on the four features the
+    function uses, long on the others, noise a hundredth of the (normalised) signal."""
+    from sklearn.gaussian_process.kernels import RBF, ConstantKernel, WhiteKernel
+
+    return ConstantKernel(1.0) * RBF(np.array([0.7, 1.0, 1.0, 1.0, 5.0, 5.0, 5.0, 5.0])) + WhiteKernel(0.01)
+
+
+def child_products(spec: dict) -> dict:
+    """One likelihood + gradient evaluation (training tolerance) and one final solve at a given N and
+    preconditioner rank: block products of each, seconds, and the preconditioner's floor."""
+    from fastkpca import GaussianProcessRegressor, kernels
+    from fastkpca.engines.local import LOCAL
+    from fastkpca.solvers.gaussian_process_cg import IterativeGaussianProcess, IterativeSettings
+
+    warnings.simplefilter("ignore")
+    X, y = data(spec["n"])
+    y = (y - y.mean()) / y.std()
+    kobj = products_kernel()
+    kernel = kernels.make(kobj, n_features=0)
+    settings = IterativeSettings(rank=spec["rank"])
+    solver = IterativeGaussianProcess(LOCAL.samples(X), y[:, None], 1e-10, settings, memory_limit=2**31,
+                                      random_state=0)
+    start = time.perf_counter()
+    solver.log_marginal_likelihood(kernel, True)
+    evaluation = {"products": solver.figures["products"], "seconds": time.perf_counter() - start,
+                  "iterations": solver.figures["iterations"][-1]}
+    solver.warm = None  # the final solve from zero: its products alone
+    start = time.perf_counter()
+    solver.solve(kernel)
+    final = {"products": solver.figures["products"] - evaluation["products"], "seconds": time.perf_counter() - start}
+    pre = solver.preconditioner
+    noise = 0.01 + 1e-10
+    # P = FFᵀ + D, D = noise + the residual diagonal of the kernel beyond rank r: its mean over the noise is
+    # how far P is from K̂ (the iterations fall to a few once it is well below 1)
+    floor = float(np.mean(pre.d - noise) / noise)
+    del GaussianProcessRegressor
+    return {"evaluation": evaluation, "final": final, "rank": pre.rank, "residual_over_noise": floor,
+            "preconditioner_seconds": solver.figures["seconds"]["preconditioner"]}
+
+
+def products_table(sizes: list, ranks: list) -> list[dict]:
+    rows = []
+    print(f"\n## Products per solve against rank and N ({PRODUCTS_FORM} at a fixed θ, noise 0.01, normalised "
+          "targets; 16 probes)\n")
+    print("| N | rank | mean residual diag ÷ noise | likelihood + gradient: products (iterations) | s | "
+          "final solve (tol 1e-6): products | s | preconditioner s (both) |\n|---|---|---|---|---|---|---|---|")
+    for n in sizes:
+        for rank in ranks:
+            r = C.run_child(__file__, "products", {"n": n, "rank": rank}, timeout=7200)
+            if "failed" in r:
+                print(f"| {n:,} | {rank} | failed: {r['failed'][-200:]!r} |", flush=True)
+                continue
+            e, f = r["evaluation"], r["final"]
+            print(f"| {n:,} | {r['rank']} | {r['residual_over_noise']:.2f} | {e['products']} ({e['iterations']}) | "
+                  f"{e['seconds']:.1f} | {f['products']} | {f['seconds']:.1f} | {r['preconditioner_seconds']:.1f} |",
+                  flush=True)
+            rows.append({"n": n, **r})
+    return rows
+
+
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--sizes", type=C.parse_ints, default=[1000, 2000])
@@ -249,11 +319,14 @@ def main() -> int:
     parser.add_argument("--evaluation", type=int, default=0, help="N of the one-evaluation run (0: none)")
     parser.add_argument("--cg-agreement", type=int, default=0, help="N of solver='cg' against 'cholesky' (0: none)")
     parser.add_argument("--cg-fits", type=C.parse_ints, default=[], help="N of whole fits by both solvers")
+    parser.add_argument("--cg-products", type=C.parse_ints, default=[], help="N of the products-per-solve table")
+    parser.add_argument("--ranks", type=C.parse_ints, default=[64, 256, 1024], help="ranks of that table")
     parser.add_argument("--out", default=None, help="folder for gaussian_process.json")
     parser.add_argument("--child", nargs=2, default=None, help=argparse.SUPPRESS)
     args = parser.parse_args()
     if args.child:
-        return C.serve_child({"fit": child_fit, "evaluation": child_evaluation, "cg_fit": child_cg_fit}, args.child)
+        return C.serve_child({"fit": child_fit, "evaluation": child_evaluation, "cg_fit": child_cg_fit,
+                              "products": child_products}, args.child)
     print(f"# GaussianProcessRegressor against scikit-learn; CPU: {C.cpu_description()}\n")
     payload: dict = {"cpu": C.cpu_description()}
     verdicts = []
@@ -332,6 +405,8 @@ def main() -> int:
         print("| kernel | N | seconds | evaluations | cg products | peak GiB | hyperparameters max rel. | "
               "test RMSE | std max rel. |\n|---|---|---|---|---|---|---|---|---|")
         payload["cg_fits"] = [row for n in args.cg_fits for row in cg_fits(n, verdicts)]
+    if args.cg_products:
+        payload["cg_products"] = products_table(args.cg_products, args.ranks)
     if args.evaluation:
         n = args.evaluation
         r = C.run_child(__file__, "evaluation", {"n": n}, timeout=7200)

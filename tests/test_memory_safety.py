@@ -347,9 +347,9 @@ def test_the_gradient_pass_of_a_pair_of_row_blocks_adds_up_to_the_whole(kind):
     parts = [slice(0, cut), slice(cut, n)]
     blocks = [_native.core.gp_gradient_pass_low_rank(*(np.ascontiguousarray(a[s]) for a in (x, A, B)), kind, True, 1)
               for s in parts]
-    I, J = parts
+    rows, cols = parts
     cross = _native.core.gp_gradient_cross_pass_low_rank(
-        *(np.ascontiguousarray(a) for a in (x[I], x[J], A[I], B[I], A[J], B[J])), kind, True)
+        *(np.ascontiguousarray(a) for a in (x[rows], x[cols], A[rows], B[rows], A[cols], B[cols])), kind, True)
     for k in (0, 1):
         assert blocks[0][k] + blocks[1][k] + 2 * cross[k] == pytest.approx(whole[k], rel=1e-11, abs=1e-11)
     product = np.vstack([blocks[0][2] + cross[2][:cut], blocks[1][2] + cross[2][cut:]])

@@ -107,7 +107,7 @@ class GaussianProcessRegressor(EngineFitted, MultiOutputMixin, RegressorMixin, B
     final_tol : float, default=1e-6
         cg: relative residual of the final solve for ``alpha_`` and of the exact predictive variances.
     preconditioner_rank : int, default=None
-        cg: rank of the randomly pivoted Cholesky preconditioner (None: 256, at most a quarter of
+        cg: rank of the randomly pivoted Cholesky preconditioner (None: 1024, at most a quarter of
         ``memory_limit``; 0: the diagonal only).
     max_iter : int, default=1000
         cg: iterations per solve at most.

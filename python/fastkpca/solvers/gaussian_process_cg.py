@@ -23,7 +23,7 @@ points' kernel columns in chunks within the memory limit with the fit's precondi
 factor K̂⁻¹ ≈ P⁻¹ + U(T⁻¹ − I)Uᵀ built once by block Lanczos on the pencil (K̂, P) (in the manner of LOVE,
 Pleiss et al. 2018, whose Lanczos runs on K̂ from the mean's solve; here on the preconditioned system from
 random starts, so that the cached space holds the directions the preconditioner misses). The cached factor
-costs r/32 block products once and O(n(r + rank P)) per point; its error grows as the noise falls below the
+costs r/32 block products once (r = 256) and O(n(r + rank P)) per point; its error grows as the noise falls below the
 signal, since k*ᵀK̂⁻¹k* then nearly cancels k** (docs/performance: the measured difference).
 """
 
@@ -40,6 +40,7 @@ import numpy as np
 
 from .. import _validation as v
 from ..exceptions import ConvergenceWarning
+from ..operators.storage import PLAN_SLACK_BYTES
 from .gp_preconditioner import NystromDiagonalPreconditioner, gp_preconditioner
 from .lanczos_cg import lanczos_pcg, quadrature_log
 
@@ -50,10 +51,27 @@ def _cross_columns(rows, X_new, kernel):
     return kernel.cross(rows, X_new)
 
 _LOG_2PI = math.log(2.0 * math.pi)
-#: Default cap of the preconditioner's rank (RPCholesky's O(n r²) is paid on every evaluation).
-DEFAULT_RANK = 256
-#: Columns of a block of the variances' cached Lanczos factor.
+#: Default cap of the preconditioner's rank. RPCholesky's O(n r²) is paid on every evaluation, but the products
+#: it saves cost more: at N = 10,000 rank 1024 took 35 products and 14.5 s per evaluation, rank 256 127 and
+#: 29.8 s (bench/gaussian_process.py --cg-products).
+DEFAULT_RANK = 1024
+#: Columns of a block of the variances' cached Lanczos factor, and its columns in all.
 LANCZOS_BLOCK = 32
+LANCZOS_RANK = 256
+
+
+def _p_orthonormal(W: np.ndarray, U: np.ndarray, multiply) -> np.ndarray:
+    """W's new directions, P-orthogonal to U (UᵀPU = I) and P-orthonormal among themselves (``multiply``: V ↦ PV),
+    twice (classical Gram–Schmidt needs two passes); directions whose P-norm fell below 1e-10 of W's are
+    dropped, so a block that adds nothing new comes back empty instead of amplified rounding."""
+    scale = float(np.max(np.einsum("ij,ij->j", W, multiply(W)), initial=0.0))
+    for _ in range(2):
+        if U.shape[1]:
+            W = W - U @ (U.T @ multiply(W))
+        values, vectors = np.linalg.eigh(W.T @ multiply(W))
+        keep = values > 1e-10 * scale
+        W = W @ (vectors[:, keep] / np.sqrt(values[keep]))
+    return W
 
 
 @dataclass(frozen=True)
@@ -69,10 +87,12 @@ class IterativeSettings:
 
 
 def preconditioner_rank(requested: int | None, n: int, itemsize: int, memory_limit: int) -> int:
-    """The rank asked for (at most n − 1), or DEFAULT_RANK and at most a quarter of the memory limit."""
+    """The rank asked for (at most n − 1), or DEFAULT_RANK and at most a quarter of the memory limit beyond the
+    operator plan's slack."""
     if requested is not None:
         return int(min(requested, max(n - 1, 0)))
-    return int(max(0, min(DEFAULT_RANK, n - 1, (memory_limit // 4) // max(1, itemsize * n))))
+    budget = max(0, memory_limit - PLAN_SLACK_BYTES) // 4
+    return int(max(0, min(DEFAULT_RANK, n - 1, budget // max(1, itemsize * n))))
 
 
 class IterativeGaussianProcess:
@@ -242,7 +262,7 @@ class IterativeGaussianProcess:
         pre = self.preconditioner
         assert pre is not None
         n = self.Y.shape[0]
-        rank = min(n, max(LANCZOS_BLOCK, self.rank) if rank is None else rank)
+        rank = min(n, LANCZOS_RANK if rank is None else rank)
         v.check_within(2 * 8 * n * rank + 4 * 8 * n * LANCZOS_BLOCK, self.limit,
                        f"the cached Lanczos factor of the predictive variances ({n} × {rank}, twice)")
         rng = np.random.RandomState(self.seed)
@@ -252,13 +272,9 @@ class IterativeGaussianProcess:
         with self._operator(kernel, LANCZOS_BLOCK) as op:
             matmat = self._matmat(op)
             while U.shape[1] < rank:
-                W = W[:, :rank - U.shape[1]]
-                for _ in range(2):  # P-orthogonal to the basis, then P-orthonormal (Cholesky QR, twice)
-                    if U.shape[1]:
-                        W = W - U @ (U.T @ pre.multiply(W))
-                    gram = W.T @ pre.multiply(W)
-                    gram += 1e-14 * np.trace(gram) * np.eye(gram.shape[0])
-                    W = np.linalg.solve(np.linalg.cholesky(gram), W.T).T
+                W = _p_orthonormal(W[:, :rank - U.shape[1]], U, pre.multiply)
+                if W.shape[1] == 0:  # the Krylov space is exhausted: U spans all P⁻¹K̂ reaches
+                    break
                 KW = matmat(W)
                 self.figures["products"] += 1
                 U, KU = np.hstack([U, W]), np.hstack([KU, KW])
