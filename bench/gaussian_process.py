@@ -261,7 +261,7 @@ def products_kernel():
 def child_products(spec: dict) -> dict:
     """One likelihood + gradient evaluation (training tolerance) and one final solve at a given N and
     preconditioner rank: block products of each, seconds, and the preconditioner's floor."""
-    from fastkpca import GaussianProcessRegressor, kernels
+    from fastkpca import kernels
     from fastkpca.engines.local import LOCAL
     from fastkpca.solvers.gaussian_process_cg import IterativeGaussianProcess, IterativeSettings
 
@@ -286,7 +286,6 @@ def child_products(spec: dict) -> dict:
     # P = FFᵀ + D, D = noise + the residual diagonal of the kernel beyond rank r: its mean over the noise is
     # how far P is from K̂ (the iterations fall to a few once it is well below 1)
     floor = float(np.mean(pre.d - noise) / noise)
-    del GaussianProcessRegressor
     return {"evaluation": evaluation, "final": final, "rank": pre.rank, "residual_over_noise": floor,
             "preconditioner_seconds": solver.figures["seconds"]["preconditioner"]}
 

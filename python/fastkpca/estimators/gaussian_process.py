@@ -52,7 +52,6 @@ def _check_constructor(est) -> None:
         v.check_int(est.preconditioner_rank, "preconditioner_rank", minimum=0)
     v.check_int(est.max_iter, "max_iter", minimum=1)
     v.check_choice(est.preconditioner_dtype, "preconditioner_dtype", ("float64", "float32"))
-    v.check_choice(est.variance, "variance", ("exact", "lanczos"))
 
 
 class GaussianProcessRegressor(EngineFitted, MultiOutputMixin, RegressorMixin, BaseEstimator):
@@ -113,11 +112,6 @@ class GaussianProcessRegressor(EngineFitted, MultiOutputMixin, RegressorMixin, B
         cg: iterations per solve at most.
     preconditioner_dtype : {"float64", "float32"}, default="float64"
         cg: storage of the preconditioner's factor ("float32": half the memory, twice the rank within it).
-    variance : {"exact", "lanczos"}, default="exact"
-        cg: how ``predict(return_std=True)`` computes the variances. "exact": block CG on the test points'
-        kernel columns (to ``final_tol``). "lanczos": from a factor cached at the first call (block Lanczos on
-        the preconditioned system, in the manner of LOVE): no solve per point, accurate within a few percent
-        when the noise is not far below the signal and worse as it falls (the performance page measures it).
 
     Attributes
     ----------
@@ -182,7 +176,7 @@ class GaussianProcessRegressor(EngineFitted, MultiOutputMixin, RegressorMixin, B
                  random_state: int | np.random.RandomState | None = None, memory_limit: int | str | None = None,
                  n_jobs: int | None = None, solver: str = "auto", n_probes: int = 16, tol: float = 1e-2,
                  final_tol: float = 1e-6, preconditioner_rank: int | None = None, max_iter: int = 1000,
-                 preconditioner_dtype: str = "float64", variance: str = "exact"):
+                 preconditioner_dtype: str = "float64"):
         self.kernel = kernel
         self.alpha = alpha
         self.optimizer = optimizer
@@ -200,7 +194,6 @@ class GaussianProcessRegressor(EngineFitted, MultiOutputMixin, RegressorMixin, B
         self.preconditioner_rank = preconditioner_rank
         self.max_iter = max_iter
         self.preconditioner_dtype = preconditioner_dtype
-        self.variance = variance
 
     # --------------------------------------------------------------------------------------------- fit
 
@@ -437,7 +430,6 @@ class GaussianProcessRegressor(EngineFitted, MultiOutputMixin, RegressorMixin, B
             cov = np.outer(cov, self._y_train_std**2).reshape(*cov.shape, -1)
             return mean, (np.squeeze(cov, axis=2) if cov.shape[2] == 1 else cov)
         var = (gp.posterior_variance(self._kernel, X, self.X_train_, self.L_, limit) if iterative is None else
-               iterative.variance_lanczos(self._kernel, X) if self.variance == "lanczos" else
                iterative.variance(self._kernel, X))
         if np.any(var < 0):
             warnings.warn("Predicted variances smaller than 0. Setting those variances to 0.", stacklevel=2)
