@@ -409,3 +409,7 @@ def test_gaussian_process_on_a_cluster_needs_cg(client):
     auto = fastkpca.GaussianProcessRegressor(RBF(3.0), alpha=0.1, optimizer=None, n_probes=4,
                                              random_state=0).fit(X, y)
     assert auto.solver_info_["solver"] == "cg"  # 'auto' on samples that are not in this process
+    # refitted in this process, the model forgets the cluster's mean map
+    here = np.asarray(X.compute())
+    fresh = fastkpca.GaussianProcessRegressor(RBF(3.0), alpha=0.1, optimizer=None).fit(here, y)
+    np.testing.assert_allclose(auto.fit(here, y).predict(here[:20]), fresh.predict(here[:20]), rtol=1e-12)

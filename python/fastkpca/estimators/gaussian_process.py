@@ -237,7 +237,7 @@ class GaussianProcessRegressor(EngineFitted, MultiOutputMixin, RegressorMixin, B
         self.X_train_ = np.copy(X_fit) if self.copy_X_train and samples.holds_matrix else X_fit
         self._samples, self._engine = samples.over(self.X_train_), samples.engine
         self.y_train_ = np.copy(y) if self.copy_X_train else y
-        self._limit, self._evaluations = limit, 0
+        self._limit, self._evaluations, self._mean_map = limit, 0, None
         self._iterative = self._iterative_solver(n)
         start = time.perf_counter()
         if self.optimizer is not None and self.kernel_.n_dims > 0:
