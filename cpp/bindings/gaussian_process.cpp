@@ -58,8 +58,11 @@ std::unique_ptr<SumKernelTiles<double>> sum_tiles(const py::list& terms, double 
   return std::make_unique<SumKernelTiles<double>>(std::move(parts), n, cols, !cross, white, zero_diagonal);
 }
 
+// Whether the terms carry y: a cross block k(X, Y) (sum_tiles checks that every term agrees).
+bool has_y(const py::list& terms) { return !terms.empty() && !py::cast<py::tuple>(terms[0])[4].is_none(); }
+
 void sum_gram_into(const py::list& terms, double white, InPlace<double>& out, int n_threads) {
-  const bool cross = !terms.empty() && !py::cast<py::tuple>(terms[0])[4].is_none();
+  const bool cross = has_y(terms);
   auto tiles = sum_tiles(terms, white, cross, false);
   if (out.ndim() != 2 || out.shape(0) != tiles->n() || out.shape(1) != tiles->cols())
     throw py::value_error("out has the wrong shape");
@@ -95,14 +98,14 @@ std::shared_ptr<Operator> sum_kernel_operator(const py::list& terms, double whit
 // A pair of row blocks of a distributed pass (python/fastkpca/engines/dask.py): terms with y, a cross block
 // (no white noise); without, the symmetric block of one row block (white on its diagonal).
 py::array_t<double> sum_block_tiles(const py::list& terms, double white, int n_threads, bool zero_diagonal) {
-  const bool cross = !terms.empty() && !py::cast<py::tuple>(terms[0])[4].is_none();
+  const bool cross = has_y(terms);
   return kept_tiles(*sum_tiles(terms, white, cross, zero_diagonal), n_threads);
 }
 
 py::tuple sum_block_product(const py::list& terms, double white, const std::optional<Input<double>>& kept,
                             const Input<double>& va, const std::optional<Input<double>>& vb, Index blocks,
                             int n_threads, bool zero_diagonal) {
-  const bool cross = !terms.empty() && !py::cast<py::tuple>(terms[0])[4].is_none();
+  const bool cross = has_y(terms);
   return block_product(*sum_tiles(terms, white, cross, zero_diagonal), kept, va, vb, blocks, n_threads);
 }
 

@@ -40,6 +40,7 @@ import numpy as np
 from .. import _native
 from .. import _validation as v
 from ..kernels import Kernel
+from ..kernels.gaussian_process import low_rank_weight_sums
 from ..operators import StoragePlan
 from ..solvers.rows import add
 from .local import LOCAL
@@ -151,13 +152,20 @@ def _pair_product(a, b, kernel, tiles, va, vb, zero_diagonal=False):
     return wa, wb, time.perf_counter() - start
 
 
+def _ordered_sum(parts, sides, first: int = 0) -> np.ndarray:
+    """Σ_j parts[j][first + sides[j]] in the order given: a row block's shares of a pass's pairs, summed in
+    the pass's fixed order."""
+    total = np.array(parts[0][first + sides[0]], copy=True)
+    for part, side in zip(parts[1:], sides[1:]):
+        total += part[first + side]
+    return total
+
+
 def _block_sum(parts, sides):
     """(Σ_j parts[j][sides[j]] in the order given (the fixed order of a pass), task seconds): the seconds of
     the pairs this sum takes their row side from (each pair is counted by one sum), and its own."""
     start = time.perf_counter()
-    total = np.array(parts[0][sides[0]], copy=True)
-    for part, side in zip(parts[1:], sides[1:]):
-        total += part[side]
+    total = _ordered_sum(parts, sides)
     return total, sum(p[2] for p, side in zip(parts, sides) if side == 0) + time.perf_counter() - start
 
 
@@ -185,10 +193,7 @@ def _gradient_block(parts, sides, block, scale, shift, want_ard):
         return sk, sr, None
     from ..kernels.gaussian_process import ard_moments
 
-    mv = np.array(parts[0][2 + sides[0]], copy=True)
-    for part, side in zip(parts[1:], sides[1:]):
-        mv += part[2 + side]
-    return sk, sr, ard_moments(v.contiguous(block * scale - shift), mv)
+    return sk, sr, ard_moments(v.contiguous(block * scale - shift), _ordered_sum(parts, sides, first=2))
 
 
 def _column_sums(block):
@@ -396,15 +401,10 @@ class DaskSamples:
                 blocks.append(self.client.submit(_gradient_block, inputs, sides, f[p], scale, shift, want_ard,
                                                  pure=False))
             results = self.client.gather(blocks)
-            moments = None
-            if want_ard:
-                moments = results[0][2].copy()
-                for r in results[1:]:
-                    moments += r[2]
+            moments = sum(r[2] for r in results) if want_ard else None  # in row-block order
             return math.fsum(r[0] for r in results), math.fsum(r[1] for r in results), moments
 
-        return kernel.traces_from(radial_pass, lambda: float(A.sum(axis=0) @ B.sum(axis=0)),
-                                  lambda: float(np.einsum("ij,ij->", A, B)))
+        return kernel.traces_from(radial_pass, *low_rank_weight_sums(A, B))
 
     def over(self, X_fit):
         return self

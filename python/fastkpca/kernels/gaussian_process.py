@@ -38,7 +38,7 @@ from .. import _validation as v
 from .kernel import Kernel
 from .python_kernels import ScikitLearnHyperparameters
 
-__all__ = ["GaussianProcessKernel", "terms_of", "RADIAL", "ard_moments"]
+__all__ = ["GaussianProcessKernel", "terms_of", "RADIAL", "ard_moments", "low_rank_weight_sums"]
 
 #: The radial kernels a term may have, as the native registry names them (rbf with gamma = ½ is exp(−r²/2);
 #: matern with gamma = 1 is its function of r = ‖x − y‖), and "constant" (κ = 1).
@@ -152,6 +152,12 @@ def ard_moments(Xs: np.ndarray, MV: np.ndarray) -> np.ndarray:
     """Σ_ik M_ik (x̃_ij − x̃_kj)² = 2 Σ_i x̃_ij² (M𝟙)_i − 2 x̃_jᵀ (M x̃)_j for every feature j, from MV = M·[𝟙, X̃]
     (over any rows i of X̃ with their rows of MV: the sum splits over row blocks)."""
     return 2.0 * (Xs**2).T @ MV[:, 0] - 2.0 * np.einsum("ij,ij->j", Xs, MV[:, 1:])
+
+
+def low_rank_weight_sums(A: np.ndarray, B: np.ndarray):
+    """(Σ W, tr W) of W = ½(A Bᵀ + B Aᵀ) as callables (GaussianProcessKernel.traces_from's): Σ W = (𝟙ᵀA)·(𝟙ᵀB),
+    tr W = Σ_i A_i·B_i, without W."""
+    return lambda: float(A.sum(axis=0) @ B.sum(axis=0)), lambda: float(np.einsum("ij,ij->", A, B))
 
 
 def _local_pass(X, native_pass):
@@ -289,7 +295,7 @@ class GaussianProcessKernel(ScikitLearnHyperparameters, Kernel):
         return self.traces_from(
             _local_pass(X, lambda Xs, kind, ard: _native.core.gp_gradient_pass_low_rank(Xs, A, B, kind, ard,
                                                                                          self.threads)),
-            lambda: float(A.sum(axis=0) @ B.sum(axis=0)), lambda: float(np.einsum("ij,ij->", A, B)))
+            *low_rank_weight_sums(A, B))
 
     def traces_from(self, radial_pass, weight_sum, weight_trace) -> np.ndarray:
         """The traces from ``radial_pass(kind, scale, want_ard)`` — for one radial term, over the samples scaled

@@ -123,12 +123,9 @@ class NystromDiagonalPreconditioner:
         return self._f(inverse_LT) * self.inverse_d[:, None]
 
 
-def _signal_diagonal(rows, kernel):
-    return kernel.signal_diagonal(rows)
-
-
-def _diagonal(rows, kernel):
-    return kernel.diagonal(rows)
+def _diagonals(rows, kernel) -> np.ndarray:
+    """[signal diagonal, diagonal] of the rows: one pass over the samples gives both."""
+    return np.column_stack([kernel.signal_diagonal(rows), kernel.diagonal(rows)]).astype(np.float64)
 
 
 class _SignalColumns:
@@ -151,7 +148,7 @@ def gp_preconditioner(kernel, samples, noise, rank: int, *, seed: int, dtype=np.
     noise (scalar or per sample): RPCholesky of rank ``rank`` (fewer when the kernel is exhausted; 0: P is the
     diagonal), seeded with ``seed`` so that the same hyperparameters give the same P."""
     n = samples.shape[0]
-    signal = np.asarray(samples.map(_signal_diagonal, kernel, rows=n), dtype=np.float64)
+    signal, diagonal = (np.ascontiguousarray(c) for c in samples.map(_diagonals, kernel, rows=n).T)
     residual = signal
     factor = np.zeros((n, 0), dtype=dtype)
     if rank > 0:
@@ -159,6 +156,5 @@ def gp_preconditioner(kernel, samples, noise, rank: int, *, seed: int, dtype=np.
         F = rpcholesky(source, min(rank, n), None, random_state=seed, block_size=min(block_size, rank)).factor
         residual = signal - np.einsum("ij,ij->i", F, F)
         factor = F if dtype == np.float64 else F.astype(dtype)
-    diagonal = np.asarray(samples.map(_diagonal, kernel, rows=n), dtype=np.float64)
     d = np.maximum(residual, 0.0) + diagonal - signal + noise
     return NystromDiagonalPreconditioner(factor, d)
