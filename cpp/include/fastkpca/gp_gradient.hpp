@@ -16,8 +16,10 @@
 //
 // The lower tiles of W are the units of a triangle pass (FixedBlocks, block_product.hpp): fixed runs of tile
 // rows, each summing its own partial sums and collecting its mirrored products for earlier rows in its own
-// buffer, all added in run order; the distances are the exact Σ_j (x̃_ij − x̃_kj)², not an expansion. The
-// results do not depend on the thread count.
+// buffer, all added in run order; the distances are the exact Σ_j (x̃_ij − x̃_kj)², not an expansion. Within
+// a tile, κ and G are evaluated a SIMD vector of columns at a time (simd.hpp's exponential, within an ulp of
+// std::exp), the tile of M = W ∘ G is kept, and its shares of M·[𝟙, X̃] are two small matrix products
+// (M_IJ·V_J for the tile's rows, M_IJᵀ·V_I for its columns). The results do not depend on the thread count.
 #pragma once
 
 #include <algorithm>
@@ -29,6 +31,7 @@
 #include "fastkpca/block_product.hpp"
 #include "fastkpca/packed.hpp"
 #include "fastkpca/parallel.hpp"
+#include "fastkpca/simd.hpp"
 #include "fastkpca/types.hpp"
 
 namespace fastkpca {
@@ -61,6 +64,29 @@ inline void radial_values(double r2, double& kernel, double& derivative) {
     const double s = std::sqrt(5.0 * r2), e = std::exp(-s);
     kernel = (1.0 + s + s * s / 3.0) * e;
     derivative = 5.0 / 3.0 * (1.0 + s) * e;
+  }
+}
+
+// κ and G of a SIMD vector of r² (the same formulas, simd.hpp's exponential).
+template <Radial R>
+inline void radial_values(simd::Vec<double> r2, simd::Vec<double>& kernel, simd::Vec<double>& derivative) {
+  using V = simd::Vec<double>;
+  if constexpr (R == Radial::rbf) {
+    kernel = simd::exp_nonpositive<double>(r2 * -0.5);
+    derivative = kernel;
+  } else if constexpr (R == Radial::matern12) {
+    const V r = simd::sqrt<double>(r2), e = simd::exp_nonpositive<double>(-r);
+    const V zero = simd::broadcast<double>(0.0), one = simd::broadcast<double>(1.0);
+    kernel = e;
+    derivative = r > zero ? e / (r > zero ? r : one) : zero;
+  } else if constexpr (R == Radial::matern32) {
+    const V s = simd::sqrt<double>(r2 * 3.0), e = simd::exp_nonpositive<double>(-s);
+    kernel = (s + 1.0) * e;
+    derivative = e * 3.0;
+  } else {
+    const V s = simd::sqrt<double>(r2 * 5.0), e = simd::exp_nonpositive<double>(-s);
+    kernel = (s + s * s / 3.0 + 1.0) * e;
+    derivative = (s + 1.0) * e * (5.0 / 3.0);
   }
 }
 
@@ -104,8 +130,51 @@ struct LowRankWeights {
 namespace detail {
 
 struct TraceScratch {
-  std::vector<double> r2, tile;
+  std::vector<double> r2, tile, m;  // a row's r², W's tile (when formed), M's tile
 };
+
+struct RowSums {
+  double kernel = 0, radial = 0;
+};
+
+// Σ_k w_k κ(r_k) and Σ_k w_k G(r_k) r_k² over one row's stretch of `count` columns (r² and W's entries
+// given), a vector of columns at a time and the rest one by one; with m, M's entries w_k G(r_k) stored there.
+template <Radial R>
+inline RowSums radial_row(const double* r2, const double* w, Index count, double* m) {
+  using V = simd::Vec<double>;
+  constexpr Index L = simd::kLanes<double>;
+  V sum_kernel = simd::broadcast<double>(0.0), sum_radial = sum_kernel;
+  Index k = 0;
+  for (; k + L <= count; k += L) {
+    const V dist2 = simd::load(r2 + k), weight = simd::load(w + k);
+    V kernel, derivative;
+    radial_values<R>(dist2, kernel, derivative);
+    sum_kernel += weight * kernel;
+    sum_radial += weight * derivative * dist2;
+    if (m) simd::store(m + k, weight * derivative);
+  }
+  RowSums out;
+  for (Index l = 0; l < L; ++l) {
+    out.kernel += sum_kernel[l];
+    out.radial += sum_radial[l];
+  }
+  for (; k < count; ++k) {
+    double kernel, derivative;
+    radial_values<R>(r2[k], kernel, derivative);
+    out.kernel += w[k] * kernel;
+    out.radial += w[k] * derivative * r2[k];
+    if (m) m[k] = w[k] * derivative;
+  }
+  return out;
+}
+
+// [𝟙, X̃] row-major, the right-hand factor of M·[𝟙, X̃].
+inline RowMatrix<double> ones_and(const ConstRowMatrixMap<double>& x) {
+  RowMatrix<double> v(x.rows(), x.cols() + 1);
+  v.col(0).setOnes();
+  v.rightCols(x.cols()) = x;
+  return v;
+}
 
 // r2[k − k0] = ‖x_i − y_k‖² for k0 <= k < k1, summed feature by feature (x and y column-major, d features).
 inline void squared_distances(const ColMatrix<double>& x, Index i, const ColMatrix<double>& y, Index k0, Index k1,
@@ -125,14 +194,12 @@ template <Radial R, class Weights>
 RadialTraces radial_traces(const ConstRowMatrixMap<double>& x, const Weights& weights, bool want_product,
                            Interrupt& interrupt) {
   constexpr Index T = kPackedTile;
-  const Index n = x.rows(), d = x.cols(), nt = packed_tiles(n), ldv = want_product ? d + 1 : 0;
+  const Index n = x.rows(), nt = packed_tiles(n), ldv = want_product ? x.cols() + 1 : 0;
   // X̃ column-major: the coordinates of consecutive samples side by side, as the inner loop reads them.
   const ColMatrix<double> xc = x;
-  RowMatrix<double> v(n, std::max<Index>(ldv, 1));
-  if (want_product) {
-    v.col(0).setOnes();
-    v.rightCols(d) = x;
-  }
+  const RowMatrix<double> v = want_product ? ones_and(x) : RowMatrix<double>();
+  double kernel_at_0, derivative_at_0;  // the diagonal's r² = 0
+  radial_values<R>(0.0, kernel_at_0, derivative_at_0);
   RadialTraces out;
   out.product = RowMatrix<double>::Zero(n, std::max<Index>(ldv, 1));
   FixedBlocks runs = FixedBlocks::triangle(nt, T, FixedBlocks::kMaxBlocks, want_product ? ldv : 0);
@@ -141,38 +208,45 @@ RadialTraces radial_traces(const ConstRowMatrixMap<double>& x, const Weights& we
       interrupt, [] { return TraceScratch(); },
       [&](TraceScratch& scratch, Index begin, Index end, double* wt) {
         double sk = 0, sr = 0;
-        std::vector<double>& r2 = scratch.r2;
-        r2.resize(static_cast<std::size_t>(T));
+        scratch.r2.resize(static_cast<std::size_t>(T));
+        if (want_product) scratch.m.resize(static_cast<std::size_t>(T * T));
+        double* r2 = scratch.r2.data();
         for (Index I = begin; I < end; ++I) {
           if (interrupt.poll()) break;
-          const Index i_end = std::min(n, (I + 1) * T);
+          const Index i0 = I * T, rows = std::min(n, i0 + T) - i0;
           for (Index J = 0; J <= I; ++J) {
-            const Index k0 = J * T, k_end = std::min(n, (J + 1) * T);
+            const Index k0 = J * T, cols = std::min(n, k0 + T) - k0;
             Index ldw = 0;
-            const double* w_tile = weights.tile(I * T, i_end - I * T, k0, k_end - k0, scratch.tile, ldw);
-            double* mirrored = want_product ? (J >= begin ? out.product.data() : wt) : nullptr;
-            for (Index i = I * T; i < i_end; ++i) {
-              const Index k1 = I == J ? i + 1 : k_end;  // a diagonal tile: its lower triangle and diagonal
-              squared_distances(xc, i, xc, k0, k1, r2.data());
-              const double* wi = w_tile + (i - I * T) * ldw - k0;  // wi[k] = W_ik
-              double* pi = want_product ? out.product.data() + i * ldv : nullptr;
-              for (Index k = k0; k < k1; ++k) {
-                const double dist2 = r2[static_cast<std::size_t>(k - k0)];
-                double kernel, derivative;
-                radial_values<R>(dist2, kernel, derivative);
-                const double weight = wi[k], twice = k == i ? 1.0 : 2.0;
-                sk += twice * weight * kernel;
-                sr += twice * weight * derivative * dist2;
-                if (!want_product) continue;
-                const double m = weight * derivative;
-                const double* vk = v.data() + k * ldv;
-                for (Index c = 0; c < ldv; ++c) pi[c] += m * vk[c];
-                if (k == i) continue;
-                const double* vi = v.data() + i * ldv;
-                double* pk = mirrored + k * ldv;
-                for (Index c = 0; c < ldv; ++c) pk[c] += m * vi[c];
-              }
+            const double* w_tile = weights.tile(i0, rows, k0, cols, scratch.tile, ldw);
+            double* m_tile = want_product ? scratch.m.data() : nullptr;  // rows × cols
+            for (Index r = 0; r < rows; ++r) {
+              const double* wi = w_tile + r * ldw;  // wi[c] = W(i0 + r, k0 + c)
+              double* mi = m_tile ? m_tile + r * cols : nullptr;
+              // Off the diagonal every entry stands for itself and its mirror; a diagonal tile's row is its
+              // stretch below the diagonal (twice) and the diagonal entry (once).
+              const Index count = I == J ? r : cols;
+              squared_distances(xc, i0 + r, xc, k0, k0 + count, r2);
+              const RowSums row = radial_row<R>(r2, wi, count, mi);
+              sk += 2.0 * row.kernel;
+              sr += 2.0 * row.radial;
+              if (I != J) continue;
+              sk += wi[r] * kernel_at_0;
+              if (mi) mi[r] = wi[r] * derivative_at_0;
             }
+            if (!want_product) continue;
+            RowMatrixMap<double> m(m_tile, rows, cols);
+            auto product_rows = out.product.middleRows(i0, rows);
+            if (I == J) {  // M_II whole from its lower triangle: its share is M_II·V_I
+              for (Index r = 0; r < rows; ++r)
+                for (Index c = 0; c < r; ++c) m(c, r) = m(r, c);
+              product_rows.noalias() += m * v.middleRows(i0, rows);
+              continue;
+            }
+            product_rows.noalias() += m * v.middleRows(k0, cols);
+            // the mirror's share, M_IJᵀ·V_I, for rows of J: this run's own rows directly, earlier ones in wt
+            RowMatrixMap<double> mirrored = J >= begin ? RowMatrixMap<double>(out.product.data(), n, ldv)
+                                                       : RowMatrixMap<double>(wt, begin * T, ldv);
+            mirrored.middleRows(k0, cols).noalias() += m.transpose() * v.middleRows(i0, rows);
           }
         }
         sums_k[static_cast<std::size_t>(begin)] = sk;
@@ -198,41 +272,34 @@ template <Radial R>
 RadialTraces radial_cross_traces(const ConstRowMatrixMap<double>& x, const ConstRowMatrixMap<double>& y,
                                  const LowRankWeights& weights, bool want_product, Interrupt& interrupt) {
   constexpr Index T = kPackedTile;
-  const Index nx = x.rows(), ny = y.rows(), d = x.cols(), ldv = d + 1;
+  const Index nx = x.rows(), ny = y.rows(), ldv = x.cols() + 1;
   const ColMatrix<double> xc = x, yc = y;
+  const RowMatrix<double> vx = want_product ? ones_and(x) : RowMatrix<double>();
+  const RowMatrix<double> vy = want_product ? ones_and(y) : RowMatrix<double>();
   RadialTraces out;
   out.product = RowMatrix<double>::Zero(want_product ? nx + ny : 0, ldv);
   TraceScratch scratch;
   scratch.r2.resize(static_cast<std::size_t>(T));
+  if (want_product) scratch.m.resize(static_cast<std::size_t>(T * T));
   double* r2 = scratch.r2.data();
   for (Index i0 = 0; i0 < nx; i0 += T) {
     if (interrupt.poll()) break;
-    const Index i1 = std::min(nx, i0 + T);
+    const Index rows = std::min(nx, i0 + T) - i0;
     for (Index k0 = 0; k0 < ny; k0 += T) {
-      const Index k1 = std::min(ny, k0 + T);
+      const Index cols = std::min(ny, k0 + T) - k0;
       Index ldw = 0;
-      const double* w_tile = weights.tile(i0, i1 - i0, k0, k1 - k0, scratch.tile, ldw);
-      for (Index i = i0; i < i1; ++i) {
-        squared_distances(xc, i, yc, k0, k1, r2);
-        const double* wi = w_tile + (i - i0) * ldw - k0;  // wi[k] = W_ik
-        for (Index k = k0; k < k1; ++k) {
-          const double dist2 = r2[k - k0];
-          double kernel, derivative;
-          radial_values<R>(dist2, kernel, derivative);
-          out.sum_kernel += wi[k] * kernel;
-          out.sum_radial += wi[k] * derivative * dist2;
-          if (!want_product) continue;
-          const double m = wi[k] * derivative;
-          double* pi = out.product.data() + i * ldv;
-          double* pk = out.product.data() + (nx + k) * ldv;
-          pi[0] += m;
-          pk[0] += m;
-          for (Index c = 0; c < d; ++c) {
-            pi[c + 1] += m * y(k, c);
-            pk[c + 1] += m * x(i, c);
-          }
-        }
+      const double* w_tile = weights.tile(i0, rows, k0, cols, scratch.tile, ldw);
+      double* m_tile = want_product ? scratch.m.data() : nullptr;
+      for (Index r = 0; r < rows; ++r) {
+        squared_distances(xc, i0 + r, yc, k0, k0 + cols, r2);
+        const RowSums row = radial_row<R>(r2, w_tile + r * ldw, cols, m_tile ? m_tile + r * cols : nullptr);
+        out.sum_kernel += row.kernel;
+        out.sum_radial += row.radial;
       }
+      if (!want_product) continue;
+      RowMatrixMap<double> m(m_tile, rows, cols);
+      out.product.middleRows(i0, rows).noalias() += m * vy.middleRows(k0, cols);
+      out.product.middleRows(nx + k0, cols).noalias() += m.transpose() * vx.middleRows(i0, rows);
     }
   }
   interrupt.throw_if_stopped();
