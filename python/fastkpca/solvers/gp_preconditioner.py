@@ -12,9 +12,8 @@ and z = M ξ with M Mᵀ = P (:meth:`NystromDiagonalPreconditioner.sample`) and 
 covariance P: the probes of stochastic Lanczos quadrature (gaussian_process_cg.py). Everything costs O(n·r)
 per column and O(n·r²) to build.
 
-F may be stored in float32 (twice the rank in the same memory): RPCholesky then builds it in float32 (its residual
-columns formed in float64 a block of rows at a time, so no n × r float64 array exists), the products with it are
-taken in float64 chunk by chunk, and P is exactly F Fᵀ + D for the stored F, its log det that P's.
+F may be stored in float32 (twice the rank in the same memory): the products with it are then taken in float64
+chunk by chunk, so P is exactly F Fᵀ + D for the stored F, and its log det is that P's.
 """
 
 from __future__ import annotations
@@ -23,7 +22,7 @@ from typing import Any
 
 import numpy as np
 
-from .low_rank import row_norms_squared, rpcholesky
+from .low_rank import rpcholesky
 
 __all__ = ["NystromDiagonalPreconditioner", "gp_preconditioner"]
 
@@ -154,8 +153,8 @@ def gp_preconditioner(kernel, samples, noise, rank: int, *, seed: int, dtype=np.
     factor = np.zeros((n, 0), dtype=dtype)
     if rank > 0:
         source: Any = _SignalColumns(samples.columns(kernel), signal)
-        factor = rpcholesky(source, min(rank, n), None, random_state=seed, block_size=min(block_size, rank),
-                            dtype=dtype).factor
-        residual = signal - row_norms_squared(factor)  # of the factor as stored: P's diagonal is K̂'s
+        F = rpcholesky(source, min(rank, n), None, random_state=seed, block_size=min(block_size, rank)).factor
+        residual = signal - np.einsum("ij,ij->i", F, F)
+        factor = F if dtype == np.float64 else F.astype(dtype)
     d = np.maximum(residual, 0.0) + diagonal - signal + noise
     return NystromDiagonalPreconditioner(factor, d)
