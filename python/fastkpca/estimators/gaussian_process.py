@@ -106,12 +106,14 @@ class GaussianProcessRegressor(EngineFitted, MultiOutputMixin, RegressorMixin, B
     final_tol : float, default=1e-6
         cg: relative residual of the final solve for ``alpha_`` and of the exact predictive variances.
     preconditioner_rank : int, default=None
-        cg: rank of the randomly pivoted Cholesky preconditioner (None: 1024, at most a quarter of
+        cg: rank of the randomly pivoted Cholesky preconditioner (None: 1024, within half of
         ``memory_limit``; 0: the diagonal only).
     max_iter : int, default=1000
         cg: iterations per solve at most.
     preconditioner_dtype : {"float64", "float32"}, default="float64"
-        cg: storage of the preconditioner's factor ("float32": half the memory, twice the rank within it).
+        cg: storage of the preconditioner's factor between evaluations and for the predictions ("float32": half
+        that memory). The factor is built in float64 at every evaluation either way (a float32 build is too
+        inaccurate when the signal is many times the noise), so float32 lowers the rank the limit allows.
 
     Attributes
     ----------

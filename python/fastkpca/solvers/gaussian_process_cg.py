@@ -68,13 +68,21 @@ class IterativeSettings:
     dtype: type = np.float64
 
 
+def factor_bytes_per_entry(itemsize: int) -> int:
+    """Bytes per entry of the preconditioner's n × r factor at its peak: RPCholesky builds it in float64 (a
+    float32 build's residual columns carry errors of ~ε₃₂ times the signal, above a small noise), and a float32
+    factor is a copy made beside it."""
+    return 8 + (itemsize if itemsize != 8 else 0)
+
+
 def preconditioner_rank(requested: int | None, n: int, itemsize: int, memory_limit: int) -> int:
-    """The rank asked for (at most n − 1), or DEFAULT_RANK and at most a quarter of the memory limit beyond the
-    operator plan's slack."""
+    """The rank asked for (at most n − 1), or DEFAULT_RANK and at most half the memory limit beyond the
+    operator plan's slack (cg recomputes the kernel on every product past a few thousand samples: memory buys
+    more as preconditioner rank than as a sliver of cached tiles, as for kernel ridge's cg)."""
     if requested is not None:
         return int(min(requested, max(n - 1, 0)))
-    budget = max(0, memory_limit - PLAN_SLACK_BYTES) // 4
-    return int(max(0, min(DEFAULT_RANK, n - 1, budget // max(1, itemsize * n))))
+    budget = max(0, memory_limit - PLAN_SLACK_BYTES) // 2
+    return int(max(0, min(DEFAULT_RANK, n - 1, budget // max(1, factor_bytes_per_entry(itemsize) * n))))
 
 
 class IterativeGaussianProcess:
@@ -106,7 +114,8 @@ class IterativeGaussianProcess:
         self.rank = preconditioner_rank(settings.rank, n, itemsize, memory_limit)
         width = s + settings.probes
         # CG's blocks (X, R, Z, P, AP, B and the gradient's two factors: 8 of n × width) and P's factor
-        self.working_bytes = 8 * 8 * n * width + itemsize * n * self.rank + 3 * 8 * n * min(64, max(self.rank, 1))
+        self.working_bytes = (8 * 8 * n * width + factor_bytes_per_entry(itemsize) * n * self.rank
+                              + 3 * 8 * n * min(64, max(self.rank, 1)))
         v.check_within(self.working_bytes, memory_limit,
                        f"conjugate gradients on {n} samples ({width} columns, preconditioner of rank {self.rank})")
         rng = v.check_random_state(random_state)
