@@ -8,6 +8,8 @@ process (its own peak RSS), the two libraries alternated:
                                                             # solver="cg" against the Cholesky solver
     python bench/gaussian_process.py --sizes "" --agreement-n 0 --cg-products 5000,20000 --ranks 64,256,1024
                                                             # cg's products per solve against rank and N
+    python bench/gaussian_process.py --sizes "" --agreement-n 0 --scale 50000,100000 --log scale.log
+                                                            # fits past the Cholesky wall (about 1 h)
 
 Data: X ~ N(0, 1) with d = 8, y = sin(2x₀) + ½x₁² − x₂x₃ + N(0, 0.1²); kernel ``C(1.0) * RBF(np.ones(8)) +
 WhiteKernel(0.1)``, ``normalize_y=True``, scikit-learn's default optimizer and ``alpha``; 500 test points from
@@ -30,6 +32,13 @@ the same distribution.
   preconditioner rank: the block products (and the largest column's iterations) of one likelihood + gradient
   evaluation at the training tolerance, and of a final solve to 1e-6 from zero; and the floor, the mean residual
   diagonal of the rank-r factor over the noise (the iterations stay high while it is well above 1).
+- **scale**: the fit the issue times at N = 50,000 and 100,000, each in a fresh process: θ₀ from an exact
+  (Cholesky) fit on the first ``--pretrain`` samples, then L-BFGS-B from θ₀ by ``solver="cg"`` on all N for at
+  most ``--maxiter`` iterations within ``--memory-limit`` (2GB); the total seconds (both stages), evaluations,
+  products, the peak RSS growth over the data, the predictions' seconds (500 points, exact standard
+  deviations), and test RMSE against the noiseless function of the cg fit, of the exact fit on the subset and
+  of a Nyström GP (2,000 uniform landmarks, subset of regressors) at θ₀ and at the cg fit's θ. ``--log`` gets
+  a line per likelihood evaluation while it runs.
 - **evaluation**: fastkpca only (scikit-learn would need about 30·N²·8 bytes): a fit with ``optimizer=None``
   (one factor), then one ``log_marginal_likelihood(theta, eval_gradient=True)`` timed; the process's peak RSS
   growth in N²·8 bytes.
@@ -310,6 +319,158 @@ def products_table(sizes: list, ranks: list) -> list[dict]:
     return rows
 
 
+SCALE_LANDMARKS = 2000
+
+
+def _limited_lbfgs(maxiter: int, n: int, log):
+    """scikit-learn's optimizer callable: L-BFGS-B from the given θ for at most ``maxiter`` iterations on the
+    negative log likelihood per sample, each evaluation written to ``log``. (L-BFGS-B's first trial point is
+    θ − ∇f projected on the bounds: with f summed over 100,000 samples that is a corner of the box, where cg
+    spends hundreds of products on a useless evaluation; per sample, it is a step of the gradient's size.)"""
+    from scipy.optimize import minimize
+
+    def optimizer(obj_func, initial_theta, bounds):
+        def logged(theta):
+            start = time.perf_counter()
+            value, grad = obj_func(theta, eval_gradient=True)
+            log(f"evaluation: -lml {value:.6g}, {time.perf_counter() - start:.1f} s, θ {np.round(theta, 3).tolist()}")
+            return value / n, grad / n
+
+        result = minimize(logged, initial_theta, method="L-BFGS-B", jac=True, bounds=bounds,
+                          options={"maxiter": maxiter})
+        return result.x, result.fun * n
+
+    return optimizer
+
+
+def nystrom_gp_mean(k, X: np.ndarray, y: np.ndarray, X_new: np.ndarray, m: int, seed: int = 0) -> np.ndarray:
+    """The posterior mean of a Nyström GP (subset of regressors) with m uniform landmarks Z, for a kernel
+    ``signal + WhiteKernel(σ²)`` and normalised targets y, in the well-conditioned feature form: with
+    K_ZZ = U S Uᵀ (eigenvalues below 1e-12·max dropped) and features Φ = K(·, Z) U S^-½, the mean is
+    Φ* (σ² I + ΦᵀΦ)⁻¹ Φᵀ y; the n × m features taken 10,000 rows at a time."""
+    from scipy.linalg import cho_factor, cho_solve
+
+    signal, noise = k.k1, k.k2.noise_level + 1e-10
+    Z = X[np.random.default_rng(seed).choice(X.shape[0], size=m, replace=False)]
+    values, vectors = np.linalg.eigh(signal(Z))
+    keep = values > 1e-12 * values.max()
+    root = vectors[:, keep] / np.sqrt(values[keep])
+    A = noise * np.eye(root.shape[1])
+    b = np.zeros(root.shape[1])
+    for start in range(0, X.shape[0], 10_000):
+        features = signal(X[start:start + 10_000], Z) @ root
+        A += features.T @ features
+        b += features.T @ y[start:start + 10_000]
+    return (signal(X_new, Z) @ root) @ cho_solve(cho_factor(A, lower=True), b)
+
+
+def child_scale(spec: dict) -> dict:
+    """A fit past the Cholesky wall as the issue times it: θ₀ from an exact fit on the first ``pretrain`` samples
+    (Cholesky, scikit-learn's L-BFGS-B to convergence), then L-BFGS-B on all n samples by solver="cg" from θ₀
+    for at most ``maxiter`` iterations within ``memory_limit``; predictions with standard deviations; a Nyström
+    GP's mean (2,000 uniform landmarks) at θ₀ and at the fitted θ; test RMSE against the noiseless function."""
+    from fastkpca import GaussianProcessRegressor
+
+    warnings.simplefilter("ignore")
+    log_path = spec.get("log")
+
+    def log(text: str) -> None:
+        if log_path:
+            with open(log_path, "a") as f:
+                f.write(f"[{time.strftime('%H:%M:%S')}] N = {spec['n']:,}: {text}\n")
+
+    n, sub = spec["n"], spec["pretrain"]
+    X, y = data(n)
+    new = data(N_TEST, seed=1)[0]
+    truth = np.sin(2 * new[:, 0]) + 0.5 * new[:, 1] ** 2 - new[:, 2] * new[:, 3]
+
+    def rmse(mean):
+        return float(np.sqrt(np.mean((mean - truth) ** 2)))
+
+    GaussianProcessRegressor(kernel(), normalize_y=True).fit(X[:50], y[:50])  # first-use imports
+    C.reset_peak_rss()
+    before = C.rss_bytes()
+    start = time.perf_counter()
+    pre = GaussianProcessRegressor(kernel(), normalize_y=True, solver="cholesky").fit(X[:sub], y[:sub])
+    pretrain_seconds = time.perf_counter() - start
+    kernel0, pretrain_evaluations, pretrain_rmse = pre.kernel_, pre.solver_info_["evaluations"], rmse(pre.predict(new))
+    del pre  # only θ₀ goes on: the subset's n × n factor is not the big fit's memory
+    log(f"pretrain on {sub:,}: {pretrain_seconds:.1f} s, {pretrain_evaluations} evaluations, "
+        f"θ₀ {np.round(kernel0.theta, 3).tolist()}")
+    start = time.perf_counter()
+    est = GaussianProcessRegressor(kernel0, normalize_y=True, solver="cg", random_state=0,
+                                   memory_limit=spec["memory_limit"], preconditioner_dtype=spec["dtype"],
+                                   optimizer=_limited_lbfgs(spec["maxiter"], n, log)).fit(X, y)
+    fit_seconds = time.perf_counter() - start
+    peak = C.peak_rss_bytes() - before
+    info = est.solver_info_
+    log(f"cg fit {fit_seconds:.1f} s, {info['evaluations']} evaluations, {info['products']} products")
+    start = time.perf_counter()
+    mean, std = est.predict(new, return_std=True)
+    predict_seconds = time.perf_counter() - start
+    scale, shift = float(np.std(y)), float(np.mean(y))
+    y_norm = (y - shift) / scale
+    nystrom = {}
+    for name, k in (("theta0", kernel0), ("theta", est.kernel_)):
+        t0 = time.perf_counter()
+        nystrom[name] = {"rmse": rmse(nystrom_gp_mean(k, X, y_norm, new, SCALE_LANDMARKS) * scale + shift),
+                         "seconds": time.perf_counter() - t0}
+    iterations = info["iterations"]
+    return {"n": n, "pretrain": sub, "pretrain_seconds": pretrain_seconds,
+            "pretrain_evaluations": pretrain_evaluations, "fit_seconds": fit_seconds,
+            "total_seconds": pretrain_seconds + fit_seconds, "evaluations": info["evaluations"],
+            "products": info["products"], "iterations": iterations, "preconditioner": info["preconditioner"],
+            "stages": info["stages"], "standard_error": info["standard_error"],
+            "final_residuals": np.asarray(info["final_residuals"]).tolist(), "peak_bytes": peak,
+            "predict_seconds": predict_seconds, "rmse": rmse(mean), "pretrain_rmse": pretrain_rmse,
+            "nystrom": nystrom, "std_median": float(np.median(std)), "theta0": kernel0.theta.tolist(),
+            "theta": est.kernel_.theta.tolist()}
+
+
+def scale_table(sizes: list, args, verdicts: list) -> list[dict]:
+    limits = {50_000: 20 * 60, 100_000: 60 * 60}
+    print(f"\n## Fits past the Cholesky wall (C·RBF(ARD) + White; θ₀ from an exact fit on {args.pretrain:,} samples, "
+          f"then at most {args.maxiter} L-BFGS-B iterations by solver='cg' on all N; memory_limit="
+          f"{args.memory_limit!r}, preconditioner {args.preconditioner_dtype}; Nyström GP: {SCALE_LANDMARKS:,} "
+          "uniform landmarks)\n")
+    print("| N | total s (pretrain + cg) | cg evaluations | products (per evaluation) | preconditioner rank | "
+          "peak GiB | predict s | test RMSE: cg / exact on the subset / Nyström at θ₀ / at θ |\n"
+          "|---|---|---|---|---|---|---|---|")
+    rows = []
+    for n in sizes:
+        spec = {"n": n, "pretrain": args.pretrain, "maxiter": args.maxiter, "memory_limit": args.memory_limit,
+                "dtype": args.preconditioner_dtype, "log": args.log}
+        r = C.run_child(__file__, "scale", spec, timeout=4 * 3600)
+        rows.append(r)
+        if "failed" in r:
+            print(f"| {n:,} | failed: {r['failed'][-300:]!r} |", flush=True)
+            verdicts.append((f"cg fit at N = {n:,}", False, "failed"))
+            continue
+        per = r["products"] / max(1, r["evaluations"])
+        ny = r["nystrom"]
+        print(f"| {n:,} | {r['total_seconds']:.0f} ({r['pretrain_seconds']:.0f} + {r['fit_seconds']:.0f}) | "
+              f"{r['evaluations']} | {r['products']} ({per:.0f}) | {r['preconditioner']['rank']} "
+              f"{r['preconditioner']['dtype']} | {r['peak_bytes'] / 2**30:.2f} | {r['predict_seconds']:.0f} | "
+              f"{r['rmse']:.4f} / {r['pretrain_rmse']:.4f} / {ny['theta0']['rmse']:.4f} / {ny['theta']['rmse']:.4f} |",
+              flush=True)
+        if n in limits:
+            verdicts.append((f"cg fit at N = {n:,} within {limits[n] // 60} min", r["total_seconds"] <= limits[n],
+                             f"{r['total_seconds'] / 60:.1f} min"))
+        best = min(ny["theta0"]["rmse"], ny["theta"]["rmse"])
+        verdicts.append((f"cg fit at N = {n:,}: RMSE below the Nyström GP's", r["rmse"] < best,
+                         f"{r['rmse']:.4f} against {best:.4f}"))
+        within = r["peak_bytes"] <= _limit_bytes(args.memory_limit)
+        verdicts.append((f"cg fit at N = {n:,}: peak within memory_limit", within,
+                         f"{r['peak_bytes'] / 2**30:.2f} GiB"))
+    return rows
+
+
+def _limit_bytes(limit: str) -> int:
+    from fastkpca import _validation
+
+    return int(_validation.memory_limit(limit))
+
+
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--sizes", type=C.parse_ints, default=[1000, 2000])
@@ -320,12 +481,18 @@ def main() -> int:
     parser.add_argument("--cg-fits", type=C.parse_ints, default=[], help="N of whole fits by both solvers")
     parser.add_argument("--cg-products", type=C.parse_ints, default=[], help="N of the products-per-solve table")
     parser.add_argument("--ranks", type=C.parse_ints, default=[64, 256, 1024], help="ranks of that table")
+    parser.add_argument("--scale", type=C.parse_ints, default=[], help="N of the fits past the Cholesky wall")
+    parser.add_argument("--pretrain", type=int, default=5000, help="samples of the exact fit giving θ₀")
+    parser.add_argument("--maxiter", type=int, default=5, help="L-BFGS-B iterations of the scale fits")
+    parser.add_argument("--memory-limit", default="2GB", help="memory_limit of the scale fits")
+    parser.add_argument("--preconditioner-dtype", default="float64", choices=("float64", "float32"))
+    parser.add_argument("--log", default=None, help="file the scale fits append their progress to")
     parser.add_argument("--out", default=None, help="folder for gaussian_process.json")
     parser.add_argument("--child", nargs=2, default=None, help=argparse.SUPPRESS)
     args = parser.parse_args()
     if args.child:
         return C.serve_child({"fit": child_fit, "evaluation": child_evaluation, "cg_fit": child_cg_fit,
-                              "products": child_products}, args.child)
+                              "products": child_products, "scale": child_scale}, args.child)
     print(f"# GaussianProcessRegressor against scikit-learn; CPU: {C.cpu_description()}\n")
     payload: dict = {"cpu": C.cpu_description()}
     verdicts = []
@@ -406,6 +573,8 @@ def main() -> int:
         payload["cg_fits"] = [row for n in args.cg_fits for row in cg_fits(n, verdicts)]
     if args.cg_products:
         payload["cg_products"] = products_table(args.cg_products, args.ranks)
+    if args.scale:
+        payload["scale"] = scale_table(args.scale, args, verdicts)
     if args.evaluation:
         n = args.evaluation
         r = C.run_child(__file__, "evaluation", {"n": n}, timeout=7200)

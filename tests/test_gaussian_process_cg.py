@@ -13,7 +13,7 @@ from sklearn.gaussian_process.kernels import RBF, ConstantKernel as C, DotProduc
 from fastkpca import GaussianProcessRegressor, kernels
 from fastkpca.engines.local import LOCAL
 from fastkpca.solvers import gaussian_process as exact
-from fastkpca.solvers.gaussian_process_cg import IterativeGaussianProcess, IterativeSettings
+from fastkpca.solvers.gaussian_process_cg import IterativeGaussianProcess, IterativeSettings, preconditioner_rank
 from fastkpca.solvers.gp_preconditioner import NystromDiagonalPreconditioner, gp_preconditioner
 from fastkpca.solvers.lanczos_cg import lanczos_pcg, quadrature_log
 
@@ -209,6 +209,22 @@ def test_auto_chooses_by_memory():
     # 3300² · 8 = 87 MB: a limit below it gives cg (whose plan keeps 64 MiB of slack)
     fit = GaussianProcessRegressor(KERNELS[0], optimizer=None, memory_limit=85_000_000).fit(X, y)
     assert fit.solver_info_["solver"] == "cg"
+
+
+def test_preconditioner_rank_counts_the_float64_build():
+    """The default rank fits half the limit beyond the plan's slack at 8 bytes an entry (the float64 build),
+    12 with a float32 copy beside it; a rank asked for is kept (at most n − 1)."""
+    from fastkpca.operators.storage import PLAN_SLACK_BYTES
+
+    limit = 2 * 10**9
+    assert preconditioner_rank(None, 100_000, 8, limit) == 1024
+    assert preconditioner_rank(None, 100_000, 4, limit) == (limit - PLAN_SLACK_BYTES) // 2 // (12 * 100_000)
+    assert preconditioner_rank(None, 100_000, 8, 10**9) == (10**9 - PLAN_SLACK_BYTES) // 2 // (8 * 100_000)
+    assert preconditioner_rank(None, 500, 8, limit) == 499
+    assert preconditioner_rank(3000, 100_000, 8, 10**8) == 3000
+    with pytest.raises(MemoryError, match="conjugate gradients"):  # and the rank asked for must fit the limit
+        IterativeGaussianProcess(LOCAL.samples(np.zeros((100_000, 2))), np.zeros((100_000, 1)), 0.1,
+                                 IterativeSettings(rank=3000), memory_limit=10**9)
 
 
 @pytest.mark.parametrize("name, value, error", [

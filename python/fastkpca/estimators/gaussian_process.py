@@ -159,6 +159,14 @@ class GaussianProcessRegressor(EngineFitted, MultiOutputMixin, RegressorMixin, B
     preconditioner's pivots are drawn once per fit from ``random_state``, so the optimiser sees one smooth
     function; ``solver_info_["standard_error"]`` says how far it may be from the exact likelihood.
 
+    At tens of thousands of samples each evaluation is a few passes over the kernel, and L-BFGS-B from a poor
+    start takes fifty evaluations or more. What scales: an exact fit on a random subset of a few thousand
+    samples, then ``solver="cg"`` on all of them from that fit's ``kernel_`` with an ``optimizer`` callable that
+    runs L-BFGS-B for a few iterations on the likelihood divided by n (undivided, its first trial point is a
+    corner of the bounds, where cg pays hundreds of products for nothing): ``bench/gaussian_process.py
+    --scale``; the performance page of the user guide has its times. CG's iterations grow when the kernel has more eigenvalues above the noise than
+    the preconditioner's rank: a large amplitude and long length scales over a small noise.
+
     Examples
     --------
     >>> import numpy as np
