@@ -164,8 +164,8 @@ class GaussianProcessRegressor(EngineFitted, MultiOutputMixin, RegressorMixin, B
     samples, then ``solver="cg"`` on all of them from that fit's ``kernel_`` with an ``optimizer`` callable that
     runs L-BFGS-B for a few iterations on the likelihood divided by n (undivided, its first trial point is a
     corner of the bounds, where cg pays hundreds of products for nothing): ``bench/gaussian_process.py
-    --scale``; the performance page of the user guide has its times. CG's iterations grow when the kernel has more eigenvalues above the noise than
-    the preconditioner's rank: a large amplitude and long length scales over a small noise.
+    --scale``; the performance page of the user guide has its times. CG's iterations grow when the kernel has
+    more eigenvalues above the noise than the preconditioner's rank (short length scales, a small noise).
 
     Examples
     --------

@@ -12,8 +12,8 @@ and z = M ξ with M Mᵀ = P (:meth:`NystromDiagonalPreconditioner.sample`) and 
 covariance P: the probes of stochastic Lanczos quadrature (gaussian_process_cg.py). Everything costs O(n·r)
 per column and O(n·r²) to build.
 
-F may be stored in float32 (half the memory once built; RPCholesky builds it in float64): the products with it are then taken in float64
-chunk by chunk, so P is exactly F Fᵀ + D for the stored F, and its log det is that P's.
+F may be stored in float32 (half the memory once built; RPCholesky builds it in float64): the products with it
+are then taken in float64 chunk by chunk, so P is exactly F Fᵀ + D for the stored F, and its log det is that P's.
 """
 
 from __future__ import annotations
