@@ -252,3 +252,41 @@ def test_an_interrupt_stops_a_long_fit():
     # the estimator is usable afterwards
     after = GaussianProcessRegressor(KERNELS[0], solver="cg", optimizer=None).fit(X[:100], y[:100])
     assert after.predict(X[:3]).shape == (3,)
+
+
+def _radial_reference(kind: str, r2: np.ndarray):
+    """κ(r) and G(r) from r² (gp_gradient.hpp's table), in NumPy."""
+    r = np.sqrt(r2)
+    if kind == "rbf":
+        k = np.exp(-0.5 * r2)
+        return k, k
+    if kind == "matern12":
+        e = np.exp(-r)
+        return e, np.divide(e, r, out=np.zeros_like(r), where=r > 0)
+    if kind == "matern32":
+        s = np.sqrt(3.0) * r
+        return (1 + s) * np.exp(-s), 3 * np.exp(-s)
+    s = np.sqrt(5.0) * r
+    return (1 + s + s * s / 3) * np.exp(-s), 5 / 3 * (1 + s) * np.exp(-s)
+
+
+@pytest.mark.parametrize("kind", ["rbf", "matern12", "matern32", "matern52"])
+@pytest.mark.parametrize("threads", [1, 2])
+def test_gradient_passes_against_numpy(kind, threads):
+    """The tile passes (dense W and W = ½(ABᵀ + BAᵀ)) against the sums written out in NumPy, on 301 samples:
+    two tiles, a partial one, rows whose stretches are not whole SIMD vectors."""
+    from fastkpca import _native
+
+    rng = np.random.default_rng(4)
+    n, d, m = 301, 3, 5
+    x = rng.standard_normal((n, d))
+    A, B = rng.standard_normal((n, m)), rng.standard_normal((n, m))
+    W = 0.5 * (A @ B.T + B @ A.T)
+    r2 = ((x[:, None, :] - x[None, :, :]) ** 2).sum(-1)
+    kappa, G = _radial_reference(kind, r2)
+    expected = ((W * kappa).sum(), (W * G * r2).sum(), (W * G) @ np.column_stack([np.ones(n), x]))
+    for got in (_native.core.gp_gradient_pass(x, np.ascontiguousarray(W), kind, True, threads),
+                _native.core.gp_gradient_pass_low_rank(x, A, B, kind, True, threads)):
+        for k in (0, 1):
+            assert got[k] == pytest.approx(expected[k], rel=1e-11, abs=1e-11 * np.abs(W).sum())
+        np.testing.assert_allclose(got[2], expected[2], rtol=1e-11, atol=1e-11 * np.abs(expected[2]).max())
