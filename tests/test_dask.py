@@ -179,6 +179,19 @@ def test_kernel_ridge_cg_matches_the_single_process_fit(client):
     assert one.predict(da.from_array(X_new, chunks=(100, D))).compute().shape == (250,)
 
 
+def test_kernel_ridge_mixed_precision_cg_matches_the_single_process_fit(client):
+    """cg_precision="mixed" on the cluster: a float32 copy of the row blocks on the workers, its passes for the
+    iterations, the float64 ones for the true residuals; the answer is the float64 system's, as in process."""
+    X, X_new = data(), data(250, seed=3)
+    y = np.sin(X[:, 0]) + 0.1 * np.random.default_rng(4).standard_normal(N)
+    dist = ridge(cg_precision="mixed").fit(da.from_array(X, chunks=(600, D)), y)
+    local = ridge(cg_precision="float64").fit(X, y)
+    info = dist.solver_info_
+    assert info["engine"] == "dask" and info["converged"] and 0 < info["fast_products"] < info["iterations"]
+    expected = local.predict(X_new)
+    np.testing.assert_allclose(dist.predict(X_new), expected, rtol=0, atol=1e-8 * np.abs(expected).max())
+
+
 def test_kernel_ridge_nystrom(client):
     X, X_new = data(), data(250, seed=5)
     y = np.sin(X[:, 0]) + np.cos(X[:, 1])

@@ -76,11 +76,71 @@ def test_cg_gives_the_same_answer_in_every_storage(storage, data):
     reference = KernelRidge(alpha=0.1, kernel="rbf", solver="cholesky").fit(X, Y).predict(X_new)
     undo = force_storage(storage) if storage != "packed" else (lambda: None)
     try:
-        model = KernelRidge(alpha=0.1, kernel="rbf", solver="cg", tol=1e-11).fit(X, Y)
+        model = KernelRidge(alpha=0.1, kernel="rbf", solver="cg", tol=1e-11, cg_precision="float64").fit(X, Y)
+        auto = KernelRidge(alpha=0.1, kernel="rbf", solver="cg", tol=1e-11).fit(X, Y)
     finally:
         undo()
     assert model.solver_info_["storage"] == storage
     _close(model.predict(X_new), reference, 1e-8)
+    # cg_precision="auto": float32 products where the kernel is recomputed on every pass, not where it is stored
+    recomputed = storage != "packed"
+    assert ("fast_products" in auto.solver_info_) == recomputed
+    assert auto.solver_info_["storage"] == ("matrix_free" if recomputed else "packed")
+    _close(auto.predict(X_new), reference, 1e-8)
+
+
+def test_mixed_precision_cg_meets_tol_for_the_float64_system(data):
+    """cg_precision="mixed": the iterations' products by the float32 kernel, the true float64 residual at every
+    100-fold fall (reliable updates) and at the end: the residuals reported are the float64 system's and meet
+    tol, and the coefficients equal float64 cg's to what tol allows (‖Δβ‖ ≤ ‖(K + αI)⁻¹‖·2·tol·‖y‖)."""
+    X, Y, _ = data
+    alphas = [0.5, 1e-3]
+    K = ref.kernel(X, kernel="rbf", gamma=0.3)
+    for tol in (1e-6, 1e-11):
+        mixed = KernelRidge(alpha=alphas, kernel="rbf", gamma=0.3, solver="cg", tol=tol, cg_precision="mixed").fit(X, Y)
+        exact = KernelRidge(alpha=alphas, kernel="rbf", gamma=0.3, solver="cg", tol=tol,
+                            cg_precision="float64").fit(X, Y)
+        info = mixed.solver_info_
+        assert info["converged"] and not info["fast_dropped"]
+        assert 0 < info["fast_products"] < info["iterations"]
+        assert info["fast_storage"] in ("full", "packed") and info["storage"] == "matrix_free"
+        for j, alpha in enumerate(alphas):
+            r = np.linalg.norm((K + alpha * np.eye(700)) @ mixed.dual_coef_[:, j] - Y[:, j]) / np.linalg.norm(Y[:, j])
+            assert r <= tol and info["residuals"][j] == pytest.approx(r, rel=1e-3, abs=1e-13)
+            bound = 2 * tol * np.linalg.norm(Y[:, j]) / alpha
+            assert np.linalg.norm(mixed.dual_coef_[:, j] - exact.dual_coef_[:, j]) <= bound
+
+
+def test_pcg_with_fast_products_falls_back_when_they_cannot_reach_tol(rng):
+    """A K̃ whose error is far above the shift: the restart from the true residual does not halve it, so pcg goes
+    on with K alone (fast_dropped) and still converges; with a close K̃ the fast products do the work."""
+    A = rng.standard_normal((150, 150))
+    K = A @ A.T / 150
+    E = rng.standard_normal((150, 150)) * 1e-2
+    K_far = K + (E + E.T)
+    b = rng.standard_normal((150, 1))
+    X, info = pcg(lambda V: K @ V, b, [1e-3], tol=1e-8, maxiter=5000, fast_matmat=lambda V: K_far @ V)
+    assert info["fast_dropped"] and info["converged"]
+    assert np.linalg.norm((K + 1e-3 * np.eye(150)) @ X - b) <= 1e-8 * np.linalg.norm(b)
+    K_near = K + (E + E.T) * 1e-7
+    X, info = pcg(lambda V: K @ V, b, [1e-3], tol=1e-8, maxiter=5000, fast_matmat=lambda V: K_near @ V)
+    assert not info["fast_dropped"] and info["converged"] and info["fast_products"] > 0.8 * info["iterations"]
+    assert np.linalg.norm((K + 1e-3 * np.eye(150)) @ X - b) <= 1e-8 * np.linalg.norm(b)
+
+
+def test_mixed_precision_refuses_what_it_cannot_evaluate(data):
+    X, Y, _ = data
+    K = ref.kernel(X, kernel="rbf", gamma=0.3)
+    for kernel, Xfit in (("precomputed", K), (lambda a, b: float(np.exp(-np.sum((a - b) ** 2))), X[:50])):
+        with pytest.raises(ValueError, match="cg_precision='mixed'"):
+            KernelRidge(kernel=kernel, solver="cg", cg_precision="mixed").fit(Xfit, Y[:len(Xfit), 0])
+    with pytest.raises(ValueError, match="cg_precision"):
+        KernelRidge(kernel="rbf", solver="cg", cg_precision="half").fit(X, Y)
+    with pytest.raises(ValueError, match="preconditioner_dtype"):
+        KernelRidge(kernel="rbf", solver="cg", preconditioner_dtype="float16").fit(X, Y)
+    # float32 samples: the kernel is float32 already, mixed has nothing to add
+    with pytest.raises(ValueError, match="float32 samples"):
+        KernelRidge(kernel="rbf", solver="cg", cg_precision="mixed").fit(X.astype(np.float32), Y)
 
 
 def test_preconditioner_cuts_iterations(data):
@@ -102,6 +162,18 @@ def test_low_rank_preconditioner_is_the_inverse_on_the_factors_range(rng):
     w = rng.standard_normal(200)
     w -= pre.U @ (pre.U.T @ w)
     np.testing.assert_allclose(pre(w[:, None], np.array([0]))[:, 0], w / (pre.values[-1] + 0.3), atol=1e-12)
+
+
+def test_low_rank_preconditioner_from_a_float32_factor(rng):
+    """A float32 F (more rows than one of its float32 row blocks) is the preconditioner of the float64 matrix
+    F Fᵀ to float32's accuracy: P⁻¹ (F Fᵀ + αI) v = v on range(F) within 1e-5, U kept in float32."""
+    F = rng.standard_normal((20_000, 40)).astype(np.float32)
+    pre = LowRankPreconditioner(F.copy(), [0.3])
+    assert pre.U.dtype == np.float32
+    F64 = F.astype(np.float64)
+    V = F64 @ rng.standard_normal((40, 2))
+    np.testing.assert_allclose(pre(F64 @ (F64.T @ V) + 0.3 * V, np.array([0, 0])), V, rtol=0,
+                               atol=1e-5 * np.abs(V).max())
 
 
 def test_pcg_handles_zero_columns_and_reports_non_convergence(rng):
@@ -354,12 +426,58 @@ def test_cv_bad_input(rng):
 
 def test_default_preconditioner_rank_follows_the_cost_of_a_pass():
     """A stored kernel (cheap passes): rank 500 within a quarter of the limit; a recomputed one (dear
-    passes): up to 1000 within 60% of it."""
+    passes): up to 1000 within 60% of it; a float32 factor doubles both."""
     from fastkpca.solvers.ridge import preconditioner_rank
 
-    assert preconditioner_rank(None, 100_000, 2**30, stored=True) == 2**30 // 4 // 800_000 == 335
-    assert preconditioner_rank(None, 100_000, 2**30, stored=False) == int(0.6 * 2**30) // 800_000 == 805
+    def fits(rank, share, itemsize=8):  # the n × r factor and the r × r algebra
+        return itemsize * 100_000 * rank + 24 * rank**2 <= share * 2**30
+
+    for stored, share in ((True, 0.25), (False, 0.6)):
+        for itemsize in (8, 4):
+            r = preconditioner_rank(None, 100_000, 2**30, stored=stored, itemsize=itemsize)
+            assert fits(r, share, itemsize) and not fits(r + 1, share, itemsize)
+    assert preconditioner_rank(None, 100_000, 2**30, stored=False) == 786
+    assert preconditioner_rank(None, 100_000, 2**30, stored=False, itemsize=4) == 1479
+    assert preconditioner_rank(None, 20_000, 20 * 2**30, stored=False, itemsize=4) == 2000
     assert preconditioner_rank(None, 20_000, 20 * 2**30, stored=True) == 500
     assert preconditioner_rank(None, 20_000, 20 * 2**30, stored=False) == 1000
     assert preconditioner_rank(None, 300, 20 * 2**30, stored=True) == 299
     assert preconditioner_rank(7, 300, 2**30, stored=False) == 7
+
+
+def test_preconditioner_dtype_float32_only_where_it_doubles_the_rank_and_alpha_allows(rng):
+    """"auto": float32 where the limit holds a float64 factor below the default rank (N = 100,000 in 1 GiB, not
+    N = 20,000) and float32's rounding of the factor is a thousandth of alpha or less."""
+    from fastkpca.solvers.ridge import preconditioner_dtype
+
+    class Columns:
+        def __init__(self, largest):
+            self.largest = largest
+
+        def diagonal(self):
+            return np.full(10, self.largest)
+
+    def choose(n, alpha, largest=1.0, requested="auto", rank=None):
+        return preconditioner_dtype(requested, rank, n, 2**30, False, np.array([1.0, alpha]), Columns(largest))
+
+    assert choose(100_000, 1e-3) == np.float32
+    assert choose(100_000, 1e-6) == np.float64      # ε₃₂ = 1.2e-7 > 1e-3 · 1e-6
+    assert choose(100_000, 1e-3, largest=1e5) == np.float64
+    assert choose(20_000, 1e-3) == np.float64       # rank 1000 fits in float64: nothing to double
+    assert choose(100_000, 1e-3, rank=300) == np.float64
+    assert choose(20_000, 1e-9, requested="float32") == np.float32
+
+
+def test_float32_preconditioner_factor_gives_the_same_answer(data):
+    X, Y, X_new = data
+    reference = KernelRidge(alpha=1e-2, kernel="rbf", solver="cholesky").fit(X, Y).predict(X_new)
+    model = KernelRidge(alpha=1e-2, kernel="rbf", solver="cg", tol=1e-11, preconditioner_dtype="float32",
+                        preconditioner_rank=100, random_state=0).fit(X, Y)
+    info = model.solver_info_
+    assert info["preconditioner_dtype"] == "float32" and info["preconditioner_rank"] == 100 and info["converged"]
+    _close(model.predict(X_new), reference, 1e-8)
+    f64 = KernelRidge(alpha=1e-2, kernel="rbf", solver="cg", tol=1e-11, preconditioner_dtype="float64",
+                      preconditioner_rank=100, random_state=0).fit(X, Y)
+    # P⁻¹ applied to ~1e-6 costs iterations only near tight tols: 126 against 114 at 1e-11 (45 against 44 at
+    # 1e-6 on N = 5,000 samples of the benchmark's data)
+    assert info["iterations"] <= 1.2 * f64.solver_info_["iterations"]

@@ -82,6 +82,21 @@ def test_rpcholesky_float32_matches_float64(rng):
     assert f32.residual_trace == pytest.approx(f64.residual_trace, rel=0.5)
 
 
+def test_rpcholesky_stores_a_float32_factor(rng):
+    """dtype=float32 stores F in float32 (the residual columns still formed in float64): F Fᵀ is still the
+    Nyström approximation on its pivots, to float32's rounding of F, and the residual trace is that F's."""
+    X = rng.standard_normal((5000, 4))  # more rows than one of the float64 conversion's blocks
+    k = _kernel("rbf", 4)
+    f = low_rank.rpcholesky(X, 60, k, random_state=3, block_size=16, dtype=np.float32)
+    assert f.factor.dtype == np.float32 and f.factor.shape == (5000, 60)
+    rows = rng.choice(5000, 300, replace=False)
+    K = ref.kernel(X, kernel="rbf", gamma=0.25)
+    F = f.factor.astype(np.float64)
+    approx = K[np.ix_(rows, f.pivots)] @ np.linalg.solve(K[np.ix_(f.pivots, f.pivots)], K[np.ix_(f.pivots, rows)])
+    np.testing.assert_allclose(F[rows] @ F[rows].T, approx, rtol=0, atol=1e-5)
+    assert f.residual_trace == pytest.approx(np.trace(K) - np.einsum("ij,ij->", F, F), rel=1e-4)
+
+
 def test_rpcholesky_stops_when_the_kernel_is_exhausted(rng):
     """A linear kernel on 3 features has rank 3: more pivots would only add rounding noise."""
     X = rng.standard_normal((200, 3))

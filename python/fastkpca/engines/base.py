@@ -77,6 +77,10 @@ class Samples(Protocol):
         context manager that releases what it holds on exit. ``zero_diagonal``: without its diagonal where
         the engine evaluates the kernel (an affinity; see operators.build)."""
 
+    def astype(self, dtype) -> Samples:
+        """These samples cast to ``dtype``, a copy kept where these are: the kernel evaluated in another
+        precision (kernel ridge's cg takes its iterations' products from a float32 evaluation)."""
+
     def kernel_matrix(self, kernel, *, what: str, memory_limit: int, writable: bool = False, hint: str = "",
                       dtype=None) -> Any:
         """The whole kernel matrix in this process (after a memory check; ``writable``: a dense array the caller

@@ -300,6 +300,9 @@ class DaskSamples:
                              "run on its workers; compute X first (X.compute()) to fit it in this process")
         return kernel
 
+    def astype(self, dtype):
+        return DaskSamples(self.engine, self.client, self.array.astype(dtype))
+
     def kernel_matrix(self, kernel, *, what: str, memory_limit: int, writable: bool = False, hint: str = "",
                       dtype=None):
         raise ValueError(f"{what} needs the whole {self.n}×{self.n} kernel matrix in this process, but X is a dask "

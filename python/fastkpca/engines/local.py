@@ -44,6 +44,9 @@ class LocalSamples(ArrayRows):
 
         return build(self.X, kernel, plan, n_jobs, zero_diagonal=zero_diagonal)
 
+    def astype(self, dtype):
+        return LocalSamples(self.X.astype(dtype), self.engine)
+
     def kernel_matrix(self, kernel, *, what: str, memory_limit: int, writable: bool = False, hint: str = "",
                       dtype=None):
         n = self.X.shape[0]

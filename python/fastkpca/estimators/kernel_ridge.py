@@ -3,6 +3,7 @@ KernelRidgeCV: alpha (and gamma) chosen by cross-validation from one factorisati
 
 from __future__ import annotations
 
+import contextlib
 import operator
 import time
 from typing import Any, Callable
@@ -29,7 +30,9 @@ _KERNELS = tuple(dict.fromkeys((*kernels.KERNEL_NAMES, *PAIRWISE_KERNEL_FUNCTION
 _CONSTRAINTS = {
     "kernel": kernels.constraint(*_KERNELS), "solver": v.choice(*SOLVERS), "tol": v.real(0.0, none=True),
     "max_iter": v.integer(1, none=True), "preconditioner_rank": v.integer(0, none=True),
-    "n_landmarks": v.integer(1, none=True), "landmarks": v.choice(*low_rank.LANDMARK_METHODS, other=v.anything),
+    "cg_precision": v.choice(*ridge.CG_PRECISIONS),
+    "preconditioner_dtype": v.choice("auto", "float64", "float32"), "n_landmarks": v.integer(1, none=True),
+    "landmarks": v.choice(*low_rank.LANDMARK_METHODS, other=v.anything),
     "kernel_params": v.optional_dict, "verbose": v.integer(), "callback": v.optional_callable, "n_jobs": v.jobs,
 }
 
@@ -73,7 +76,20 @@ class KernelRidge(Reporting, EngineFitted, MultiOutputMixin, RegressorMixin, Bas
     preconditioner_rank : int, default=None
         Rank r of cg's randomly pivoted Cholesky preconditioner; 0 for none. None: min(500, N − 1) and a
         quarter of the memory limit when the kernel is stored (full or packed); min(1000, N − 1) and 60% of
-        the limit when it is recomputed on every pass (cached, matrix-free), where passes are dear.
+        the limit when it is recomputed on every pass (cached, matrix-free), where passes are dear; twice
+        both with a float32 factor (``preconditioner_dtype``).
+    preconditioner_dtype : {"auto", "float64", "float32"}, default="auto"
+        Storage of cg's preconditioner factor. ``"auto"``: float32 where the memory limit holds a float64
+        factor below the default rank and the factor's rounding is far below alpha (float32's ε times the
+        kernel's largest diagonal entry at most a thousandth of the smallest alpha); the rank the limit
+        allows (and the default's cap) then doubles.
+    cg_precision : {"auto", "float64", "mixed"}, default="auto"
+        The products of cg's iterations. ``"mixed"``: by the kernel evaluated in float32 (about twice the
+        rate of a float64 evaluation), the residuals made true in float64 each time they have fallen 100-fold
+        (reliable updates: the result meets ``tol`` for the float64 system; if float32 cannot get there,
+        the iteration goes on in float64); native kernels on float64 samples only. ``"auto"``: mixed when
+        the kernel is recomputed on every pass (cached or matrix-free storage) and mixed is available.
+        ``"float64"``: every product in float64.
     n_landmarks : int, default=None
         Landmarks (Falkon's centres) m of ``solver="nystrom"`` (None: min(1000, n_samples)); the same
         parameter as KernelPCA's.
@@ -99,7 +115,9 @@ class KernelRidge(Reporting, EngineFitted, MultiOutputMixin, RegressorMixin, Bas
         Products by K of cg (1 for the direct solvers, cholesky and nystrom).
     solver_info_ : dict
         ``solver`` and, for cg: ``iterations`` (products by K), ``residuals`` (relative, per target),
-        ``converged``, ``preconditioner_rank``, ``storage``, ``kernel_bytes`` and seconds per stage.
+        ``converged``, ``preconditioner_rank``, ``storage``, ``kernel_bytes``, seconds per stage and, with
+        mixed precision, ``fast_products`` (those in float32), ``fast_dropped`` (float32 could not reach tol)
+        and ``fast_storage``.
     n_features_in_, feature_names_in_
 
     Examples
@@ -117,6 +135,7 @@ class KernelRidge(Reporting, EngineFitted, MultiOutputMixin, RegressorMixin, Bas
                  gamma: float | None = None, degree: float = 3, coef0: float = 1, kernel_params: dict | None = None,
                  solver: str = "auto", tol: float | None = None, max_iter: int | None = None,
                  memory_limit: int | str | None = None, preconditioner_rank: int | None = None,
+                 preconditioner_dtype: str = "auto", cg_precision: str = "auto",
                  n_landmarks: int | None = None, landmarks: str | Any = "rpcholesky",
                  random_state: int | np.random.RandomState | None = None, n_jobs: int | None = None, verbose: int = 0,
                  callback: Callable[[str, dict], Any] | None = None):
@@ -131,6 +150,8 @@ class KernelRidge(Reporting, EngineFitted, MultiOutputMixin, RegressorMixin, Bas
         self.max_iter = max_iter
         self.memory_limit = memory_limit
         self.preconditioner_rank = preconditioner_rank
+        self.preconditioner_dtype = preconditioner_dtype
+        self.cg_precision = cg_precision
         self.n_landmarks = n_landmarks
         self.landmarks = landmarks
         self.random_state = random_state
@@ -208,24 +229,45 @@ class KernelRidge(Reporting, EngineFitted, MultiOutputMixin, RegressorMixin, Bas
         return dual, {"storage": "full", "kernel_bytes": K.nbytes, "singular": singular, "stages": stages}
 
     def _fit_cg(self, samples, kernel, Y, alphas, root_w, limit):
-        """Preconditioned CG on the kernel operator the engine plans within the memory limit."""
+        """Preconditioned CG on the kernel operator the engine plans within the memory limit (and, in mixed
+        precision, the float32 one beside it)."""
         n, t = Y.shape
         start = time.perf_counter()
-        probe = samples.plan(kernel, block_size=max(t, 1), memory_limit=self.memory_limit, other_bytes=8 * n * t * 8)
-        rank = ridge.preconditioner_rank(self.preconditioner_rank, n, limit, probe.stored)
-        plan = samples.plan(kernel, block_size=max(t, 1), memory_limit=self.memory_limit,
-                            other_bytes=ridge.cg_bytes(n, t, rank))
-        with samples.kernel_operator(kernel, plan, self.n_jobs) as op:
+        block = max(t, 1)
+        probe = samples.plan(kernel, block_size=block, memory_limit=self.memory_limit, other_bytes=8 * n * t * 8)
+        columns = samples.columns(kernel)
+        factor_dtype = ridge.preconditioner_dtype(self.preconditioner_dtype, self.preconditioner_rank, n, limit,
+                                                  probe.stored, alphas, columns)
+        rank = ridge.preconditioner_rank(self.preconditioner_rank, n, limit, probe.stored, factor_dtype.itemsize)
+        other = ridge.cg_bytes(n, t, rank, factor_dtype.itemsize)
+        plan = samples.plan(kernel, block_size=block, memory_limit=self.memory_limit, other_bytes=other)
+        fast_samples = fast_kernel = fast_plan = None
+        if ridge.wants_fast_products(self.cg_precision, samples, kernel, plan):
+            fast_samples = samples.astype(np.float32)
+            fast_kernel = fast_samples.bind(kernel)
+            try:
+                plan, fast_plan = ridge.mixed_plans(samples, fast_samples, kernel, fast_kernel, block_size=block,
+                                                    memory_limit=self.memory_limit, other_bytes=other)
+            except MemoryError as error:
+                if self.cg_precision == "mixed":
+                    raise MemoryError(f"cg_precision='mixed' keeps a float32 copy of X and its operator beside the "
+                                      f"float64 one, which do not fit: {error}") from None
+                fast_plan = None  # "auto": the float32 copy does not fit beside the float64 operator
+        with samples.kernel_operator(kernel, plan, self.n_jobs) as op, \
+                (fast_samples.kernel_operator(fast_kernel, fast_plan, self.n_jobs) if fast_plan
+                 else contextlib.nullcontext()) as fast_op:
             stages = {"kernel": time.perf_counter() - start}
             self._report("kernel", seconds=stages["kernel"], storage=op.storage, kernel_bytes=op.kernel_bytes)
             progress = None
             if self._wants_progress():
                 def progress(iterations, converged, residual):
                     self._report("iteration", iterations=iterations, converged=converged, residual=residual)
-            dual, info = ridge.solve_cg(op, samples.columns(kernel), Y, alphas, root_w, rank=rank, tol=self.tol,
+            dual, info = ridge.solve_cg(op, columns, Y, alphas, root_w, rank=rank, tol=self.tol,
                                         maxiter=self.max_iter, random_state=self.random_state, progress=progress,
-                                        report=self._report)
+                                        report=self._report, fast_op=fast_op, factor_dtype=factor_dtype)
             info.update(op.info(), memory_limit=limit)
+            if fast_op is not None:
+                info.update(fast_storage=fast_op.storage, fast_kernel_bytes=fast_op.kernel_bytes)
         info["stages"] = {**stages, **info["stages"]}
         return dual, info
 

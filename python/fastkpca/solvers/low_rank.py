@@ -66,7 +66,7 @@ class LowRankFactor:
     ----------
     pivots : ndarray of int64, shape (r,)
         Rows of X chosen, in the order they were accepted.
-    factor : ndarray of float64, shape (n, r)
+    factor : ndarray of float64 (or float32, as asked), shape (n, r)
         F. ``F[pivots]`` is lower triangular and ``F Fᵀ`` equals the Nyström approximation
         ``K(X, S) K(S, S)⁻¹ K(S, X)`` on S = X[pivots].
     trace : float
@@ -93,7 +93,7 @@ class LowRankFactor:
 
 
 def rpcholesky(X: np.ndarray, rank: int, kernel: Kernel | None, *, random_state=None,
-               block_size: int = RPCHOLESKY_BLOCK) -> LowRankFactor:
+               block_size: int = RPCHOLESKY_BLOCK, dtype=np.float64) -> LowRankFactor:
     """Randomly pivoted Cholesky factor of the kernel matrix of X, of rank ``rank`` (fewer if exhausted).
 
     Parameters
@@ -109,6 +109,9 @@ def rpcholesky(X: np.ndarray, rank: int, kernel: Kernel | None, *, random_state=
         Seeds the proposals and the acceptance draws: the same seed gives the same factor.
     block_size : int
         Proposals per block.
+    dtype : float64 or float32
+        Storage of the factor (float32: half the memory; the residual columns are still formed in float64, a
+        block of rows at a time, so the n × rank factor never exists in float64).
 
     Returns
     -------
@@ -128,7 +131,7 @@ def rpcholesky(X: np.ndarray, rank: int, kernel: Kernel | None, *, random_state=
     diag = source.diagonal().astype(np.float64)
     np.maximum(diag, 0.0, out=diag)  # a non-PSD kernel (sigmoid) may have negative diagonal entries
     trace = float(diag.sum())
-    factor = v.empty((n, rank), np.float64, f"the {n}×{rank} randomly pivoted Cholesky factor")
+    factor = v.empty((n, rank), dtype, f"the {n}×{rank} randomly pivoted Cholesky factor")
     # A residual diagonal entry below this is rounding: the kernel columns carry ~eps relative error, and
     # subtracting r columns of F accumulates about r of them.
     eps = np.finfo(source.dtype).eps
@@ -141,7 +144,7 @@ def rpcholesky(X: np.ndarray, rank: int, kernel: Kernel | None, *, random_state=
     width = min(block_size, rank)
     columns_buf = np.empty(n * width, source.dtype)
     residual_buf = columns_buf if source.dtype == np.float64 else np.empty(n * width)
-    update_buf = np.empty(n * width)
+    update_buf = np.empty(n * width) if np.dtype(dtype) == np.float64 else None
     while r < rank:
         total = float(diag.sum())
         if not total > tiny * n or idle_blocks >= 8:
@@ -156,7 +159,8 @@ def rpcholesky(X: np.ndarray, rank: int, kernel: Kernel | None, *, random_state=
         if residual_buf is not columns_buf:
             G[...] = columns
         if r:  # the residual columns: K(X, X_S) − F F[S]ᵀ
-            G -= np.matmul(factor[:, :r], factor[S, :r].T, out=update_buf[:n * b].reshape(n, b))
+            _subtract_product(G, factor[:, :r], factor[S, :r], None if update_buf is None else
+                              update_buf[:n * b].reshape(n, b))
         keep, L = _accept(G[S], diag[S], u, tiny)
         if not keep:
             idle_blocks += 1
@@ -179,6 +183,20 @@ def rpcholesky(X: np.ndarray, rank: int, kernel: Kernel | None, *, random_state=
     if r < rank:
         factor = factor[:, :r].copy()
     return LowRankFactor(piv.astype(np.int64), factor, trace, float(diag.sum()), proposals, exhausted)
+
+
+#: Rows of a float32 factor converted to float64 at a time.
+_CHUNK_ROWS = 4096
+
+
+def _subtract_product(G: np.ndarray, F: np.ndarray, F_S: np.ndarray, buffer: np.ndarray | None) -> None:
+    """G −= F F_Sᵀ in float64: one GEMM into ``buffer`` for a float64 F, else a block of F's rows at a time."""
+    if F.dtype == np.float64:
+        G -= np.matmul(F, F_S.T, out=buffer)
+        return
+    right = F_S.astype(np.float64).T
+    for start in range(0, F.shape[0], _CHUNK_ROWS):
+        G[start:start + _CHUNK_ROWS] -= F[start:start + _CHUNK_ROWS].astype(np.float64) @ right
 
 
 def _accept(C: np.ndarray, proposed_diag: np.ndarray, u: np.ndarray, tiny: float):

@@ -18,18 +18,21 @@ import numpy as np
 from scipy import linalg as sla
 
 from ..exceptions import ConvergenceWarning, SingularKernelWarning
+from .. import _validation as v
 from ..operators import pass_bytes
 from . import cg
 from .lapack_threads import factorisation_threads
 from .low_rank import RPCHOLESKY_BLOCK, landmark_whitening, nystrom_moments, rpcholesky
 
-__all__ = ["solve_cholesky", "solve_cg", "solve_nystrom", "preconditioner_rank", "cg_bytes", "DEFAULT_TOL",
-           "DEFAULT_MAX_ITER"]
+__all__ = ["solve_cholesky", "solve_cg", "solve_nystrom", "preconditioner_rank", "preconditioner_dtype", "cg_bytes",
+           "wants_fast_products", "mixed_plans", "CG_PRECISIONS", "DEFAULT_TOL", "DEFAULT_MAX_ITER"]
 
 #: Relative residual ‖(K + αI)β − y‖/‖y‖ the cg solver stops at when tol is None.
 DEFAULT_TOL = 1e-8
 #: Products by K the cg solver may spend when max_iter is None.
 DEFAULT_MAX_ITER = 1000
+#: cg's precision for its iterations' products (wants_fast_products).
+CG_PRECISIONS = ("auto", "float64", "mixed")
 #: Rank of cg's preconditioner when none is asked for (less if memory or N demand), for a stored kernel
 #: and for one recomputed on every pass.
 DEFAULT_PRECONDITIONER_RANK = 500
@@ -95,20 +98,40 @@ def _restore_factored(K, diagonal):
 
 # ------------------------------------------------------------------------------------------------ cg
 
-def preconditioner_rank(requested, n: int, memory_limit: int, stored: bool) -> int:
+def preconditioner_rank(requested, n: int, memory_limit: int, stored: bool, itemsize: int = 8) -> int:
     """cg's preconditioner rank: ``requested`` (at most n), or by default 500 and at most a quarter of the
     limit when the kernel is stored (a pass is a read of memory); when it must be recomputed (a pass costs
     N² kernel evaluations), iterations are dear and memory is better spent on the preconditioner than on a
     sliver of cached tiles: up to 1000 and 60% of the limit (at N = 100,000 and 1 GiB: rank 335 took 53
-    passes of 14 s)."""
+    passes of 14 s). A float32 factor (``itemsize`` 4, see :func:`preconditioner_dtype`) doubles both: the
+    rank the memory allows and the cap."""
     if requested is not None:
         return min(requested, n)
     if stored:
         cap, share = DEFAULT_PRECONDITIONER_RANK, 0.25
     else:
         cap, share = RECOMPUTED_PRECONDITIONER_RANK, 0.6
-    by_memory = int(share * memory_limit) // (8 * n)
+    cap = cap * 8 // itemsize
+    # The factor (itemsize·n·r) and the r × r algebra (24·r²) within the share: the positive root.
+    budget = share * memory_limit
+    by_memory = int((-itemsize * n + ((itemsize * n) ** 2 + 96.0 * budget) ** 0.5) / 48)
     return int(max(0, min(cap, n - 1, by_memory)))
+
+
+def preconditioner_dtype(requested: str, rank_requested, n: int, memory_limit: int, stored: bool, alphas,
+                         columns) -> np.dtype:
+    """The storage of cg's preconditioner factor (``preconditioner_dtype``): "float64", "float32", or "auto":
+    float32 where it doubles the rank, that is where the memory limit holds a float64 factor below its cap
+    (the default rank), and where its rounding is far below the shift: ε₃₂ · max K_ii ≤ 1e-3 · min α (the
+    factor's residual columns are formed from it, and a pivot's residual is trusted down to about α)."""
+    if requested != "auto":
+        return np.dtype(requested)
+    if rank_requested is not None or preconditioner_rank(None, n, memory_limit, stored) >= \
+            preconditioner_rank(None, n, 2**62, stored):
+        return np.dtype(np.float64)
+    alpha = float(np.min(alphas))
+    largest = float(np.max(columns.diagonal(), initial=0.0))
+    return np.dtype(np.float32 if np.finfo(np.float32).eps * largest <= 1e-3 * alpha else np.float64)
 
 
 def rpcholesky_block(n: int) -> int:
@@ -117,12 +140,39 @@ def rpcholesky_block(n: int) -> int:
     return int(max(16, min(RPCHOLESKY_BLOCK, (32 * 2**20) // (8 * n))))
 
 
-def cg_bytes(n: int, targets: int, rank: int) -> int:
+def cg_bytes(n: int, targets: int, rank: int, itemsize: int = 8) -> int:
     """Memory cg needs besides the operator: its vectors (8 n × t blocks), a pass's working memory, the
-    preconditioner's n × r factor, RPCholesky's buffers while it is built and the r × r algebra."""
+    preconditioner's n × r factor (``itemsize`` bytes an entry), RPCholesky's buffers while it is built and
+    the r × r algebra."""
     block = rpcholesky_block(n)
-    return 8 * n * targets * 8 + pass_bytes(targets, n) + 8 * n * rank + 3 * 8 * n * min(block, rank) + \
+    return 8 * n * targets * 8 + pass_bytes(targets, n) + itemsize * n * rank + 3 * 8 * n * min(block, rank) + \
         8 * rank * rank * 3
+
+
+def wants_fast_products(precision: str, samples, kernel, plan) -> bool:
+    """Whether cg takes its iterations' products from a float32 evaluation of the kernel (``cg_precision``):
+    "mixed" asks for it (a native kernel on float64 samples only); "auto" takes it when the kernel is
+    recomputed on every pass in this process (cached or matrix-free storage), where a float32 pass evaluates
+    entries at about twice the rate; a stored kernel's pass is a read of memory, and a float32 copy would
+    take memory."""
+    eligible = kernel.native and not kernel.precomputed and samples.dtype == np.float64
+    if precision == "mixed" and not eligible:
+        raise ValueError(f"cg_precision='mixed' needs one of fastkpca's native kernels on float64 samples, not "
+                         f"{kernel.label} on {samples.dtype} samples; use cg_precision='float64'")
+    return precision == "mixed" or (precision == "auto" and eligible and plan.storage in ("cached", "matrix_free"))
+
+
+def mixed_plans(samples, fast_samples, kernel, fast_kernel, *, block_size: int, memory_limit, other_bytes: int):
+    """The storage of mixed-precision cg's two operators: the float64 kernel matrix-free (read for the few
+    true residuals) and the float32 one (read on every iteration) in what is left: the limit less the
+    float64 operator's working copies and pass and the float32 copy of the samples."""
+    exact = samples.plan(kernel, block_size=block_size, memory_limit=memory_limit, other_bytes=other_bytes,
+                         storage="matrix_free")
+    limit = v.memory_limit(memory_limit)
+    beside = max(0, limit - exact.budget_bytes) + pass_bytes(block_size, samples.shape[0]) + \
+        samples.shape[0] * samples.shape[1] * 4
+    return exact, fast_samples.plan(fast_kernel, block_size=block_size, memory_limit=memory_limit,
+                                    other_bytes=beside)
 
 
 def _one_blas_thread():
@@ -133,13 +183,16 @@ def _one_blas_thread():
 
 
 def solve_cg(op, columns, Y: np.ndarray, alphas: np.ndarray, root_w=None, *, rank: int, tol=None, maxiter=None,
-             random_state=None, progress=None, report=None) -> tuple[np.ndarray, dict]:
+             random_state=None, progress=None, report=None, fast_op=None,
+             factor_dtype=np.float64) -> tuple[np.ndarray, dict]:
     """Preconditioned CG on the kernel operator ``op`` (a KernelOperator, any storage), the preconditioner a
     rank-``rank`` RPCholesky factor of the kernel whose diagonal and columns ``columns`` gives (a column
     source: kernels.KernelColumns, MatrixColumns, or an engine's).
 
     ``progress(iterations, converged, residual)`` after every iteration; ``report(stage, **figures)`` after
-    the preconditioner. Returns (β, info) and warns (ConvergenceWarning) when tol was not reached.
+    the preconditioner. ``fast_op``: the kernel in float32, for the iterations' products (cg.pcg's
+    ``fast_matmat``); ``factor_dtype``: the preconditioner factor's storage (:func:`preconditioner_dtype`).
+    Returns (β, info) and warns (ConvergenceWarning) when tol was not reached.
     """
     tol = DEFAULT_TOL if tol is None else tol
     maxiter = DEFAULT_MAX_ITER if maxiter is None else maxiter
@@ -153,7 +206,7 @@ def solve_cg(op, columns, Y: np.ndarray, alphas: np.ndarray, root_w=None, *, ran
         precondition, rank_used = None, 0
         if rank > 0:
             factor = rpcholesky(columns, rank, None, random_state=random_state,
-                                block_size=rpcholesky_block(columns.n)).factor
+                                block_size=rpcholesky_block(columns.n), dtype=factor_dtype).factor
             if root_w is not None:
                 factor *= root_w[:, None]
             precondition = cg.LowRankPreconditioner(factor, alphas)
@@ -162,13 +215,16 @@ def solve_cg(op, columns, Y: np.ndarray, alphas: np.ndarray, root_w=None, *, ran
         if report is not None:
             report("preconditioner", seconds=stages["preconditioner"], rank=rank_used)
 
-        def matmat(V):
-            if root_w is None:
-                return native.matmat(np.asfortranarray(V), threads)
-            return native.matmat(np.asfortranarray(V * root_w[:, None]), threads) * root_w[:, None]
+        def weighted(native):
+            def matmat(V):
+                if root_w is None:
+                    return native.matmat(np.asfortranarray(V), threads)
+                return native.matmat(np.asfortranarray(V * root_w[:, None]), threads) * root_w[:, None]
+            return matmat
 
         B = Y if root_w is None else Y * root_w[:, None]
-        Z, info = cg.pcg(matmat, B, alphas, tol=tol, maxiter=maxiter, precondition=precondition, progress=progress)
+        Z, info = cg.pcg(weighted(native), B, alphas, tol=tol, maxiter=maxiter, precondition=precondition,
+                         progress=progress, fast_matmat=None if fast_op is None else weighted(fast_op.native))
     stages["solve"] = info["seconds"]
     if not info["converged"]:
         why = ("rounding does not allow a smaller residual for this system: lower tol's demand or raise alpha"
@@ -177,10 +233,12 @@ def solve_cg(op, columns, Y: np.ndarray, alphas: np.ndarray, root_w=None, *, ran
                       f"relative residual {info['residuals'].max():.2e} > tol={tol:g}; {why}",
                       ConvergenceWarning, stacklevel=3)
     dual = Z if root_w is None else Z * root_w[:, None]
-    return dual, {"iterations": info["iterations"], "residuals": info["residuals"],
+    precision = {"fast_products": info["fast_products"], "fast_dropped": info["fast_dropped"]} if fast_op else {}
+    return dual, {"iterations": info["iterations"], **precision, "residuals": info["residuals"],
                   "residuals_are_true": info["residuals_are_true"], "converged": info["converged"],
                   "stalled": info["stalled"], "column_iterations": info["column_iterations"], "tol": tol,
-                  "preconditioner_rank": rank_used, "stages": stages}
+                  "preconditioner_rank": rank_used, "preconditioner_dtype": np.dtype(factor_dtype).name,
+                  "stages": stages}
 
 
 # ------------------------------------------------------------------------------------------- nystrom
