@@ -235,24 +235,26 @@ class KernelRidge(Reporting, EngineFitted, MultiOutputMixin, RegressorMixin, Bas
         start = time.perf_counter()
         block = max(t, 1)
         probe = samples.plan(kernel, block_size=block, memory_limit=self.memory_limit, other_bytes=8 * n * t * 8)
+        mixed = ridge.wants_fast_products(self.cg_precision, samples, kernel, probe)
+        # The preconditioner's share is of what the two operators' fixed parts leave.
+        room = limit - (ridge.mixed_bytes(n, samples.shape[1], block) if mixed else 0)
         columns = samples.columns(kernel)
-        factor_dtype = ridge.preconditioner_dtype(self.preconditioner_dtype, self.preconditioner_rank, n, limit,
+        factor_dtype = ridge.preconditioner_dtype(self.preconditioner_dtype, self.preconditioner_rank, n, room,
                                                   probe.stored, alphas, columns)
-        rank = ridge.preconditioner_rank(self.preconditioner_rank, n, limit, probe.stored, factor_dtype.itemsize)
+        rank = ridge.preconditioner_rank(self.preconditioner_rank, n, room, probe.stored, factor_dtype.itemsize)
         other = ridge.cg_bytes(n, t, rank, factor_dtype.itemsize)
-        plan = samples.plan(kernel, block_size=block, memory_limit=self.memory_limit, other_bytes=other)
         fast_samples = fast_kernel = fast_plan = None
-        if ridge.wants_fast_products(self.cg_precision, samples, kernel, plan):
+        if mixed:
             fast_samples = samples.astype(np.float32)
             fast_kernel = fast_samples.bind(kernel)
             try:
                 plan, fast_plan = ridge.mixed_plans(samples, fast_samples, kernel, fast_kernel, block_size=block,
                                                     memory_limit=self.memory_limit, other_bytes=other)
             except MemoryError as error:
-                if self.cg_precision == "mixed":
-                    raise MemoryError(f"cg_precision='mixed' keeps a float32 copy of X and its operator beside the "
-                                      f"float64 one, which do not fit: {error}") from None
-                fast_plan = None  # "auto": the float32 copy does not fit beside the float64 operator
+                raise MemoryError(f"cg_precision={self.cg_precision!r} keeps a float32 copy of X and its operator "
+                                  f"beside the float64 one, which do not fit: {error}") from None
+        else:
+            plan = samples.plan(kernel, block_size=block, memory_limit=self.memory_limit, other_bytes=other)
         with samples.kernel_operator(kernel, plan, self.n_jobs) as op, \
                 (fast_samples.kernel_operator(fast_kernel, fast_plan, self.n_jobs) if fast_plan
                  else contextlib.nullcontext()) as fast_op:

@@ -20,12 +20,13 @@ from scipy import linalg as sla
 from ..exceptions import ConvergenceWarning, SingularKernelWarning
 from .. import _validation as v
 from ..operators import pass_bytes
+from ..operators.storage import PLAN_SLACK_BYTES, fixed_bytes
 from . import cg
 from .lapack_threads import factorisation_threads
 from .low_rank import RPCHOLESKY_BLOCK, landmark_whitening, nystrom_moments, rpcholesky
 
 __all__ = ["solve_cholesky", "solve_cg", "solve_nystrom", "preconditioner_rank", "preconditioner_dtype", "cg_bytes",
-           "wants_fast_products", "mixed_plans", "CG_PRECISIONS", "DEFAULT_TOL", "DEFAULT_MAX_ITER"]
+           "wants_fast_products", "mixed_bytes", "mixed_plans", "CG_PRECISIONS", "DEFAULT_TOL", "DEFAULT_MAX_ITER"]
 
 #: Relative residual ‖(K + αI)β − y‖/‖y‖ the cg solver stops at when tol is None.
 DEFAULT_TOL = 1e-8
@@ -155,11 +156,19 @@ def wants_fast_products(precision: str, samples, kernel, plan) -> bool:
     recomputed on every pass in this process (cached or matrix-free storage), where a float32 pass evaluates
     entries at about twice the rate; a stored kernel's pass is a read of memory, and a float32 copy would
     take memory."""
-    eligible = kernel.native and not kernel.precomputed and samples.dtype == np.float64
+    eligible = (kernel.native and not kernel.precomputed and samples.dtype == np.float64
+                and not v.is_sparse(samples.fitted()))
     if precision == "mixed" and not eligible:
-        raise ValueError(f"cg_precision='mixed' needs one of fastkpca's native kernels on float64 samples, not "
-                         f"{kernel.label} on {samples.dtype} samples; use cg_precision='float64'")
+        raise ValueError(f"cg_precision='mixed' needs one of fastkpca's native kernels on dense float64 samples, "
+                         f"not {kernel.label} on {samples.dtype} samples; use cg_precision='float64'")
     return precision == "mixed" or (precision == "auto" and eligible and plan.storage in ("cached", "matrix_free"))
+
+
+def mixed_bytes(n: int, n_features: int, block_size: int) -> int:
+    """What mixed-precision cg holds besides its vectors and preconditioner (operators.storage's accounting):
+    the float64 operator matrix-free (its working copies of the samples, its pass, its plan's slack) and the
+    float32 one's fixed part (the float32 copy of the samples, its working copies, its pass and slack)."""
+    return fixed_bytes(n, n_features, 8) + 3 * n * n_features * 4 + 2 * pass_bytes(block_size, n) + PLAN_SLACK_BYTES
 
 
 def mixed_plans(samples, fast_samples, kernel, fast_kernel, *, block_size: int, memory_limit, other_bytes: int):
