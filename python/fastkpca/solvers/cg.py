@@ -40,25 +40,12 @@ import time
 
 import numpy as np
 
+from .low_rank import CHUNK_ROWS, factor_t_product
+
 __all__ = ["LowRankPreconditioner", "pcg", "cg_shifted", "REFRESH"]
 
 #: pcg with fast products: the factor by which the recurrence's residuals fall between true residuals.
 REFRESH = 1e-2
-
-
-#: Rows of a float32 factor taken at a time (products in float32, their sums over the row blocks in float64).
-_CHUNK_ROWS = 8192
-
-
-def _gram(F: np.ndarray) -> np.ndarray:
-    """FᵀF in float64 (a float32 F converted a block of rows at a time)."""
-    if F.dtype == np.float64:
-        return F.T @ F
-    out = np.zeros((F.shape[1], F.shape[1]))
-    for s in range(0, F.shape[0], _CHUNK_ROWS):
-        block = F[s:s + _CHUNK_ROWS].astype(np.float64)
-        out += block.T @ block
-    return out
 
 
 def _transpose_product(U: np.ndarray, R: np.ndarray) -> np.ndarray:
@@ -68,8 +55,8 @@ def _transpose_product(U: np.ndarray, R: np.ndarray) -> np.ndarray:
         return U.T @ R
     R32 = R.astype(np.float32)
     out = np.zeros((U.shape[1], R.shape[1]))
-    for s in range(0, U.shape[0], _CHUNK_ROWS):
-        out += U[s:s + _CHUNK_ROWS].T @ R32[s:s + _CHUNK_ROWS]
+    for s in range(0, U.shape[0], CHUNK_ROWS):
+        out += U[s:s + CHUNK_ROWS].T @ R32[s:s + CHUNK_ROWS]
     return out
 
 
@@ -84,7 +71,7 @@ class LowRankPreconditioner:
     """
 
     def __init__(self, factor: np.ndarray, alphas, complement: str = "residual"):
-        gram = _gram(factor)  # FᵀF = V Σ² Vᵀ
+        gram = factor_t_product(factor, factor)  # FᵀF = V Σ² Vᵀ
         values, V = np.linalg.eigh(gram)
         values, V = values[::-1], V[:, ::-1]  # descending
         keep = values > max(values[0], 0.0) * factor.shape[0] * np.finfo(np.float64).eps if values.size else []

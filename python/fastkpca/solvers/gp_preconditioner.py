@@ -22,12 +22,10 @@ from typing import Any
 
 import numpy as np
 
-from .low_rank import rpcholesky
+from .low_rank import CHUNK_ROWS, factor_product, factor_t_product, rpcholesky
 
 __all__ = ["NystromDiagonalPreconditioner", "gp_preconditioner"]
 
-#: Rows of a float32 factor converted to float64 at a time (8 MiB at rank 256).
-_CHUNK_ROWS = 4096
 
 
 class NystromDiagonalPreconditioner:
@@ -46,9 +44,9 @@ class NystromDiagonalPreconditioner:
         self.inverse_d = 1.0 / self.d
         r = factor.shape[1]
         C = np.eye(r)
-        for start in range(0, factor.shape[0], _CHUNK_ROWS):  # Fᵀ D⁻¹ F in float64, a block of rows at a time
-            block = factor[start:start + _CHUNK_ROWS].astype(np.float64, copy=False)
-            C += block.T @ (block * self.inverse_d[start:start + _CHUNK_ROWS, None])
+        for start in range(0, factor.shape[0], CHUNK_ROWS):  # Fᵀ D⁻¹ F in float64, a block of rows at a time
+            block = factor[start:start + CHUNK_ROWS].astype(np.float64, copy=False)
+            C += block.T @ (block * self.inverse_d[start:start + CHUNK_ROWS, None])
         self.L = np.linalg.cholesky(C) if r else C
         self.logdet = float(np.log(self.d).sum() + 2.0 * np.log(np.diag(self.L)).sum())
 
@@ -62,21 +60,11 @@ class NystromDiagonalPreconditioner:
 
     def _ft(self, V: np.ndarray) -> np.ndarray:
         """Fᵀ V in float64."""
-        if self.F.dtype == np.float64:
-            return self.F.T @ V
-        out = np.zeros((self.rank, V.shape[1]))
-        for s in range(0, self.F.shape[0], _CHUNK_ROWS):
-            out += self.F[s:s + _CHUNK_ROWS].astype(np.float64).T @ V[s:s + _CHUNK_ROWS]
-        return out
+        return factor_t_product(self.F, V)
 
     def _f(self, C: np.ndarray) -> np.ndarray:
         """F C in float64."""
-        if self.F.dtype == np.float64:
-            return self.F @ C
-        out = np.empty((self.F.shape[0], C.shape[1]))
-        for s in range(0, self.F.shape[0], _CHUNK_ROWS):
-            out[s:s + _CHUNK_ROWS] = self.F[s:s + _CHUNK_ROWS].astype(np.float64) @ C
-        return out
+        return factor_product(self.F, C)
 
     def _small_solve(self, B: np.ndarray) -> np.ndarray:
         from scipy.linalg import cho_solve

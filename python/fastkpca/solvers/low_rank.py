@@ -159,8 +159,8 @@ def rpcholesky(X: np.ndarray, rank: int, kernel: Kernel | None, *, random_state=
         if residual_buf is not columns_buf:
             G[...] = columns
         if r:  # the residual columns: K(X, X_S) − F F[S]ᵀ
-            _subtract_product(G, factor[:, :r], factor[S, :r], None if update_buf is None else
-                              update_buf[:n * b].reshape(n, b))
+            G -= factor_product(factor[:, :r], factor[S, :r].T.astype(np.float64),
+                                None if update_buf is None else update_buf[:n * b].reshape(n, b))
         keep, L = _accept(G[S], diag[S], u, tiny)
         if not keep:
             idle_blocks += 1
@@ -185,18 +185,29 @@ def rpcholesky(X: np.ndarray, rank: int, kernel: Kernel | None, *, random_state=
     return LowRankFactor(piv.astype(np.int64), factor, trace, float(diag.sum()), proposals, exhausted)
 
 
-#: Rows of a float32 factor converted to float64 at a time.
-_CHUNK_ROWS = 4096
+#: Rows of a float32 factor converted to float64 (or taken in float32) at a time.
+CHUNK_ROWS = 4096
 
 
-def _subtract_product(G: np.ndarray, F: np.ndarray, F_S: np.ndarray, buffer: np.ndarray | None) -> None:
-    """G −= F F_Sᵀ in float64: one GEMM into ``buffer`` for a float64 F, else a block of F's rows at a time."""
+def factor_t_product(F: np.ndarray, V: np.ndarray) -> np.ndarray:
+    """Fᵀ V in float64 for an n × r factor F; a float32 F converted a block of rows at a time (a float64 copy
+    of all of it would be n × r × 8 bytes)."""
     if F.dtype == np.float64:
-        G -= np.matmul(F, F_S.T, out=buffer)
-        return
-    right = F_S.astype(np.float64).T
-    for start in range(0, F.shape[0], _CHUNK_ROWS):
-        G[start:start + _CHUNK_ROWS] -= F[start:start + _CHUNK_ROWS].astype(np.float64) @ right
+        return F.T @ V
+    out = np.zeros((F.shape[1], V.shape[1]))
+    for s in range(0, F.shape[0], CHUNK_ROWS):
+        out += F[s:s + CHUNK_ROWS].astype(np.float64).T @ V[s:s + CHUNK_ROWS]
+    return out
+
+
+def factor_product(F: np.ndarray, C: np.ndarray, out: np.ndarray | None = None) -> np.ndarray:
+    """F C in float64 (into ``out`` when given); a float32 F converted a block of rows at a time."""
+    if F.dtype == np.float64:
+        return np.matmul(F, C, out=out)
+    out = np.empty((F.shape[0], C.shape[1])) if out is None else out
+    for s in range(0, F.shape[0], CHUNK_ROWS):
+        np.matmul(F[s:s + CHUNK_ROWS].astype(np.float64), C, out=out[s:s + CHUNK_ROWS])
+    return out
 
 
 def _accept(C: np.ndarray, proposed_diag: np.ndarray, u: np.ndarray, tiny: float):

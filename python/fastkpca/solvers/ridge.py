@@ -20,7 +20,7 @@ from scipy import linalg as sla
 from ..exceptions import ConvergenceWarning, SingularKernelWarning
 from .. import _validation as v
 from ..operators import pass_bytes
-from ..operators.storage import PLAN_SLACK_BYTES, fixed_bytes
+from ..operators.storage import fixed_bytes
 from . import cg
 from .lapack_threads import factorisation_threads
 from .low_rank import RPCHOLESKY_BLOCK, landmark_whitening, nystrom_moments, rpcholesky
@@ -108,15 +108,17 @@ def preconditioner_rank(requested, n: int, memory_limit: int, stored: bool, item
     rank the memory allows and the cap."""
     if requested is not None:
         return min(requested, n)
-    if stored:
-        cap, share = DEFAULT_PRECONDITIONER_RANK, 0.25
-    else:
-        cap, share = RECOMPUTED_PRECONDITIONER_RANK, 0.6
-    cap = cap * 8 // itemsize
+    cap, share = _default_rank(stored, itemsize)
     # The factor (itemsize·n·r) and the r × r algebra (24·r²) within the share: the positive root.
     budget = share * memory_limit
     by_memory = int((-itemsize * n + ((itemsize * n) ** 2 + 96.0 * budget) ** 0.5) / 48)
     return int(max(0, min(cap, n - 1, by_memory)))
+
+
+def _default_rank(stored: bool, itemsize: int) -> tuple[int, float]:
+    """The default rank's cap and its share of the memory limit (see :func:`preconditioner_rank`)."""
+    cap, share = (DEFAULT_PRECONDITIONER_RANK, 0.25) if stored else (RECOMPUTED_PRECONDITIONER_RANK, 0.6)
+    return cap * 8 // itemsize, share
 
 
 def preconditioner_dtype(requested: str, rank_requested, n: int, memory_limit: int, stored: bool, alphas,
@@ -128,7 +130,7 @@ def preconditioner_dtype(requested: str, rank_requested, n: int, memory_limit: i
     if requested != "auto":
         return np.dtype(requested)
     if rank_requested is not None or preconditioner_rank(None, n, memory_limit, stored) >= \
-            preconditioner_rank(None, n, 2**62, stored):
+            min(_default_rank(stored, 8)[0], n - 1):
         return np.dtype(np.float64)
     alpha = float(np.min(alphas))
     largest = float(np.max(columns.diagonal(), initial=0.0))
@@ -164,22 +166,26 @@ def wants_fast_products(precision: str, samples, kernel, plan) -> bool:
     return precision == "mixed" or (precision == "auto" and eligible and plan.storage in ("cached", "matrix_free"))
 
 
+def _float64_side_bytes(n: int, n_features: int, block_size: int) -> int:
+    """What mixed-precision cg's float64 operator (matrix-free) and the float32 copy of the samples hold
+    (operators.storage's accounting: working copies of the samples, a pass, the plan's slack)."""
+    return fixed_bytes(n, n_features, 8) + pass_bytes(block_size, n) + n * n_features * 4
+
+
 def mixed_bytes(n: int, n_features: int, block_size: int) -> int:
-    """What mixed-precision cg holds besides its vectors and preconditioner (operators.storage's accounting):
-    the float64 operator matrix-free (its working copies of the samples, its pass, its plan's slack) and the
-    float32 one's fixed part (the float32 copy of the samples, its working copies, its pass and slack)."""
-    return fixed_bytes(n, n_features, 8) + 3 * n * n_features * 4 + 2 * pass_bytes(block_size, n) + PLAN_SLACK_BYTES
+    """What mixed-precision cg holds besides its vectors and preconditioner: the float64 side and the float32
+    operator's fixed part (its working copies, a pass, the slack)."""
+    return _float64_side_bytes(n, n_features, block_size) + fixed_bytes(n, n_features, 4) + \
+        pass_bytes(block_size, n)
 
 
 def mixed_plans(samples, fast_samples, kernel, fast_kernel, *, block_size: int, memory_limit, other_bytes: int):
     """The storage of mixed-precision cg's two operators: the float64 kernel matrix-free (read for the few
-    true residuals) and the float32 one (read on every iteration) in what is left: the limit less the
-    float64 operator's working copies and pass and the float32 copy of the samples."""
+    true residuals) and the float32 one (read on every iteration) in what the float64 side leaves."""
     exact = samples.plan(kernel, block_size=block_size, memory_limit=memory_limit, other_bytes=other_bytes,
                          storage="matrix_free")
-    limit = v.memory_limit(memory_limit)
-    beside = max(0, limit - exact.budget_bytes) + pass_bytes(block_size, samples.shape[0]) + \
-        samples.shape[0] * samples.shape[1] * 4
+    n, n_features = samples.shape
+    beside = other_bytes + _float64_side_bytes(n, n_features, block_size)
     return exact, fast_samples.plan(fast_kernel, block_size=block_size, memory_limit=memory_limit,
                                     other_bytes=beside)
 
