@@ -69,6 +69,9 @@ def test_distributed_products_match_the_kernel(client):
     free = _dask.DistributedKernel(samples, kernel, samples.plan(kernel, block_size=8, memory_limit=1))
     kept = _dask.DistributedKernel(samples, kernel, samples.plan(kernel, block_size=8, memory_limit=None))
     assert free.storage == "distributed_matrix_free" and kept.storage == "distributed_packed"
+    # storage="matrix_free" keeps nothing, whatever room the limit (here the workers' default share) leaves
+    asked = samples.plan(kernel, block_size=8, memory_limit=None, storage="matrix_free")
+    assert asked.storage == "distributed_matrix_free" and not asked.placed and asked.kernel_bytes == 0
     W = free.matmat(V)
     np.testing.assert_allclose(W, K @ V, rtol=0, atol=1e-12 * np.abs(K @ V).max())
     # Kept and recomputed tiles are the same numbers: the same product bit for bit.

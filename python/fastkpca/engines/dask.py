@@ -365,7 +365,7 @@ class DaskSamples:
         if storage not in ("auto", "cached", "matrix_free"):
             raise ValueError(f"storage={storage!r} is not available for a dask array X (its kernel lives on the "
                              "workers: 'auto', 'cached' or 'matrix_free')")
-        return DistributedPlan.place(self, block_size, None if storage == "matrix_free" else memory_limit)
+        return DistributedPlan.place(self, block_size, memory_limit, keep=storage != "matrix_free")
 
     def kernel_operator(self, kernel, plan, n_jobs=None, *, zero_diagonal: bool = False):
         return DistributedKernel(self, kernel, plan, zero_diagonal).operator(n_jobs)
@@ -435,7 +435,9 @@ class DistributedPlan(StoragePlan):
     pairs: int = 0
 
     @classmethod
-    def place(cls, samples: DaskSamples, block_size: int, memory_limit) -> DistributedPlan:
+    def place(cls, samples: DaskSamples, block_size: int, memory_limit, keep: bool = True) -> DistributedPlan:
+        """The plan within ``memory_limit`` per worker (None: DEFAULT_WORKER_SHARE of its own); ``keep`` False:
+        no tiles kept (matrix-free)."""
         P = samples.blocks
         pairs = [(i, j) for i in range(P) for j in range(i + 1)]
         sizes = samples.sizes()
@@ -460,7 +462,8 @@ class DistributedPlan(StoragePlan):
                 own = v.memory_limit(memory_limit)
             if limit:
                 own = min(own, limit)
-            room[address] = max(0, own - samples.n * samples.d * itemsize - pass_bytes // max(1, len(workers)))
+            room[address] = max(0, own - samples.n * samples.d * itemsize - pass_bytes // max(1, len(workers))) \
+                if keep else 0
         placed = {}
         for i, j in pairs:
             size = pair_bytes(i, j)
