@@ -207,7 +207,7 @@ def test_auto_chooses_by_memory():
     assert GaussianProcessRegressor(KERNELS[0]).fit(X, y).solver_info_["solver"] == "cholesky"
     X, y, _ = split(3300)
     # 3300² · 8 = 87 MB: a limit below it gives cg (whose plan keeps 64 MiB of slack)
-    fit = GaussianProcessRegressor(KERNELS[0], optimizer=None, memory_limit=85_000_000).fit(X, y)
+    fit = GaussianProcessRegressor(KERNELS[0], optimizer=None, memory_limit=86_000_000).fit(X, y)
     assert fit.solver_info_["solver"] == "cg"
 
 

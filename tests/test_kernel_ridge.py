@@ -445,6 +445,59 @@ def test_default_preconditioner_rank_follows_the_cost_of_a_pass():
     assert preconditioner_rank(7, 300, 2**30, stored=False) == 7
 
 
+def test_preconditioner_takes_the_memory_a_sliver_of_cached_tiles_would_waste():
+    """Where the 40% left beside the default share would cache under a tenth of the recomputed kernel's
+    triangle, the rank takes 90% of what cg's working memory leaves; where the cache would matter (or the
+    kernel is stored, or no working figure is given) the shares are unchanged."""
+    from fastkpca.solvers.ridge import NEGLIGIBLE_CACHE, UNCACHED_SHARE, preconditioner_rank
+
+    limit, working = 2**30, 200 * 2**20
+    n = 100_000  # float32 triangle: 20 GB, far over 10 times 40% of 1 GiB
+    r = preconditioner_rank(None, n, limit, stored=False, itemsize=4, working=working, kernel_itemsize=4)
+    budget = UNCACHED_SHARE * (limit - working)
+    assert 4 * n * r + 24 * r**2 <= budget < 4 * n * (r + 1) + 24 * (r + 1) ** 2
+    assert r > preconditioner_rank(None, n, limit, stored=False, itemsize=4)
+    assert preconditioner_rank(None, n, limit, stored=True, itemsize=4, working=working, kernel_itemsize=4) == \
+        preconditioner_rank(None, n, limit, stored=True, itemsize=4)
+    # Either side of the n at which 40% of 256 MiB holds a tenth of the float32 triangle (0.4 L = 0.2 n²)
+    limit, working = 2**28, 20 * 2**20
+    edge = (0.4 * limit / (NEGLIGIBLE_CACHE * 4 / 2)) ** 0.5
+    for n, switched in ((int(edge) - 10, False), (int(edge) + 10, True)):
+        plain = preconditioner_rank(None, n, limit, stored=False, itemsize=4)
+        r = preconditioner_rank(None, n, limit, stored=False, itemsize=4, working=working, kernel_itemsize=4)
+        assert plain < 2000 and (r > plain) == switched
+
+
+def test_mixed_precision_accounting_counts_one_pass_and_one_slack():
+    """The two operators' passes never overlap and share one process: mixed precision's fixed bytes are the
+    two operators' working copies of X (three each: the core's copy and its two packed operands), their
+    norms, the float32 copy of X and one plan slack."""
+    from fastkpca.operators.storage import PLAN_SLACK_BYTES
+    from fastkpca.solvers.ridge import mixed_bytes
+
+    n, d = 100_000, 64
+    assert mixed_bytes(n, d) == 3 * 8 * n * d + 3 * 4 * n * d + 4 * n * d + 2 * 16 * n + PLAN_SLACK_BYTES
+
+
+@pytest.mark.parametrize("dtype", [np.float64, np.float32])
+def test_plans_count_the_working_copies_the_core_keeps(dtype, rng):
+    """A native operator's own bytes (its copies of X and their norms) are what the planner sets aside for
+    them, to the panels' padding."""
+    from fastkpca import engines, kernels
+    from fastkpca.operators.storage import PLAN_SLACK_BYTES, fixed_bytes
+
+    n, d = 3000, 40
+    X = rng.standard_normal((n, d)).astype(dtype)
+    samples, _ = engines.select(X).fit_samples(KernelRidge(), X, None)
+    kernel = samples.bind(kernels.make("rbf", gamma=0.1, degree=3, coef0=1, kernel_params=None, n_features=d,
+                                       n_jobs=None))
+    plan = samples.plan(kernel, block_size=1, memory_limit=2**30, other_bytes=0, storage="matrix_free")
+    with samples.kernel_operator(kernel, plan, None) as op:
+        held = op.native.nbytes
+    planned = fixed_bytes(n, d, X.itemsize) - PLAN_SLACK_BYTES
+    assert planned <= held <= 1.05 * planned
+
+
 def test_preconditioner_dtype_float32_only_where_it_doubles_the_rank_and_alpha_allows(rng):
     """"auto": float32 where the limit holds a float64 factor below the default rank (N = 100,000 in 1 GiB, not
     N = 20,000) and float32's rounding of the factor is a thousandth of alpha or less."""

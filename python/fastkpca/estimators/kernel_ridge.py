@@ -237,13 +237,16 @@ class KernelRidge(Reporting, EngineFitted, MultiOutputMixin, RegressorMixin, Bas
         block = max(t, 1)
         probe = samples.plan(kernel, block_size=block, memory_limit=self.memory_limit, other_bytes=8 * n * t * 8)
         mixed = ridge.wants_fast_products(self.cg_precision, samples, kernel, probe)
-        # The preconditioner's share is of what the two operators' fixed parts leave.
-        room = limit - (ridge.mixed_bytes(n, samples.shape[1], block) if mixed else 0)
+        # The preconditioner's share is of what the two operators' fixed parts leave; where the rest could
+        # cache only a sliver of the kernel, of what the operators' and cg's working memory leave.
+        room = limit - (ridge.mixed_bytes(n, samples.shape[1]) if mixed else 0)
+        budget = {"kernel_itemsize": 4 if mixed else 8, "working": ridge.cg_working_bytes(samples, t, mixed)}
         columns = samples.columns(kernel)
         factor_dtype = ridge.preconditioner_dtype(self.preconditioner_dtype, self.preconditioner_rank, n, room,
-                                                  probe.stored, alphas, columns)
-        rank = ridge.preconditioner_rank(self.preconditioner_rank, n, room, probe.stored, factor_dtype.itemsize)
-        other = ridge.cg_bytes(n, t, rank, factor_dtype.itemsize)
+                                                  probe.stored, alphas, columns, **budget)
+        rank = ridge.preconditioner_rank(self.preconditioner_rank, n, room, probe.stored, factor_dtype.itemsize,
+                                         **budget)
+        other = ridge.cg_bytes(n, t, rank, factor_dtype.itemsize, samples.dtype.itemsize)
         fast_samples = fast_kernel = fast_plan = None
         if mixed:
             fast_samples = samples.astype(np.float32)

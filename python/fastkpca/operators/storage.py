@@ -22,7 +22,8 @@ from dataclasses import dataclass
 
 from .. import _native
 
-__all__ = ["StoragePlan", "plan_storage", "plan_for", "sample_bytes", "pass_bytes", "packed_bytes", "STORAGES",
+__all__ = ["StoragePlan", "plan_storage", "plan_for", "sample_bytes", "working_copies_bytes", "pass_bytes",
+           "packed_bytes", "STORAGES",
            "PACKED_MAX_BLOCK"]
 
 STORAGES = ("auto", "full", "packed", "cached", "matrix_free")
@@ -65,9 +66,16 @@ def packed_bytes(tile_rows: int, itemsize: int) -> int:
 
 
 def fixed_bytes(n: int, n_features: int, itemsize: int, samples: int | None = None) -> int:
-    """What a plan sets aside whatever the storage: the working copies of X (the core's packed operands;
-    ``samples`` bytes of them when given, else n × n_features × itemsize) and its row norms, and the slack."""
-    return 2 * (n * n_features * itemsize if samples is None else samples) + 16 * n + PLAN_SLACK_BYTES
+    """What a plan sets aside whatever the storage: the working copies of X (``samples`` bytes of them when
+    given, else dense ones: :func:`working_copies_bytes`) and its row norms, and the slack."""
+    return (3 * n * n_features * itemsize if samples is None else samples) + 16 * n + PLAN_SLACK_BYTES
+
+
+def working_copies_bytes(X) -> int:
+    """Bytes of the copies of the samples X the core keeps for a kernel term (operators' ``nbytes`` less the
+    norms): dense, its own row-major copy and the two packed operands of the micro-kernel (three of X's
+    size); sparse, its CSR rows once (:func:`sample_bytes`)."""
+    return sample_bytes(X) if hasattr(X, "nnz") else 3 * sample_bytes(X)
 
 
 def sample_bytes(X) -> int:
@@ -101,7 +109,7 @@ def plan_storage(n: int, n_features: int, itemsize: int, *, block_size: int, mem
     wider than PACKED_MAX_BLOCK; otherwise packed (half the memory, half the reads). When the packed
     triangle does not fit, as many of its tile rows as fit are cached and the rest recomputed; with no
     room for one tile row, matrix-free. ``samples``: bytes of the samples when they are not n × n_features
-    dense values (sparse samples, :func:`sample_bytes`).
+    dense values (sparse samples, several kernel terms: :func:`working_copies_bytes`).
     """
     T = tile()
     nt = tiles(n)
@@ -159,7 +167,7 @@ def plan_for(kernel, X, *, block_size: int, memory_limit: int, other_bytes: int 
     n, itemsize = X.shape[0], X.dtype.itemsize
     if kernel.native:
         return plan_storage(n, X.shape[1], itemsize, block_size=block_size, memory_limit=memory_limit,
-                            other_bytes=other_bytes, storage=storage, samples=sample_bytes(X) * kernel.copies)
+                            other_bytes=other_bytes, storage=storage, samples=working_copies_bytes(X) * kernel.copies)
     matrix = kernel.matrix_bytes(n, itemsize)
     budget = memory_limit - other_bytes - PLAN_SLACK_BYTES
     mib = 2**20

@@ -39,8 +39,9 @@ import numpy as np
 from .. import _validation as v
 from ..exceptions import ConvergenceWarning
 from ..operators.storage import PLAN_SLACK_BYTES
-from .gp_preconditioner import NystromDiagonalPreconditioner, gp_preconditioner
+from .gp_preconditioner import PRECONDITIONER_BLOCK, NystromDiagonalPreconditioner, gp_preconditioner
 from .lanczos_cg import lanczos_pcg, quadrature_log
+from .low_rank import rpcholesky_bytes
 
 __all__ = ["IterativeSettings", "IterativeGaussianProcess", "preconditioner_rank"]
 
@@ -115,7 +116,7 @@ class IterativeGaussianProcess:
         width = s + settings.probes
         # CG's blocks (X, R, Z, P, AP, B and the gradient's two factors: 8 of n × width) and P's factor
         self.working_bytes = (8 * 8 * n * width + factor_bytes_per_entry(itemsize) * n * self.rank
-                              + 3 * 8 * n * min(64, max(self.rank, 1)))
+                              + rpcholesky_bytes(n, min(PRECONDITIONER_BLOCK, max(self.rank, 1))))
         v.check_within(self.working_bytes, memory_limit,
                        f"conjugate gradients on {n} samples ({width} columns, preconditioner of rank {self.rank})")
         rng = v.check_random_state(random_state)

@@ -24,7 +24,7 @@ import numpy as np
 
 from .low_rank import CHUNK_ROWS, factor_product, factor_t_product, rpcholesky
 
-__all__ = ["NystromDiagonalPreconditioner", "gp_preconditioner"]
+__all__ = ["NystromDiagonalPreconditioner", "gp_preconditioner", "PRECONDITIONER_BLOCK"]
 
 
 
@@ -130,8 +130,12 @@ class _SignalColumns:
         return self.source.columns(index, out)
 
 
+#: RPCholesky's proposals per block for the preconditioner.
+PRECONDITIONER_BLOCK = 64
+
+
 def gp_preconditioner(kernel, samples, noise, rank: int, *, seed: int, dtype=np.float64,
-                      block_size: int = 64) -> NystromDiagonalPreconditioner:
+                      block_size: int = PRECONDITIONER_BLOCK) -> NystromDiagonalPreconditioner:
     """P for the kernel ``kernel`` (a kernels.Kernel) of ``samples`` (an engine's, engines/base.py) and the
     noise (scalar or per sample): RPCholesky of rank ``rank`` (fewer when the kernel is exhausted; 0: P is the
     diagonal), seeded with ``seed`` so that the same hyperparameters give the same P."""

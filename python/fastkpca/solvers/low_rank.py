@@ -41,8 +41,9 @@ from ..kernels.precomputed import MatrixColumns
 from .eigenvalues import check_psd_eigenvalues, column_signs
 from .rows import as_rows
 
-__all__ = ["LowRankFactor", "rpcholesky", "select_landmarks", "landmarks", "nystrom_moments", "nystrom_project",
-           "NystromProjection", "nystrom_pca", "nystrom_kernel_pca", "LANDMARK_METHODS", "DEFAULT_N_LANDMARKS"]
+__all__ = ["LowRankFactor", "rpcholesky", "rpcholesky_bytes", "select_landmarks", "landmarks", "nystrom_moments",
+           "nystrom_project", "NystromProjection", "nystrom_pca", "nystrom_kernel_pca", "LANDMARK_METHODS",
+           "DEFAULT_N_LANDMARKS"]
 
 LANDMARK_METHODS = ("uniform", "rpcholesky")
 #: Landmarks of a Nyström fit when the estimator's n_landmarks is None (or all samples, if fewer).
@@ -140,11 +141,12 @@ def rpcholesky(X: np.ndarray, rank: int, kernel: Kernel | None, *, random_state=
     r = proposals = idle_blocks = 0
     exhausted = False
     # Buffers reused by every block (fresh memory is expensive to touch); flat, so that a narrower last
-    # block is still a C-contiguous n × b view.
+    # block is still a C-contiguous n × b view. With G[:, keep]'s copy, the working memory is three n × b
+    # float64 arrays (rpcholesky_bytes).
     width = min(block_size, rank)
     columns_buf = np.empty(n * width, source.dtype)
     residual_buf = columns_buf if source.dtype == np.float64 else np.empty(n * width)
-    update_buf = np.empty(n * width) if np.dtype(dtype) == np.float64 else None
+    update_buf = np.empty(n * width)
     while r < rank:
         total = float(diag.sum())
         if not total > tiny * n or idle_blocks >= 8:
@@ -159,8 +161,7 @@ def rpcholesky(X: np.ndarray, rank: int, kernel: Kernel | None, *, random_state=
         if residual_buf is not columns_buf:
             G[...] = columns
         if r:  # the residual columns: K(X, X_S) − F F[S]ᵀ
-            G -= factor_product(factor[:, :r], factor[S, :r].T.astype(np.float64),
-                                None if update_buf is None else update_buf[:n * b].reshape(n, b))
+            G -= factor_product(factor[:, :r], factor[S, :r].T.astype(np.float64), update_buf[:n * b].reshape(n, b))
         keep, L = _accept(G[S], diag[S], u, tiny)
         if not keep:
             idle_blocks += 1
@@ -170,8 +171,8 @@ def rpcholesky(X: np.ndarray, rank: int, kernel: Kernel | None, *, random_state=
         # residual block: F_new = G[:, keep] · L_kk⁻ᵀ (the small inverse by a triangular solve, then one GEMM,
         # several times faster than a triangular solve with n right-hand sides).
         L_inv = sla.solve_triangular(L, np.eye(L.shape[0]), lower=True, check_finite=False)
-        F_new = G[:, keep] @ L_inv.T
         a = len(keep)
+        F_new = np.matmul(G[:, keep], L_inv.T, out=update_buf[:n * a].reshape(n, a))
         factor[:, r:r + a] = F_new
         diag -= np.einsum("ij,ij->i", F_new, F_new)
         np.maximum(diag, 0.0, out=diag)
@@ -198,6 +199,12 @@ def factor_t_product(F: np.ndarray, V: np.ndarray) -> np.ndarray:
     for s in range(0, F.shape[0], CHUNK_ROWS):
         out += F[s:s + CHUNK_ROWS].astype(np.float64).T @ V[s:s + CHUNK_ROWS]
     return out
+
+
+def rpcholesky_bytes(n: int, block_size: int, source_itemsize: int = 8) -> int:
+    """RPCholesky's working memory besides the factor: three n × b float64 arrays (the proposals' columns,
+    their residual update, the accepted columns), and the columns as the source gives them when not float64."""
+    return n * block_size * (3 * 8 + (source_itemsize if source_itemsize != 8 else 0))
 
 
 def factor_product(F: np.ndarray, C: np.ndarray, out: np.ndarray | None = None) -> np.ndarray:

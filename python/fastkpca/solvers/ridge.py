@@ -20,13 +20,14 @@ from scipy import linalg as sla
 from ..exceptions import ConvergenceWarning, SingularKernelWarning
 from .. import _validation as v
 from ..operators import pass_bytes
-from ..operators.storage import fixed_bytes
+from ..operators.storage import PLAN_SLACK_BYTES, fixed_bytes
 from . import cg
 from .lapack_threads import factorisation_threads
-from .low_rank import RPCHOLESKY_BLOCK, landmark_whitening, nystrom_moments, rpcholesky
+from .low_rank import RPCHOLESKY_BLOCK, landmark_whitening, nystrom_moments, rpcholesky, rpcholesky_bytes
 
 __all__ = ["solve_cholesky", "solve_cg", "solve_nystrom", "preconditioner_rank", "preconditioner_dtype", "cg_bytes",
-           "wants_fast_products", "mixed_bytes", "mixed_plans", "CG_PRECISIONS", "DEFAULT_TOL", "DEFAULT_MAX_ITER"]
+           "cg_working_bytes", "wants_fast_products", "mixed_bytes", "mixed_plans", "CG_PRECISIONS", "DEFAULT_TOL",
+           "DEFAULT_MAX_ITER"]
 
 #: Relative residual ‖(K + αI)β − y‖/‖y‖ the cg solver stops at when tol is None.
 DEFAULT_TOL = 1e-8
@@ -38,6 +39,11 @@ CG_PRECISIONS = ("auto", "float64", "mixed")
 #: and for one recomputed on every pass.
 DEFAULT_PRECONDITIONER_RANK = 500
 RECOMPUTED_PRECONDITIONER_RANK = 1000
+#: When what the default share leaves could cache less than this fraction of the kernel's one triangle, a
+#: pass recomputes nearly every entry whatever is cached: the preconditioner then takes UNCACHED_SHARE of
+#: what cg's working memory leaves (at N = 100,000 and 1 GiB the float32 tiles held 124 MiB of a 20 GB triangle).
+NEGLIGIBLE_CACHE = 0.1
+UNCACHED_SHARE = 0.9
 
 
 # ---------------------------------------------------------------------------------------------- dense
@@ -99,18 +105,24 @@ def _restore_factored(K, diagonal):
 
 # ------------------------------------------------------------------------------------------------ cg
 
-def preconditioner_rank(requested, n: int, memory_limit: int, stored: bool, itemsize: int = 8) -> int:
+def preconditioner_rank(requested, n: int, memory_limit: int, stored: bool, itemsize: int = 8, *,
+                        working: int = 0, kernel_itemsize: int | None = None) -> int:
     """cg's preconditioner rank: ``requested`` (at most n), or by default 500 and at most a quarter of the
     limit when the kernel is stored (a pass is a read of memory); when it must be recomputed (a pass costs
     N² kernel evaluations), iterations are dear and memory is better spent on the preconditioner than on a
     sliver of cached tiles: up to 1000 and 60% of the limit (at N = 100,000 and 1 GiB: rank 335 took 53
-    passes of 14 s). A float32 factor (``itemsize`` 4, see :func:`preconditioner_dtype`) doubles both: the
-    rank the memory allows and the cap."""
+    passes of 14 s), and UNCACHED_SHARE of what cg's ``working`` bytes leave when the other 40% would cache
+    less than NEGLIGIBLE_CACHE of the kernel's triangle (entries of ``kernel_itemsize`` bytes; None: not
+    considered). A float32 factor (``itemsize`` 4, see :func:`preconditioner_dtype`) doubles both: the rank
+    the memory allows and the cap."""
     if requested is not None:
         return min(requested, n)
     cap, share = _default_rank(stored, itemsize)
-    # The factor (itemsize·n·r) and the r × r algebra (24·r²) within the share: the positive root.
     budget = share * memory_limit
+    if not stored and kernel_itemsize is not None and \
+            memory_limit - budget < NEGLIGIBLE_CACHE * kernel_itemsize * n * (n + 1) / 2:
+        budget = max(budget, UNCACHED_SHARE * (memory_limit - working))
+    # The factor (itemsize·n·r) and the r × r algebra (24·r²) within the budget: the positive root.
     by_memory = int((-itemsize * n + ((itemsize * n) ** 2 + 96.0 * budget) ** 0.5) / 48)
     return int(max(0, min(cap, n - 1, by_memory)))
 
@@ -122,14 +134,15 @@ def _default_rank(stored: bool, itemsize: int) -> tuple[int, float]:
 
 
 def preconditioner_dtype(requested: str, rank_requested, n: int, memory_limit: int, stored: bool, alphas,
-                         columns) -> np.dtype:
+                         columns, **budget) -> np.dtype:
     """The storage of cg's preconditioner factor (``preconditioner_dtype``): "float64", "float32", or "auto":
     float32 where it doubles the rank, that is where the memory limit holds a float64 factor below its cap
     (the default rank), and where its rounding is far below the shift: ε₃₂ · max K_ii ≤ 1e-3 · min α (the
-    factor's residual columns are formed from it, and a pivot's residual is trusted down to about α)."""
+    factor's residual columns are formed from it, and a pivot's residual is trusted down to about α).
+    ``budget``: :func:`preconditioner_rank`'s ``working`` and ``kernel_itemsize``."""
     if requested != "auto":
         return np.dtype(requested)
-    if rank_requested is not None or preconditioner_rank(None, n, memory_limit, stored) >= \
+    if rank_requested is not None or preconditioner_rank(None, n, memory_limit, stored, **budget) >= \
             min(_default_rank(stored, 8)[0], n - 1):
         return np.dtype(np.float64)
     alpha = float(np.min(alphas))
@@ -143,13 +156,21 @@ def rpcholesky_block(n: int) -> int:
     return int(max(16, min(RPCHOLESKY_BLOCK, (32 * 2**20) // (8 * n))))
 
 
-def cg_bytes(n: int, targets: int, rank: int, itemsize: int = 8) -> int:
+def cg_bytes(n: int, targets: int, rank: int, itemsize: int = 8, source_itemsize: int = 8) -> int:
     """Memory cg needs besides the operator: its vectors (8 n × t blocks), a pass's working memory, the
-    preconditioner's n × r factor (``itemsize`` bytes an entry), RPCholesky's buffers while it is built and
-    the r × r algebra."""
-    block = rpcholesky_block(n)
-    return 8 * n * targets * 8 + pass_bytes(targets, n) + itemsize * n * rank + 3 * 8 * n * min(block, rank) + \
-        8 * rank * rank * 3
+    preconditioner's n × r factor (``itemsize`` bytes an entry), RPCholesky's buffers while it is built (the
+    kernel's columns in ``source_itemsize`` bytes) and the r × r algebra."""
+    return 8 * n * targets * 8 + pass_bytes(targets, n) + itemsize * n * rank + \
+        rpcholesky_bytes(n, min(rpcholesky_block(n), rank), source_itemsize) + 8 * rank * rank * 3
+
+
+def cg_working_bytes(samples, targets: int, mixed: bool) -> int:
+    """What cg holds besides the preconditioner's factor and r × r algebra, within the memory given to
+    :func:`preconditioner_rank`: :func:`cg_bytes`'s vectors, pass and RPCholesky buffers (at their widest) and,
+    unless in mixed precision (whose operators :func:`mixed_bytes` counts), the operator's fixed part."""
+    n, itemsize = samples.shape[0], samples.dtype.itemsize
+    own = 0 if mixed else fixed_bytes(n, samples.shape[1], itemsize)  # as for dense samples (sparse: fewer)
+    return own + cg_bytes(n, targets, 0) + rpcholesky_bytes(n, rpcholesky_block(n), itemsize)
 
 
 def wants_fast_products(precision: str, samples, kernel, plan) -> bool:
@@ -166,17 +187,18 @@ def wants_fast_products(precision: str, samples, kernel, plan) -> bool:
     return precision == "mixed" or (precision == "auto" and eligible and plan.storage in ("cached", "matrix_free"))
 
 
-def _float64_side_bytes(n: int, n_features: int, block_size: int) -> int:
+def _float64_side_bytes(n: int, n_features: int) -> int:
     """What mixed-precision cg's float64 operator (matrix-free) and the float32 copy of the samples hold
-    (operators.storage's accounting: working copies of the samples, a pass, the plan's slack)."""
-    return fixed_bytes(n, n_features, 8) + pass_bytes(block_size, n) + n * n_features * 4
+    (operators.storage's accounting: the working copies of the samples and their norms). Not a pass nor the
+    plan's slack: the two operators' passes never overlap (:func:`cg_bytes` counts one) and the float32 plan
+    counts the process's slack."""
+    return fixed_bytes(n, n_features, 8) - PLAN_SLACK_BYTES + n * n_features * 4
 
 
-def mixed_bytes(n: int, n_features: int, block_size: int) -> int:
-    """What mixed-precision cg holds besides its vectors and preconditioner: the float64 side and the float32
-    operator's fixed part (its working copies, a pass, the slack)."""
-    return _float64_side_bytes(n, n_features, block_size) + fixed_bytes(n, n_features, 4) + \
-        pass_bytes(block_size, n)
+def mixed_bytes(n: int, n_features: int) -> int:
+    """What mixed-precision cg holds besides what :func:`cg_bytes` counts (its vectors, a pass and the
+    preconditioner): the float64 side and the float32 operator's fixed part (its working copies, the slack)."""
+    return _float64_side_bytes(n, n_features) + fixed_bytes(n, n_features, 4)
 
 
 def mixed_plans(samples, fast_samples, kernel, fast_kernel, *, block_size: int, memory_limit, other_bytes: int):
@@ -185,7 +207,7 @@ def mixed_plans(samples, fast_samples, kernel, fast_kernel, *, block_size: int, 
     exact = samples.plan(kernel, block_size=block_size, memory_limit=memory_limit, other_bytes=other_bytes,
                          storage="matrix_free")
     n, n_features = samples.shape
-    beside = other_bytes + _float64_side_bytes(n, n_features, block_size)
+    beside = other_bytes + _float64_side_bytes(n, n_features)
     return exact, fast_samples.plan(fast_kernel, block_size=block_size, memory_limit=memory_limit,
                                     other_bytes=beside)
 
