@@ -99,7 +99,11 @@ class GaussianProcessRegressor(EngineFitted, MultiOutputMixin, RegressorMixin, B
         Hutchinson probes; see Notes): memory O(n·(n_probes + rank)), no n × n array, the likelihood an
         estimate. "auto": "cholesky" while its n × n array fits ``memory_limit``, else "cg".
     n_probes : int, default=16
-        cg: random probes of the log determinant and the gradient's traces (drawn once per fit).
+        cg: random probes of the log determinant and the gradient's traces (drawn once per fit). The
+        likelihood's standard error falls as 1/√n_probes (``solver_info_["standard_error"]``): at N = 5,000
+        (bench/gaussian_process.py) 16 probes left it 0.1–0.2% from the exact value, 64 within 0.09% and 256
+        within 0.02%, at 1.4 and 2.7 times the seconds; fits need fewer (the probes are fixed, so the optimiser
+        sees one smooth surrogate, and its optimum is the exact one's to within the flat directions).
     tol : float, default=1e-2
         cg: relative residual at which each column's conjugate gradients stop while the hyperparameters are
         optimised.
