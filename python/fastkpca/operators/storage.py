@@ -65,17 +65,22 @@ def packed_bytes(tile_rows: int, itemsize: int) -> int:
     return int(_native.core.packed_prefix_size(tile_rows)) * itemsize
 
 
+#: Copies of dense samples a native kernel term keeps: its row-major copy and the micro-kernel's two packed
+#: operands.
+DENSE_COPIES = 3
+
+
 def fixed_bytes(n: int, n_features: int, itemsize: int, samples: int | None = None) -> int:
     """What a plan sets aside whatever the storage: the working copies of X (``samples`` bytes of them when
     given, else dense ones: :func:`working_copies_bytes`) and its row norms, and the slack."""
-    return (3 * n * n_features * itemsize if samples is None else samples) + 16 * n + PLAN_SLACK_BYTES
+    return (DENSE_COPIES * n * n_features * itemsize if samples is None else samples) + 16 * n + PLAN_SLACK_BYTES
 
 
 def working_copies_bytes(X) -> int:
     """Bytes of the copies of the samples X the core keeps for a kernel term (operators' ``nbytes`` less the
     norms): dense, its own row-major copy and the two packed operands of the micro-kernel (three of X's
     size); sparse, its CSR rows once (:func:`sample_bytes`)."""
-    return sample_bytes(X) if hasattr(X, "nnz") else 3 * sample_bytes(X)
+    return sample_bytes(X) if hasattr(X, "nnz") else DENSE_COPIES * sample_bytes(X)
 
 
 def sample_bytes(X) -> int:

@@ -40,24 +40,12 @@ import time
 
 import numpy as np
 
-from .low_rank import CHUNK_ROWS, factor_t_product
+from .low_rank import factor_t_product
 
 __all__ = ["LowRankPreconditioner", "pcg", "cg_shifted", "REFRESH"]
 
 #: pcg with fast products: the factor by which the recurrence's residuals fall between true residuals.
 REFRESH = 1e-2
-
-
-def _transpose_product(U: np.ndarray, R: np.ndarray) -> np.ndarray:
-    """Uᵀ R in float64; a float32 U in float32 products of row blocks summed in float64 (a float64 copy of
-    U would be n × r × 8 bytes per call, and its conversion several times the product's time)."""
-    if U.dtype == np.float64:
-        return U.T @ R
-    R32 = R.astype(np.float32)
-    out = np.zeros((U.shape[1], R.shape[1]))
-    for s in range(0, U.shape[0], CHUNK_ROWS):
-        out += U[s:s + CHUNK_ROWS].T @ R32[s:s + CHUNK_ROWS]
-    return out
 
 
 class LowRankPreconditioner:
@@ -96,7 +84,7 @@ class LowRankPreconditioner:
 
     def __call__(self, R: np.ndarray, columns: np.ndarray) -> np.ndarray:
         """P⁻¹ R for the given columns (indices into the alphas)."""
-        coef = _transpose_product(self.U, R)
+        coef = factor_t_product(self.U, R, float32_products=True)
         coef *= self.inside[:, columns]
         Z = R * self.outside[columns]
         Z += self.U @ (coef if self.U.dtype == np.float64 else coef.astype(np.float32))

@@ -186,25 +186,28 @@ def rpcholesky(X: np.ndarray, rank: int, kernel: Kernel | None, *, random_state=
     return LowRankFactor(piv.astype(np.int64), factor, trace, float(diag.sum()), proposals, exhausted)
 
 
-#: Rows of a float32 factor converted to float64 (or taken in float32) at a time.
-CHUNK_ROWS = 4096
-
-
-def factor_t_product(F: np.ndarray, V: np.ndarray) -> np.ndarray:
-    """Fᵀ V in float64 for an n × r factor F; a float32 F converted a block of rows at a time (a float64 copy
-    of all of it would be n × r × 8 bytes)."""
-    if F.dtype == np.float64:
-        return F.T @ V
-    out = np.zeros((F.shape[1], V.shape[1]))
-    for s in range(0, F.shape[0], CHUNK_ROWS):
-        out += F[s:s + CHUNK_ROWS].astype(np.float64).T @ V[s:s + CHUNK_ROWS]
-    return out
-
-
 def rpcholesky_bytes(n: int, block_size: int, source_itemsize: int = 8) -> int:
     """RPCholesky's working memory besides the factor: three n × b float64 arrays (the proposals' columns,
     their residual update, the accepted columns), and the columns as the source gives them when not float64."""
     return n * block_size * (3 * 8 + (source_itemsize if source_itemsize != 8 else 0))
+
+
+#: Rows of a float32 factor converted to float64 (or taken in float32) at a time.
+CHUNK_ROWS = 4096
+
+
+def factor_t_product(F: np.ndarray, V: np.ndarray, *, float32_products: bool = False) -> np.ndarray:
+    """Fᵀ V in float64 for an n × r factor F; a float32 F a block of rows at a time (a float64 copy of all of
+    it would be n × r × 8 bytes), each block converted to float64, or with ``float32_products`` multiplied in
+    float32 against V rounded to float32 (several times faster; the blocks' sums still in float64)."""
+    if F.dtype == np.float64:
+        return F.T @ V
+    W = V.astype(np.float32) if float32_products else V
+    out = np.zeros((F.shape[1], V.shape[1]))
+    for s in range(0, F.shape[0], CHUNK_ROWS):
+        block = F[s:s + CHUNK_ROWS]
+        out += (block if float32_products else block.astype(np.float64)).T @ W[s:s + CHUNK_ROWS]
+    return out
 
 
 def factor_product(F: np.ndarray, C: np.ndarray, out: np.ndarray | None = None) -> np.ndarray:
