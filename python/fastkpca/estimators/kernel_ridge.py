@@ -76,14 +76,16 @@ class KernelRidge(Reporting, EngineFitted, MultiOutputMixin, RegressorMixin, Bas
     preconditioner_rank : int, default=None
         Rank r of cg's randomly pivoted Cholesky preconditioner; 0 for none. None: min(500, N − 1) and a
         quarter of the memory limit when the kernel is stored (full or packed); min(1000, N − 1) and 60% of
-        the limit when it is recomputed on every pass (cached, matrix-free), where passes are dear; twice
-        both with a float32 factor (``preconditioner_dtype``).
+        the limit when it is recomputed on every pass (cached, matrix-free), where passes are dear, and 90% of
+        what cg's working memory leaves when the rest could cache under a tenth of the kernel; twice the cap
+        and the rank the memory allows with a float32 factor (``preconditioner_dtype``).
     preconditioner_dtype : {"auto", "float64", "float32"}, default="auto"
         Storage of cg's preconditioner factor. ``"auto"``: float32 where the memory limit holds a float64
         factor below the default rank and the factor's rounding is far below alpha (float32's ε times the
         kernel's largest diagonal entry at most a thousandth of the smallest alpha). A float32 entry takes
         half the memory, so the default's cap doubles, and so does the rank the limit allows, less what
-        mixed precision's copies take from it (at N = 100,000 and 1 GiB: 854, against 786 in float64).
+        mixed precision's copies take from it (at N = 100,000, d = 64 and 1 GiB: 1,182, against 786 in
+        float64).
     cg_precision : {"auto", "float64", "mixed"}, default="auto"
         The products of cg's iterations. ``"mixed"``: by the kernel evaluated in float32 (about twice the
         rate of a float64 evaluation), the residuals made true in float64 each time they have fallen 100-fold
