@@ -8,6 +8,8 @@ process (its own peak RSS), the two libraries alternated:
                                                             # solver="cg" against the Cholesky solver
     python bench/gaussian_process.py --sizes "" --agreement-n 0 --cg-products 5000,20000 --ranks 64,256,1024
                                                             # cg's products per solve against rank and N
+    python bench/gaussian_process.py --sizes "" --agreement-n 0 --rank-search 20000
+                                                            # the preconditioner's rank searched, against 1024
     python bench/gaussian_process.py --sizes "" --agreement-n 0 --scale 50000,100000 --log scale.log
                                                             # fits past the Cholesky wall (about 1 h)
 
@@ -25,15 +27,18 @@ the same distribution.
   ``solver="cholesky"`` at three random θ (theta + U(−0.7, 0.7)) for C·RBF(ARD) + White and C·Matern5/2(ARD) +
   White, with each of ``--probes`` probe counts: the likelihood's relative difference and its reported standard
   error, the gradient's cosine and largest relative entry difference, block products per evaluation, seconds.
-- **cg fits**: both solvers fit (fresh processes; cg with ``--fit-probes``): seconds, evaluations, products,
-  peak, the fitted hyperparameters' largest relative difference (exp θ), of all and of those y depends on (C,
-  the length scales of x₀…x₃, the noise), the exact likelihood at the cg fit's θ below that at the Cholesky
-  fit's (relative), test RMSE against the noiseless function and the standard deviations' largest relative
-  difference.
+- **cg fits**: both solvers fit (fresh processes; ``--fit-forms``; one cg fit per ``--fit-probes`` count):
+  seconds, evaluations, products, peak, the fitted hyperparameters' largest relative difference (exp θ), of
+  all and of those y depends on (C, the length scales of x₀…x₃, the noise), the exact likelihood at the cg
+  fit's θ below that at the Cholesky fit's (relative), test RMSE against the noiseless function and the
+  standard deviations' largest relative difference.
 - **cg products**: at a fixed θ (C·RBF(ARD) + White, noise 0.01 of normalised targets), for each N and
   preconditioner rank: the block products (and the largest column's iterations) of one likelihood + gradient
   evaluation at the training tolerance, and of a final solve to 1e-6 from zero; and the floor, the mean residual
   diagonal of the rank-r factor over the noise (the iterations stay high while it is well above 1).
+- **rank search**: at the products table's θ, the kernel recomputed by every product (matrix-free), eight
+  likelihood + gradient evaluations at the same θ with the rank fixed at 1024 and searched (solvers/gp_rank.py;
+  the first six evaluations may move it): each evaluation's rank and products, and the seconds of the last two.
 - **scale**: the fit the issue times at N = 50,000 and 100,000, each in a fresh process: θ₀ from an exact
   (Cholesky) fit on the first ``--pretrain`` samples, then L-BFGS-B from θ₀ by ``solver="cg"`` on all N for at
   most ``--maxiter`` iterations within ``--memory-limit`` (2GB); the total seconds (both stages), evaluations,
@@ -178,6 +183,7 @@ def agreement(n: int) -> list[dict]:
 
 
 CG_FORMS = ("C·RBF(ARD) + White", "C·Matern5/2(ARD) + White")
+FIT_FORMS = dict(zip(("rbf", "matern"), CG_FORMS))
 
 
 def cg_agreement(n: int, probe_counts: list) -> list[dict]:
@@ -239,43 +245,53 @@ def child_cg_fit(spec: dict) -> dict:
             "exact_lml": float(exact.log_marginal_likelihood(est.kernel_.theta))}
 
 
-def cg_fits(n: int, probes: int, verdicts: list) -> list[dict]:
+def cg_fits(n: int, forms_: list, probe_counts: list, verdicts: list) -> list[dict]:
+    """Per form, one Cholesky fit (the reference) and one cg fit per probe count, each in a fresh process."""
     rows = []
     with tempfile.TemporaryDirectory() as tmp:
-        for form in CG_FORMS:
-            runs = {}
-            for solver in ("cholesky", "cg"):
-                spec = {"n": n, "form": form, "solver": solver, "save": str(Path(tmp) / f"{solver}.npz"),
-                        "probes": probes}
-                runs[solver] = C.run_child(__file__, "cg_fit", spec, timeout=7200)
-            if any("failed" in r for r in runs.values()):
-                print(f"| {form} | {n:,} | failed: {runs!r} |")
-                rows.append({"form": form, "n": n, "failed": runs})
+        for form in forms_:
+            base = {"n": n, "form": form, "solver": "cholesky", "save": str(Path(tmp) / "cholesky.npz")}
+            exact = C.run_child(__file__, "cg_fit", base, timeout=4 * 3600)
+            if "failed" in exact:
+                print(f"| {form} | {n:,} | Cholesky fit failed: {exact['failed'][-300:]!r} |", flush=True)
+                rows.append({"form": form, "n": n, "failed": {"cholesky": exact}})
                 continue
-            a, b = np.load(str(Path(tmp) / "cg.npz")), np.load(str(Path(tmp) / "cholesky.npz"))
-            theta_rel = float(np.max(np.abs(np.exp(a["theta"] - b["theta"]) - 1)))
-            # y depends on x₀…x₃ only: the likelihood is nearly flat along the other four length scales
-            relevant = np.r_[0:1 + RELEVANT, len(a["theta"]) - 1]
-            theta_relevant = float(np.max(np.abs(np.exp(a["theta"][relevant] - b["theta"][relevant]) - 1)))
-            lml_loss = (runs["cholesky"]["exact_lml"] - runs["cg"]["exact_lml"]) / abs(runs["cholesky"]["exact_lml"])
-            std_rel = float(np.max(np.abs(a["std"] - b["std"]) / b["std"]))
-            rmse_rel = runs["cg"]["rmse"] / runs["cholesky"]["rmse"] - 1
-            r = {"form": form, "n": n, "runs": runs, "theta": {"cholesky": b["theta"], "cg": a["theta"]},
-                 "theta_rel": theta_rel, "theta_relevant_rel": theta_relevant,
-                 "exact_lml_loss": lml_loss, "std_rel": std_rel, "rmse_rel": rmse_rel}
-            rows.append(r)
-            print(f"| {form} | {n:,} | {runs['cholesky']['seconds']:.1f} / {runs['cg']['seconds']:.1f} | "
-                  f"{runs['cholesky']['evaluations']} / {runs['cg']['evaluations']} | {runs['cg']['products']} | "
-                  f"{runs['cholesky']['peak_bytes'] / 2**30:.2f} / {runs['cg']['peak_bytes'] / 2**30:.2f} | "
-                  f"{theta_rel:.1e} | {theta_relevant:.1e} | {lml_loss:.1e} | "
-                  f"{runs['cholesky']['rmse']:.4f} / {runs['cg']['rmse']:.4f} ({rmse_rel:+.1%}) | "
-                  f"{std_rel:.1e} |", flush=True)
-            verdicts.append((f"cg fit {form} N = {n:,}: θ within 5%", theta_rel <= 0.05, f"{theta_rel:.1e}"))
-            verdicts.append((f"cg fit {form} N = {n:,}: θ of C, ℓ₀…ℓ₃, noise within 5%", theta_relevant <= 0.05,
-                             f"{theta_relevant:.1e}"))
-            verdicts.append((f"cg fit {form} N = {n:,}: RMSE within 1%", abs(rmse_rel) <= 0.01, f"{rmse_rel:+.2%}"))
-            verdicts.append((f"cg fit {form} N = {n:,}: std within 5%", std_rel <= 0.05, f"{std_rel:.1e}"))
+            b = np.load(base["save"])
+            for probes in probe_counts:
+                spec = dict(base, solver="cg", probes=probes, save=str(Path(tmp) / f"cg{probes}.npz"))
+                mine = C.run_child(__file__, "cg_fit", spec, timeout=4 * 3600)
+                if "failed" in mine:
+                    print(f"| {form} | {n:,} | {probes} | cg fit failed: {mine['failed'][-300:]!r} |", flush=True)
+                    rows.append({"form": form, "n": n, "probes": probes, "failed": {"cg": mine}})
+                    continue
+                rows.append(_compare_fits(form, n, probes, exact, mine, b, np.load(spec["save"]), verdicts))
     return rows
+
+
+def _compare_fits(form: str, n: int, probes: int, exact: dict, mine: dict, b, a, verdicts: list) -> dict:
+    """One table row: the cg fit (a, mine) against the Cholesky fit (b, exact)."""
+    runs = {"cholesky": exact, "cg": mine}
+    theta_rel = float(np.max(np.abs(np.exp(a["theta"] - b["theta"]) - 1)))
+    # y depends on x₀…x₃ only: the likelihood is nearly flat along the other four length scales
+    relevant = np.r_[0:1 + RELEVANT, len(a["theta"]) - 1]
+    theta_relevant = float(np.max(np.abs(np.exp(a["theta"][relevant] - b["theta"][relevant]) - 1)))
+    lml_loss = (exact["exact_lml"] - mine["exact_lml"]) / abs(exact["exact_lml"])
+    std_rel = float(np.max(np.abs(a["std"] - b["std"]) / b["std"]))
+    rmse_rel = mine["rmse"] / exact["rmse"] - 1
+    print(f"| {form} | {n:,} | {probes} | {exact['seconds']:.1f} / {mine['seconds']:.1f} | "
+          f"{exact['evaluations']} / {mine['evaluations']} | {mine['products']} | "
+          f"{exact['peak_bytes'] / 2**30:.2f} / {mine['peak_bytes'] / 2**30:.2f} | "
+          f"{theta_rel:.1e} | {theta_relevant:.1e} | {lml_loss:.1e} | "
+          f"{exact['rmse']:.4f} / {mine['rmse']:.4f} ({rmse_rel:+.1%}) | {std_rel:.1e} |", flush=True)
+    where = f"cg fit {form} N = {n:,}, {probes} probes"
+    verdicts.append((f"{where}: θ within 5%", theta_rel <= 0.05, f"{theta_rel:.1e}"))
+    verdicts.append((f"{where}: θ of C, ℓ₀…ℓ₃, noise within 5%", theta_relevant <= 0.05, f"{theta_relevant:.1e}"))
+    verdicts.append((f"{where}: RMSE within 1%", abs(rmse_rel) <= 0.01, f"{rmse_rel:+.2%}"))
+    verdicts.append((f"{where}: std within 5%", std_rel <= 0.05, f"{std_rel:.1e}"))
+    return {"form": form, "n": n, "probes": probes, "runs": runs,
+            "theta": {"cholesky": b["theta"], "cg": a["theta"]}, "theta_rel": theta_rel,
+            "theta_relevant_rel": theta_relevant, "exact_lml_loss": lml_loss, "std_rel": std_rel,
+            "rmse_rel": rmse_rel}
 
 
 PRODUCTS_FORM = "C·RBF(ARD) + White"
@@ -319,6 +335,56 @@ def child_products(spec: dict) -> dict:
     floor = float(np.mean(pre.d - noise) / noise)
     return {"evaluation": evaluation, "final": final, "rank": pre.rank, "residual_over_noise": floor,
             "preconditioner_seconds": solver.figures["seconds"]["preconditioner"]}
+
+
+def child_rank_search(spec: dict) -> dict:
+    """SEARCH_EVALUATIONS + 2 likelihood + gradient evaluations at the products table's θ, the kernel recomputed
+    by every product (matrix-free, as past the Cholesky wall), the rank fixed or searched: each evaluation's
+    rank, products and seconds."""
+    from fastkpca import kernels
+    from fastkpca.engines.local import LOCAL
+    from fastkpca.solvers.gaussian_process_cg import IterativeGaussianProcess, IterativeSettings
+    from fastkpca.solvers.gp_rank import SEARCH_EVALUATIONS
+
+    warnings.simplefilter("ignore")
+    X, y = data(spec["n"])
+    y = (y - y.mean()) / y.std()
+    kernel = kernels.make(products_kernel(), n_features=0)
+    settings = IterativeSettings(rank=spec["rank"], storage="matrix_free")
+    solver = IterativeGaussianProcess(LOCAL.samples(X), y[:, None], 1e-10, settings, memory_limit=2**31,
+                                      random_state=0)
+    rows = []
+    for _ in range(SEARCH_EVALUATIONS + 2):
+        rank, products = solver.rank, solver.figures["products"]
+        start = time.perf_counter()
+        solver.log_marginal_likelihood(kernel, True)
+        rows.append({"rank": rank, "products": solver.figures["products"] - products,
+                     "seconds": time.perf_counter() - start})
+    return {"evaluations": rows}
+
+
+def rank_search_table(sizes: list) -> list[dict]:
+    from fastkpca.solvers.gp_rank import DEFAULT_RANK
+
+    rows = []
+    print(f"\n## The rank search against a fixed rank {DEFAULT_RANK} ({PRODUCTS_FORM} at the products table's θ, "
+          "matrix-free, 16 probes, the same θ at every evaluation)\n")
+    print("| N | rank | ranks of the evaluations | products of each | s of the last two |\n|---|---|---|---|---|")
+    for n in sizes:
+        runs = {}
+        for rank in (DEFAULT_RANK, None):
+            runs["searched" if rank is None else str(rank)] = r = C.run_child(
+                __file__, "rank_search", {"n": n, "rank": rank}, timeout=7200)
+            if "failed" in r:
+                print(f"| {n:,} | {rank} | failed: {r['failed'][-200:]!r} |", flush=True)
+                continue
+            ev = r["evaluations"]
+            ranks = ", ".join(str(e["rank"]) for e in ev)
+            products = ", ".join(str(e["products"]) for e in ev)
+            last = ", ".join(f"{e['seconds']:.1f}" for e in ev[-2:])
+            print(f"| {n:,} | {'searched' if rank is None else rank} | {ranks} | {products} | {last} |", flush=True)
+        rows.append({"n": n, "runs": runs})
+    return rows
 
 
 def products_table(sizes: list, ranks: list) -> list[dict]:
@@ -502,10 +568,15 @@ def main() -> int:
     parser.add_argument("--cg-agreement", type=int, default=0, help="N of solver='cg' against 'cholesky' (0: none)")
     parser.add_argument("--probes", type=C.parse_ints, default=[16],
                         help="n_probes of the cg agreement table (each against the same Cholesky evaluations)")
-    parser.add_argument("--fit-probes", type=int, default=16, help="n_probes of the cg fits")
+    parser.add_argument("--fit-probes", type=C.parse_ints, default=[16],
+                        help="n_probes of the cg fits (one fit each, against one Cholesky fit)")
+    parser.add_argument("--fit-forms", default="rbf,matern",
+                        help="kernels of the cg fits: rbf (C·RBF(ARD) + White), matern (C·Matern5/2(ARD) + White)")
     parser.add_argument("--cg-fits", type=C.parse_ints, default=[], help="N of whole fits by both solvers")
     parser.add_argument("--cg-products", type=C.parse_ints, default=[], help="N of the products-per-solve table")
     parser.add_argument("--ranks", type=C.parse_ints, default=[64, 256, 1024], help="ranks of that table")
+    parser.add_argument("--rank-search", type=C.parse_ints, default=[],
+                        help="N of the rank search against the fixed default rank")
     parser.add_argument("--scale", type=C.parse_ints, default=[], help="N of the fits past the Cholesky wall")
     parser.add_argument("--pretrain", type=int, default=5000, help="samples of the exact fit giving θ₀")
     parser.add_argument("--maxiter", type=int, default=5, help="L-BFGS-B iterations of the scale fits")
@@ -517,7 +588,8 @@ def main() -> int:
     args = parser.parse_args()
     if args.child:
         return C.serve_child({"fit": child_fit, "evaluation": child_evaluation, "cg_fit": child_cg_fit,
-                              "products": child_products, "scale": child_scale}, args.child)
+                              "products": child_products, "rank_search": child_rank_search,
+                              "scale": child_scale}, args.child)
     print(f"# GaussianProcessRegressor against scikit-learn; CPU: {C.cpu_description()}\n")
     payload: dict = {"cpu": C.cpu_description()}
     verdicts = []
@@ -597,18 +669,21 @@ def main() -> int:
                              f"{cos:.5f}"))
     if args.cg_fits:
         print("\n## Fits by solver='cholesky' / solver='cg' (normalize_y, L-BFGS-B)\n")
-        print("| kernel | N | seconds | evaluations | cg products | peak GiB | hyperparameters max rel. | "
+        print("| kernel | N | probes | seconds | evaluations | cg products | peak GiB | hyperparameters max rel. | "
               "C, ℓ₀…ℓ₃, noise max rel. | exact lml: cg θ's shortfall (rel.) | test RMSE | std max rel. |\n"
-              "|---|---|---|---|---|---|---|---|---|---|---|")
-        payload["cg_fits"] = [row for n in args.cg_fits for row in cg_fits(n, args.fit_probes, verdicts)]
+              "|---|---|---|---|---|---|---|---|---|---|---|---|")
+        chosen = [FIT_FORMS[name.strip()] for name in args.fit_forms.split(",") if name.strip()]
+        payload["cg_fits"] = [row for n in args.cg_fits for row in cg_fits(n, chosen, args.fit_probes, verdicts)]
         print()
         for r in payload["cg_fits"]:
             if "theta" in r:
-                print(f"- {r['form']}, N = {r['n']:,}: exp θ by Cholesky "
+                print(f"- {r['form']}, N = {r['n']:,}, {r['probes']} probes: exp θ by Cholesky "
                       f"{np.round(np.exp(r['theta']['cholesky']), 4).tolist()}, by cg "
                       f"{np.round(np.exp(r['theta']['cg']), 4).tolist()}")
     if args.cg_products:
         payload["cg_products"] = products_table(args.cg_products, args.ranks)
+    if args.rank_search:
+        payload["rank_search"] = rank_search_table(args.rank_search)
     if args.scale:
         payload["scale"] = scale_table(args.scale, args, verdicts)
     if args.evaluation:
