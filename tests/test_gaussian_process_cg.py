@@ -15,6 +15,7 @@ from fastkpca.engines.local import LOCAL
 from fastkpca.solvers import gaussian_process as exact
 from fastkpca.solvers.gaussian_process_cg import IterativeGaussianProcess, IterativeSettings, preconditioner_rank
 from fastkpca.solvers.gp_preconditioner import NystromDiagonalPreconditioner, gp_preconditioner
+from fastkpca.solvers.gp_rank import SEARCH_EVALUATIONS, RankSearch
 from fastkpca.solvers.lanczos_cg import lanczos_pcg, quadrature_log
 
 
@@ -225,6 +226,61 @@ def test_preconditioner_rank_counts_the_float64_build():
     with pytest.raises(MemoryError, match="conjugate gradients"):  # and the rank asked for must fit the limit
         IterativeGaussianProcess(LOCAL.samples(np.zeros((100_000, 2))), np.zeros((100_000, 1)), 0.1,
                                  IterativeSettings(rank=3000), memory_limit=10**9)
+
+
+def test_rank_search_follows_the_work_model():
+    """Many iterations at a large n: the rank doubles while the model's work falls, a move whose observed work
+    rises is undone and the rank frozen; few iterations at a small n: it halves; a rank asked for never moves."""
+    search = RankSearch(1024, 8192, n=100_000, d=8, columns=17)
+    assert search.observe(40) == 2048  # 40 products of n²·70 flops against 4·n·r² more for P
+    assert search.observe(30) == 4096  # still falling
+    assert search.observe(40) == 2048 and search.frozen  # rose: undone
+    assert search.observe(5) == 2048
+    assert [rank for rank, _ in search.history] == [1024, 2048, 4096, 2048]
+    small = RankSearch(1024, 1999, n=2000, d=4, columns=5)
+    assert small.observe(3) == 512  # P of rank 1024 costs more than 30 of its iterations
+    assert small.observe(4) == 256
+    assert small.work(256, 4) < small.work(512, 3)
+    fixed = RankSearch(300, 300, n=100_000, d=8, columns=17, fixed=True)
+    assert fixed.observe(500) == 300 and fixed.observe(1) == 300
+    held = RankSearch(1024, 8192, n=100_000, d=8, columns=17)
+    assert held.observe(40, held=0.6) == 1024 and held.frozen  # most of the kernel held in memory: no search
+    capped = RankSearch(1024, 1500, n=100_000, d=8, columns=17)
+    assert capped.observe(40) == 1500 and capped.observe(35) == 1500  # the bound, then nothing to try
+    assert capped.frozen
+    many = RankSearch(64, 1 << 20, n=10**7, d=8, columns=17)
+    for _ in range(SEARCH_EVALUATIONS + 2):
+        many.observe(1000 - len(many.history))
+    assert many.frozen and len({rank for rank, _ in many.history}) == SEARCH_EVALUATIONS
+
+
+def test_the_rank_search_runs_when_products_recompute_the_kernel():
+    """Products that evaluate the kernel (matrix-free) and few iterations at 1,500 samples: the rank halves
+    while the work falls, every value stays within its standard errors of the exact one, and the final solve
+    freezes the rank; a plan holding the kernel keeps it."""
+    X, y = data(1500)
+    kernel = kernels.make(KERNELS[0], n_features=0)
+    ref, _, _ = exact.log_marginal_likelihood(dense(KERNELS[0], X, 1e-6), y[:, None], 0.0, None)
+
+    def solver(storage):
+        return IterativeGaussianProcess(LOCAL.samples(X), y[:, None], 1e-6, IterativeSettings(storage=storage),
+                                        memory_limit=2**30, random_state=0)
+
+    free = solver("matrix_free")
+    for _ in range(3):
+        value, _, error = free.log_marginal_likelihood(kernel, False)
+        assert abs(value - ref) <= 4 * error
+    assert free.held == 0.0
+    ranks = [rank for rank, _ in free.ranks.history]
+    assert ranks[:2] == [1024, 512] and free.rank < 512
+    alpha = free.solve(kernel)
+    assert free.ranks.frozen and free.preconditioner.rank == free.rank
+    assert np.linalg.norm(dense(KERNELS[0], X, 1e-6) @ alpha[:, 0] - y) <= 1.01e-6 * np.linalg.norm(y)
+    assert free.info()["preconditioner"]["ranks"] == ranks + [free.rank] * (len(free.ranks.history) - len(ranks))
+    kept = solver("auto")
+    for _ in range(2):
+        kept.log_marginal_likelihood(kernel, False)
+    assert kept.held == 1.0 and [rank for rank, _ in kept.ranks.history] == [1024, 1024]
 
 
 @pytest.mark.parametrize("name, value, error", [

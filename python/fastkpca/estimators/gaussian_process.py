@@ -110,8 +110,12 @@ class GaussianProcessRegressor(EngineFitted, MultiOutputMixin, RegressorMixin, B
     final_tol : float, default=1e-6
         cg: relative residual of the final solve for ``alpha_`` and of the exact predictive variances.
     preconditioner_rank : int, default=None
-        cg: rank of the randomly pivoted Cholesky preconditioner (None: 1024, within half of
-        ``memory_limit``; 0: the diagonal only).
+        cg: rank of the randomly pivoted Cholesky preconditioner, kept through the fit (0: the diagonal only).
+        None: the fit starts at 1024 within half of ``memory_limit`` and, while its products evaluate the
+        kernel (a plan holding at most half the kernel's entries), the first six evaluations move it by
+        doubling or halving, between 64 and 4096 and within the limit, as a work model fed with their
+        iteration counts says pays (solvers/gp_rank.py); ``solver_info_["preconditioner"]["ranks"]`` lists
+        each evaluation's.
     max_iter : int, default=1000
         cg: iterations per solve at most.
     preconditioner_dtype : {"float64", "float32"}, default="float64"

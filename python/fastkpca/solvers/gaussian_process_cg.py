@@ -18,6 +18,9 @@ L-BFGS-B's line searches compare values of one smooth surrogate instead of indep
 targets' columns start from the previous evaluation's α (a warm start); the probes' columns start at zero,
 since SLQ needs the Krylov space of the probe itself.
 
+The preconditioner's rank starts at gp_rank.DEFAULT_RANK within the memory limit and may move during the first
+evaluations, as their iteration counts say pays (gp_rank.py); the final solve fixes it.
+
 Predictions: the mean is K(X*, X)α; the variances k** − k*ᵀK̂⁻¹k* by block CG on the test points' kernel
 columns, in chunks within the memory limit, with the fit's preconditioner. (A factor cached in the manner of
 LOVE, Pleiss et al. 2018, K̂⁻¹ ≈ P⁻¹ + U(T⁻¹ − I)Uᵀ from block Lanczos on the pencil (K̂, P), was measured
@@ -40,6 +43,7 @@ from .. import _validation as v
 from ..exceptions import ConvergenceWarning
 from ..operators.storage import PLAN_SLACK_BYTES
 from .gp_preconditioner import PRECONDITIONER_BLOCK, NystromDiagonalPreconditioner, gp_preconditioner
+from .gp_rank import RankSearch, factor_bytes_per_entry, preconditioner_rank, rank_bound
 from .lanczos_cg import lanczos_pcg, quadrature_log
 from .low_rank import rpcholesky_bytes
 
@@ -51,10 +55,6 @@ def _cross_columns(rows, X_new, kernel):
 
 
 _LOG_2PI = math.log(2.0 * math.pi)
-#: Default cap of the preconditioner's rank. RPCholesky's O(n r²) is paid on every evaluation, but the products
-#: it saves cost more: at N = 10,000 rank 1024 took 35 products and 14.5 s per evaluation, rank 256 127 and
-#: 29.8 s (bench/gaussian_process.py --cg-products).
-DEFAULT_RANK = 1024
 
 
 @dataclass(frozen=True)
@@ -67,23 +67,7 @@ class IterativeSettings:
     rank: int | None = None
     max_iter: int = 1000
     dtype: type = np.float64
-
-
-def factor_bytes_per_entry(itemsize: int) -> int:
-    """Bytes per entry of the preconditioner's n × r factor at its peak: RPCholesky builds it in float64 (a
-    float32 build's residual columns carry errors of ~ε₃₂ times the signal, above a small noise), and a float32
-    factor is a copy made beside it."""
-    return 8 + (itemsize if itemsize != 8 else 0)
-
-
-def preconditioner_rank(requested: int | None, n: int, itemsize: int, memory_limit: int) -> int:
-    """The rank asked for (at most n − 1), or DEFAULT_RANK and at most half the memory limit beyond the
-    operator plan's slack (cg recomputes the kernel on every product past a few thousand samples: memory buys
-    more as preconditioner rank than as a sliver of cached tiles, as for kernel ridge's cg)."""
-    if requested is not None:
-        return int(min(requested, max(n - 1, 0)))
-    budget = max(0, memory_limit - PLAN_SLACK_BYTES) // 2
-    return int(max(0, min(DEFAULT_RANK, n - 1, budget // max(1, factor_bytes_per_entry(itemsize) * n))))
+    storage: str = "auto"  # the kernel operator's storage (operators.storage): "matrix_free" holds no tiles
 
 
 class IterativeGaussianProcess:
@@ -112,20 +96,37 @@ class IterativeGaussianProcess:
         self.noise = np.broadcast_to(np.asarray(noise, dtype=np.float64), (n,)).copy()
         self.limit, self.n_jobs = memory_limit, n_jobs
         itemsize = np.dtype(settings.dtype).itemsize
-        self.rank = preconditioner_rank(settings.rank, n, itemsize, memory_limit)
         width = s + settings.probes
-        # CG's blocks (X, R, Z, P, AP, B and the gradient's two factors: 8 of n × width) and P's factor
-        self.working_bytes = (8 * 8 * n * width + factor_bytes_per_entry(itemsize) * n * self.rank
-                              + rpcholesky_bytes(n, min(PRECONDITIONER_BLOCK, max(self.rank, 1))))
-        v.check_within(self.working_bytes, memory_limit,
-                       f"conjugate gradients on {n} samples ({width} columns, preconditioner of rank {self.rank})")
+        self.factor_entry_bytes = factor_bytes_per_entry(itemsize)
+        self.cg_bytes = 8 * 8 * n * width  # CG's blocks: X, R, Z, P, AP, B and the gradient's two factors
+        start = preconditioner_rank(settings.rank, n, itemsize, memory_limit)
+        v.check_within(self._working_bytes(start), memory_limit,
+                       f"conjugate gradients on {n} samples ({width} columns, preconditioner of rank {start})")
+        # the search may grow the rank into what the limit leaves beside CG's blocks (never past rank_bound)
+        room = ((memory_limit - PLAN_SLACK_BYTES - self.cg_bytes - rpcholesky_bytes(n, PRECONDITIONER_BLOCK))
+                // max(1, self.factor_entry_bytes * n))
+        bound = max(start, min(rank_bound(settings.rank, n, itemsize, memory_limit), room))
+        self.ranks = RankSearch(start, bound, n=n, d=samples.shape[1], columns=width,
+                                fixed=settings.rank is not None)
         rng = v.check_random_state(random_state)
         self.signs = rng.choice(np.array([-1.0, 1.0]), size=(n, settings.probes))
         self.seed = int(rng.randint(2**31 - 1))
         self.warm: np.ndarray | None = None
+        self.held = 0.0  # the share of the kernel's entries the last plan held in memory (_operator)
         self.figures: dict[str, Any] = {"products": 0, "iterations": [], "max_residual": 0.0,
                         "seconds": {"preconditioner": 0.0, "cg": 0.0, "gradient": 0.0}}
         self.preconditioner: NystromDiagonalPreconditioner | None = None
+
+    @property
+    def rank(self) -> int:
+        """The preconditioner's rank now (RankSearch moves it during the first evaluations)."""
+        return self.ranks.rank
+
+    def _working_bytes(self, rank: int) -> int:
+        """CG's blocks and the preconditioner's factor of that rank at its peak (RPCholesky's blocks beside)."""
+        n = self.Y.shape[0]
+        return (self.cg_bytes + self.factor_entry_bytes * n * rank
+                + rpcholesky_bytes(n, min(PRECONDITIONER_BLOCK, max(rank, 1))))
 
     # ---------------------------------------------------------------------------------------- pieces
 
@@ -140,7 +141,10 @@ class IterativeGaussianProcess:
         return matmat
 
     def _operator(self, kernel, width: int):
-        plan = self.samples.plan(kernel, block_size=width, memory_limit=self.limit, other_bytes=self.working_bytes)
+        plan = self.samples.plan(kernel, block_size=width, memory_limit=self.limit,
+                                 other_bytes=self._working_bytes(self.rank), storage=self.settings.storage)
+        n = self.Y.shape[0]
+        self.held = min(1.0, plan.kernel_bytes / (np.dtype(self.samples.dtype).itemsize * n * (n + 1) / 2))
         return self.samples.kernel_operator(kernel, plan, self.n_jobs)
 
     def _cross(self, kernel, X_new) -> np.ndarray:
@@ -175,6 +179,7 @@ class IterativeGaussianProcess:
             except np.linalg.LinAlgError:
                 return -np.inf, None, 0.0
         self._count(info, start, "cg")
+        self.ranks.observe(info["products"], held=self.held)
         alpha, U = solution[:, :s], solution[:, s:]
         self.warm = alpha
         per_probe = np.array([info["start_norms"][s + i] * quadrature_log(info["steps"][s + i], info["ratios"][s + i])
@@ -205,6 +210,7 @@ class IterativeGaussianProcess:
     def solve(self, kernel) -> np.ndarray:
         """α = K̂⁻¹Y to ``final_tol`` (warm-started from the last evaluation), its true residual checked; the
         preconditioner is kept for the predictive variances."""
+        self.ranks.frozen = True  # the fit's rank from here on (predictions use this preconditioner)
         pre = self._preconditioner(kernel)
         start = time.perf_counter()
         with self._operator(kernel, self.Y.shape[1]) as op:
@@ -270,7 +276,8 @@ class IterativeGaussianProcess:
         f = self.figures
         return {"products": f["products"], "iterations": list(f["iterations"]), "probes": self.settings.probes,
                 "preconditioner": {"kind": "rpcholesky+diagonal", "rank": self.rank,
-                                   "dtype": np.dtype(self.settings.dtype).name},
+                                   "dtype": np.dtype(self.settings.dtype).name,
+                                   "ranks": [rank for rank, _ in self.ranks.history]},
                 "tol": self.settings.tol, "final_tol": self.settings.final_tol,
                 "max_training_residual": f["max_residual"], "final_residuals": f.get("final_residuals"),
                 "standard_error": f.get("standard_error"), "stages": dict(f["seconds"])}
