@@ -317,7 +317,7 @@ def child_products(spec: dict) -> dict:
     y = (y - y.mean()) / y.std()
     kobj = products_kernel()
     kernel = kernels.make(kobj, n_features=0)
-    settings = IterativeSettings(rank=spec["rank"])
+    settings = IterativeSettings(rank=spec["rank"], storage=spec.get("storage", "auto"))
     solver = IterativeGaussianProcess(LOCAL.samples(X), y[:, None], 1e-10, settings, memory_limit=2**31,
                                       random_state=0)
     start = time.perf_counter()
@@ -387,15 +387,15 @@ def rank_search_table(sizes: list) -> list[dict]:
     return rows
 
 
-def products_table(sizes: list, ranks: list) -> list[dict]:
+def products_table(sizes: list, ranks: list, storage: str = "auto") -> list[dict]:
     rows = []
     print(f"\n## Products per solve against rank and N ({PRODUCTS_FORM} at a fixed θ, noise 0.01, normalised "
-          "targets; 16 probes)\n")
+          f"targets; 16 probes; storage {storage})\n")
     print("| N | rank | mean residual diag ÷ noise | likelihood + gradient: products (iterations) | s | "
           "final solve (tol 1e-6): products | s | preconditioner s (both) |\n|---|---|---|---|---|---|---|---|")
     for n in sizes:
         for rank in ranks:
-            r = C.run_child(__file__, "products", {"n": n, "rank": rank}, timeout=7200)
+            r = C.run_child(__file__, "products", {"n": n, "rank": rank, "storage": storage}, timeout=7200)
             if "failed" in r:
                 print(f"| {n:,} | {rank} | failed: {r['failed'][-200:]!r} |", flush=True)
                 continue
@@ -575,6 +575,8 @@ def main() -> int:
     parser.add_argument("--cg-fits", type=C.parse_ints, default=[], help="N of whole fits by both solvers")
     parser.add_argument("--cg-products", type=C.parse_ints, default=[], help="N of the products-per-solve table")
     parser.add_argument("--ranks", type=C.parse_ints, default=[64, 256, 1024], help="ranks of that table")
+    parser.add_argument("--products-storage", default="auto", choices=("auto", "matrix_free"),
+                        help="the kernel's storage in that table (matrix_free: products recompute it)")
     parser.add_argument("--rank-search", type=C.parse_ints, default=[],
                         help="N of the rank search against the fixed default rank")
     parser.add_argument("--scale", type=C.parse_ints, default=[], help="N of the fits past the Cholesky wall")
@@ -681,7 +683,7 @@ def main() -> int:
                       f"{np.round(np.exp(r['theta']['cholesky']), 4).tolist()}, by cg "
                       f"{np.round(np.exp(r['theta']['cg']), 4).tolist()}")
     if args.cg_products:
-        payload["cg_products"] = products_table(args.cg_products, args.ranks)
+        payload["cg_products"] = products_table(args.cg_products, args.ranks, args.products_storage)
     if args.rank_search:
         payload["rank_search"] = rank_search_table(args.rank_search)
     if args.scale:

@@ -35,6 +35,14 @@ def arrays(max_rows=30, max_cols=8):
     )
 
 
+def test_gram_rejects_a_gamma_that_overflows_float32():
+    """Found by test_gram_fuzz: sigmoid of a zero float32 row with gamma=1e300 was tanh(0·inf) = NaN."""
+    X = np.zeros((1, 1), dtype=np.float32)
+    with pytest.raises(ValueError, match="gamma=1e\\+300 overflows float32"):
+        fastkpca.gram(X, kernel="sigmoid", gamma=1e300)
+    assert fastkpca.gram(X.astype(np.float64), kernel="sigmoid", gamma=1e300)[0, 0] == np.tanh(1.0)
+
+
 @settings(max_examples=150)
 @given(X=arrays(), n_y=st.one_of(st.none(), st.integers(0, 12)),
        kernel=st.sampled_from(["linear", "poly", "rbf", "laplacian", "sigmoid", "cosine"]), gamma=gammas,
