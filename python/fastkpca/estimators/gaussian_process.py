@@ -102,8 +102,10 @@ class GaussianProcessRegressor(EngineFitted, MultiOutputMixin, RegressorMixin, B
         cg: random probes of the log determinant and the gradient's traces (drawn once per fit). The
         likelihood's standard error falls as 1/√n_probes (``solver_info_["standard_error"]``): at N = 5,000
         (bench/gaussian_process.py) 16 probes left it 0.1–0.2% from the exact value, 64 within 0.09% and 256
-        within 0.02%, at 1.4 and 2.7 times the seconds; fits need fewer (the probes are fixed, so the optimiser
-        sees one smooth surrogate, and its optimum is the exact one's to within the flat directions).
+        within 0.02%, at 1.4 and 2.7 times the seconds. The probes are fixed, so the optimiser sees one smooth
+        surrogate; its optimum moves with the estimate's error along flat directions: a Matern 5/2 fit at
+        N = 20,000 with 64 probes found θ within 1.4% of the Cholesky fit's and the same test error, with 16
+        θ 6.7% off and a test RMSE 5.4% higher.
     tol : float, default=1e-2
         cg: relative residual at which each column's conjugate gradients stop while the hyperparameters are
         optimised.
