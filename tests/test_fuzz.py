@@ -108,12 +108,24 @@ def test_eigsh_fuzz(n, k, block, maxiter, tol, dtype, rank, seed):
     assert np.all(np.isfinite(vals)) and np.all(np.isfinite(vecs))
     np.testing.assert_allclose(vecs.T.astype(np.float64) @ vecs, np.eye(k), atol=1e-4 if dtype == np.float32 else 1e-8)
     if info["converged"]:
-        exact = np.linalg.eigvalsh(A.astype(np.float64))[::-1][:k]
+        A64, V = A.astype(np.float64), vecs.astype(np.float64)
+        exact = np.linalg.eigvalsh(A64)[::-1]
         scale = max(np.abs(exact).max(), 1.0)
-        # A pair converged to tol has ‖Av − λv‖ <= tol·λ₁, so an eigenvalue lies within tol·λ₁ of λ (the
-        # residual bound; the error is usually its square over the gap, but a small gap leaves it linear).
-        floor = 1e-4 if dtype == np.float32 else 1e-6
-        np.testing.assert_allclose(vals, exact, atol=max(floor, tol or 0.0) * scale)
+        floor = (1e-4 if dtype == np.float32 else 1e-6) * scale
+        # Every pair converged to tol has ‖Av − θv‖ ≤ tol·λ₁ (so the block residual R = AV − VΘ has
+        # ‖R‖₂ ≤ √k·tol·λ₁)
+        R = A64 @ V - V * vals
+        assert np.all(np.linalg.norm(R, axis=0) <= max(floor, (tol or 0.0) * scale) + floor)
+        spread = np.linalg.norm(R, 2)
+        # Ritz values of V's span: θ_j ≤ λ_j (Cauchy interlacing), and k eigenvalues, matched in order, lie
+        # within ‖R‖₂ of them (Kahan's theorem, Parlett §11.5). So θ_j is within ‖R‖₂ of λ_j itself wherever
+        # θ_j − ‖R‖₂ is above λ_{j+1}; where it is not, the spectrum's gap is below the residual and a Ritz value
+        # may stand for λ_{j+1} (seen: n = 38, k = 33, one vector per block, tol 1e-3, λ₃₃ − λ₃₄ = 0.24 with
+        # residuals up to 0.11; θ₃₃ = 1.037 for λ₃₃ = 1.270, λ₃₄ = 1.029).
+        assert np.all(vals <= exact[:k] + floor)
+        following = np.append(exact[1:], -np.inf)[:k]
+        decided = vals - spread - floor > following
+        np.testing.assert_allclose(vals[decided], exact[:k][decided], atol=spread + floor)
 
 
 def test_native_invariants_raise_instead_of_crashing():
