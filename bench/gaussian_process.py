@@ -305,21 +305,26 @@ def products_kernel():
     return ConstantKernel(1.0) * RBF(np.array([0.7, 1.0, 1.0, 1.0, 5.0, 5.0, 5.0, 5.0])) + WhiteKernel(0.01)
 
 
-def child_products(spec: dict) -> dict:
-    """One likelihood + gradient evaluation (training tolerance) and one final solve at a given N and
-    preconditioner rank: block products of each, seconds, and the preconditioner's floor."""
+def _products_solver(n: int, rank, storage: str):
+    """The cg solver state of the products table's θ on N samples (normalised targets, 16 probes): (kernel,
+    solver)."""
     from fastkpca import kernels
     from fastkpca.engines.local import LOCAL
     from fastkpca.solvers.gaussian_process_cg import IterativeGaussianProcess, IterativeSettings
 
     warnings.simplefilter("ignore")
-    X, y = data(spec["n"])
+    X, y = data(n)
     y = (y - y.mean()) / y.std()
-    kobj = products_kernel()
-    kernel = kernels.make(kobj, n_features=0)
-    settings = IterativeSettings(rank=spec["rank"], storage=spec.get("storage", "auto"))
-    solver = IterativeGaussianProcess(LOCAL.samples(X), y[:, None], 1e-10, settings, memory_limit=2**31,
-                                      random_state=0)
+    kernel = kernels.make(products_kernel(), n_features=0)
+    settings = IterativeSettings(rank=rank, storage=storage)
+    return kernel, IterativeGaussianProcess(LOCAL.samples(X), y[:, None], 1e-10, settings, memory_limit=2**31,
+                                            random_state=0)
+
+
+def child_products(spec: dict) -> dict:
+    """One likelihood + gradient evaluation (training tolerance) and one final solve at a given N and
+    preconditioner rank: block products of each, seconds, and the preconditioner's floor."""
+    kernel, solver = _products_solver(spec["n"], spec["rank"], spec.get("storage", "auto"))
     start = time.perf_counter()
     solver.log_marginal_likelihood(kernel, True)
     evaluation = {"products": solver.figures["products"], "seconds": time.perf_counter() - start,
@@ -341,18 +346,9 @@ def child_rank_search(spec: dict) -> dict:
     """SEARCH_EVALUATIONS + 2 likelihood + gradient evaluations at the products table's θ, the kernel recomputed
     by every product (matrix-free, as past the Cholesky wall), the rank fixed or searched: each evaluation's
     rank, products and seconds."""
-    from fastkpca import kernels
-    from fastkpca.engines.local import LOCAL
-    from fastkpca.solvers.gaussian_process_cg import IterativeGaussianProcess, IterativeSettings
     from fastkpca.solvers.gp_rank import SEARCH_EVALUATIONS
 
-    warnings.simplefilter("ignore")
-    X, y = data(spec["n"])
-    y = (y - y.mean()) / y.std()
-    kernel = kernels.make(products_kernel(), n_features=0)
-    settings = IterativeSettings(rank=spec["rank"], storage="matrix_free")
-    solver = IterativeGaussianProcess(LOCAL.samples(X), y[:, None], 1e-10, settings, memory_limit=2**31,
-                                      random_state=0)
+    kernel, solver = _products_solver(spec["n"], spec["rank"], "matrix_free")
     rows = []
     for _ in range(SEARCH_EVALUATIONS + 2):
         rank, products = solver.rank, solver.figures["products"]
