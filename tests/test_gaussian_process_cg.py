@@ -346,3 +346,49 @@ def test_gradient_passes_against_numpy(kind, threads):
         for k in (0, 1):
             assert got[k] == pytest.approx(expected[k], rel=1e-11, abs=1e-11 * np.abs(W).sum())
         np.testing.assert_allclose(got[2], expected[2], rtol=1e-11, atol=1e-11 * np.abs(expected[2]).max())
+
+
+@pytest.mark.parametrize("kind", ["rbf", "matern12", "matern32", "matern52"])
+def test_cross_gradient_pass_against_numpy(kind):
+    """The pass over a rectangular block given whole (301 × 77: partial tiles both ways) against NumPy."""
+    from fastkpca import _native
+
+    rng = np.random.default_rng(5)
+    x, y = rng.standard_normal((301, 3)), rng.standard_normal((77, 3))
+    M = rng.standard_normal((301, 77))
+    r2 = ((x[:, None, :] - y[None, :, :]) ** 2).sum(-1)
+    kappa, G = _radial_reference(kind, r2)
+    MG = M * G
+    expected = ((M * kappa).sum(), (MG * r2).sum(),
+                np.vstack([MG @ np.column_stack([np.ones(77), y]), MG.T @ np.column_stack([np.ones(301), x])]))
+    got = _native.core.gp_gradient_cross_pass(x, y, M, kind, True)
+    for k in (0, 1):
+        assert got[k] == pytest.approx(expected[k], rel=1e-11, abs=1e-11 * np.abs(M).sum())
+    np.testing.assert_allclose(got[2], expected[2], rtol=1e-11, atol=1e-11 * np.abs(expected[2]).max())
+    with pytest.raises(ValueError, match="w must be"):
+        _native.core.gp_gradient_cross_pass(x, y, M[:, :76].copy(), kind, False)
+
+
+CROSS_FORMS = [C(1.3) * RBF([1.5, 0.7, 2.0]) + WhiteKernel(0.05), C(2.0) * Matern(1.2, nu=2.5) + WhiteKernel(0.1),
+               C(1.0) * Matern([1.0, 2.0, 0.5], nu=0.5) + C(0.3) * RBF(0.9) + WhiteKernel(0.1),
+               C(0.7) * Matern([1.0, 2.0, 0.5], nu=1.5)]
+
+
+@pytest.mark.parametrize("kobj", CROSS_FORMS)
+def test_cross_and_diagonal_gradient_traces_against_finite_differences(kobj):
+    """tr(Mᵀ ∂K(X, Y)/∂θ_j) and Σ δ_k ∂K̂_kk/∂θ_j against central differences of the kernel's own blocks
+    (the cross block without white noise, the diagonal with it)."""
+    rng = np.random.default_rng(0)
+    X, Y, M = rng.standard_normal((300, 3)), rng.standard_normal((70, 3)), rng.standard_normal((300, 70))
+    delta = rng.standard_normal(300)
+    k = kernels.make(kobj, n_features=0)
+    cross, diagonal = k.cross_gradient_traces(X, Y, M), k.diagonal_gradient_traces(X, delta)
+    h = 1e-6
+    for j in range(k.theta.shape[0]):
+        step = np.zeros_like(k.theta)
+        step[j] = h
+        up, down = k.with_theta(k.theta + step), k.with_theta(k.theta - step)
+        expected = ((up.cross(X, Y) - down.cross(X, Y)) * M).sum() / (2 * h)
+        assert cross[j] == pytest.approx(expected, rel=1e-7, abs=1e-7 * np.abs(M).sum()), j
+        expected = ((np.diag(up.cross(X)) - np.diag(down.cross(X))) * delta).sum() / (2 * h)
+        assert diagonal[j] == pytest.approx(expected, rel=1e-7, abs=1e-7 * np.abs(delta).sum()), j

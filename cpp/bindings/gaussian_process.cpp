@@ -171,6 +171,21 @@ py::tuple gp_gradient_cross_pass_low_rank(const Input<double>& x, const Input<do
   return traces_tuple(t, want_product);
 }
 
+py::tuple gp_gradient_cross_pass(const Input<double>& x, const Input<double>& y, const Input<double>& w,
+                                 const std::string& kind, bool want_product) {
+  require_matrix(x, "x");
+  require_matrix(y, "y");
+  require_matrix(w, "w");
+  if (y.shape(1) != x.shape(1)) throw py::value_error("x and y have different numbers of columns");
+  if (w.shape(0) != x.shape(0) || w.shape(1) != y.shape(0)) throw py::value_error("w must be len(x) × len(y)");
+  const Radial radial = radial_named(kind);
+  ConstRowMatrixMap<double> xm(x.data(), x.shape(0), x.shape(1)), ym(y.data(), y.shape(0), y.shape(1));
+  const DenseWeights weights{w.data(), w.shape(1)};
+  RadialTraces t = release_and_run(
+      1, [&](Interrupt& interrupt) { return radial_cross_traces(radial, xm, ym, weights, want_product, interrupt); });
+  return traces_tuple(t, want_product);
+}
+
 double symmetric_sum(const Input<double>& w, int n_threads) {
   require_square(w, "w");
   const double* wd = w.data();
@@ -206,6 +221,10 @@ void init_gaussian_process(py::module_& m) {
         py::arg("bx"), py::arg("ay"), py::arg("by"), py::arg("kind"), py::arg("want_product"),
         "gp_gradient_pass_low_rank over the block W_xy = (ax byᵀ + bx ayᵀ)/2 of a symmetric W, on one thread: "
         "(Σ W∘κ(r), Σ W∘G(r)r² over the block once, [(W∘G)·[1, y]; (W∘G)ᵀ·[1, x]] or None).");
+  m.def("gp_gradient_cross_pass", &gp_gradient_cross_pass, py::arg("x"), py::arg("y"), py::arg("w"), py::arg("kind"),
+        py::arg("want_product"),
+        "The traces over the block W_xy given whole (len(x) × len(y)), on one thread: (Σ W∘κ(r), Σ W∘G(r)r², "
+        "[(W∘G)·[1, y]; (W∘G)ᵀ·[1, x]] or None).");
   m.def("symmetric_sum", &symmetric_sum, py::arg("w"), py::arg("n_threads"), "Σ_ik w_ik, by rows in a fixed order.");
 }
 

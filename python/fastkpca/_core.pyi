@@ -81,6 +81,10 @@ def gp_gradient_pass_low_rank(
     x: NDArray[np.float64], a: NDArray[np.float64], b: NDArray[np.float64],
     kind: Literal["rbf", "matern12", "matern32", "matern52"], want_product: bool, n_threads: int,
 ) -> tuple[float, float, NDArray[np.float64] | None]: ...
+def gp_gradient_cross_pass(
+    x: NDArray[np.float64], y: NDArray[np.float64], w: NDArray[np.float64],
+    kind: Literal["rbf", "matern12", "matern32", "matern52"], want_product: bool,
+) -> tuple[float, float, NDArray[np.float64] | None]: ...
 def symmetric_sum(w: NDArray[np.float64], n_threads: int) -> float: ...
 def double_center_inplace(
     k: NDArray[_F], input: Literal["kernel", "distances", "squared_distances"], alpha: float, n_threads: int

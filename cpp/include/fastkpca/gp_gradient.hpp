@@ -95,14 +95,15 @@ struct RadialTraces {
   RowMatrix<double> product;  // M·[𝟙, X̃], n × (d + 1), when asked for
 };
 
-// W held whole: row-major n × n.
+// W held whole, row-major with `stride` entries per row: n × n (a symmetric pass) or a rectangular block
+// W_XY (a cross pass).
 struct DenseWeights {
   const double* w;
-  Index n;
+  Index stride;
   // W's tile over rows i0 … i0 + rows and columns k0 … k0 + cols: W_ik = p[(i − i0)·ld + (k − k0)].
   const double* tile(Index i0, Index, Index k0, Index, std::vector<double>&, Index& ld) const {
-    ld = n;
-    return w + i0 * n + k0;
+    ld = stride;
+    return w + i0 * stride + k0;
   }
 };
 
@@ -263,14 +264,15 @@ RadialTraces radial_traces(const ConstRowMatrixMap<double>& x, const Weights& we
   return out;
 }
 
-// The traces over one rectangular block W_XY of a symmetric W (rows: samples x; columns: samples y; a pair
-// of row blocks of a distributed pass), on one thread, tile by tile in a fixed order: sum_kernel and
-// sum_radial over the block once (the caller counts its mirror W_YX), and with want_product the block's
-// shares of M·[𝟙, X̃]: the first nx rows of `product` are M_XY·[𝟙, Ỹ] (for the samples x), the next ny rows
-// M_XYᵀ·[𝟙, X̃] (for the samples y).
-template <Radial R>
+// The traces over one rectangular block W_XY (rows: samples x; columns: samples y): a pair of row blocks
+// of a symmetric W in a distributed pass (LowRankWeights), or a block of its own (DenseWeights: the
+// Gaussian process preconditioner's ∂K(X, X_S) terms, solvers/gp_control_variate.py). On one thread, tile
+// by tile in a fixed order: sum_kernel and sum_radial over the block once (the caller counts any mirror
+// W_YX), and with want_product the block's shares of M·[𝟙, X̃]: the first nx rows of `product` are
+// M_XY·[𝟙, Ỹ] (for the samples x), the next ny rows M_XYᵀ·[𝟙, X̃] (for the samples y).
+template <Radial R, class Weights>
 RadialTraces radial_cross_traces(const ConstRowMatrixMap<double>& x, const ConstRowMatrixMap<double>& y,
-                                 const LowRankWeights& weights, bool want_product, Interrupt& interrupt) {
+                                 const Weights& weights, bool want_product, Interrupt& interrupt) {
   constexpr Index T = kPackedTile;
   const Index nx = x.rows(), ny = y.rows(), ldv = x.cols() + 1;
   const ColMatrix<double> xc = x, yc = y;
@@ -309,10 +311,10 @@ RadialTraces radial_cross_traces(const ConstRowMatrixMap<double>& x, const Const
 
 }  // namespace detail
 
-// The traces over the block W_XY of a symmetric W (see detail::radial_cross_traces), on one thread.
-inline RadialTraces radial_cross_traces(Radial kind, const ConstRowMatrixMap<double>& x,
-                                        const ConstRowMatrixMap<double>& y, const LowRankWeights& w, bool want_product,
-                                        Interrupt& interrupt) {
+// The traces over a block W_XY (see detail::radial_cross_traces), on one thread.
+template <class Weights>
+RadialTraces radial_cross_traces(Radial kind, const ConstRowMatrixMap<double>& x, const ConstRowMatrixMap<double>& y,
+                                 const Weights& w, bool want_product, Interrupt& interrupt) {
   switch (kind) {
     case Radial::rbf: return detail::radial_cross_traces<Radial::rbf>(x, y, w, want_product, interrupt);
     case Radial::matern12: return detail::radial_cross_traces<Radial::matern12>(x, y, w, want_product, interrupt);

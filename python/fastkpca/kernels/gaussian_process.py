@@ -187,6 +187,7 @@ class GaussianProcessKernel(ScikitLearnHyperparameters, Kernel):
 
     native = True
     distributed = True
+    cross_gradients = True
 
     def __init__(self, kernel, terms: Terms, threads: int = 0):
         super().__init__(threads)
@@ -296,6 +297,31 @@ class GaussianProcessKernel(ScikitLearnHyperparameters, Kernel):
             _local_pass(X, lambda Xs, kind, ard: _native.core.gp_gradient_pass_low_rank(Xs, A, B, kind, ard,
                                                                                          self.threads)),
             *low_rank_weight_sums(A, B))
+
+    def cross_gradient_traces(self, X, Y, M: np.ndarray) -> np.ndarray:
+        """tr(Mᵀ ∂K(X, Y)/∂θ_j) for a cross block (no white noise between two sets), one native pass over M's
+        tiles per radial term, on one thread. ARD: with M̃ = M ∘ G and both sets scaled and shifted alike,
+        Σ_ia M̃_ia (x̃_ij − ỹ_aj)² = Σ_i x̃_ij² (M̃𝟙)_i + Σ_a ỹ_aj² (M̃ᵀ𝟙)_a − 2 Σ_i x̃_ij (M̃Ỹ)_ij."""
+        M = v.contiguous(np.asarray(M, dtype=np.float64))
+
+        def radial_pass(kind: str, scale, want_ard: bool):
+            shift = (Y * scale).mean(axis=0)
+            Xs, Ys = v.contiguous(X * scale - shift), v.contiguous(Y * scale - shift)
+            sum_k, sum_gr2, MV = _native.core.gp_gradient_cross_pass(Xs, Ys, M, kind, want_ard)
+            if not want_ard:
+                return sum_k, sum_gr2, None
+            rows, cols = MV[:Xs.shape[0]], MV[Xs.shape[0]:]
+            moments = (Xs**2).T @ rows[:, 0] + (Ys**2).T @ cols[:, 0] - 2.0 * np.einsum("ij,ij->j", Xs, rows[:, 1:])
+            return sum_k, sum_gr2, moments
+
+        return self.traces_from(radial_pass, lambda: float(M.sum()), lambda: 0.0)
+
+    def diagonal_gradient_traces(self, X, delta: np.ndarray) -> np.ndarray:
+        """Σ_k δ_k ∂k(x_k, x_k)/∂θ_j: every radial κ has κ(0) = 1 and G(0)·0 = 0, so only the constants and
+        the white noise have a diagonal to differentiate."""
+        total = float(np.sum(delta))
+        return self.traces_from(lambda kind, scale, want_ard: (total, 0.0, np.zeros(np.size(scale)) if want_ard
+                                                               else None), lambda: total, lambda: total)
 
     def traces_from(self, radial_pass, weight_sum, weight_trace) -> np.ndarray:
         """The traces from ``radial_pass(kind, scale, want_ard)`` — for one radial term, over the samples scaled

@@ -73,6 +73,9 @@ class Kernel:
     symmetric : bool
         K(X, X) is exactly symmetric (a precomputed matrix is checked; ``asymmetry`` is its largest
         entry of ``abs(K - K.T)``).
+    cross_gradients : bool
+        It has :meth:`cross_gradient_traces` and :meth:`diagonal_gradient_traces` (the iterative Gaussian
+        process takes its preconditioner's control variate from them).
     asymmetry : float
         See ``symmetric``.
     threads : int
@@ -83,6 +86,7 @@ class Kernel:
     precomputed = False
     blocks = True
     symmetric = True
+    cross_gradients = False
     asymmetry = 0.0
     #: Working copies of the samples the native core keeps (a sum of terms keeps one scaled copy per term).
     copies = 1
@@ -483,6 +487,37 @@ class Kernel:
         W += W.T.copy()
         W *= 0.5
         return self.gradient_traces(X, W)
+
+    def cross_gradient_traces(self, X, Y, M: np.ndarray) -> np.ndarray:
+        """Σ_ia M_ia ∂k(x_i, y_a)/∂θ_j = tr(Mᵀ ∂K(X, Y)/∂θ_j) for every hyperparameter θ_j (log space) of a
+        cross block (as :meth:`cross` evaluates it: no noise added between two sets of samples).
+
+        Parameters
+        ----------
+        X : ndarray of shape (n_x, n_features)
+        Y : ndarray of shape (n_y, n_features)
+        M : ndarray of shape (n_x, n_y)
+            The weights, float64.
+
+        Returns
+        -------
+        traces : ndarray of shape (len(theta),)
+        """
+        raise NotImplementedError(f"{self.label} has no gradient of its cross blocks")
+
+    def diagonal_gradient_traces(self, X, delta: np.ndarray) -> np.ndarray:
+        """Σ_k δ_k ∂k(x_k, x_k)/∂θ_j (the diagonal of K(X, X), with its noise) for every hyperparameter.
+
+        Parameters
+        ----------
+        X : ndarray of shape (n, n_features)
+        delta : ndarray of shape (n,)
+
+        Returns
+        -------
+        traces : ndarray of shape (len(theta),)
+        """
+        raise NotImplementedError(f"{self.label} has no gradient of its diagonal")
 
     def traces_from(self, radial_pass, weight_sum, weight_trace) -> np.ndarray:
         """:meth:`gradient_traces` from passes an engine runs where the samples are (a Gaussian process kernel's
