@@ -270,7 +270,7 @@ def test_the_rank_search_runs_when_products_recompute_the_kernel():
     for _ in range(3):
         value, _, error = free.log_marginal_likelihood(kernel, False)
         assert abs(value - ref) <= 4 * error
-    assert free.held == 0.0
+    assert free.ranks.held == 0.0
     ranks = [rank for rank, _ in free.ranks.history]
     assert ranks[:2] == [1024, 512] and free.rank < 512
     alpha = free.solve(kernel)
@@ -280,7 +280,7 @@ def test_the_rank_search_runs_when_products_recompute_the_kernel():
     kept = solver("auto")
     for _ in range(2):
         kept.log_marginal_likelihood(kernel, False)
-    assert kept.held == 1.0 and [rank for rank, _ in kept.ranks.history] == [1024, 1024]
+    assert kept.ranks.held == 1.0 and [rank for rank, _ in kept.ranks.history] == [1024, 1024]
 
 
 @pytest.mark.parametrize("name, value, error", [
@@ -392,3 +392,64 @@ def test_cross_and_diagonal_gradient_traces_against_finite_differences(kobj):
         assert cross[j] == pytest.approx(expected, rel=1e-7, abs=1e-7 * np.abs(M).sum()), j
         expected = ((np.diag(up.cross(X)) - np.diag(down.cross(X))) * delta).sum() / (2 * h)
         assert diagonal[j] == pytest.approx(expected, rel=1e-7, abs=1e-7 * np.abs(delta).sum()), j
+
+
+@pytest.mark.parametrize("rank, dtype", [(25, np.float64), (25, np.float32), (0, np.float64)])
+def test_control_variate_against_dense(rank, dtype):
+    """tr(Ŵ ∂P̃_j), Ŵ = P⁻¹ − ΩΩᵀ/p, against the dense matrices: P̃(θ) = Q + diag(K̂ − Q) with
+    Q = K_nS K_SS⁻¹ K_Sn at the preconditioner's pivots S, differentiated by central differences."""
+    from fastkpca.solvers.gp_control_variate import control_variate_traces
+
+    rng = np.random.default_rng(1)
+    n, p, noise = 250, 7, 1e-3
+    X = rng.standard_normal((n, 3))
+    kobj = C(1.3) * Matern([1.5, 0.7, 2.0], nu=2.5) + WhiteKernel(0.05)
+    k = kernels.make(kobj, n_features=0)
+    pre = gp_preconditioner(k, LOCAL.samples(X), noise, rank, seed=5, dtype=dtype)
+    S = pre.pivots
+    assert S.shape == (rank,)
+    Omega = rng.standard_normal((n, p))
+    got = control_variate_traces(k, LOCAL.samples(X), pre, Omega)
+
+    def p_tilde(kk):
+        K0, K_hat = kk.cross(X, X), kk.cross(X) + noise * np.eye(n)
+        Q = K0[:, S] @ np.linalg.solve(K0[np.ix_(S, S)], K0[S, :]) if rank else np.zeros((n, n))
+        return Q + np.diag(np.diag(K_hat) - np.diag(Q))
+
+    if dtype == np.float64:  # the preconditioner is P̃ itself (a float32 factor rounds it)
+        np.testing.assert_allclose(pre.multiply(np.eye(n)), p_tilde(k), rtol=0, atol=1e-12)
+    W_hat = np.linalg.inv(pre.multiply(np.eye(n))) - Omega @ Omega.T / p
+    h = 1e-6
+    expected = np.empty_like(got)
+    for j in range(k.theta.shape[0]):
+        step = np.zeros_like(k.theta)
+        step[j] = h
+        expected[j] = (W_hat * (p_tilde(k.with_theta(k.theta + step)) - p_tilde(k.with_theta(k.theta - step)))).sum() \
+            / (2 * h)
+    # float32: F_S⁻¹ from the rounded factor, so ∂P̃ is another matrix near P's derivative (any ∂P̃ leaves the
+    # estimate unbiased: only the agreement's tolerance differs)
+    np.testing.assert_allclose(got, expected, rtol=1e-6 if dtype == np.float64 else 1e-3,
+                               atol=(1e-6 if dtype == np.float64 else 1e-3) * np.abs(expected).max())
+
+
+def test_the_control_variate_cuts_the_gradients_noise_and_keeps_it_unbiased():
+    """24 probe sets (random_state) at θ where P (rank 60 of 600) captures most of K̂: with the control
+    variate every gradient entry's spread over the sets is at most a quarter of Hutchinson's alone (24–38
+    times smaller when this was written), and both means lie within 4 standard errors (their own spread over
+    √24) of the exact gradient. (With rank 30 and shorter length scales the gain was 1–4 times: it is what P
+    explains of K̂.)"""
+    X, y = data(600)
+    kobj = C(5.0) * RBF([3.0, 5.0, 10.0, 10.0]) + WhiteKernel(0.01)
+    kernel = kernels.make(kobj, n_features=0)
+    K = dense(kobj, X, 1e-6)
+    _, ref, _ = exact.log_marginal_likelihood(K.copy(), y[:, None], 0.0, lambda W: kernel.gradient_traces(X, W))
+    spread = {}
+    for control_variate in (False, True):
+        settings = IterativeSettings(probes=8, tol=1e-8, rank=60, control_variate=control_variate)
+        gradients = np.array([
+            IterativeGaussianProcess(LOCAL.samples(X), y[:, None], 1e-6, settings, memory_limit=2**30,
+                                     random_state=seed).log_marginal_likelihood(kernel, True)[1]
+            for seed in range(24)])
+        spread[control_variate] = gradients.std(axis=0, ddof=1)
+        np.testing.assert_array_less(np.abs(gradients.mean(axis=0) - ref), 4 * spread[control_variate] / np.sqrt(24))
+    np.testing.assert_array_less(spread[True], 0.25 * spread[False])

@@ -6,11 +6,14 @@ and p probes z_i ~ N(0, P), one preconditioned CG run on the block [Y, z_1 … z
     α = K̂⁻¹Y,  u_i = K̂⁻¹z_i,
     log det K̂ ≈ log det P + (1/p) Σ_i (z_iᵀP⁻¹z_i) e₁ᵀ log(T_i) e₁          (SLQ on P^-½ K̂ P^-½),
     log p(Y | θ) ≈ −½ Σ_k y_kᵀα_k − (s/2) log det K̂ − (sn/2) log 2π,
-    ∂ log p / ∂θ_j ≈ ½ αᵀ∂K_jα − (s/2p) Σ_i (P⁻¹z_i)ᵀ ∂K_j u_i                 (Hutchinson: E[z zᵀ] = P),
+    ∂ log p / ∂θ_j ≈ ½ αᵀ∂K_jα − (s/2p) Σ_i (P⁻¹z_i)ᵀ ∂K_j u_i − (s/2) tr(Ŵ ∂P̃_j)   (Hutchinson: E[z zᵀ] = P),
 
-the last ½ tr(W ∂K_j) for W = ½(A Bᵀ + B Aᵀ), A = [α, u], B = [α, −(s/p)P⁻¹z], which the kernel computes in
-one pass per term with W's tiles formed where they are read (kernels.Kernel.gradient_traces_low_rank). An
-evaluation costs the CG's block products plus one gradient pass; memory O(n·(p + s + r)).
+the first two ½ tr(W ∂K_j) for W = ½(A Bᵀ + B Aᵀ), A = [α, u], B = [α, −(s/p)P⁻¹z], which the kernel computes
+in one pass per term with W's tiles formed where they are read (kernels.Kernel.gradient_traces_low_rank); the
+last, of expectation zero, is the preconditioner's control variate (gp_control_variate.py): with ∂P̃ the
+derivative of P at its pivots it cancels most of the probes' noise, what P explains of the trace computed
+exactly. An evaluation costs the CG's block products, one gradient pass and the control variate's O(n·r²)
+pass over the factor; memory O(n·(p + s + r)).
 
 The optimiser sees a deterministic function: the probes' standard normal draws (g₁, g₂ with z = F g₁ + D^½ g₂)
 and the preconditioner's pivots are drawn once per fit from ``random_state`` (common random numbers), so
@@ -42,6 +45,7 @@ import numpy as np
 from .. import _validation as v
 from ..exceptions import ConvergenceWarning
 from ..operators.storage import PLAN_SLACK_BYTES
+from .gp_control_variate import CONTROL_VARIATE_SQUARES, control_variate_bytes, control_variate_traces
 from .gp_preconditioner import PRECONDITIONER_BLOCK, NystromDiagonalPreconditioner, gp_preconditioner
 from .gp_rank import RankSearch, factor_bytes_per_entry, preconditioner_rank, rank_bound
 from .lanczos_cg import lanczos_pcg, quadrature_log
@@ -68,6 +72,7 @@ class IterativeSettings:
     max_iter: int = 1000
     dtype: type = np.float64
     storage: str = "auto"  # the kernel operator's storage (operators.storage): "matrix_free" holds no tiles
+    control_variate: bool = True  # the preconditioner's control variate in the gradient (gp_control_variate.py)
 
 
 class IterativeGaussianProcess:
@@ -102,17 +107,19 @@ class IterativeGaussianProcess:
         start = preconditioner_rank(settings.rank, n, itemsize, memory_limit)
         v.check_within(self._working_bytes(start), memory_limit,
                        f"conjugate gradients on {n} samples ({width} columns, preconditioner of rank {start})")
-        # the search may grow the rank into what the limit leaves beside CG's blocks (never past rank_bound)
-        room = ((memory_limit - PLAN_SLACK_BYTES - self.cg_bytes - rpcholesky_bytes(n, PRECONDITIONER_BLOCK))
-                // max(1, self.factor_entry_bytes * n))
-        bound = max(start, min(rank_bound(settings.rank, n, itemsize, memory_limit), room))
-        self.ranks = RankSearch(start, bound, n=n, d=samples.shape[1], columns=width,
-                                fixed=settings.rank is not None)
+        # the search may grow the rank into what the limit leaves (never past rank_bound): the largest rank
+        # whose working memory fits beside the plan's slack (_working_bytes grows with the rank)
+        low, high = start, max(start, rank_bound(settings.rank, n, itemsize, memory_limit))
+        while low < high:
+            middle = (low + high + 1) // 2
+            low, high = (middle, high) if self._working_bytes(middle) <= memory_limit - PLAN_SLACK_BYTES \
+                else (low, middle - 1)
+        self.ranks = RankSearch(start, low, n=n, d=samples.shape[1], columns=width, fixed=settings.rank is not None,
+                                squares=4 + (CONTROL_VARIATE_SQUARES if settings.control_variate else 0))
         rng = v.check_random_state(random_state)
         self.signs = rng.choice(np.array([-1.0, 1.0]), size=(n, settings.probes))
         self.seed = int(rng.randint(2**31 - 1))
         self.warm: np.ndarray | None = None
-        self.held = 0.0  # the share of the kernel's entries the last plan held in memory (_operator)
         self.figures: dict[str, Any] = {"products": 0, "iterations": [], "max_residual": 0.0,
                         "seconds": {"preconditioner": 0.0, "cg": 0.0, "gradient": 0.0}}
         self.preconditioner: NystromDiagonalPreconditioner | None = None
@@ -123,10 +130,12 @@ class IterativeGaussianProcess:
         return self.ranks.rank
 
     def _working_bytes(self, rank: int) -> int:
-        """CG's blocks and the preconditioner's factor of that rank at its peak (RPCholesky's blocks beside)."""
+        """CG's blocks and the preconditioner's factor of that rank at its peak (RPCholesky's blocks beside),
+        and the control variate's pass."""
         n = self.Y.shape[0]
         return (self.cg_bytes + self.factor_entry_bytes * n * rank
-                + rpcholesky_bytes(n, min(PRECONDITIONER_BLOCK, max(rank, 1))))
+                + rpcholesky_bytes(n, min(PRECONDITIONER_BLOCK, max(rank, 1)))
+                + (control_variate_bytes(n, rank) if self.settings.control_variate else 0))
 
     # ---------------------------------------------------------------------------------------- pieces
 
@@ -140,12 +149,19 @@ class IterativeGaussianProcess:
 
         return matmat
 
-    def _operator(self, kernel, width: int):
-        plan = self.samples.plan(kernel, block_size=width, memory_limit=self.limit,
+    def _plan(self, kernel, width: int):
+        return self.samples.plan(kernel, block_size=width, memory_limit=self.limit,
                                  other_bytes=self._working_bytes(self.rank), storage=self.settings.storage)
+
+    def _operator(self, kernel, width: int, plan=None):
+        """The kernel operator for CG on ``width`` columns (a context manager), held as ``plan`` says (by
+        default the plan for the memory left beside the solver's blocks)."""
+        return self.samples.kernel_operator(kernel, self._plan(kernel, width) if plan is None else plan, self.n_jobs)
+
+    def _held(self, plan) -> float:
+        """The share of the kernel's entries ``plan`` holds in memory."""
         n = self.Y.shape[0]
-        self.held = min(1.0, plan.kernel_bytes / (np.dtype(self.samples.dtype).itemsize * n * (n + 1) / 2))
-        return self.samples.kernel_operator(kernel, plan, self.n_jobs)
+        return min(1.0, plan.kernel_bytes / (np.dtype(self.samples.dtype).itemsize * n * (n + 1) / 2))
 
     def _cross(self, kernel, X_new) -> np.ndarray:
         """K(X, X_new), n × len(X_new), by row blocks where the samples are."""
@@ -172,14 +188,15 @@ class IterativeGaussianProcess:
             X0 = np.zeros((n, s + p))
             X0[:, :s] = self.warm
         start = time.perf_counter()
-        with self._operator(kernel, s + p) as op:
+        plan = self._plan(kernel, s + p)
+        with self._operator(kernel, s + p, plan) as op:
             try:
                 solution, info = lanczos_pcg(self._matmat(op), np.hstack([self.Y, Z]), pre.solve,
                                              tol=self.settings.tol, maxiter=self.settings.max_iter, X0=X0)
             except np.linalg.LinAlgError:
                 return -np.inf, None, 0.0
         self._count(info, start, "cg")
-        self.ranks.observe(info["products"], held=self.held)
+        self.ranks.observe(info["products"], held=self._held(plan))
         alpha, U = solution[:, :s], solution[:, s:]
         self.warm = alpha
         per_probe = np.array([info["start_norms"][s + i] * quadrature_log(info["steps"][s + i], info["ratios"][s + i])
@@ -191,11 +208,17 @@ class IterativeGaussianProcess:
         if not eval_gradient:
             return value, None, error
         start = time.perf_counter()
+        Omega = pre.solve(Z)
         A = np.hstack([alpha, U])
-        B = np.hstack([alpha, pre.solve(Z) * (-s / p)])
+        B = np.hstack([alpha, Omega * (-s / p)])
         gradient = 0.5 * self.samples.gradient_traces(kernel, A, B)
         self.figures["seconds"]["gradient"] += time.perf_counter() - start
         self.figures["products"] += 1  # the gradient's pass over the kernel's tiles
+        if self.settings.control_variate and kernel.cross_gradients:
+            start = time.perf_counter()
+            gradient -= 0.5 * s * control_variate_traces(kernel, self.samples, pre, Omega)
+            seconds = self.figures["seconds"]
+            seconds["control_variate"] = seconds.get("control_variate", 0.0) + time.perf_counter() - start
         return value, gradient, error
 
     def _count(self, info: dict, start: float, stage: str) -> None:

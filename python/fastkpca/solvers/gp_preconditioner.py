@@ -37,10 +37,14 @@ class NystromDiagonalPreconditioner:
         F (kept, not copied).
     diagonal : ndarray of shape (n,)
         d, positive.
+    pivots : ndarray of shape (r,), optional
+        The samples whose kernel columns span F (F Fᵀ = K_nS K_SS⁻¹ K_Sn; the control variate's derivative,
+        gp_control_variate.py, holds them fixed).
     """
 
-    def __init__(self, factor: np.ndarray, diagonal: np.ndarray):
+    def __init__(self, factor: np.ndarray, diagonal: np.ndarray, pivots: np.ndarray | None = None):
         self.F, self.d = factor, np.asarray(diagonal, dtype=np.float64)
+        self.pivots = np.zeros(0, dtype=np.int64) if pivots is None else np.asarray(pivots, dtype=np.int64)
         self.inverse_d = 1.0 / self.d
         r = factor.shape[1]
         C = np.eye(r)
@@ -143,10 +147,12 @@ def gp_preconditioner(kernel, samples, noise, rank: int, *, seed: int, dtype=np.
     signal, diagonal = (np.ascontiguousarray(c) for c in samples.map(_diagonals, kernel, rows=n).T)
     residual = signal
     factor = np.zeros((n, 0), dtype=dtype)
+    pivots = None
     if rank > 0:
         source: Any = _SignalColumns(samples.columns(kernel), signal)
-        F = rpcholesky(source, min(rank, n), None, random_state=seed, block_size=min(block_size, rank)).factor
+        low_rank = rpcholesky(source, min(rank, n), None, random_state=seed, block_size=min(block_size, rank))
+        F, pivots = low_rank.factor, low_rank.pivots
         residual = signal - np.einsum("ij,ij->i", F, F)
         factor = F if dtype == np.float64 else F.astype(dtype)
     d = np.maximum(residual, 0.0) + diagonal - signal + noise
-    return NystromDiagonalPreconditioner(factor, d)
+    return NystromDiagonalPreconditioner(factor, d, pivots)

@@ -4,7 +4,9 @@ within the bound from the iterations the fit's first likelihood evaluations take
 The work of one evaluation, in flops, for n samples of d features, t CG columns (targets and probes), rank r and
 I block iterations:
 
-    building P          W_P(r) ≈ n r (2d + c) + 4 n r²        (r kernel columns; RPCholesky's updates, Fᵀ D⁻¹ F)
+    building P          W_P(r) ≈ n r (2d + c) + q n r²        (r kernel columns; RPCholesky's updates, Fᵀ D⁻¹ F:
+                                                            q = 4, and 6 more for the gradient's control
+                                                            variate, gp_control_variate.py)
     one CG iteration    W_I(r) ≈ (1 − h) n² (2d + c) + 2 n² t + 4 n r t
                         (evaluating the kernel's entries not held; the product; P⁻¹ on t columns)
 
@@ -73,9 +75,9 @@ def preconditioner_rank(requested: int | None, n: int, itemsize: int, memory_lim
     return bound if requested is not None else min(DEFAULT_RANK, bound)
 
 
-def preconditioner_flops(n: int, d: int, rank: int) -> float:
-    """W_P(r): building P of rank r (module documentation)."""
-    return n * rank * (2.0 * d + KERNEL_ENTRY_FLOPS) + 4.0 * n * rank * rank
+def preconditioner_flops(n: int, d: int, rank: int, squares: float = 4.0) -> float:
+    """W_P(r): building P of rank r (and whatever else costs ``squares`` · n r²; module documentation)."""
+    return n * rank * (2.0 * d + KERNEL_ENTRY_FLOPS) + squares * n * rank * rank
 
 
 def iteration_flops(n: int, d: int, columns: int, rank: int, held: float = 0.0) -> float:
@@ -95,11 +97,14 @@ class RankSearch:
         Samples, features and CG columns: the work model's sizes.
     fixed : bool
         Keep ``start`` throughout (a rank the user asked for).
+    squares : float
+        The model's q: flops per n r² of an evaluation's work on the factor.
     """
 
-    def __init__(self, start: int, bound: int, *, n: int, d: int, columns: int, fixed: bool = False):
+    def __init__(self, start: int, bound: int, *, n: int, d: int, columns: int, fixed: bool = False,
+                 squares: float = 4.0):
         self.rank, self.bound = int(start), int(bound)
-        self.n, self.d, self.columns = n, max(int(d), 1), columns
+        self.n, self.d, self.columns, self.squares = n, max(int(d), 1), columns, squares
         self.frozen = fixed or self.rank == 0
         self.direction = 0  # +1 doubling, −1 halving, 0 not moved yet
         self.history: list[tuple[int, int]] = []  # (rank, iterations) of every evaluation observed
@@ -107,7 +112,7 @@ class RankSearch:
         self._last: tuple[int, float] | None = None  # (rank, work) of the evaluation before the last move
 
     def work(self, rank: int, iterations: float) -> float:
-        return preconditioner_flops(self.n, self.d, rank) + iterations * iteration_flops(
+        return preconditioner_flops(self.n, self.d, rank, self.squares) + iterations * iteration_flops(
             self.n, self.d, self.columns, rank, self.held)
 
     def _candidate(self, direction: int) -> int:
