@@ -6,6 +6,9 @@ process (its own peak RSS), the two libraries alternated:
     python bench/gaussian_process.py --evaluation 20000     # one exact likelihood + gradient at N = 20,000
     python bench/gaussian_process.py --sizes "" --agreement-n 0 --cg-agreement 5000 --cg-fits 5000
                                                             # solver="cg" against the Cholesky solver
+    python bench/gaussian_process.py --sizes "" --agreement-n 0 --cg-fits 20000 --fit-forms matern \
+        --control-variate on,off --reference bench/reference/gp_cholesky_fits.json
+                                                            # cg fits against a recorded Cholesky optimum
     python bench/gaussian_process.py --sizes "" --agreement-n 0 --cg-products 5000,20000 --ranks 64,256,1024
                                                             # cg's products per solve against rank and N
     python bench/gaussian_process.py --sizes "" --agreement-n 0 --rank-search 20000
@@ -31,7 +34,11 @@ the same distribution.
   seconds, evaluations, products, peak, the fitted hyperparameters' largest relative difference (exp θ), of
   all and of those y depends on (C, the length scales of x₀…x₃, the noise), the exact likelihood at the cg
   fit's θ below that at the Cholesky fit's (relative), test RMSE against the noiseless function and the
-  standard deviations' largest relative difference.
+  standard deviations' largest relative difference. ``--control-variate on,off`` fits cg with and without the
+  gradient's control variate (solvers/gp_control_variate.py). ``--reference FILE`` takes the Cholesky fit of a
+  form and N from a record of an earlier run (bench/reference/gp_cholesky_fits.json: θ, seconds, evaluations,
+  peak) instead of fitting it again: the model at the recorded θ is made and predicts here (a warning if its
+  likelihood differs from the recorded one), and the table marks its seconds "(recorded)".
 - **cg products**: at a fixed θ (C·RBF(ARD) + White, noise 0.01 of normalised targets), for each N and
   preconditioner rank: the block products (and the largest column's iterations) of one likelihood + gradient
   evaluation at the training tolerance, and of a final solve to 1e-6 from zero; and the floor, the mean residual
@@ -225,10 +232,20 @@ def child_cg_fit(spec: dict) -> dict:
     new = data(N_TEST, seed=1)[0]
     truth = np.sin(2 * new[:, 0]) + 0.5 * new[:, 1] ** 2 - new[:, 2] * new[:, 3]
     GaussianProcessRegressor(forms()[spec["form"]], normalize_y=True).fit(X[:50], y[:50])
+    if not spec.get("control_variate", True):  # Hutchinson's estimate alone (the settings the estimator makes)
+        import functools
+
+        from fastkpca.estimators import gaussian_process as estimator_module
+
+        estimator_module.IterativeSettings = functools.partial(estimator_module.IterativeSettings,
+                                                               control_variate=False)
+    kobj, optimizer = forms()[spec["form"]], "fmin_l_bfgs_b"
+    if "theta" in spec:  # the reference's optimum given: the Cholesky model at it, not optimised again
+        kobj, optimizer = kobj.clone_with_theta(np.asarray(spec["theta"])), None
     C.reset_peak_rss()
     before = C.rss_bytes()
     start = time.perf_counter()
-    est = GaussianProcessRegressor(forms()[spec["form"]], normalize_y=True, solver=spec["solver"],
+    est = GaussianProcessRegressor(kobj, normalize_y=True, solver=spec["solver"], optimizer=optimizer,
                                    random_state=0, memory_limit=spec.get("memory_limit"),
                                    n_probes=spec.get("probes", 16)).fit(X, y)
     seconds = time.perf_counter() - start
@@ -239,37 +256,63 @@ def child_cg_fit(spec: dict) -> dict:
     # The exact likelihood at the fitted θ (after the clock): judges the cg optimum by the exact objective.
     exact = GaussianProcessRegressor(forms()[spec["form"]], normalize_y=True, solver="cholesky",
                                      optimizer=None).fit(X, y)
-    return {"seconds": seconds, "evaluations": info["evaluations"], "products": info.get("products", 0),
+    return {"seconds": seconds, "evaluations": info.get("evaluations", 0), "products": info.get("products", 0),
             "peak_bytes": peak, "rmse": float(np.sqrt(np.mean((mean - truth) ** 2))),
             "lml": float(est.log_marginal_likelihood_value_),
             "exact_lml": float(exact.log_marginal_likelihood(est.kernel_.theta))}
 
 
-def cg_fits(n: int, forms_: list, probe_counts: list, verdicts: list) -> list[dict]:
-    """Per form, one Cholesky fit (the reference) and one cg fit per probe count, each in a fresh process."""
+def _reference_fit(form: str, n: int, references: dict, save: str) -> dict:
+    """The Cholesky fit: run here, or, when ``references`` (``--reference``'s file) has this form and N, the
+    Cholesky model at the recorded optimum (its predictions and exact likelihood computed now; its fit's
+    seconds, evaluations and peak as recorded)."""
+    spec = {"n": n, "form": form, "solver": "cholesky", "save": save}
+    recorded = references.get(form, {}).get(str(n))
+    if recorded is None:
+        return C.run_child(__file__, "cg_fit", spec, timeout=4 * 3600)
+    out = C.run_child(__file__, "cg_fit", dict(spec, theta=recorded["theta"]), timeout=3600)
+    if "failed" not in out:
+        drift = abs(out["lml"] - recorded["lml"]) / abs(recorded["lml"])
+        if drift > 1e-9:  # other data, kernel or code than the recorded fit's: say so
+            print(f"warning: {form} N = {n:,}: the likelihood at the recorded θ is {out['lml']!r} now, "
+                  f"{recorded['lml']!r} when recorded ({drift:.1e} relative)", flush=True)
+        out.update({key: recorded[key] for key in ("seconds", "evaluations", "peak_bytes")}, recorded=True)
+    return out
+
+
+def cg_fits(n: int, forms_: list, probe_counts: list, variants: list, verdicts: list,
+            references: dict | None = None) -> list[dict]:
+    """Per form, one Cholesky fit (the reference) and one cg fit per probe count and control-variate setting,
+    each in a fresh process."""
     rows = []
     with tempfile.TemporaryDirectory() as tmp:
         for form in forms_:
             base = {"n": n, "form": form, "solver": "cholesky", "save": str(Path(tmp) / "cholesky.npz")}
-            exact = C.run_child(__file__, "cg_fit", base, timeout=4 * 3600)
+            exact = _reference_fit(form, n, references or {}, base["save"])
             if "failed" in exact:
                 print(f"| {form} | {n:,} | Cholesky fit failed: {exact['failed'][-300:]!r} |", flush=True)
                 rows.append({"form": form, "n": n, "failed": {"cholesky": exact}})
                 continue
             b = np.load(base["save"])
             for probes in probe_counts:
-                spec = dict(base, solver="cg", probes=probes, save=str(Path(tmp) / f"cg{probes}.npz"))
-                mine = C.run_child(__file__, "cg_fit", spec, timeout=4 * 3600)
-                if "failed" in mine:
-                    print(f"| {form} | {n:,} | {probes} | cg fit failed: {mine['failed'][-300:]!r} |", flush=True)
-                    rows.append({"form": form, "n": n, "probes": probes, "failed": {"cg": mine}})
-                    continue
-                rows.append(_compare_fits(form, n, probes, exact, mine, b, np.load(spec["save"]), verdicts))
+                for variant in variants:
+                    spec = dict(base, solver="cg", probes=probes, control_variate=variant == "on",
+                                save=str(Path(tmp) / f"cg{probes}{variant}.npz"))
+                    mine = C.run_child(__file__, "cg_fit", spec, timeout=4 * 3600)
+                    label = f"{probes} probes, control variate {variant}"
+                    if "failed" in mine:
+                        print(f"| {form} | {n:,} | {label} | cg fit failed: {mine['failed'][-300:]!r} |", flush=True)
+                        rows.append({"form": form, "n": n, "probes": probes, "control_variate": variant,
+                                     "failed": {"cg": mine}})
+                        continue
+                    row = _compare_fits(form, n, label, exact, mine, b, np.load(spec["save"]), verdicts)
+                    rows.append(dict(row, probes=probes, control_variate=variant))
     return rows
 
 
-def _compare_fits(form: str, n: int, probes: int, exact: dict, mine: dict, b, a, verdicts: list) -> dict:
-    """One table row: the cg fit (a, mine) against the Cholesky fit (b, exact)."""
+def _compare_fits(form: str, n: int, label: str, exact: dict, mine: dict, b, a, verdicts: list) -> dict:
+    """One table row: the cg fit (a, mine; ``label``: its probes and settings) against the Cholesky fit
+    (b, exact)."""
     runs = {"cholesky": exact, "cg": mine}
     theta_rel = float(np.max(np.abs(np.exp(a["theta"] - b["theta"]) - 1)))
     # y depends on x₀…x₃ only: the likelihood is nearly flat along the other four length scales
@@ -278,17 +321,18 @@ def _compare_fits(form: str, n: int, probes: int, exact: dict, mine: dict, b, a,
     lml_loss = (exact["exact_lml"] - mine["exact_lml"]) / abs(exact["exact_lml"])
     std_rel = float(np.max(np.abs(a["std"] - b["std"]) / b["std"]))
     rmse_rel = mine["rmse"] / exact["rmse"] - 1
-    print(f"| {form} | {n:,} | {probes} | {exact['seconds']:.1f} / {mine['seconds']:.1f} | "
+    recorded = " (recorded)" if exact.get("recorded") else ""
+    print(f"| {form} | {n:,} | {label} | {exact['seconds']:.1f}{recorded} / {mine['seconds']:.1f} | "
           f"{exact['evaluations']} / {mine['evaluations']} | {mine['products']} | "
           f"{exact['peak_bytes'] / 2**30:.2f} / {mine['peak_bytes'] / 2**30:.2f} | "
           f"{theta_rel:.1e} | {theta_relevant:.1e} | {lml_loss:.1e} | "
           f"{exact['rmse']:.4f} / {mine['rmse']:.4f} ({rmse_rel:+.1%}) | {std_rel:.1e} |", flush=True)
-    where = f"cg fit {form} N = {n:,}, {probes} probes"
+    where = f"cg fit {form} N = {n:,}, {label}"
     verdicts.append((f"{where}: θ within 5%", theta_rel <= 0.05, f"{theta_rel:.1e}"))
     verdicts.append((f"{where}: θ of C, ℓ₀…ℓ₃, noise within 5%", theta_relevant <= 0.05, f"{theta_relevant:.1e}"))
     verdicts.append((f"{where}: RMSE within 1%", abs(rmse_rel) <= 0.01, f"{rmse_rel:+.2%}"))
     verdicts.append((f"{where}: std within 5%", std_rel <= 0.05, f"{std_rel:.1e}"))
-    return {"form": form, "n": n, "probes": probes, "runs": runs,
+    return {"form": form, "n": n, "runs": runs,
             "theta": {"cholesky": b["theta"], "cg": a["theta"]}, "theta_rel": theta_rel,
             "theta_relevant_rel": theta_relevant, "exact_lml_loss": lml_loss, "std_rel": std_rel,
             "rmse_rel": rmse_rel}
@@ -569,6 +613,11 @@ def main() -> int:
     parser.add_argument("--fit-forms", default="rbf,matern",
                         help="kernels of the cg fits: rbf (C·RBF(ARD) + White), matern (C·Matern5/2(ARD) + White)")
     parser.add_argument("--cg-fits", type=C.parse_ints, default=[], help="N of whole fits by both solvers")
+    parser.add_argument("--control-variate", default="on", help="cg fits with the gradient's control variate "
+                        "'on', 'off' (Hutchinson's estimate alone) or both ('on,off')")
+    parser.add_argument("--reference", default=None,
+                        help="JSON of recorded Cholesky optima (bench/reference/gp_cholesky_fits.json): a form and "
+                             "N found there is not fitted again, its model is made at the recorded θ")
     parser.add_argument("--cg-products", type=C.parse_ints, default=[], help="N of the products-per-solve table")
     parser.add_argument("--ranks", type=C.parse_ints, default=[64, 256, 1024], help="ranks of that table")
     parser.add_argument("--products-storage", default="auto", choices=("auto", "matrix_free"),
@@ -667,15 +716,21 @@ def main() -> int:
                              f"{cos:.5f}"))
     if args.cg_fits:
         print("\n## Fits by solver='cholesky' / solver='cg' (normalize_y, L-BFGS-B)\n")
-        print("| kernel | N | probes | seconds | evaluations | cg products | peak GiB | hyperparameters max rel. | "
+        print("| kernel | N | cg fit | seconds | evaluations | cg products | peak GiB | hyperparameters max rel. | "
               "C, ℓ₀…ℓ₃, noise max rel. | exact lml: cg θ's shortfall (rel.) | test RMSE | std max rel. |\n"
               "|---|---|---|---|---|---|---|---|---|---|---|---|")
         chosen = [FIT_FORMS[name.strip()] for name in args.fit_forms.split(",") if name.strip()]
-        payload["cg_fits"] = [row for n in args.cg_fits for row in cg_fits(n, chosen, args.fit_probes, verdicts)]
+        variants = [name.strip() for name in args.control_variate.split(",") if name.strip()]
+        if not variants or set(variants) - {"on", "off"}:
+            parser.error("--control-variate takes 'on', 'off' or 'on,off'")
+        references = json.loads(Path(args.reference).read_text()) if args.reference else {}
+        payload["cg_fits"] = [row for n in args.cg_fits
+                              for row in cg_fits(n, chosen, args.fit_probes, variants, verdicts, references)]
         print()
         for r in payload["cg_fits"]:
             if "theta" in r:
-                print(f"- {r['form']}, N = {r['n']:,}, {r['probes']} probes: exp θ by Cholesky "
+                print(f"- {r['form']}, N = {r['n']:,}, {r['probes']} probes, control variate "
+                      f"{r['control_variate']}: exp θ by Cholesky "
                       f"{np.round(np.exp(r['theta']['cholesky']), 4).tolist()}, by cg "
                       f"{np.round(np.exp(r['theta']['cg']), 4).tolist()}")
     if args.cg_products:
