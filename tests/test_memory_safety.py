@@ -270,6 +270,8 @@ def _bindings():
                                                                       1, 1), ()],
         "gp_gradient_cross_pass_low_rank": [lambda m: core.gp_gradient_cross_pass_low_rank(
             m(X), m(Y), m(VA), m(VA), m(V), m(V), "matern32", True), ()],
+        "gp_gradient_cross_pass": [lambda m: core.gp_gradient_cross_pass(m(X), m(Y), m(VA @ V.T), "matern52", True),
+                                   ()],
     }
 
 

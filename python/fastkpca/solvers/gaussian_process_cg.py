@@ -44,7 +44,7 @@ import numpy as np
 
 from .. import _validation as v
 from ..exceptions import ConvergenceWarning
-from ..operators.storage import PLAN_SLACK_BYTES
+from ..operators.storage import fixed_bytes
 from .gp_control_variate import CONTROL_VARIATE_SQUARES, control_variate_bytes, control_variate_traces
 from .gp_preconditioner import PRECONDITIONER_BLOCK, NystromDiagonalPreconditioner, gp_preconditioner
 from .gp_rank import RankSearch, factor_bytes_per_entry, preconditioner_rank, rank_bound
@@ -59,6 +59,15 @@ def _cross_columns(rows, X_new, kernel):
 
 
 _LOG_2PI = math.log(2.0 * math.pi)
+
+
+def _largest(low: int, high: int, fits) -> int:
+    """The largest rank in [low, high] for which ``fits`` holds (``fits`` monotone: true up to some rank;
+    ``low`` when none does), by bisection."""
+    while low < high:
+        middle = (low + high + 1) // 2
+        low, high = (middle, high) if fits(middle) else (low, middle - 1)
+    return low
 
 
 @dataclass(frozen=True)
@@ -105,16 +114,16 @@ class IterativeGaussianProcess:
         self.factor_entry_bytes = factor_bytes_per_entry(itemsize)
         self.cg_bytes = 8 * 8 * n * width  # CG's blocks: X, R, Z, P, AP, B and the gradient's two factors
         start = preconditioner_rank(settings.rank, n, itemsize, memory_limit)
+        # what the operator's plan leaves beside its own share (the samples' working copies, the slack)
+        room = memory_limit - fixed_bytes(n, samples.shape[1], 8)
+        if settings.rank is None:  # rank_bound's half of the limit holds the factor and the control variate
+            start = _largest(0, start, lambda rank: self._rank_bytes(rank) <= room // 2)
         v.check_within(self._working_bytes(start), memory_limit,
                        f"conjugate gradients on {n} samples ({width} columns, preconditioner of rank {start})")
-        # the search may grow the rank into what the limit leaves (never past rank_bound): the largest rank
-        # whose working memory fits beside the plan's slack (_working_bytes grows with the rank)
-        low, high = start, max(start, rank_bound(settings.rank, n, itemsize, memory_limit))
-        while low < high:
-            middle = (low + high + 1) // 2
-            low, high = (middle, high) if self._working_bytes(middle) <= memory_limit - PLAN_SLACK_BYTES \
-                else (low, middle - 1)
-        self.ranks = RankSearch(start, low, n=n, d=samples.shape[1], columns=width, fixed=settings.rank is not None,
+        # the search may grow the rank into what the limit leaves beside the plan's share (never past rank_bound)
+        bound = _largest(start, max(start, rank_bound(settings.rank, n, itemsize, memory_limit)),
+                         lambda rank: self._working_bytes(rank) <= room)
+        self.ranks = RankSearch(start, bound, n=n, d=samples.shape[1], columns=width, fixed=settings.rank is not None,
                                 squares=4 + (CONTROL_VARIATE_SQUARES if settings.control_variate else 0))
         rng = v.check_random_state(random_state)
         self.signs = rng.choice(np.array([-1.0, 1.0]), size=(n, settings.probes))
@@ -129,13 +138,16 @@ class IterativeGaussianProcess:
         """The preconditioner's rank now (RankSearch moves it during the first evaluations)."""
         return self.ranks.rank
 
-    def _working_bytes(self, rank: int) -> int:
-        """CG's blocks and the preconditioner's factor of that rank at its peak (RPCholesky's blocks beside),
-        and the control variate's pass."""
+    def _rank_bytes(self, rank: int) -> int:
+        """The preconditioner's factor of that rank at its peak and the control variate's pass."""
         n = self.Y.shape[0]
-        return (self.cg_bytes + self.factor_entry_bytes * n * rank
-                + rpcholesky_bytes(n, min(PRECONDITIONER_BLOCK, max(rank, 1)))
+        return (self.factor_entry_bytes * n * rank
                 + (control_variate_bytes(n, rank) if self.settings.control_variate else 0))
+
+    def _working_bytes(self, rank: int) -> int:
+        """CG's blocks, the factor and the control variate (_rank_bytes) and RPCholesky's blocks beside."""
+        return (self.cg_bytes + self._rank_bytes(rank)
+                + rpcholesky_bytes(self.Y.shape[0], min(PRECONDITIONER_BLOCK, max(rank, 1))))
 
     # ---------------------------------------------------------------------------------------- pieces
 
