@@ -434,10 +434,10 @@ def test_control_variate_against_dense(rank, dtype):
 
 def test_the_control_variate_cuts_the_gradients_noise_and_keeps_it_unbiased():
     """24 probe sets (random_state) at θ where P (rank 60 of 600) captures most of K̂: with the control
-    variate every gradient entry's spread over the sets is at most a quarter of Hutchinson's alone (24–38
+    variate every gradient entry's spread over the sets is at most a quarter of Hutchinson's alone (17–36
     times smaller when this was written), and both means lie within 4 standard errors (their own spread over
-    √24) of the exact gradient. (With rank 30 and shorter length scales the gain was 1–4 times: it is what P
-    explains of K̂.)"""
+    √24) of the exact gradient. (The gain is what P explains of K̂: far less with a lower rank or shorter
+    length scales.)"""
     X, y = data(600)
     kobj = C(5.0) * RBF([3.0, 5.0, 10.0, 10.0]) + WhiteKernel(0.01)
     kernel = kernels.make(kobj, n_features=0)
