@@ -41,6 +41,9 @@ def test_gram_rejects_a_gamma_that_overflows_float32():
     with pytest.raises(ValueError, match="gamma=1e\\+300 overflows float32"):
         fastkpca.gram(X, kernel="sigmoid", gamma=1e300)
     assert fastkpca.gram(X.astype(np.float64), kernel="sigmoid", gamma=1e300)[0, 0] == np.tanh(1.0)
+    # an estimator's native kernel checks its samples the same way (it stopped at its NaN check before)
+    with pytest.raises(ValueError, match="gamma=1e\\+300 overflows float32"):
+        fastkpca.KernelPCA(2, kernel="sigmoid", gamma=1e300).fit(np.eye(5, 2, dtype=np.float32))
 
 
 @settings(max_examples=150)

@@ -73,9 +73,16 @@ class NativeKernel(Kernel):
     # -------------------------------------------------------------------------------------- samples
 
     def check_samples(self, X, name: str = "X"):
-        if v.is_sparse(X):
-            return v.check_sparse_samples(X, name)
-        return super().check_samples(X, name)
+        X = v.check_sparse_samples(X, name) if v.is_sparse(X) else super().check_samples(X, name)
+        self.check_dtype(X.dtype)
+        return X
+
+    def check_dtype(self, dtype) -> None:
+        """ValueError naming gamma when it overflows ``dtype``: the core scales in the samples' dtype, where such
+        a gamma is inf and 0·gamma NaN (linear and cosine ignore gamma)."""
+        if self.name not in ("linear", "cosine") and self.gamma > float(np.finfo(dtype).max):
+            raise ValueError(f"gamma={self.gamma:g} overflows {np.dtype(dtype).name}, the samples' dtype: pass "
+                             "float64 samples or a smaller gamma")
 
     def matrix_bytes(self, n: int, itemsize: int) -> int:
         return n * n * itemsize

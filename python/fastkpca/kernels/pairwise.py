@@ -79,10 +79,7 @@ def gram(X: ArrayLike, Y: ArrayLike | None = None, *, kernel: str = "linear", ga
     if B is not None and B.shape[1] != A.shape[1]:
         raise ValueError(f"X and Y have different numbers of features: X has {A.shape[1]}, Y has {B.shape[1]}")
     native = NativeKernel.resolve(kernel, gamma, degree, coef0, A.shape[1], n_jobs)
-    # the core scales in the samples' dtype: γ would be inf there, and 0·γ NaN (linear and cosine ignore γ)
-    if native.name not in ("linear", "cosine") and native.gamma > np.finfo(dtype).max:
-        raise ValueError(f"gamma={native.gamma:g} overflows {np.dtype(dtype).name}, the samples' dtype: pass "
-                         "float64 samples or a smaller gamma")
+    native.check_dtype(dtype)
     n_y = A.shape[0] if B is None else B.shape[0]
     out = v.empty((A.shape[0], n_y), dtype, f"the {A.shape[0]}×{n_y} {np.dtype(dtype).name} kernel matrix")
     return native.cross(A, B, out=out)
