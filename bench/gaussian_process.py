@@ -243,6 +243,8 @@ def child_cg_fit(spec: dict) -> dict:
         estimator_module.IterativeSettings = functools.partial(estimator_module.IterativeSettings,
                                                                control_variate=False)
     kobj, optimizer = forms()[spec["form"]], "fmin_l_bfgs_b"
+    if spec.get("log"):  # the same L-BFGS-B, each evaluation written to the log as it ends
+        optimizer = _logged_lbfgs(spec["log"], f"{spec['form']} N = {spec['n']:,} {spec['solver']}")
     if "theta" in spec:  # the reference's optimum given: the Cholesky model at it, not optimised again
         kobj, optimizer = kobj.clone_with_theta(np.asarray(spec["theta"])), None
     elif "start_theta" in spec:  # L-BFGS-B from there instead of the kernel's initial θ
@@ -270,14 +272,50 @@ def child_cg_fit(spec: dict) -> dict:
             "exact_lml": lml if spec["solver"] == "cholesky" else exact_lml}
 
 
-def _reference_fit(form: str, n: int, references: dict, save: str) -> dict:
-    """The Cholesky fit: run here, or, when ``references`` (``--reference``'s file) has this form and N, the
-    Cholesky model at the recorded optimum (its predictions and exact likelihood computed now; its fit's
-    seconds, evaluations and peak as recorded)."""
-    spec = {"n": n, "form": form, "solver": "cholesky", "save": save}
+def _logged_lbfgs(path: str, label: str):
+    """The estimator's "fmin_l_bfgs_b" (scipy's L-BFGS-B, default options) as an optimizer callable that
+    appends each evaluation's −lml, seconds and θ to ``path``: a fit of hours shows its progress, and its
+    best θ survives an interrupted run."""
+    from scipy.optimize import minimize
+
+    def optimizer(obj_func, initial_theta, bounds):
+        def logged(theta):
+            start = time.perf_counter()
+            value, grad = obj_func(theta, eval_gradient=True)
+            with open(path, "a") as f:
+                f.write(f"[{time.strftime('%H:%M:%S')}] {label}: -lml {float(value)!r}, {time.perf_counter() - start:.1f} s, "
+                        f"θ {theta.tolist()}\n")
+            return value, grad
+
+        result = minimize(logged, initial_theta, method="L-BFGS-B", jac=True, bounds=bounds)
+        return result.x, result.fun
+
+    return optimizer
+
+
+def _record(path: str, form: str, n: int, fit: dict, theta: np.ndarray) -> None:
+    """Adds a Cholesky fit (its θ, seconds, evaluations, peak, lml, this command and CPU) to the record
+    ``--reference`` reads (``--record``)."""
+    file = Path(path)
+    records = json.loads(file.read_text()) if file.exists() else {}
+    records.setdefault(form, {})[str(n)] = {
+        "theta": np.asarray(theta).tolist(), **{key: fit[key] for key in ("seconds", "evaluations", "peak_bytes")},
+        "lml": fit["lml"], "recorded": f"{time.strftime('%Y-%m-%d')}, python {' '.join(sys.argv)}",
+        "cpu": C.cpu_description()}
+    file.write_text(json.dumps(records, indent=1, ensure_ascii=False))
+
+
+def _reference_fit(spec: dict, references: dict, record: str | None) -> dict:
+    """The Cholesky fit of ``spec`` (its form and N): run here (then added to ``record``'s file, if given), or,
+    when ``references`` (``--reference``'s file) has this form and N, the Cholesky model at the recorded optimum
+    (its predictions and exact likelihood computed now; its fit's seconds, evaluations and peak as recorded)."""
+    form, n = spec["form"], spec["n"]
     recorded = references.get(form, {}).get(str(n))
     if recorded is None:
-        return C.run_child(__file__, "cg_fit", spec, timeout=4 * 3600)
+        out = C.run_child(__file__, "cg_fit", spec, timeout=4 * 3600)
+        if record and "failed" not in out:
+            _record(record, form, n, out, np.load(spec["save"])["theta"])
+        return out
     out = C.run_child(__file__, "cg_fit", dict(spec, theta=recorded["theta"]), timeout=3600)
     if "failed" not in out:
         drift = abs(out["lml"] - recorded["lml"]) / abs(recorded["lml"])
@@ -297,17 +335,19 @@ def _exact_failed(form: str, n: int, exact: dict, rows: list) -> bool:
 
 
 def cg_fits(n: int, forms_: list, probe_counts: list, variants: list, verdicts: list,
-            references: dict | None = None, exact_from_cg: bool = False) -> list[dict]:
+            references: dict | None = None, exact_from_cg: bool = False, log: str | None = None,
+            record: str | None = None) -> list[dict]:
     """Per form, one Cholesky fit (the reference) and one cg fit per probe count and control-variate setting,
     each in a fresh process. ``exact_from_cg``: the cg fits first, then the Cholesky fit's L-BFGS-B started
-    from the first cg fit's θ (the exact optimum near it, in a fraction of a whole Cholesky fit's time)."""
+    from the first cg fit's θ (the exact optimum near it, in a fraction of a whole Cholesky fit's time). ``log``:
+    a file each fit appends its evaluations to; ``record``: a file a whole Cholesky fit is recorded in."""
     rows = []
     with tempfile.TemporaryDirectory() as tmp:
         for form in forms_:
-            base = {"n": n, "form": form, "solver": "cholesky", "save": str(Path(tmp) / "cholesky.npz")}
+            base = {"n": n, "form": form, "solver": "cholesky", "save": str(Path(tmp) / "cholesky.npz"), "log": log}
             exact: dict = {}
             if not exact_from_cg:
-                exact = _reference_fit(form, n, references or {}, base["save"])
+                exact = _reference_fit(base, references or {}, record)
                 if _exact_failed(form, n, exact, rows):
                     continue
             fits = []
@@ -658,7 +698,9 @@ def main() -> int:
     parser.add_argument("--maxiter", type=int, default=5, help="L-BFGS-B iterations of the scale fits")
     parser.add_argument("--memory-limit", default="2GB", help="memory_limit of the scale fits")
     parser.add_argument("--preconditioner-dtype", default="float64", choices=("float64", "float32"))
-    parser.add_argument("--log", default=None, help="file the scale fits append their progress to")
+    parser.add_argument("--log", default=None, help="file the scale and cg fits append their progress to")
+    parser.add_argument("--record", default=None,
+                        help="JSON file a whole Cholesky fit of --cg-fits is added to (the format --reference reads)")
     parser.add_argument("--out", default=None, help="folder for gaussian_process.json")
     parser.add_argument("--child", nargs=2, default=None, help=argparse.SUPPRESS)
     args = parser.parse_args()
@@ -755,7 +797,7 @@ def main() -> int:
         references = json.loads(Path(args.reference).read_text()) if args.reference else {}
         payload["cg_fits"] = [row for n in args.cg_fits
                               for row in cg_fits(n, chosen, args.fit_probes, variants, verdicts, references,
-                                                 args.exact_from_cg)]
+                                                 args.exact_from_cg, args.log, args.record)]
         print()
         for r in payload["cg_fits"]:
             if "theta" in r:
