@@ -41,7 +41,9 @@ the same distribution.
   likelihood differs from the recorded one), and the table marks its seconds "(recorded)". ``--exact-from-cg``
   starts the Cholesky fit's L-BFGS-B from the first cg fit's θ instead of the kernel's initial θ: the exact
   optimum near cg's, in a fraction of a whole exact fit's time (another basin, if the whole fit would have found
-  one, goes unseen); its seconds are marked "(from cg's θ)".
+  one, goes unseen); its seconds are marked "(from cg's θ)". ``--record FILE`` adds a whole Cholesky fit run
+  here to FILE in the format ``--reference`` reads; with ``--log``, each fit's evaluations are written as they
+  end (a fit of hours shows its progress, and its best θ survives an interrupted run).
 - **cg products**: at a fixed θ (C·RBF(ARD) + White, noise 0.01 of normalised targets), for each N and
   preconditioner rank: the block products (and the largest column's iterations) of one likelihood + gradient
   evaluation at the training tolerance, and of a final solve to 1e-6 from zero; and the floor, the mean residual
@@ -283,8 +285,8 @@ def _logged_lbfgs(path: str, label: str):
             start = time.perf_counter()
             value, grad = obj_func(theta, eval_gradient=True)
             with open(path, "a") as f:
-                f.write(f"[{time.strftime('%H:%M:%S')}] {label}: -lml {float(value)!r}, {time.perf_counter() - start:.1f} s, "
-                        f"θ {theta.tolist()}\n")
+                f.write(f"[{time.strftime('%H:%M:%S')}] {label}: -lml {float(value)!r}, "
+                        f"{time.perf_counter() - start:.1f} s, θ {theta.tolist()}\n")
             return value, grad
 
         result = minimize(logged, initial_theta, method="L-BFGS-B", jac=True, bounds=bounds)
