@@ -46,7 +46,8 @@ def one_theta(X: np.ndarray, y: np.ndarray, kobj, theta: np.ndarray, probes: int
     from fastkpca import kernels
     from fastkpca.engines.local import LOCAL
     from fastkpca.solvers.gaussian_process_cg import IterativeGaussianProcess, IterativeSettings
-    from fastkpca.solvers.lanczos_cg import lanczos_pcg, quadrature_log
+    from fastkpca.solvers.cg import pcg
+    from fastkpca.solvers.lanczos_cg import quadrature_log
 
     n = X.shape[0]
     kernel = kernels.make(kobj.clone_with_theta(theta), n_features=0)
@@ -66,10 +67,11 @@ def one_theta(X: np.ndarray, y: np.ndarray, kobj, theta: np.ndarray, probes: int
                  "standard_error": float(exact.std(ddof=1) / np.sqrt(probes)), "quadrature": {}}
     for tol in TOLS:
         with solver._operator(kernel, probes) as op:
-            _, info = lanczos_pcg(solver._matmat(op), Z, pre.solve, tol=tol, maxiter=1000)
+            _, info = pcg(solver._matmat(op), Z, precondition=pre, tol=tol, maxiter=1000, verify=False,
+                          record=True)
         q = np.array([info["start_norms"][i] * quadrature_log(info["steps"][i], info["ratios"][i])
                       for i in range(probes)])
-        row["quadrature"][tol] = {"iterations": int(info["iterations"].max()), "mean": float((q - exact).mean()),
+        row["quadrature"][tol] = {"iterations": int(info["column_iterations"].max()), "mean": float((q - exact).mean()),
                                   "min": float((q - exact).min()), "max": float((q - exact).max())}
     # the probes' law, exactly: z = M ξ with random signs ξ, so E[ξᵀBξ] = tr B for B = (VᵀM)ᵀ log Λ (VᵀM), which
     # equals tr log Â when M Mᵀ = P; Var ξᵀBξ = 2 Σ_{i≠k} B_ik² (random signs have no diagonal variance)
@@ -83,9 +85,10 @@ def one_theta(X: np.ndarray, y: np.ndarray, kobj, theta: np.ndarray, probes: int
     row["data_term"] = {}
     for tol in TOLS:
         with solver._operator(kernel, 1) as op:
-            x, info = lanczos_pcg(solver._matmat(op), y[:, None], pre.solve, tol=tol, maxiter=1000)
+            x, info = pcg(solver._matmat(op), y[:, None], precondition=pre, tol=tol, maxiter=1000,
+                          verify=False, record=True)
         row["data_term"][tol] = {"shortfall": 0.5 * (quadratic - float(y @ x[:, 0])),
-                                 "iterations": int(info["iterations"].max())}
+                                 "iterations": int(info["column_iterations"].max())}
     row["law"] = {"covariance_error": float(np.linalg.norm(M @ M.T - P) / np.linalg.norm(P)),
                   "trace_gap": float(np.trace(B) - target), "sd": float(np.sqrt(2 * off)),
                   "sample_sd": float(exact.std(ddof=1))}

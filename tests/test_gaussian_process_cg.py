@@ -16,7 +16,8 @@ from fastkpca.solvers import gaussian_process as exact
 from fastkpca.solvers.gaussian_process_cg import IterativeGaussianProcess, IterativeSettings, preconditioner_rank
 from fastkpca.solvers.gp_preconditioner import NystromDiagonalPreconditioner, gp_preconditioner
 from fastkpca.solvers.gp_rank import SEARCH_EVALUATIONS, RankSearch
-from fastkpca.solvers.lanczos_cg import lanczos_pcg, quadrature_log
+from fastkpca.solvers.cg import pcg
+from fastkpca.solvers.lanczos_cg import quadrature_log
 
 
 def data(n, d=4, seed=0):
@@ -79,7 +80,7 @@ def test_quadrature_is_exact_when_lanczos_exhausts_the_space():
     K = A @ A.T + n * np.eye(n)
     pre = NystromDiagonalPreconditioner(rng.randn(n, 3), rng.uniform(1, 3, n))
     z = rng.randn(n, 1)
-    _, info = lanczos_pcg(lambda V: K @ V, z, pre.solve, tol=1e-14, maxiter=n)
+    _, info = pcg(lambda V: K @ V, z, precondition=pre, tol=1e-14, maxiter=n, verify=False, record=True)
     estimate = info["start_norms"][0] * quadrature_log(info["steps"][0], info["ratios"][0])
     P = pre.multiply(np.eye(n))
     w, U = np.linalg.eigh(P)
@@ -89,10 +90,39 @@ def test_quadrature_is_exact_when_lanczos_exhausts_the_space():
     assert estimate == pytest.approx(float(q @ (np.log(values) * q)), rel=1e-9)
 
 
+def test_recorded_scalars_give_the_quadrature_beside_a_warm_started_column():
+    """pcg(record=True) with a block whose first column starts at a guess (one product for it) and whose
+    second starts at zero: the second's scalars are still its own Lanczos process (quadrature exact once it
+    exhausts the space), and the first converges from its guess."""
+    rng = np.random.RandomState(3)
+    n = 20
+    A = rng.randn(n, n)
+    K = A @ A.T + n * np.eye(n)
+    pre = NystromDiagonalPreconditioner(rng.randn(n, 2), rng.uniform(1, 3, n))
+    b, z = rng.randn(n), rng.randn(n)
+    guess = np.linalg.solve(K, b) + 1e-3 * rng.randn(n)
+    X, info = pcg(lambda V: K @ V, np.c_[b, z], precondition=pre, tol=1e-14, maxiter=4 * n,
+                  x0=np.c_[guess, np.zeros(n)], verify=False, record=True)
+    np.testing.assert_allclose(K @ X, np.c_[b, z], atol=1e-10 * np.abs(K).max())
+    assert info["iterations"] == 1 + info["column_iterations"].max()  # the guess's product counted
+    assert len(info["ratios"][1]) == len(info["steps"][1]) - 1  # converged: its last ratio never formed
+    w, U = np.linalg.eigh(pre.multiply(np.eye(n)))
+    inverse_root = U @ np.diag(w ** -0.5) @ U.T
+    values, vectors = np.linalg.eigh(inverse_root @ K @ inverse_root)
+    q = vectors.T @ (inverse_root @ z)
+    estimate = info["start_norms"][1] * quadrature_log(info["steps"][1], info["ratios"][1])
+    assert estimate == pytest.approx(float(q @ (np.log(values) * q)), rel=1e-9)
+
+
 def test_cg_reports_a_matrix_that_is_not_positive_definite():
     K = np.diag([1.0, -1.0, 2.0])
-    with pytest.raises(np.linalg.LinAlgError, match="not positive definite"):
-        lanczos_pcg(lambda V: K @ V, np.ones((3, 1)), lambda R: R, tol=1e-12, maxiter=10)
+    # recording Lanczos's scalars (the likelihood's quadrature): CG stops at the first such direction
+    _, info = pcg(lambda V: K @ V, np.ones((3, 1)), tol=1e-12, maxiter=10, verify=False, record=True)
+    assert info["indefinite"] is not None and info["indefinite"] <= 0 and not info["converged"]
+    # a plain solve goes on (the symmetric system's iterates, judged by the true residual) and says it met one
+    X, info = pcg(lambda V: K @ V, np.ones((3, 1)), tol=1e-12, maxiter=10)
+    assert info["converged"] and info["residuals_are_true"] and info["indefinite"] <= 0
+    np.testing.assert_allclose(X[:, 0], [1.0, -1.0, 0.5], rtol=1e-12)
 
 
 @pytest.mark.parametrize("kobj", KERNELS)
@@ -281,6 +311,23 @@ def test_the_rank_search_runs_when_products_recompute_the_kernel():
     for _ in range(2):
         kept.log_marginal_likelihood(kernel, False)
     assert kept.ranks.held == 1.0 and [rank for rank, _ in kept.ranks.history] == [1024, 1024]
+
+
+def test_solves_that_stop_short_say_so():
+    """max_iter too small for final_tol: the final solve and the predictive variances warn, naming the
+    residual reached; solver_info_ reports the final residuals."""
+    from fastkpca.exceptions import ConvergenceWarning
+
+    X, y, Xt = split(300)
+    est = GaussianProcessRegressor(C(1.0) * RBF(1.0) + WhiteKernel(1e-4), solver="cg", optimizer=None,
+                                   preconditioner_rank=0, max_iter=3, random_state=0)
+    with pytest.warns(ConvergenceWarning, match="final conjugate gradients stopped at relative residual"):
+        est.fit(X, y)
+    assert est.solver_info_["final_residuals"].max() > est.final_tol
+    with pytest.warns(ConvergenceWarning, match="predictive variances' conjugate gradients stopped"):
+        est.predict(Xt[:5], return_std=True)
+    with pytest.warns(ConvergenceWarning, match="posterior covariance's conjugate gradients stopped"):
+        est.predict(Xt[:5], return_cov=True)
 
 
 @pytest.mark.parametrize("name, value, error", [

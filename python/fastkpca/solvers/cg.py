@@ -4,7 +4,9 @@ many shifts α from one Krylov run.
 :func:`pcg` solves one system per column of B, each with its own shift, with one product by K per
 iteration for all the columns still running (a block product: the operator reads or recomputes its
 kernel once for all of them). Each column keeps its own CG scalars, so columns converge independently and
-leave the block when they reach ``tol``; nothing of block CG's rank-deficiency handling is needed.
+leave the block when they reach ``tol``; nothing of block CG's rank-deficiency handling is needed. With
+``record`` it keeps those scalars, Lanczos's tridiagonal matrices in other variables: the stochastic Lanczos
+quadrature of the Gaussian process's log determinant (lanczos_cg.py) comes from the same run as its solves.
 
 With ``fast_matmat``, the products of the iterations are by K̃, the same kernel evaluated in float32 (about
 twice the rate of a float64 pass when the kernel is recomputed), and the solution is still the float64
@@ -91,14 +93,28 @@ class LowRankPreconditioner:
         return Z
 
 
-def pcg(matmat, B: np.ndarray, alphas, *, tol: float, maxiter: int, precondition=None, progress=None,
-        fast_matmat=None, refresh: float = REFRESH):
+def pcg(matmat, B: np.ndarray, alphas=None, *, tol: float, maxiter: int, precondition=None, progress=None,
+        fast_matmat=None, refresh: float = REFRESH, x0: np.ndarray | None = None, verify: bool = True,
+        record: bool = False):
     """Solve (K + α_j I) x_j = b_j for every column j of B by preconditioned CG.
 
     Parameters
     ----------
     matmat : callable
         ``matmat(V)`` = K V for an n × c float64 block.
+    B : ndarray (n, t)
+    alphas : array (t,) or None
+        Shift of each column (None: none, the system is K x = b).
+    tol : float
+        Stop a column when ‖b − (K + αI)x‖ ≤ tol·‖b‖ (the recurrence's residual; with ``verify`` the true
+        residual is recomputed at the end with one more product, and the iteration resumes from it if
+        rounding made the two drift apart by more than tol).
+    maxiter : int
+        Products by K at most (a start x0's and the final check's included).
+    precondition : callable or None
+        ``precondition(R, columns)`` = P⁻¹ R for those columns.
+    progress : callable or None
+        ``progress(iterations, converged, worst_residual)`` after every iteration.
     fast_matmat : callable or None
         ``fast_matmat(V)`` = K̃ V, K̃ ≈ K (a float32 evaluation of the same kernel): the iterations take
         their products from it, and the residuals are made true again with ``matmat`` (see the module's
@@ -106,43 +122,64 @@ def pcg(matmat, B: np.ndarray, alphas, *, tol: float, maxiter: int, precondition
     refresh : float
         With ``fast_matmat``: recompute the true residuals each time the recurrence's have all fallen by this
         factor since the last true ones.
-    B : ndarray (n, t)
-    alphas : array (t,)
-        Shift of each column.
-    tol : float
-        Stop a column when ‖b − (K + αI)x‖ ≤ tol·‖b‖ (the recurrence's residual; the true residual is
-        recomputed at the end with one more product, and the iteration resumes from it if rounding made
-        the two drift apart by more than tol).
-    maxiter : int
-        Products by K at most (the final check included).
-    precondition : callable or None
-        ``precondition(R, columns)`` = P⁻¹ R for those columns.
-    progress : callable or None
-        ``progress(iterations, converged, worst_residual)`` after every iteration.
+    x0 : ndarray (n, t) or None
+        Starting guesses (a warm start: one product for the columns that are not zero).
+    verify : bool
+        Check the true residuals at the end (one product) and resume from them where they are above tol.
+        Without, the residuals reported are the recurrence's.
+    record : bool
+        Keep each column's CG scalars (``steps``, ``ratios``, ``start_norms`` in ``info``), from which
+        lanczos_cg.quadrature_log rebuilds Lanczos's tridiagonal matrix: only the first run's (a restart from
+        the true residual begins another Krylov space), and only a column started at zero is a quadrature.
 
     Returns
     -------
     X : ndarray (n, t)
     info : dict
         ``iterations`` (products by K, fast or not), ``fast_products`` (those by K̃), ``residuals``
-        (relative, per column), ``residuals_are_true``
-        (False only when maxiter stopped the iteration before the final check: then they are the
-        recurrence's), ``converged`` (every true residual <= tol), ``stalled`` (a restart from the true
-        residual did not halve it: tol is below what rounding allows; with ``fast_matmat`` such a restart
-        first drops K̃ and goes on with K), ``fast_dropped``, ``column_iterations`` and ``seconds``.
+        (relative, per column), ``residuals_are_true`` (False when maxiter stopped the iteration before the
+        final check, or without ``verify``: then they are the recurrence's), ``converged`` (every residual
+        <= tol, the true ones with ``verify``), ``stalled`` (a restart from the true residual did not halve
+        it: tol is below what rounding allows; with ``fast_matmat`` such a restart first drops K̃ and goes on
+        with K), ``fast_dropped``, ``column_iterations`` and ``seconds``; with ``record``, ``steps`` and
+        ``ratios`` (per column: CG's step lengths a_j and direction ratios b_j) and ``start_norms``
+        (r₀ᵀP⁻¹r₀ per column); ``indefinite``: None, or the smallest curvature pᵀ(K + αI)p ≤ 0 met (K + αI
+        is not positive definite: CG goes on, its true residual judging the answer, but stops there, not
+        converged, with ``record`` or at a zero curvature; with ``fast_matmat``, such a direction of K̃ makes
+        CG go on with K instead).
     """
     start = time.perf_counter()
     n, t = B.shape
-    alphas = np.broadcast_to(np.asarray(alphas, dtype=np.float64), (t,))
+    shifts = None if alphas is None else np.broadcast_to(np.asarray(alphas, dtype=np.float64), (t,))
     norms = np.linalg.norm(B, axis=0)
     safe = np.where(norms > 0, norms, 1.0)
-    X = np.zeros((n, t))
     column_iterations = np.zeros(t, dtype=np.int64)
     products = 0
+
+    def apply(product, V, columns):  # (K + αI) V for those columns
+        out = product(V)
+        if shifts is not None:
+            out += V * shifts[columns]
+        return out
+
     R = B.astype(np.float64, copy=True)
+    if x0 is None:
+        X = np.zeros((n, t))
+    else:
+        X = np.array(x0, dtype=np.float64, copy=True)
+        started = np.flatnonzero(np.any(X != 0, axis=0))  # only these columns need (K + αI)x₀
+        if started.size:
+            R[:, started] -= apply(matmat, np.ascontiguousarray(X[:, started]), started)
+            products += 1
     residual = np.linalg.norm(R, axis=0) / safe
+    steps: list[list[float]] = [[] for _ in range(t)]
+    ratios: list[list[float]] = [[] for _ in range(t)]
+    start_norms = np.zeros(t)
+    first_run = True
     exact = True  # whether `residual` is a true residual (else the recurrence's)
     stalled = fast_dropped = False
+    indefinite = None  # the smallest non-positive curvature met, if any
+    broke = False  # whether it stopped CG
     best = np.inf
     fast_products = 0
     anchor = residual.copy()  # each column's last true residual
@@ -154,28 +191,41 @@ def pcg(matmat, B: np.ndarray, alphas, *, tol: float, maxiter: int, precondition
         Z = precondition(R[:, active], active) if precondition is not None else R[:, active].copy()
         P = Z
         rz = np.einsum("ij,ij->j", R[:, active], Z)
+        if record and first_run:
+            start_norms[active] = rz
         while products < maxiter:
-            AP = (matmat if fast_matmat is None else fast_matmat)(P)
-            AP += P * alphas[active]
+            AP = apply(matmat if fast_matmat is None else fast_matmat, P, active)
             products += 1
             fast_products += fast_matmat is not None
             column_iterations[active] += 1
             curvature = np.einsum("ij,ij->j", P, AP)
-            if fast_matmat is not None and not (curvature > 0).all():
-                # K̃ + αI is not positive definite (α below K̃'s error): restart from the true residual with K.
-                fast_matmat, fast_dropped, best = None, True, np.inf
-                break
+            if not (curvature > 0).all():
+                if fast_matmat is None:
+                    # K + αI is not positive definite. CG's iterates stay those of the symmetric system while
+                    # no curvature is zero (the true residual still judges them), but Lanczos's quadrature
+                    # of log is meaningless: stop there when recording, and at a breakdown.
+                    indefinite = float(min(curvature.min(), np.inf if indefinite is None else indefinite))
+                    broke = record or not (np.isfinite(curvature) & (curvature != 0)).all()
+                    if broke:
+                        break
+                else:
+                    # K̃ + αI is not positive definite (α below K̃'s error): restart from the true residual with K.
+                    fast_matmat, fast_dropped, best = None, True, np.inf
+                    break
             step = rz / curvature
             X[:, active] += P * step
             R[:, active] -= AP * step
             residual[active] = np.linalg.norm(R[:, active], axis=0) / safe[active]
+            if record and first_run:
+                for c, a in zip(active, step):
+                    steps[c].append(float(a))
             if (fast_matmat is not None and products < maxiter
                     and (residual[active] <= refresh * anchor[active]).all()):
                 # Reliable update: the recurrence has drifted from b − (K + αI)x by K̃'s error times the
                 # steps since the last true residual; replace it by the true one (one product by K), keep
                 # the search directions. If the true residual has not halved since the last one, K̃'s error
                 # is what is left: go on with K.
-                R[:, active] = B[:, active] - matmat(X[:, active]) - X[:, active] * alphas[active]
+                R[:, active] = B[:, active] - apply(matmat, X[:, active], active)
                 products += 1
                 previous = anchor[active].max()
                 residual[active] = anchor[active] = np.linalg.norm(R[:, active], axis=0) / safe[active]
@@ -189,15 +239,19 @@ def pcg(matmat, B: np.ndarray, alphas, *, tol: float, maxiter: int, precondition
             active, P, rz = active[keep], P[:, keep], rz[keep]
             Z = precondition(R[:, active], active) if precondition is not None else R[:, active].copy()
             rz_new = np.einsum("ij,ij->j", R[:, active], Z)
-            P = Z + P * (rz_new / rz)
+            ratio = rz_new / rz
+            if record and first_run:
+                for c, b in zip(active, ratio):
+                    ratios[c].append(float(b))
+            P = Z + P * ratio
             rz = rz_new
-        if products >= maxiter:
+        first_run = False
+        if products >= maxiter or not verify or broke:
             break
         # The true residual, with one more product: the recurrence's R drifts from b − (K + αI)x. If the
         # drift took a column back above tol, CG resumes from the true residual.
-        AX = matmat(X)
+        R = B - apply(matmat, X, np.arange(t))
         products += 1
-        R = B - AX - X * alphas
         residual = np.linalg.norm(R, axis=0) / safe
         anchor = residual.copy()
         exact = True
@@ -209,9 +263,12 @@ def pcg(matmat, B: np.ndarray, alphas, *, tol: float, maxiter: int, precondition
         if stalled and fast_matmat is not None:
             fast_matmat, stalled, fast_dropped, best = None, False, True, worst
     info = {"iterations": products, "fast_products": fast_products, "residuals": residual,
-            "converged": bool(exact and (residual <= tol).all()), "residuals_are_true": exact, "stalled": stalled,
-            "fast_dropped": fast_dropped, "column_iterations": column_iterations,
+            "converged": bool((exact or not verify) and not broke and (residual <= tol).all()),
+            "residuals_are_true": exact, "indefinite": indefinite,
+            "stalled": stalled, "fast_dropped": fast_dropped, "column_iterations": column_iterations,
             "seconds": time.perf_counter() - start}
+    if record:
+        info.update(steps=steps, ratios=ratios, start_norms=start_norms)
     return X, info
 
 

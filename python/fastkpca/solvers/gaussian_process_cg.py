@@ -1,7 +1,8 @@
 """Gaussian process regression by products with the kernel only: no n × n array, past the Cholesky wall.
 
 With K̂ = K + diag(a) (a: the noise ``alpha``), targets Y (n × s), a preconditioner P ≈ K̂ (gp_preconditioner.py)
-and p probes z_i ~ N(0, P), one preconditioned CG run on the block [Y, z_1 … z_p] (lanczos_cg.py) gives
+and p probes z_i ~ N(0, P), one preconditioned CG run on the block [Y, z_1 … z_p] (cg.pcg, keeping its
+scalars: lanczos_cg.py) gives
 
     α = K̂⁻¹Y,  u_i = K̂⁻¹z_i,
     log det K̂ ≈ log det P + (1/p) Σ_i (z_iᵀP⁻¹z_i) e₁ᵀ log(T_i) e₁          (SLQ on P^-½ K̂ P^-½),
@@ -48,7 +49,8 @@ from ..operators.storage import fixed_bytes
 from .gp_control_variate import CONTROL_VARIATE_SQUARES, control_variate_bytes, control_variate_traces
 from .gp_preconditioner import PRECONDITIONER_BLOCK, NystromDiagonalPreconditioner, gp_preconditioner
 from .gp_rank import RankSearch, factor_bytes_per_entry, preconditioner_rank, rank_bound
-from .lanczos_cg import lanczos_pcg, quadrature_log
+from .cg import pcg
+from .lanczos_cg import quadrature_log
 from .low_rank import rpcholesky_bytes
 
 __all__ = ["IterativeSettings", "IterativeGaussianProcess", "preconditioner_rank"]
@@ -202,13 +204,12 @@ class IterativeGaussianProcess:
         start = time.perf_counter()
         plan = self._plan(kernel, s + p)
         with self._operator(kernel, s + p, plan) as op:
-            try:
-                solution, info = lanczos_pcg(self._matmat(op), np.hstack([self.Y, Z]), pre.solve,
-                                             tol=self.settings.tol, maxiter=self.settings.max_iter, X0=X0)
-            except np.linalg.LinAlgError:
-                return -np.inf, None, 0.0
+            solution, info = pcg(self._matmat(op), np.hstack([self.Y, Z]), precondition=pre, tol=self.settings.tol,
+                                 maxiter=self.settings.max_iter, x0=X0, verify=False, record=True)
         self._count(info, start, "cg")
-        self.ranks.observe(info["products"], held=self._held(plan))
+        if info["indefinite"] is not None:
+            return -np.inf, None, 0.0
+        self.ranks.observe(info["iterations"], held=self._held(plan))
         alpha, U = solution[:, :s], solution[:, s:]
         self.warm = alpha
         per_probe = np.array([info["start_norms"][s + i] * quadrature_log(info["steps"][s + i], info["ratios"][s + i])
@@ -235,34 +236,37 @@ class IterativeGaussianProcess:
 
     def _count(self, info: dict, start: float, stage: str) -> None:
         f = self.figures
-        f["products"] += info["products"]
-        f["iterations"].append(int(info["iterations"].max(initial=0)))
+        f["products"] += info["iterations"]
+        f["iterations"].append(int(info["column_iterations"].max(initial=0)))
         f["max_residual"] = max(f["max_residual"], float(info["residuals"].max(initial=0.0)))
         f["seconds"][stage] = f["seconds"].get(stage, 0.0) + time.perf_counter() - start
 
     # ----------------------------------------------------------------------------------- final solve
 
     def solve(self, kernel) -> np.ndarray:
-        """α = K̂⁻¹Y to ``final_tol`` (warm-started from the last evaluation), its true residual checked; the
-        preconditioner is kept for the predictive variances."""
+        """α = K̂⁻¹Y to ``final_tol`` (warm-started from the last evaluation), its true residual checked (CG
+        resumes from it if the recurrence's drifted); the preconditioner is kept for the predictive variances."""
         self.ranks.frozen = True  # the fit's rank from here on (predictions use this preconditioner)
         pre = self._preconditioner(kernel)
         start = time.perf_counter()
         with self._operator(kernel, self.Y.shape[1]) as op:
-            matmat = self._matmat(op)
-            alpha, info = lanczos_pcg(matmat, self.Y, pre.solve, tol=self.settings.final_tol,
-                                      maxiter=self.settings.max_iter, X0=self.warm)
-            true = np.linalg.norm(self.Y - matmat(alpha), axis=0) / np.maximum(np.linalg.norm(self.Y, axis=0),
-                                                                               np.finfo(np.float64).tiny)
-        info["products"] += 1
+            alpha, info = pcg(self._matmat(op), self.Y, precondition=pre, tol=self.settings.final_tol,
+                              maxiter=self.settings.max_iter, x0=self.warm)
         self._count(info, start, "final_solve")
-        self.figures["final_residuals"] = true
-        if float(true.max()) > self.settings.final_tol:
-            warnings.warn(f"Gaussian process: the final conjugate gradients stopped at relative residual "
-                          f"{true.max():.2e} > final_tol={self.settings.final_tol:g} after {info['products']} "
-                          "products; raise max_iter or the preconditioner's rank", ConvergenceWarning, stacklevel=4)
+        self.figures["final_residuals"] = info["residuals"]
+        self._check(info, "the final conjugate gradients")
         self.preconditioner = pre
         return alpha
+
+    def _check(self, info: dict, what: str) -> None:
+        """A ConvergenceWarning when a solve to ``final_tol`` stopped short (pcg's info)."""
+        if not info["converged"]:
+            kind = "" if info["residuals_are_true"] else " (the recurrence's: max_iter came first)"
+            if info["indefinite"] is not None:
+                kind += f"; the kernel matrix is not positive definite (curvature {info['indefinite']:.3g})"
+            warnings.warn(f"Gaussian process: {what} stopped at relative residual {info['residuals'].max():.2e}"
+                          f"{kind} > final_tol={self.settings.final_tol:g} after {info['iterations']} products; "
+                          "raise max_iter or the preconditioner's rank", ConvergenceWarning, stacklevel=5)
 
     # ------------------------------------------------------------------------------------ predictions
 
@@ -281,8 +285,9 @@ class IterativeGaussianProcess:
             matmat = self._matmat(op)
             for start in range(0, n_new, rows):
                 Kt = self._cross(kernel, X_new[start:start + rows])  # n × c
-                V, _ = lanczos_pcg(matmat, Kt, pre.solve, tol=self.settings.final_tol,
-                                   maxiter=self.settings.max_iter)
+                V, info = pcg(matmat, Kt, precondition=pre, tol=self.settings.final_tol,
+                              maxiter=self.settings.max_iter)
+                self._check(info, "the predictive variances' conjugate gradients")
                 out[start:start + Kt.shape[1]] -= np.einsum("ij,ij->j", Kt, V)
         return out
 
@@ -295,8 +300,9 @@ class IterativeGaussianProcess:
         assert pre is not None
         Kt = self._cross(kernel, X_new)
         with self._operator(kernel, n_new) as op:
-            V, _ = lanczos_pcg(self._matmat(op), Kt, pre.solve, tol=self.settings.final_tol,
-                               maxiter=self.settings.max_iter)
+            V, info = pcg(self._matmat(op), Kt, precondition=pre, tol=self.settings.final_tol,
+                          maxiter=self.settings.max_iter)
+        self._check(info, "the posterior covariance's conjugate gradients")
         cov = np.asarray(kernel.cross(X_new), dtype=np.float64) - Kt.T @ V
         return 0.5 * (cov + cov.T)
 

@@ -83,6 +83,10 @@ class NystromDiagonalPreconditioner:
         Vd -= self._f(self._small_solve(self._ft(Vd))) * self.inverse_d[:, None]
         return Vd
 
+    def __call__(self, R: np.ndarray, columns=None) -> np.ndarray:
+        """P⁻¹ R: cg.pcg's ``precondition`` (the same P for every column)."""
+        return self.solve(R)
+
     def multiply(self, V: np.ndarray) -> np.ndarray:
         """P V."""
         out = V * self.d[:, None]

@@ -266,6 +266,9 @@ def solve_cg(op, columns, Y: np.ndarray, alphas: np.ndarray, root_w=None, *, ran
     if not info["converged"]:
         why = ("rounding does not allow a smaller residual for this system: lower tol's demand or raise alpha"
                if info["stalled"] else "raise max_iter or the preconditioner's rank")
+        if info["indefinite"] is not None:
+            why = (f"the kernel matrix plus alpha is not positive definite (CG met a curvature of "
+                   f"{info['indefinite']:.3g}): use a positive semi-definite kernel or solver='cholesky'")
         warnings.warn(f"kernel ridge: conjugate gradients stopped after {info['iterations']} products by K with "
                       f"relative residual {info['residuals'].max():.2e} > tol={tol:g}; {why}",
                       ConvergenceWarning, stacklevel=3)
