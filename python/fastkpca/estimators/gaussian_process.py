@@ -111,7 +111,9 @@ class GaussianProcessRegressor(EngineFitted, MultiOutputMixin, RegressorMixin, B
         cg: relative residual at which each column's conjugate gradients stop while the hyperparameters are
         optimised.
     final_tol : float, default=1e-6
-        cg: relative residual of the final solve for ``alpha_`` and of the exact predictive variances.
+        cg: relative residual of the final solve for ``alpha_`` and of the exact predictive variances and
+        covariance, checked on the true residual (CG resumes from it where its recurrence drifted); a
+        ConvergenceWarning says when ``max_iter`` stopped one short.
     preconditioner_rank : int, default=None
         cg: rank of the randomly pivoted Cholesky preconditioner, kept through the fit (0: the diagonal only).
         None: the fit starts at 1024 within half of ``memory_limit`` and, while its products evaluate the
