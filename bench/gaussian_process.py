@@ -271,6 +271,7 @@ def child_cg_fit(spec: dict) -> dict:
         exact_lml = float(exact.log_marginal_likelihood(est.kernel_.theta))
     return {"seconds": seconds, "evaluations": info.get("evaluations", 0), "products": info.get("products", 0),
             "peak_bytes": peak, "rmse": float(np.sqrt(np.mean((mean - truth) ** 2))), "lml": lml,
+            "stages": info.get("stages", {}),
             "exact_lml": lml if spec["solver"] == "cholesky" else exact_lml}
 
 
@@ -804,7 +805,9 @@ def main() -> int:
         for r in payload["cg_fits"]:
             if "theta" in r:
                 print(f"- {r['form']}, N = {r['n']:,}, {r['probes']} probes, control variate "
-                      f"{r['control_variate']}: exp θ by Cholesky "
+                      f"{r['control_variate']}: control variate "
+                      f"{r['runs']['cg'].get('stages', {}).get('control_variate', 0.0):.1f} s of the cg fit's "
+                      f"{r['runs']['cg']['seconds']:.1f} s; exp θ by Cholesky "
                       f"{np.round(np.exp(r['theta']['cholesky']), 4).tolist()}, by cg "
                       f"{np.round(np.exp(r['theta']['cg']), 4).tolist()}")
     if args.cg_products:
