@@ -246,7 +246,10 @@ def child_cg_fit(spec: dict) -> dict:
                                                                control_variate=False)
     kobj, optimizer = forms()[spec["form"]], "fmin_l_bfgs_b"
     if spec.get("log"):  # the same L-BFGS-B, each evaluation written to the log as it ends
-        optimizer = _logged_lbfgs(spec["log"], f"{spec['form']} N = {spec['n']:,} {spec['solver']}")
+        label = f"{spec['form']} N = {spec['n']:,} {spec['solver']}"
+        if spec["solver"] != "cholesky":
+            label += f", {spec.get('probes', 16)} probes, control variate {spec.get('control_variate', True)}"
+        optimizer = _logged_lbfgs(spec["log"], label)
     if "theta" in spec:  # the reference's optimum given: the Cholesky model at it, not optimised again
         kobj, optimizer = kobj.clone_with_theta(np.asarray(spec["theta"])), None
     elif "start_theta" in spec:  # L-BFGS-B from there instead of the kernel's initial θ
@@ -276,10 +279,11 @@ def child_cg_fit(spec: dict) -> dict:
 
 
 def _logged_lbfgs(path: str, label: str):
-    """The estimator's "fmin_l_bfgs_b" (scipy's L-BFGS-B, default options) as an optimizer callable that
-    appends each evaluation's −lml, seconds and θ to ``path``: a fit of hours shows its progress, and its
-    best θ survives an interrupted run."""
+    """The estimator's "fmin_l_bfgs_b" (scipy's L-BFGS-B, default options, its result checked as scikit-learn
+    does) as an optimizer callable that appends each evaluation's −lml, seconds and θ to ``path``: a fit of
+    hours shows its progress, and its best θ survives an interrupted run."""
     from scipy.optimize import minimize
+    from sklearn.utils.optimize import _check_optimize_result
 
     def optimizer(obj_func, initial_theta, bounds):
         def logged(theta):
@@ -291,6 +295,7 @@ def _logged_lbfgs(path: str, label: str):
             return value, grad
 
         result = minimize(logged, initial_theta, method="L-BFGS-B", jac=True, bounds=bounds)
+        _check_optimize_result("lbfgs", result)
         return result.x, result.fun
 
     return optimizer
@@ -314,6 +319,8 @@ def _reference_fit(spec: dict, references: dict, record: str | None) -> dict:
     (its predictions and exact likelihood computed now; its fit's seconds, evaluations and peak as recorded)."""
     form, n = spec["form"], spec["n"]
     recorded = references.get(form, {}).get(str(n))
+    if recorded is not None and record:
+        print(f"note: {form} N = {n:,} is taken from --reference, so --record has nothing new to add", flush=True)
     if recorded is None:
         out = C.run_child(__file__, "cg_fit", spec, timeout=4 * 3600)
         if record and "failed" not in out:
@@ -367,6 +374,8 @@ def cg_fits(n: int, forms_: list, probe_counts: list, variants: list, verdicts: 
                         continue
                     fits.append((probes, variant, mine, spec["save"]))
             if exact_from_cg and fits:
+                if record:
+                    print("note: --record keeps whole Cholesky fits only, not those started from cg's θ", flush=True)
                 start = np.load(fits[0][3])["theta"].tolist()
                 exact = C.run_child(__file__, "cg_fit", dict(base, start_theta=start), timeout=4 * 3600)
                 if _exact_failed(form, n, exact, rows):

@@ -479,6 +479,22 @@ def test_control_variate_against_dense(rank, dtype):
                                atol=(1e-6 if dtype == np.float64 else 1e-3) * np.abs(expected).max())
 
 
+def test_control_variate_sums_its_chunks(monkeypatch):
+    """The pass over several row chunks (each adding its share of Fᵀ diag(Δ) F, upper triangle) gives the one
+    chunk's traces."""
+    from fastkpca.solvers import gp_control_variate as cv
+
+    rng = np.random.default_rng(1)
+    X = rng.standard_normal((250, 3))
+    k = kernels.make(C(1.3) * Matern([1.5, 0.7, 2.0], nu=2.5) + WhiteKernel(0.05), n_features=0)
+    pre = gp_preconditioner(k, LOCAL.samples(X), 1e-3, 25, seed=5)
+    Omega = rng.standard_normal((250, 7))
+    whole = cv.control_variate_traces(k, LOCAL.samples(X), pre, Omega)
+    monkeypatch.setattr(cv, "CONTROL_VARIATE_ROWS", 64)  # 4 chunks, the last short
+    np.testing.assert_allclose(cv.control_variate_traces(k, LOCAL.samples(X), pre, Omega), whole, rtol=1e-10,
+                               atol=1e-10 * np.abs(whole).max())
+
+
 def test_the_control_variate_cuts_the_gradients_noise_and_keeps_it_unbiased():
     """24 probe sets (random_state) at θ where P (rank 60 of 600) captures most of K̂: with the control
     variate every gradient entry's spread over the sets is at most a quarter of Hutchinson's alone (17–36

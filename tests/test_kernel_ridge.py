@@ -181,11 +181,40 @@ def test_pcg_handles_zero_columns_and_reports_non_convergence(rng):
     K = A @ A.T
     B = np.c_[rng.standard_normal(80), np.zeros(80)]
     X, info = pcg(lambda V: K @ V, B, [1e-3, 1.0], tol=1e-12, maxiter=3)
-    assert not info["converged"] and info["iterations"] == 3 and not info["residuals_are_true"]
+    # two iterations and the final check (maxiter keeps one product for it): the residuals are true ones
+    assert not info["converged"] and info["iterations"] == 3 and info["residuals_are_true"]
+    assert info["column_iterations"].tolist() == [2, 0]
+    np.testing.assert_allclose(info["residuals"][0], np.linalg.norm(B[:, 0] - K @ X[:, 0] - 1e-3 * X[:, 0])
+                               / np.linalg.norm(B[:, 0]), rtol=1e-10)
     # a tol below what rounding allows: CG restarts from the true residual once, sees no progress, stops
     X, info = pcg(lambda V: K @ V, B, [1e-3, 1.0], tol=1e-30, maxiter=10_000)
     assert info["stalled"] and not info["converged"] and info["residuals_are_true"] and info["iterations"] < 10_000
     assert info["residuals"][1] == 0 and (X[:, 1] == 0).all()
+
+
+def test_pcg_leaves_a_broken_down_column_and_solves_the_others():
+    """K = diag(1, 0, 2): b = e₂ meets a zero curvature at once (K is singular there), and CG leaves that
+    column where it was and says so; b = (1, 0, 1) is solved; an indefinite K is still solved, and reported."""
+    K = np.diag([1.0, 0.0, 2.0])
+    X, info = pcg(lambda V: K @ V, np.c_[[1.0, 0.0, 1.0], [0.0, 1.0, 0.0]], tol=1e-12, maxiter=20)
+    assert info["broken_down"].tolist() == [1] and not info["converged"] and info["indefinite"] == 0.0
+    np.testing.assert_allclose(X[:, 0], [1.0, 0.0, 0.5], rtol=1e-12)
+    assert info["residuals"][0] <= 1e-12 and (X[:, 1] == 0).all()
+
+
+def test_pcg_resumes_a_warm_start_whose_recurrence_drifts(rng):
+    """x0 near the solution, verify=True: the recurrence starts from the true residual of x0, and the answer
+    meets tol by its true residual."""
+    A = rng.standard_normal((60, 60))
+    K = A @ A.T + np.eye(60)
+    b = rng.standard_normal((60, 1))
+    exact = np.linalg.solve(K + 0.1 * np.eye(60), b)
+    X, info = pcg(lambda V: K @ V, b, [0.1], tol=1e-10, maxiter=500, x0=exact + 1e-4 * rng.standard_normal((60, 1)))
+    true = np.linalg.norm(b - K @ X - 0.1 * X) / np.linalg.norm(b)
+    assert info["converged"] and info["residuals_are_true"] and true <= 1e-10
+    assert info["residuals"][0] == pytest.approx(true, rel=1e-6)
+    cold = pcg(lambda V: K @ V, b, [0.1], tol=1e-10, maxiter=500)[1]
+    assert info["iterations"] < cold["iterations"]
 
 
 def test_multishift_cg_solves_every_shift(rng):

@@ -122,7 +122,8 @@ class GaussianProcessRegressor(EngineFitted, MultiOutputMixin, RegressorMixin, B
         iteration counts says pays (solvers/gp_rank.py); ``solver_info_["preconditioner"]["ranks"]`` lists
         each evaluation's.
     max_iter : int, default=1000
-        cg: iterations per solve at most.
+        cg: products by K̂ per solve at most (a warm start's and the final check of the true residual's
+        included).
     preconditioner_dtype : {"float64", "float32"}, default="float64"
         cg: storage of the preconditioner's factor between evaluations and for the predictions ("float32": half
         that memory). The factor is built in float64 at every evaluation either way (a float32 build is too

@@ -110,7 +110,8 @@ def pcg(matmat, B: np.ndarray, alphas=None, *, tol: float, maxiter: int, precond
         residual is recomputed at the end with one more product, and the iteration resumes from it if
         rounding made the two drift apart by more than tol).
     maxiter : int
-        Products by K at most (a start x0's and the final check's included).
+        Products by K at most, a start x0's included; with ``verify`` the last is kept for the final check, so
+        the residuals reported are true ones whenever the iterations ran.
     precondition : callable or None
         ``precondition(R, columns)`` = P⁻¹ R for those columns.
     progress : callable or None
@@ -137,17 +138,22 @@ def pcg(matmat, B: np.ndarray, alphas=None, *, tol: float, maxiter: int, precond
     X : ndarray (n, t)
     info : dict
         ``iterations`` (products by K, fast or not), ``fast_products`` (those by K̃), ``residuals``
-        (relative, per column), ``residuals_are_true`` (False when maxiter stopped the iteration before the
-        final check, or without ``verify``: then they are the recurrence's), ``converged`` (every residual
-        <= tol, the true ones with ``verify``), ``stalled`` (a restart from the true residual did not halve
-        it: tol is below what rounding allows; with ``fast_matmat`` such a restart first drops K̃ and goes on
-        with K), ``fast_dropped``, ``column_iterations`` and ``seconds``; with ``record``, ``steps`` and
-        ``ratios`` (per column: CG's step lengths a_j and direction ratios b_j) and ``start_norms``
-        (r₀ᵀP⁻¹r₀ per column); ``indefinite``: None, or the smallest curvature pᵀ(K + αI)p ≤ 0 met (K + αI
-        is not positive definite: CG goes on, its true residual judging the answer, but stops there, not
-        converged, with ``record`` or at a zero curvature; with ``fast_matmat``, such a direction of K̃ makes
-        CG go on with K instead).
+        (relative, per column), ``residuals_are_true`` (False without ``verify``, or where a recording run
+        stopped: then they are the recurrence's), ``converged`` (every residual <= tol, the true ones with
+        ``verify``), ``stalled`` (a restart from the true residual did not halve it: tol is below what
+        rounding allows; with ``fast_matmat`` such a restart first drops K̃ and goes on with K),
+        ``fast_dropped``, ``column_iterations`` and ``seconds``; with ``record``, ``steps`` and ``ratios``
+        (per column: CG's step lengths a_j and direction ratios b_j) and ``start_norms`` (r₀ᵀP⁻¹r₀ per
+        column).
+        ``indefinite``: None, or the smallest finite curvature pᵀ(K + αI)p ≤ 0 met: K + αI is not positive
+        definite. A solve goes on (the true residual judges its answer); a recording run stops there, not
+        converged; with ``fast_matmat``, such a direction of K̃ makes CG go on with K instead.
+        ``broken_down``: the columns whose curvature was zero or not finite, and those a recording run
+        stopped, left where they were (not converged).
     """
+    if fast_matmat is not None and (record or not verify):
+        raise ValueError("pcg: fast_matmat needs verify=True and record=False (its reliable updates replace "
+                         "the recurrence's residuals)")
     start = time.perf_counter()
     n, t = B.shape
     shifts = None if alphas is None else np.broadcast_to(np.asarray(alphas, dtype=np.float64), (t,))
@@ -155,6 +161,7 @@ def pcg(matmat, B: np.ndarray, alphas=None, *, tol: float, maxiter: int, precond
     safe = np.where(norms > 0, norms, 1.0)
     column_iterations = np.zeros(t, dtype=np.int64)
     products = 0
+    limit = maxiter - 1 if verify else maxiter  # the iterations' products: the last is the final check's
 
     def apply(product, V, columns):  # (K + αI) V for those columns
         out = product(V)
@@ -177,15 +184,15 @@ def pcg(matmat, B: np.ndarray, alphas=None, *, tol: float, maxiter: int, precond
     start_norms = np.zeros(t)
     first_run = True
     exact = True  # whether `residual` is a true residual (else the recurrence's)
-    stalled = fast_dropped = False
+    stalled = fast_dropped = broke = False  # broke: recording, K + αI showed it is not positive definite
+    dead = np.zeros(t, dtype=bool)  # columns whose CG broke down (a zero or non-finite curvature)
     indefinite = None  # the smallest non-positive curvature met, if any
-    broke = False  # whether it stopped CG
     best = np.inf
     fast_products = 0
     anchor = residual.copy()  # each column's last true residual
     while True:
-        active = np.flatnonzero(residual > tol)
-        if not active.size or products >= maxiter or stalled:
+        active = np.flatnonzero((residual > tol) & ~dead)
+        if not active.size or products >= limit or stalled or broke:
             break
         exact = False
         Z = precondition(R[:, active], active) if precondition is not None else R[:, active].copy()
@@ -193,25 +200,34 @@ def pcg(matmat, B: np.ndarray, alphas=None, *, tol: float, maxiter: int, precond
         rz = np.einsum("ij,ij->j", R[:, active], Z)
         if record and first_run:
             start_norms[active] = rz
-        while products < maxiter:
+        while products < limit:
             AP = apply(matmat if fast_matmat is None else fast_matmat, P, active)
             products += 1
             fast_products += fast_matmat is not None
             column_iterations[active] += 1
             curvature = np.einsum("ij,ij->j", P, AP)
             if not (curvature > 0).all():
-                if fast_matmat is None:
-                    # K + αI is not positive definite. CG's iterates stay those of the symmetric system while
-                    # no curvature is zero (the true residual still judges them), but Lanczos's quadrature
-                    # of log is meaningless: stop there when recording, and at a breakdown.
-                    indefinite = float(min(curvature.min(), np.inf if indefinite is None else indefinite))
-                    broke = record or not (np.isfinite(curvature) & (curvature != 0)).all()
-                    if broke:
-                        break
-                else:
+                if fast_matmat is not None:
                     # K̃ + αI is not positive definite (α below K̃'s error): restart from the true residual with K.
                     fast_matmat, fast_dropped, best = None, True, np.inf
                     break
+                # K + αI is not positive definite. CG's iterates stay those of the symmetric system while no
+                # curvature is zero (the true residual still judges them), so a solve goes on; Lanczos's
+                # quadrature of log is meaningless for every column, so a recording run stops; a column
+                # whose curvature is zero or not finite has broken down and leaves the block.
+                finite = curvature[np.isfinite(curvature) & ~(curvature > 0)]
+                if finite.size:
+                    indefinite = float(min(finite.min(), np.inf if indefinite is None else indefinite))
+                if record:
+                    broke, dead[active] = True, True
+                    break
+                failed = ~np.isfinite(curvature) | (curvature == 0)
+                if failed.any():
+                    dead[active[failed]] = True
+                    ok = np.flatnonzero(~failed)
+                    active, P, AP, rz, curvature = active[ok], P[:, ok], AP[:, ok], rz[ok], curvature[ok]
+                    if not active.size:
+                        break
             step = rz / curvature
             X[:, active] += P * step
             R[:, active] -= AP * step
@@ -219,7 +235,7 @@ def pcg(matmat, B: np.ndarray, alphas=None, *, tol: float, maxiter: int, precond
             if record and first_run:
                 for c, a in zip(active, step):
                     steps[c].append(float(a))
-            if (fast_matmat is not None and products < maxiter
+            if (fast_matmat is not None and products < limit
                     and (residual[active] <= refresh * anchor[active]).all()):
                 # Reliable update: the recurrence has drifted from b − (K + αI)x by K̃'s error times the
                 # steps since the last true residual; replace it by the true one (one product by K), keep
@@ -246,10 +262,10 @@ def pcg(matmat, B: np.ndarray, alphas=None, *, tol: float, maxiter: int, precond
             P = Z + P * ratio
             rz = rz_new
         first_run = False
-        if products >= maxiter or not verify or broke:
+        if not verify or broke:
             break
-        # The true residual, with one more product: the recurrence's R drifts from b − (K + αI)x. If the
-        # drift took a column back above tol, CG resumes from the true residual.
+        # The true residual, with the product kept for it: the recurrence's R drifts from b − (K + αI)x. If
+        # the drift took a column back above tol, CG resumes from the true residual while products are left.
         R = B - apply(matmat, X, np.arange(t))
         products += 1
         residual = np.linalg.norm(R, axis=0) / safe
@@ -264,7 +280,7 @@ def pcg(matmat, B: np.ndarray, alphas=None, *, tol: float, maxiter: int, precond
             fast_matmat, stalled, fast_dropped, best = None, False, True, worst
     info = {"iterations": products, "fast_products": fast_products, "residuals": residual,
             "converged": bool((exact or not verify) and not broke and (residual <= tol).all()),
-            "residuals_are_true": exact, "indefinite": indefinite,
+            "residuals_are_true": exact, "indefinite": indefinite, "broken_down": np.flatnonzero(dead),
             "stalled": stalled, "fast_dropped": fast_dropped, "column_iterations": column_iterations,
             "seconds": time.perf_counter() - start}
     if record:

@@ -207,7 +207,7 @@ class IterativeGaussianProcess:
             solution, info = pcg(self._matmat(op), np.hstack([self.Y, Z]), precondition=pre, tol=self.settings.tol,
                                  maxiter=self.settings.max_iter, x0=X0, verify=False, record=True)
         self._count(info, start, "cg")
-        if info["indefinite"] is not None:
+        if info["indefinite"] is not None or info["broken_down"].size:  # K̂ is not positive definite
             return -np.inf, None, 0.0
         self.ranks.observe(info["iterations"], held=self._held(plan))
         alpha, U = solution[:, :s], solution[:, s:]
@@ -254,19 +254,25 @@ class IterativeGaussianProcess:
                               maxiter=self.settings.max_iter, x0=self.warm)
         self._count(info, start, "final_solve")
         self.figures["final_residuals"] = info["residuals"]
-        self._check(info, "the final conjugate gradients")
+        self._check(info, "the final conjugate gradients", stacklevel=5)
         self.preconditioner = pre
         return alpha
 
-    def _check(self, info: dict, what: str) -> None:
-        """A ConvergenceWarning when a solve to ``final_tol`` stopped short (pcg's info)."""
+    def _check(self, info: dict, what: str, stacklevel: int) -> None:
+        """After a solve to ``final_tol`` (pcg's info): LinAlgError if CG found K̂ not positive definite (as the
+        Cholesky solver would), a ConvergenceWarning if it stopped short; ``stacklevel`` points at the user."""
+        if info["indefinite"] is not None or info["broken_down"].size:
+            curvature = "" if info["indefinite"] is None else f" of curvature {info['indefinite']:.3g}"
+            raise np.linalg.LinAlgError(f"Gaussian process: {what} met a direction{curvature} that shows the "
+                                        "kernel matrix with its noise is not positive definite; raise alpha or "
+                                        "the kernel's noise level")
         if not info["converged"]:
-            kind = "" if info["residuals_are_true"] else " (the recurrence's: max_iter came first)"
-            if info["indefinite"] is not None:
-                kind += f"; the kernel matrix is not positive definite (curvature {info['indefinite']:.3g})"
+            kind = "" if info["residuals_are_true"] else " (the recurrence's)"
+            advice = ("rounding allows no smaller residual: raise final_tol" if info["stalled"]
+                      else "raise max_iter or the preconditioner's rank")
             warnings.warn(f"Gaussian process: {what} stopped at relative residual {info['residuals'].max():.2e}"
                           f"{kind} > final_tol={self.settings.final_tol:g} after {info['iterations']} products; "
-                          "raise max_iter or the preconditioner's rank", ConvergenceWarning, stacklevel=5)
+                          f"{advice}", ConvergenceWarning, stacklevel=stacklevel)
 
     # ------------------------------------------------------------------------------------ predictions
 
@@ -287,7 +293,7 @@ class IterativeGaussianProcess:
                 Kt = self._cross(kernel, X_new[start:start + rows])  # n × c
                 V, info = pcg(matmat, Kt, precondition=pre, tol=self.settings.final_tol,
                               maxiter=self.settings.max_iter)
-                self._check(info, "the predictive variances' conjugate gradients")
+                self._check(info, "the predictive variances' conjugate gradients", stacklevel=4)
                 out[start:start + Kt.shape[1]] -= np.einsum("ij,ij->j", Kt, V)
         return out
 
@@ -302,7 +308,7 @@ class IterativeGaussianProcess:
         with self._operator(kernel, n_new) as op:
             V, info = pcg(self._matmat(op), Kt, precondition=pre, tol=self.settings.final_tol,
                           maxiter=self.settings.max_iter)
-        self._check(info, "the posterior covariance's conjugate gradients")
+        self._check(info, "the posterior covariance's conjugate gradients", stacklevel=4)
         cov = np.asarray(kernel.cross(X_new), dtype=np.float64) - Kt.T @ V
         return 0.5 * (cov + cov.T)
 

@@ -102,7 +102,8 @@ def control_variate_traces(kernel, samples, pre: NystromDiagonalPreconditioner, 
                          f"{pre.pivots.shape[0]}")
     FS = pre.F[pre.pivots].astype(np.float64)  # lower triangular (pivots in their order: low_rank.LowRankFactor)
     inverse_FS = np.asfortranarray(solve_triangular(FS, np.eye(r), lower=True, check_finite=False) if r else FS)
-    inverse_C = cho_solve((pre.L, True), np.eye(r), check_finite=False) if r else FS
+    del FS
+    inverse_C = cho_solve((pre.L, True), np.eye(r), check_finite=False) if r else np.zeros((0, 0))
     Omega_F = factor_t_product(pre.F, Omega)  # Fᵀ Ω, r × p
     omega_weights = inverse_FS.T @ Omega_F  # W Ω
     pivots_X = samples.rows(pre.pivots)
@@ -110,8 +111,13 @@ def control_variate_traces(kernel, samples, pre: NystromDiagonalPreconditioner, 
                                  row_args=(pre.F, Omega, pre.inverse_d), rows=CONTROL_VARIATE_ROWS)
     if r == 0:
         return traces
-    FDF = np.triu(FDF) + np.triu(FDF, 1).T  # Fᵀ diag(Δ) F
-    FT = np.eye(r) - inverse_C - FDF  # Fᵀ T = Fᵀ D⁻¹ F C⁻¹ − Fᵀ diag(Δ) F = (C − I) C⁻¹ − …
+    FDF = np.require(FDF, requirements="W")  # an engine's sum may come back read-only
+    FDF += np.triu(FDF, 1).T  # Fᵀ diag(Δ) F (its lower triangle was zero)
+    # Fᵀ T = Fᵀ D⁻¹ F C⁻¹ − Fᵀ diag(Δ) F = (C − I) C⁻¹ − Fᵀ diag(Δ) F, in FDF's memory
+    FT = FDF
+    np.negative(FT, out=FT)
+    FT -= inverse_C
+    FT[np.diag_indices(r)] += 1.0
     # W N = F_S⁻ᵀ Fᵀ N with Fᵀ N = (Fᵀ T) F_S⁻¹ − (Fᵀ Ω)(W Ω)ᵀ / p
     WN = inverse_FS.T @ (FT @ inverse_FS - Omega_F @ (omega_weights.T / p))
     return traces - kernel.cross_gradient_traces(pivots_X, pivots_X, WN)

@@ -266,9 +266,11 @@ def solve_cg(op, columns, Y: np.ndarray, alphas: np.ndarray, root_w=None, *, ran
     if not info["converged"]:
         why = ("rounding does not allow a smaller residual for this system: lower tol's demand or raise alpha"
                if info["stalled"] else "raise max_iter or the preconditioner's rank")
+        if info["broken_down"].size:
+            why = f"CG broke down (a zero or non-finite curvature) on columns {info['broken_down'].tolist()}"
         if info["indefinite"] is not None:
-            why = (f"the kernel matrix plus alpha is not positive definite (CG met a curvature of "
-                   f"{info['indefinite']:.3g}): use a positive semi-definite kernel or solver='cholesky'")
+            why += (f"; the kernel matrix plus alpha is not positive definite (CG met a curvature of "
+                    f"{info['indefinite']:.3g}): use a positive semi-definite kernel or solver='cholesky'")
         warnings.warn(f"kernel ridge: conjugate gradients stopped after {info['iterations']} products by K with "
                       f"relative residual {info['residuals'].max():.2e} > tol={tol:g}; {why}",
                       ConvergenceWarning, stacklevel=3)
@@ -276,7 +278,8 @@ def solve_cg(op, columns, Y: np.ndarray, alphas: np.ndarray, root_w=None, *, ran
     precision = {"fast_products": info["fast_products"], "fast_dropped": info["fast_dropped"]} if fast_op else {}
     return dual, {"iterations": info["iterations"], **precision, "residuals": info["residuals"],
                   "residuals_are_true": info["residuals_are_true"], "converged": info["converged"],
-                  "stalled": info["stalled"], "column_iterations": info["column_iterations"], "tol": tol,
+                  "stalled": info["stalled"], "indefinite": info["indefinite"],
+                  "column_iterations": info["column_iterations"], "tol": tol,
                   "preconditioner_rank": rank_used, "preconditioner_dtype": np.dtype(factor_dtype).name,
                   "stages": stages}
 
