@@ -27,11 +27,8 @@ FᵀD⁻¹Wᵀ = (C − I) F_S⁻¹ and therefore P⁻¹Wᵀ = D⁻¹ F C⁻¹ F
 
     N_i = (F_i C⁻¹/d_i − Δ_i F_i) F_S⁻¹ − Ω_i (W Ω)ᵀ / p,    W Ω = F_S⁻ᵀ Fᵀ Ω,    Ω = [w_1 … w_p],
 
-one pass over row chunks wherever the samples are, O(chunk·r) memory, plus the cross block's kernel pass
-O(n·r·d). W N = F_S⁻ᵀ Fᵀ N needs Fᵀ T with T_i = F_i C⁻¹/d_i − Δ_i F_i, which is known but for one term:
-Fᵀ D⁻¹ F C⁻¹ = (C − I) C⁻¹ = I − C⁻¹, so Fᵀ T = I − C⁻¹ − Fᵀ diag(Δ) F, a symmetric rank-n update (two,
-over the rows with Δ_i > 0 and < 0). Per row of F: F C⁻¹ (2r² flops), T F_S⁻¹ by the triangular F_S⁻¹ (r²)
-and the update (r²), 4·n·r² in all. Whatever ∂P̃ is (float32 F, rounding in F_S⁻¹), t̂ stays unbiased: only its
+one pass over row chunks wherever the samples are, O(n·r²) flops and O(chunk·r) memory, plus the cross
+block's kernel pass O(n·r·d). Whatever ∂P̃ is (float32 F, rounding in F_S⁻¹), t̂ stays unbiased: only its
 variance depends on how well ∂P̃ follows ∂K̂.
 """
 
@@ -46,37 +43,23 @@ __all__ = ["control_variate_traces", "control_variate_bytes", "CONTROL_VARIATE_R
 
 #: Rows per chunk of the pass (N's chunk is CONTROL_VARIATE_ROWS × r).
 CONTROL_VARIATE_ROWS = 2048
-#: Its flops are CONTROL_VARIATE_SQUARES · n · r² (F C⁻¹; T F_S⁻¹, triangular; Fᵀ diag(Δ) F, symmetric).
-CONTROL_VARIATE_SQUARES = 4
+#: Its flops are CONTROL_VARIATE_SQUARES · n · r² (three n × r × r products: F C⁻¹, T F_S⁻¹, Fᵀ T). Four would
+#: do: T F_S⁻¹ is a triangular product (r² per row), and Fᵀ T = I − C⁻¹ − Fᵀ diag(Δ) F since Fᵀ D⁻¹ F = C − I,
+#: a symmetric update (two, over the rows of either sign of Δ). Tried with OpenBLAS's dtrmm and dsyrk: 1.2×
+#: slower at n = 20,000 and 5,000 with r = 1,024 (dtrmm runs at about gemm's time for half the flops, and the
+#: split update's row copies outweigh its saving), so the three general products stay.
+CONTROL_VARIATE_SQUARES = 6
 
 
 def control_variate_bytes(n: int, rank: int) -> int:
-    """The pass's memory at its peak: four chunk × r arrays (F's rows in float64, F C⁻¹, T becoming N, the
-    update's scaled rows) and six r × r (F_S, F_S⁻¹, C⁻¹, Fᵀ diag(Δ) F twice while summed, W N)."""
+    """The pass's memory at its peak: four chunk × r arrays (F's rows in float64, F C⁻¹, T, N) and six r × r
+    (F_S, F_S⁻¹, C⁻¹, Fᵀ T twice while summed, W N)."""
     return 8 * (4 * min(n, CONTROL_VARIATE_ROWS) * rank + 6 * rank * rank)
 
 
-def _weighted_gram(F: np.ndarray, weights: np.ndarray) -> np.ndarray:
-    """Fᵀ diag(w) F in its upper triangle (the lower is not set): two symmetric rank updates, the rows of
-    positive and of negative weight scaled by √|w|, r² flops per row instead of a general product's 2r²."""
-    from scipy.linalg.blas import dsyrk
-
-    out = np.zeros((F.shape[1], F.shape[1]), order="F")
-    for sign in (1.0, -1.0):
-        rows = np.flatnonzero(sign * weights > 0)
-        if rows.size:
-            scaled = F[rows]  # a copy, C order: its transpose is Fortran's
-            scaled *= np.sqrt(sign * weights[rows])[:, None]
-            out = dsyrk(sign, scaled.T, beta=1.0, c=out, trans=0, lower=0, overwrite_c=1)
-    return out
-
-
 def _chunk_terms(X, kernel, pivots_X, inverse_C, inverse_FS, omega_weights, p, F, Omega, inverse_d):
-    """One chunk's share: (2 Σ N ∘ ∂K(X_c, X_S) + Σ_c Δ_k ∂K̂_kk per hyperparameter, F_cᵀ diag(Δ_c) F_c in
-    its upper triangle) with N_c = T_c F_S⁻¹ − Ω_c (WΩ)ᵀ/p and T_c = F_c C⁻¹/d − Δ_c F_c (the module's
-    documentation). ``inverse_FS``: F_S⁻¹, lower triangular, in Fortran order."""
-    from scipy.linalg.blas import dtrmm
-
+    """One chunk's share: (2 Σ N ∘ ∂K(X_c, X_S) + Σ_c Δ_k ∂K̂_kk per hyperparameter, F_cᵀ T_c) with
+    N_c = T_c F_S⁻¹ − Ω_c (WΩ)ᵀ/p and T_c = F_c C⁻¹/d − Δ_c F_c (the module's documentation)."""
     F = F.astype(np.float64, copy=False)
     FC = F @ inverse_C
     delta = inverse_d - inverse_d**2 * np.einsum("ij,ij->i", FC, F) - np.einsum("ij,ij->i", Omega, Omega) / p
@@ -84,10 +67,9 @@ def _chunk_terms(X, kernel, pivots_X, inverse_C, inverse_FS, omega_weights, p, F
     if F.shape[1] == 0:
         return traces, np.zeros((0, 0))
     T = FC * inverse_d[:, None] - F * delta[:, None]
-    # N = T F_S⁻¹, as Nᵀ = F_S⁻ᵀ Tᵀ on T's memory (Tᵀ is a Fortran-order view of T)
-    N = dtrmm(1.0, inverse_FS, T.T, side=0, lower=1, trans_a=1, overwrite_b=1).T
+    N = T @ inverse_FS
     N -= Omega @ (omega_weights.T / p)
-    return traces + 2.0 * kernel.cross_gradient_traces(X, pivots_X, N), _weighted_gram(F, delta)
+    return traces + 2.0 * kernel.cross_gradient_traces(X, pivots_X, N), F.T @ T
 
 
 def control_variate_traces(kernel, samples, pre: NystromDiagonalPreconditioner, Omega: np.ndarray) -> np.ndarray:
@@ -101,23 +83,16 @@ def control_variate_traces(kernel, samples, pre: NystromDiagonalPreconditioner, 
         raise ValueError(f"the control variate needs the factor's {r} pivots, the preconditioner has "
                          f"{pre.pivots.shape[0]}")
     FS = pre.F[pre.pivots].astype(np.float64)  # lower triangular (pivots in their order: low_rank.LowRankFactor)
-    inverse_FS = np.asfortranarray(solve_triangular(FS, np.eye(r), lower=True, check_finite=False) if r else FS)
+    inverse_FS = solve_triangular(FS, np.eye(r), lower=True, check_finite=False) if r else FS
     del FS
     inverse_C = cho_solve((pre.L, True), np.eye(r), check_finite=False) if r else np.zeros((0, 0))
     Omega_F = factor_t_product(pre.F, Omega)  # Fᵀ Ω, r × p
     omega_weights = inverse_FS.T @ Omega_F  # W Ω
     pivots_X = samples.rows(pre.pivots)
-    traces, FDF = samples.reduce(_chunk_terms, kernel, pivots_X, inverse_C, inverse_FS, omega_weights, p,
-                                 row_args=(pre.F, Omega, pre.inverse_d), rows=CONTROL_VARIATE_ROWS)
+    traces, FT = samples.reduce(_chunk_terms, kernel, pivots_X, inverse_C, inverse_FS, omega_weights, p,
+                                row_args=(pre.F, Omega, pre.inverse_d), rows=CONTROL_VARIATE_ROWS)
     if r == 0:
         return traces
-    FDF = np.require(FDF, requirements="W")  # an engine's sum may come back read-only
-    FDF += np.triu(FDF, 1).T  # Fᵀ diag(Δ) F (its lower triangle was zero)
-    # Fᵀ T = Fᵀ D⁻¹ F C⁻¹ − Fᵀ diag(Δ) F = (C − I) C⁻¹ − Fᵀ diag(Δ) F, in FDF's memory
-    FT = FDF
-    np.negative(FT, out=FT)
-    FT -= inverse_C
-    FT[np.diag_indices(r)] += 1.0
     # W N = F_S⁻ᵀ Fᵀ N with Fᵀ N = (Fᵀ T) F_S⁻¹ − (Fᵀ Ω)(W Ω)ᵀ / p
     WN = inverse_FS.T @ (FT @ inverse_FS - Omega_F @ (omega_weights.T / p))
     return traces - kernel.cross_gradient_traces(pivots_X, pivots_X, WN)

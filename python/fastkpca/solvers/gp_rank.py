@@ -5,7 +5,7 @@ The work of one evaluation, in flops, for n samples of d features, t CG columns 
 I block iterations:
 
     building P          W_P(r) ≈ n r (2d + c) + q n r²        (r kernel columns; RPCholesky's updates, Fᵀ D⁻¹ F:
-                                                            q = 4, and 4 more for the gradient's control
+                                                            q = 4, and 6 more for the gradient's control
                                                             variate, gp_control_variate.py)
     one CG iteration    W_I(r) ≈ (1 − h) n² (2d + c) + 2 n² t + 4 n r t
                         (evaluating the kernel's entries not held; the product; P⁻¹ on t columns)
