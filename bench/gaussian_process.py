@@ -400,9 +400,10 @@ def _compare_fits(form: str, n: int, label: str, exact: dict, mine: dict, b, a, 
     std_rel = float(np.max(np.abs(a["std"] - b["std"]) / b["std"]))
     rmse_rel = mine["rmse"] / exact["rmse"] - 1
     recorded = " (recorded)" if exact.get("recorded") else " (from cg's θ)" if exact.get("from_cg") else ""
+    exact_peak = "n/a" if exact["peak_bytes"] is None else f"{exact['peak_bytes'] / 2**30:.2f}"
     print(f"| {form} | {n:,} | {label} | {exact['seconds']:.1f}{recorded} / {mine['seconds']:.1f} | "
           f"{exact['evaluations']} / {mine['evaluations']} | {mine['products']} | "
-          f"{exact['peak_bytes'] / 2**30:.2f} / {mine['peak_bytes'] / 2**30:.2f} | "
+          f"{exact_peak} / {mine['peak_bytes'] / 2**30:.2f} | "
           f"{theta_rel:.1e} | {theta_relevant:.1e} | {lml_loss:.1e} | "
           f"{exact['rmse']:.4f} / {mine['rmse']:.4f} ({rmse_rel:+.1%}) | {std_rel:.1e} |", flush=True)
     where = f"cg fit {form} N = {n:,}, {label}"
