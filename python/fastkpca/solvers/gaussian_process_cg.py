@@ -86,6 +86,11 @@ class IterativeSettings:
     control_variate: bool = True  # the preconditioner's control variate in the gradient (gp_control_variate.py)
 
 
+def _not_positive_definite(info: dict) -> bool:
+    """Whether pcg's run showed K̂ is not positive definite (a non-positive or non-finite curvature)."""
+    return info["indefinite"] is not None or bool(info["broken_down"].size)
+
+
 class IterativeGaussianProcess:
     """The likelihood, its gradient, the final solve and the predictive variances of one fit (module
     documentation). Holds the fixed draws, the warm start and the figures ``info()`` reports.
@@ -207,7 +212,7 @@ class IterativeGaussianProcess:
             solution, info = pcg(self._matmat(op), np.hstack([self.Y, Z]), precondition=pre, tol=self.settings.tol,
                                  maxiter=self.settings.max_iter, x0=X0, verify=False, record=True)
         self._count(info, start, "cg")
-        if info["indefinite"] is not None or info["broken_down"].size:  # K̂ is not positive definite
+        if _not_positive_definite(info):
             return -np.inf, None, 0.0
         self.ranks.observe(info["iterations"], held=self._held(plan))
         alpha, U = solution[:, :s], solution[:, s:]
@@ -261,7 +266,7 @@ class IterativeGaussianProcess:
     def _check(self, info: dict, what: str, stacklevel: int) -> None:
         """After a solve to ``final_tol`` (pcg's info): LinAlgError if CG found K̂ not positive definite (as the
         Cholesky solver would), a ConvergenceWarning if it stopped short; ``stacklevel`` points at the user."""
-        if info["indefinite"] is not None or info["broken_down"].size:
+        if _not_positive_definite(info):
             curvature = "" if info["indefinite"] is None else f" of curvature {info['indefinite']:.3g}"
             raise np.linalg.LinAlgError(f"Gaussian process: {what} met a direction{curvature} that shows the "
                                         "kernel matrix with its noise is not positive definite; raise alpha or "
