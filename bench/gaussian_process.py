@@ -249,7 +249,7 @@ def child_cg_fit(spec: dict) -> dict:
         label = f"{spec['form']} N = {spec['n']:,} {spec['solver']}"
         if spec["solver"] != "cholesky":
             label += f", {spec.get('probes', 16)} probes, control variate {spec.get('control_variate', True)}"
-        optimizer = _logged_lbfgs(spec["log"], label)
+        optimizer = _logged_lbfgs(_file_log(spec["log"], label))
     if "theta" in spec:  # the reference's optimum given: the Cholesky model at it, not optimised again
         kobj, optimizer = kobj.clone_with_theta(np.asarray(spec["theta"])), None
     elif "start_theta" in spec:  # L-BFGS-B from there instead of the kernel's initial θ
@@ -278,10 +278,11 @@ def child_cg_fit(spec: dict) -> dict:
             "exact_lml": lml if spec["solver"] == "cholesky" else exact_lml}
 
 
-def _logged_lbfgs(path: str, label: str):
-    """The estimator's "fmin_l_bfgs_b" (scipy's L-BFGS-B, default options, its result checked as scikit-learn
-    does) as an optimizer callable that appends each evaluation's −lml, seconds and θ to ``path``: a fit of
-    hours shows its progress, and its best θ survives an interrupted run."""
+def _logged_lbfgs(log, *, per: int = 1, maxiter: int | None = None):
+    """scipy's L-BFGS-B (the estimator's "fmin_l_bfgs_b": default options, its result checked as scikit-learn
+    does) as an optimizer callable that passes each evaluation's −lml, seconds and θ to ``log(text)`` as it
+    ends: a fit of hours shows its progress, and its best θ survives an interrupted run. ``per``: the objective
+    divided by it (the scale fits: per sample); ``maxiter``: L-BFGS-B's iterations at most."""
     from scipy.optimize import minimize
     from sklearn.utils.optimize import _check_optimize_result
 
@@ -289,16 +290,23 @@ def _logged_lbfgs(path: str, label: str):
         def logged(theta):
             start = time.perf_counter()
             value, grad = obj_func(theta, eval_gradient=True)
-            with open(path, "a") as f:
-                f.write(f"[{time.strftime('%H:%M:%S')}] {label}: -lml {float(value)!r}, "
-                        f"{time.perf_counter() - start:.1f} s, θ {theta.tolist()}\n")
-            return value, grad
+            log(f"-lml {float(value)!r}, {time.perf_counter() - start:.1f} s, θ {theta.tolist()}")
+            return value / per, grad / per
 
-        result = minimize(logged, initial_theta, method="L-BFGS-B", jac=True, bounds=bounds)
+        options = {} if maxiter is None else {"maxiter": maxiter}
+        result = minimize(logged, initial_theta, method="L-BFGS-B", jac=True, bounds=bounds, options=options)
         _check_optimize_result("lbfgs", result)
-        return result.x, result.fun
+        return result.x, result.fun * per
 
     return optimizer
+
+
+def _file_log(path: str, label: str):
+    """``log(text)`` appending a timed, labelled line to ``path``."""
+    def log(text: str) -> None:
+        with open(path, "a") as f:
+            f.write(f"[{time.strftime('%H:%M:%S')}] {label}: {text}\n")
+    return log
 
 
 def _record(path: str, form: str, n: int, fit: dict, theta: np.ndarray) -> None:
@@ -529,27 +537,6 @@ def products_table(sizes: list, ranks: list, storage: str = "auto") -> list[dict
 SCALE_LANDMARKS = 2000
 
 
-def _limited_lbfgs(maxiter: int, n: int, log):
-    """scikit-learn's optimizer callable: L-BFGS-B from the given θ for at most ``maxiter`` iterations on the
-    negative log likelihood per sample, each evaluation written to ``log``. (L-BFGS-B's first trial point is
-    θ − ∇f projected on the bounds: with f summed over 100,000 samples that is a corner of the box, where cg
-    spends hundreds of products on a useless evaluation; per sample, it is a step of the gradient's size.)"""
-    from scipy.optimize import minimize
-
-    def optimizer(obj_func, initial_theta, bounds):
-        def logged(theta):
-            start = time.perf_counter()
-            value, grad = obj_func(theta, eval_gradient=True)
-            log(f"evaluation: -lml {value:.6g}, {time.perf_counter() - start:.1f} s, θ {np.round(theta, 3).tolist()}")
-            return value / n, grad / n
-
-        result = minimize(logged, initial_theta, method="L-BFGS-B", jac=True, bounds=bounds,
-                          options={"maxiter": maxiter})
-        return result.x, result.fun * n
-
-    return optimizer
-
-
 def nystrom_gp_mean(k, X: np.ndarray, y: np.ndarray, X_new: np.ndarray, m: int, seed: int = 0) -> np.ndarray:
     """The posterior mean of a Nyström GP (subset of regressors) with m uniform landmarks Z, for a kernel
     ``signal + WhiteKernel(σ²)`` and normalised targets y, in the well-conditioned feature form: with
@@ -604,10 +591,13 @@ def child_scale(spec: dict) -> dict:
     del pre  # only θ₀ goes on: the subset's n × n factor is not the big fit's memory
     log(f"pretrain on {sub:,}: {pretrain_seconds:.1f} s, {pretrain_evaluations} evaluations, "
         f"θ₀ {np.round(kernel0.theta, 3).tolist()}")
+    # L-BFGS-B per sample: its first trial point is θ − ∇f projected on the bounds; with f summed over 100,000
+    # samples that is a corner of the box, where cg spends hundreds of products on a useless evaluation; per
+    # sample, it is a step of the gradient's size.
     start = time.perf_counter()
     est = GaussianProcessRegressor(kernel0, normalize_y=True, solver="cg", random_state=0,
                                    memory_limit=spec["memory_limit"], preconditioner_dtype=spec["dtype"],
-                                   optimizer=_limited_lbfgs(spec["maxiter"], n, log)).fit(X, y)
+                                   optimizer=_logged_lbfgs(log, per=n, maxiter=spec["maxiter"])).fit(X, y)
     fit_seconds = time.perf_counter() - start
     peak = C.peak_rss_bytes() - before
     info = est.solver_info_
