@@ -52,12 +52,12 @@ the same distribution.
   likelihood + gradient evaluations at the same θ with the rank fixed at 1024 and searched (solvers/gp_rank.py;
   the first six evaluations may move it): each evaluation's rank and products, and the seconds of the last two.
 - **scale**: the fit the issue times at N = 50,000 and 100,000, each in a fresh process: θ₀ from an exact
-  (Cholesky) fit on the first ``--pretrain`` samples, then L-BFGS-B from θ₀ by ``solver="cg"`` on all N for at
-  most ``--maxiter`` iterations within ``--memory-limit`` (2GB); the total seconds (both stages), evaluations,
-  products, the peak RSS growth over the data, the predictions' seconds (500 points, exact standard
-  deviations), and test RMSE against the noiseless function of the cg fit, of the exact fit on the subset and
-  of a Nyström GP (2,000 uniform landmarks, subset of regressors) at θ₀ and at the cg fit's θ. ``--log`` gets
-  a line per likelihood evaluation while it runs.
+  (Cholesky) fit on the first ``--pretrain`` samples, then ``solver="cg"`` on all N from θ₀ with the
+  estimator's default optimizer (L-BFGS-B to its convergence) within ``--memory-limit`` (2GB); the total
+  seconds (both stages), evaluations, products, whether L-BFGS-B converged, the peak RSS growth over the data,
+  the predictions' seconds (500 points, exact standard deviations), and test RMSE against the noiseless
+  function of the cg fit, of the exact fit on the subset and of a Nyström GP (2,000 uniform landmarks, subset
+  of regressors) at θ₀ and at the cg fit's θ. ``--log`` gets a line per likelihood evaluation while it runs.
 - **evaluation**: fastkpca only (scikit-learn would need about 30·N²·8 bytes): a fit with ``optimizer=None``
   (one factor), then one ``log_marginal_likelihood(theta, eval_gradient=True)`` timed; the process's peak RSS
   growth in N²·8 bytes.
@@ -244,12 +244,12 @@ def child_cg_fit(spec: dict) -> dict:
 
         estimator_module.IterativeSettings = functools.partial(estimator_module.IterativeSettings,
                                                                control_variate=False)
-    kobj, optimizer = forms()[spec["form"]], "fmin_l_bfgs_b"
-    if spec.get("log"):  # the same L-BFGS-B, each evaluation written to the log as it ends
+    kobj, optimizer, estimator = forms()[spec["form"]], "fmin_l_bfgs_b", GaussianProcessRegressor
+    if spec.get("log"):  # the same fit, each evaluation written to the log as it ends
         label = f"{spec['form']} N = {spec['n']:,} {spec['solver']}"
         if spec["solver"] != "cholesky":
             label += f", {spec.get('probes', 16)} probes, control variate {spec.get('control_variate', True)}"
-        optimizer = _logged_lbfgs(_file_log(spec["log"], label))
+        estimator = _logged(_file_log(spec["log"], label))
     if "theta" in spec:  # the reference's optimum given: the Cholesky model at it, not optimised again
         kobj, optimizer = kobj.clone_with_theta(np.asarray(spec["theta"])), None
     elif "start_theta" in spec:  # L-BFGS-B from there instead of the kernel's initial θ
@@ -257,9 +257,8 @@ def child_cg_fit(spec: dict) -> dict:
     C.reset_peak_rss()
     before = C.rss_bytes()
     start = time.perf_counter()
-    est = GaussianProcessRegressor(kobj, normalize_y=True, solver=spec["solver"], optimizer=optimizer,
-                                   random_state=0, memory_limit=spec.get("memory_limit"),
-                                   n_probes=spec.get("probes", 16)).fit(X, y)
+    est = estimator(kobj, normalize_y=True, solver=spec["solver"], optimizer=optimizer, random_state=0,
+                    memory_limit=spec.get("memory_limit"), n_probes=spec.get("probes", 16)).fit(X, y)
     seconds = time.perf_counter() - start
     peak = C.peak_rss_bytes() - before
     mean, std = est.predict(new, return_std=True)
@@ -278,27 +277,22 @@ def child_cg_fit(spec: dict) -> dict:
             "exact_lml": lml if spec["solver"] == "cholesky" else exact_lml}
 
 
-def _logged_lbfgs(log, *, per: int = 1, maxiter: int | None = None):
-    """scipy's L-BFGS-B (the estimator's "fmin_l_bfgs_b": default options, its result checked as scikit-learn
-    does) as an optimizer callable that passes each evaluation's −lml, seconds and θ to ``log(text)`` as it
-    ends: a fit of hours shows its progress, and its best θ survives an interrupted run. ``per``: the objective
-    divided by it (the scale fits: per sample); ``maxiter``: L-BFGS-B's iterations at most."""
-    from scipy.optimize import minimize
-    from sklearn.utils.optimize import _check_optimize_result
+def _logged(log):
+    """GaussianProcessRegressor whose likelihood evaluations pass their −lml, seconds and θ to ``log(text)`` as
+    they end (the estimator's own optimizer, untouched): a fit of hours shows its progress, and its best θ
+    survives an interrupted run."""
+    from fastkpca import GaussianProcessRegressor
 
-    def optimizer(obj_func, initial_theta, bounds):
-        def logged(theta):
+    class Logged(GaussianProcessRegressor):
+        def log_marginal_likelihood(self, theta=None, eval_gradient=False, clone_kernel=True):
             start = time.perf_counter()
-            value, grad = obj_func(theta, eval_gradient=True)
-            log(f"-lml {float(value)!r}, {time.perf_counter() - start:.1f} s, θ {theta.tolist()}")
-            return value / per, grad / per
+            out = super().log_marginal_likelihood(theta, eval_gradient, clone_kernel)
+            if theta is not None:
+                value = float(out[0] if eval_gradient else out)
+                log(f"-lml {-value!r}, {time.perf_counter() - start:.1f} s, θ {np.asarray(theta).tolist()}")
+            return out
 
-        options = {} if maxiter is None else {"maxiter": maxiter}
-        result = minimize(logged, initial_theta, method="L-BFGS-B", jac=True, bounds=bounds, options=options)
-        _check_optimize_result("lbfgs", result)
-        return result.x, result.fun * per
-
-    return optimizer
+    return Logged
 
 
 def _file_log(path: str, label: str):
@@ -560,9 +554,10 @@ def nystrom_gp_mean(k, X: np.ndarray, y: np.ndarray, X_new: np.ndarray, m: int, 
 
 def child_scale(spec: dict) -> dict:
     """A fit past the Cholesky wall as the issue times it: θ₀ from an exact fit on the first ``pretrain`` samples
-    (Cholesky, scikit-learn's L-BFGS-B to convergence), then L-BFGS-B on all n samples by solver="cg" from θ₀
-    for at most ``maxiter`` iterations within ``memory_limit``; predictions with standard deviations; a Nyström
-    GP's mean (2,000 uniform landmarks) at θ₀ and at the fitted θ; test RMSE against the noiseless function."""
+    (Cholesky, scikit-learn's L-BFGS-B to convergence), then solver="cg" on all n samples from θ₀, the
+    estimator's own L-BFGS-B to convergence, within ``memory_limit``; predictions with standard deviations; a
+    Nyström GP's mean (2,000 uniform landmarks) at θ₀ and at the fitted θ; test RMSE against the noiseless
+    function."""
     from fastkpca import GaussianProcessRegressor
 
     warnings.simplefilter("ignore")
@@ -591,14 +586,13 @@ def child_scale(spec: dict) -> dict:
     del pre  # only θ₀ goes on: the subset's n × n factor is not the big fit's memory
     log(f"pretrain on {sub:,}: {pretrain_seconds:.1f} s, {pretrain_evaluations} evaluations, "
         f"θ₀ {np.round(kernel0.theta, 3).tolist()}")
-    # L-BFGS-B per sample: its first trial point is θ − ∇f projected on the bounds; with f summed over 100,000
-    # samples that is a corner of the box, where cg spends hundreds of products on a useless evaluation; per
-    # sample, it is a step of the gradient's size.
     start = time.perf_counter()
-    est = GaussianProcessRegressor(kernel0, normalize_y=True, solver="cg", random_state=0,
-                                   memory_limit=spec["memory_limit"], preconditioner_dtype=spec["dtype"],
-                                   optimizer=_logged_lbfgs(log, per=n, maxiter=spec["maxiter"])).fit(X, y)
+    with warnings.catch_warnings(record=True) as caught:  # L-BFGS-B's ConvergenceWarning, if it stops short
+        warnings.simplefilter("always")
+        est = _logged(log)(kernel0, normalize_y=True, solver="cg", random_state=0, memory_limit=spec["memory_limit"],
+                           preconditioner_dtype=spec["dtype"]).fit(X, y)
     fit_seconds = time.perf_counter() - start
+    stopped = [str(w.message).splitlines()[:2] for w in caught if "failed to converge" in str(w.message)]
     peak = C.peak_rss_bytes() - before
     info = est.solver_info_
     log(f"cg fit {fit_seconds:.1f} s, {info['evaluations']} evaluations, {info['products']} products")
@@ -621,21 +615,21 @@ def child_scale(spec: dict) -> dict:
             "final_residuals": np.asarray(info["final_residuals"]).tolist(), "peak_bytes": peak,
             "predict_seconds": predict_seconds, "rmse": rmse(mean), "pretrain_rmse": pretrain_rmse,
             "nystrom": nystrom, "std_median": float(np.median(std)), "theta0": kernel0.theta.tolist(),
-            "theta": est.kernel_.theta.tolist()}
+            "theta": est.kernel_.theta.tolist(), "lbfgs": " ".join(stopped[0]) if stopped else "converged"}
 
 
 def scale_table(sizes: list, args, verdicts: list) -> list[dict]:
     limits = {50_000: 20 * 60, 100_000: 60 * 60}
     print(f"\n## Fits past the Cholesky wall (C·RBF(ARD) + White; θ₀ from an exact fit on {args.pretrain:,} samples, "
-          f"then at most {args.maxiter} L-BFGS-B iterations by solver='cg' on all N; memory_limit="
+          f"then solver='cg' on all N (L-BFGS-B to convergence); memory_limit="
           f"{args.memory_limit!r}, preconditioner {args.preconditioner_dtype}; Nyström GP: {SCALE_LANDMARKS:,} "
           "uniform landmarks)\n")
-    print("| N | total s (pretrain + cg) | cg evaluations | products (per evaluation) | preconditioner rank | "
-          "peak GiB | predict s | test RMSE: cg / exact on the subset / Nyström at θ₀ / at θ |\n"
-          "|---|---|---|---|---|---|---|---|")
+    print("| N | total s (pretrain + cg) | cg evaluations | products (per evaluation) | L-BFGS-B | preconditioner "
+          "rank | peak GiB | predict s | test RMSE: cg / exact on the subset / Nyström at θ₀ / at θ |\n"
+          "|---|---|---|---|---|---|---|---|---|")
     rows = []
     for n in sizes:
-        spec = {"n": n, "pretrain": args.pretrain, "maxiter": args.maxiter, "memory_limit": args.memory_limit,
+        spec = {"n": n, "pretrain": args.pretrain, "memory_limit": args.memory_limit,
                 "dtype": args.preconditioner_dtype, "log": args.log}
         r = C.run_child(__file__, "scale", spec, timeout=4 * 3600)
         rows.append(r)
@@ -646,9 +640,9 @@ def scale_table(sizes: list, args, verdicts: list) -> list[dict]:
         per = r["products"] / max(1, r["evaluations"])
         ny = r["nystrom"]
         print(f"| {n:,} | {r['total_seconds']:.0f} ({r['pretrain_seconds']:.0f} + {r['fit_seconds']:.0f}) | "
-              f"{r['evaluations']} | {r['products']} ({per:.0f}) | {r['preconditioner']['rank']} "
+              f"{r['evaluations']} | {r['products']} ({per:.0f}) | {r['lbfgs']} | {r['preconditioner']['rank']} "
               f"{r['preconditioner']['dtype']} | {r['peak_bytes'] / 2**30:.2f} | {r['predict_seconds']:.0f} | "
-              f"{r['rmse']:.4f} / {r['pretrain_rmse']:.4f} / {ny['theta0']['rmse']:.4f} / {ny['theta']['rmse']:.4f} |",
+              f"{r['rmse']:.6f} / {r['pretrain_rmse']:.6f} / {ny['theta0']['rmse']:.6f} / {ny['theta']['rmse']:.6f} |",
               flush=True)
         if n in limits:
             verdicts.append((f"cg fit at N = {n:,} within {limits[n] // 60} min", r["total_seconds"] <= limits[n],
@@ -698,7 +692,6 @@ def main() -> int:
                         help="N of the rank search against the fixed default rank")
     parser.add_argument("--scale", type=C.parse_ints, default=[], help="N of the fits past the Cholesky wall")
     parser.add_argument("--pretrain", type=int, default=5000, help="samples of the exact fit giving θ₀")
-    parser.add_argument("--maxiter", type=int, default=5, help="L-BFGS-B iterations of the scale fits")
     parser.add_argument("--memory-limit", default="2GB", help="memory_limit of the scale fits")
     parser.add_argument("--preconditioner-dtype", default="float64", choices=("float64", "float32"))
     parser.add_argument("--log", default=None, help="file the scale and cg fits append their progress to")

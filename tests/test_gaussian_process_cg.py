@@ -233,6 +233,37 @@ def test_reproducible_with_random_state():
     assert a.log_marginal_likelihood_value_ != c.log_marginal_likelihood_value_
 
 
+@pytest.mark.filterwarnings("ignore:The optimal value found:sklearn.exceptions.ConvergenceWarning")
+def test_cg_optimises_the_likelihood_per_sample(monkeypatch):
+    """L-BFGS-B's first trial point is θ − ∇f on the bounds: per sample a step of the gradient's size, where the
+    sum over n samples reaches a corner of the box (as the Cholesky solver's scikit-learn optimizer does)."""
+    X, y, _ = split(400)
+    kobj = C(1.0) * RBF(np.ones(4)) + WhiteKernel(0.1)
+    seen = {}
+    for solver in ("cholesky", "cg"):
+        thetas = seen[solver] = []
+        original = GaussianProcessRegressor.log_marginal_likelihood
+
+        def logged(self, theta=None, eval_gradient=False, clone_kernel=True, thetas=thetas, original=original):
+            thetas.append(np.array(theta))
+            return original(self, theta, eval_gradient, clone_kernel)
+
+        monkeypatch.setattr(GaussianProcessRegressor, "log_marginal_likelihood", logged)
+        fit = GaussianProcessRegressor(kobj, solver=solver, random_state=0).fit(X, y)
+        monkeypatch.undo()
+        assert fit.n_iter_ == len(thetas)
+    bounds = kobj.bounds
+    at_bound = lambda theta: np.isclose(theta, bounds[:, 0]) | np.isclose(theta, bounds[:, 1])  # noqa: E731
+    assert at_bound(seen["cholesky"][1]).all()  # the summed likelihood's first step (scikit-learn's)
+    step = seen["cg"][1] - seen["cg"][0]
+    assert not at_bound(seen["cg"][1]).any() and 0 < np.abs(step).max() < 5
+    # and both reach the same optimum
+    ref = GaussianProcessRegressor(kobj, solver="cholesky").fit(X, y)
+    fit = GaussianProcessRegressor(kobj, solver="cg", random_state=0).fit(X, y)
+    assert abs(fit.log_marginal_likelihood_value_ - ref.log_marginal_likelihood_value_) <= \
+        max(4 * fit.solver_info_["standard_error"], 1e-3 * abs(ref.log_marginal_likelihood_value_))
+
+
 def test_auto_chooses_by_memory():
     X, y, _ = split(100)
     assert GaussianProcessRegressor(KERNELS[0]).fit(X, y).solver_info_["solver"] == "cholesky"

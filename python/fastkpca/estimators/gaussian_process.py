@@ -75,7 +75,8 @@ class GaussianProcessRegressor(EngineFitted, MultiOutputMixin, RegressorMixin, B
     optimizer : "fmin_l_bfgs_b", callable or None, default="fmin_l_bfgs_b"
         How the hyperparameters are chosen: scipy's L-BFGS-B on the negative log marginal likelihood and its
         gradient, a callable ``optimizer(obj_func, initial_theta, bounds) -> (theta_opt, func_min)``, or None
-        (the kernel's hyperparameters are kept).
+        (the kernel's hyperparameters are kept). With solver "cg", L-BFGS-B works on the likelihood per sample
+        (the same optimum, and scipy's gradient test on the sum kept): see Notes.
     n_restarts_optimizer : int, default=0
         Further optimisations from log-uniform starts within the bounds (drawn from ``random_state``).
     normalize_y : bool, default=False
@@ -175,11 +176,12 @@ class GaussianProcessRegressor(EngineFitted, MultiOutputMixin, RegressorMixin, B
 
     At tens of thousands of samples each evaluation is a few passes over the kernel, and L-BFGS-B from a poor
     start takes fifty evaluations or more. What scales: an exact fit on a random subset of a few thousand
-    samples, then ``solver="cg"`` on all of them from that fit's ``kernel_`` with an ``optimizer`` callable that
-    runs L-BFGS-B for a few iterations on the likelihood divided by n (undivided, its first trial point is a
-    corner of the bounds, where cg pays hundreds of products for nothing): ``bench/gaussian_process.py
-    --scale``; the performance page of the user guide has its times. CG's iterations grow when the kernel has
-    more eigenvalues above the noise than the preconditioner's rank (short length scales, a small noise).
+    samples, then ``solver="cg"`` on all of them from that fit's ``kernel_`` (``bench/gaussian_process.py
+    --scale``; the performance page of the user guide has its times). With cg the default optimizer divides the
+    likelihood by n: L-BFGS-B's first trial point is θ minus the gradient, projected on the bounds, which for
+    the sum over many samples is a corner of the box, where cg pays hundreds of products for nothing. CG's
+    iterations grow when the kernel has more eigenvalues above the noise than the preconditioner's rank (short
+    length scales, a small noise).
 
     Examples
     --------
@@ -325,9 +327,21 @@ class GaussianProcessRegressor(EngineFitted, MultiOutputMixin, RegressorMixin, B
             import scipy.optimize
             from sklearn.utils.optimize import _check_optimize_result
 
-            result = scipy.optimize.minimize(obj_func, initial_theta, method="L-BFGS-B", jac=True, bounds=bounds)
+            # cg: the likelihood per sample. L-BFGS-B's first trial point is θ − ∇f projected on the bounds;
+            # for a sum over n samples that is a corner of the box, which costs the Cholesky solver one
+            # factor like any θ but cg hundreds of products at large n. Per sample it is a step of the
+            # gradient's own size; gtol / n keeps scipy's test on the summed gradient, and the quasi-Newton
+            # steps after the first do not depend on the scale.
+            per = 1 if self._iterative is None else len(self.y_train_)
+
+            def objective(theta):
+                value, gradient = obj_func(theta)
+                return value / per, gradient / per
+
+            result = scipy.optimize.minimize(objective, initial_theta, method="L-BFGS-B", jac=True, bounds=bounds,
+                                             options={"gtol": 1e-5 / per})
             _check_optimize_result("lbfgs", result)
-            return result.x, result.fun
+            return result.x, result.fun * per
         if callable(self.optimizer):
             return self.optimizer(obj_func, initial_theta, bounds=bounds)
         raise ValueError(f"Unknown optimizer {self.optimizer}.")
