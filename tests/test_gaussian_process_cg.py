@@ -203,6 +203,20 @@ def test_cg_covariance_and_samples():
     assert fit.sample_y(Xt[:5], 3).shape == (5, 3)
 
 
+def test_variances_where_the_amplitude_dwarfs_them():
+    """k** − k*ᵀK̂⁻¹k* with k** 10⁸ times the variance: CG's k*ᵀv at final_tol 1e-6 put the standard deviations
+    6% off here; vᵀ(k* + r), second order in the residual, 6e-5."""
+    X, y, Xt = split(800)
+    kobj = C(1e4) * RBF(np.full(4, 3.0)) + WhiteKernel(1e-4)
+    ref = GaussianProcessRegressor(kobj, optimizer=None, solver="cholesky").fit(X, y)
+    fit = GaussianProcessRegressor(kobj, optimizer=None, solver="cg", random_state=0).fit(X, y)
+    std = ref.predict(Xt, return_std=True)[1]
+    np.testing.assert_allclose(fit.predict(Xt, return_std=True)[1], std, rtol=1e-3)
+    cov = fit.predict(Xt[:30], return_cov=True)[1]
+    np.testing.assert_allclose(np.sqrt(np.diag(cov)), std[:30], rtol=1e-3)
+    np.testing.assert_allclose(cov, ref.predict(Xt[:30], return_cov=True)[1], atol=1e-3 * std.min() ** 2)
+
+
 def test_multi_output_and_per_sample_noise():
     X, y, Xt = split(200)
     Y = np.column_stack([y, -2 * y + 1])

@@ -142,7 +142,8 @@ def pcg(matmat, B: np.ndarray, alphas=None, *, tol: float, maxiter: int, precond
         stopped: then they are the recurrence's), ``converged`` (every residual <= tol, the true ones with
         ``verify``), ``stalled`` (a restart from the true residual did not halve it: tol is below what
         rounding allows; with ``fast_matmat`` such a restart first drops K̃ and goes on with K),
-        ``fast_dropped``, ``column_iterations`` and ``seconds``; with ``record``, ``steps`` and ``ratios``
+        ``fast_dropped``, ``column_iterations``, ``seconds`` and ``residual_block`` (B − (K + αI)X, n × t,
+        where the residuals are true; else None); with ``record``, ``steps`` and ``ratios``
         (per column: CG's step lengths a_j and direction ratios b_j) and ``start_norms`` (r₀ᵀP⁻¹r₀ per
         column).
         ``indefinite``: None, or the smallest finite curvature pᵀ(K + αI)p ≤ 0 met: K + αI is not positive
@@ -282,7 +283,7 @@ def pcg(matmat, B: np.ndarray, alphas=None, *, tol: float, maxiter: int, precond
             "converged": bool((exact or not verify) and not broke and (residual <= tol).all()),
             "residuals_are_true": exact, "indefinite": indefinite, "broken_down": np.flatnonzero(dead),
             "stalled": stalled, "fast_dropped": fast_dropped, "column_iterations": column_iterations,
-            "seconds": time.perf_counter() - start}
+            "seconds": time.perf_counter() - start, "residual_block": R if exact else None}
     if record:
         info.update(steps=steps, ratios=ratios, start_norms=start_norms)
     return X, info

@@ -26,10 +26,11 @@ The preconditioner's rank starts at gp_rank.DEFAULT_RANK within the memory limit
 evaluations, as their iteration counts say pays (gp_rank.py); the final solve fixes it.
 
 Predictions: the mean is K(X*, X)α; the variances k** − k*ᵀK̂⁻¹k* by block CG on the test points' kernel
-columns, in chunks within the memory limit, with the fit's preconditioner. (A factor cached in the manner of
-LOVE, Pleiss et al. 2018, K̂⁻¹ ≈ P⁻¹ + U(T⁻¹ − I)Uᵀ from block Lanczos on the pencil (K̂, P), was measured
-against these at N = 5,000 and not offered: 5% median, 31% largest error in the standard deviations at noise
-0.1 of the signal, and useless below, where k*ᵀK̂⁻¹k* nearly cancels k**.)
+columns, in chunks within the memory limit, with the fit's preconditioner, each quadratic form taken as
+vᵀ(k* + r) from CG's v ≈ K̂⁻¹k* and its true residual r (error second order in r: _quadratic_forms). (A
+factor cached in the manner of LOVE, Pleiss et al. 2018, K̂⁻¹ ≈ P⁻¹ + U(T⁻¹ − I)Uᵀ from block Lanczos on the
+pencil (K̂, P), was measured against these at N = 5,000 and not offered: 5% median, 31% largest error in the
+standard deviations at noise 0.1 of the signal, and useless below, where k*ᵀK̂⁻¹k* nearly cancels k**.)
 """
 
 from __future__ import annotations
@@ -58,6 +59,19 @@ __all__ = ["IterativeSettings", "IterativeGaussianProcess", "preconditioner_rank
 
 def _cross_columns(rows, X_new, kernel):
     return kernel.cross(rows, X_new)
+
+
+def _quadratic_forms(K_cross: np.ndarray, V: np.ndarray, info: dict) -> np.ndarray:
+    """k*ᵀK̂⁻¹k* for each column k* of ``K_cross`` from pcg's V ≈ K̂⁻¹k* and its true residual r = k* − K̂v:
+    vᵀ(k* + r) = 2k*ᵀv − vᵀK̂v, whose error −rᵀK̂⁻¹r is second order in r, where k*ᵀv's, rᵀK̂⁻¹k*, is first
+    order. The variance k** − k*ᵀK̂⁻¹k* is a small difference of large numbers when the amplitude is many times
+    the posterior variance (10⁷ times at the RBF fit of bench/gaussian_process.py at N = 20,000, where k*ᵀv
+    at final_tol 1e-6 put the standard deviations up to 5% off, this form 0.1%)."""
+    forms = np.einsum("ij,ij->j", K_cross, V)
+    R = info["residual_block"]
+    if R is not None:
+        forms += np.einsum("ij,ij->j", R, V)
+    return forms
 
 
 _LOG_2PI = math.log(2.0 * math.pi)
@@ -299,7 +313,7 @@ class IterativeGaussianProcess:
                 V, info = pcg(matmat, Kt, precondition=pre, tol=self.settings.final_tol,
                               maxiter=self.settings.max_iter)
                 self._check(info, "the predictive variances' conjugate gradients", stacklevel=4)
-                out[start:start + Kt.shape[1]] -= np.einsum("ij,ij->j", Kt, V)
+                out[start:start + Kt.shape[1]] -= _quadratic_forms(Kt, V, info)
         return out
 
     def covariance(self, kernel, X_new) -> np.ndarray:
@@ -315,6 +329,8 @@ class IterativeGaussianProcess:
                           maxiter=self.settings.max_iter)
         self._check(info, "the posterior covariance's conjugate gradients", stacklevel=4)
         cov = np.asarray(kernel.cross(X_new), dtype=np.float64) - Kt.T @ V
+        if info["residual_block"] is not None:  # Vᵀ(K* + R): second order in the residual (_quadratic_forms)
+            cov -= info["residual_block"].T @ V
         return 0.5 * (cov + cov.T)
 
     def localised(self) -> IterativeGaussianProcess:
