@@ -106,8 +106,8 @@ class GaussianProcessRegressor(EngineFitted, MultiOutputMixin, RegressorMixin, B
         within 0.02%, at 1.4 and 2.7 times the seconds. The probes are fixed, so the optimiser sees one smooth
         surrogate; its optimum moves with the gradient estimate's error along flat directions, which the
         preconditioner, serving as a control variate of the gradient's traces, keeps small: with 16 probes the
-        fits at N = 5,000 (RBF and Matern 5/2, ARD) and 20,000 (Matern) found θ within 0.5% of the Cholesky
-        fit's and test errors within 0.2% (without the control variate: up to 130% and 5.4%).
+        fits at N = 5,000 and 20,000 (RBF and Matern 5/2, ARD) found θ within 3% of the Cholesky fit's and
+        test errors within 0.3% (without the control variate: up to 130% and 5.4%).
     tol : float, default=1e-2
         cg: relative residual at which each column's conjugate gradients stop while the hyperparameters are
         optimised.
