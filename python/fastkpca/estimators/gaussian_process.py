@@ -103,11 +103,12 @@ class GaussianProcessRegressor(EngineFitted, MultiOutputMixin, RegressorMixin, B
         cg: random probes of the log determinant and the gradient's traces (drawn once per fit). The
         likelihood's standard error falls as 1/√n_probes (``solver_info_["standard_error"]``): at N = 5,000
         (bench/gaussian_process.py) 16 probes left it 0.1–0.2% from the exact value, 64 within 0.09% and 256
-        within 0.02%, at 1.4 and 2.7 times the seconds. The probes are fixed, so the optimiser sees one smooth
-        surrogate; its optimum moves with the gradient estimate's error along flat directions, which the
-        preconditioner, serving as a control variate of the gradient's traces, keeps small: with 16 probes the
-        fits at N = 5,000 and 20,000 (RBF and Matern 5/2, ARD) found θ within 3% of the Cholesky fit's and
-        test errors within 0.3% (without the control variate: up to 130% and 5.4%).
+        within 0.02%, at 1.4 and 2.7 times the seconds. The probes are fixed, so the optimiser sees one estimate,
+        not fresh draws at every θ (up to the targets' warm start: see Notes); its optimum moves with the gradient
+        estimate's error along flat directions, which the preconditioner, serving as a control variate of the
+        gradient's traces, keeps small: with 16 probes the fits at N = 5,000 and 20,000 (RBF and Matern 5/2,
+        ARD) found θ within 3% of the Cholesky fit's and test errors within 0.3% (without the control variate:
+        up to 130% and 5.4%).
     tol : float, default=1e-2
         cg: relative residual at which each column's conjugate gradients stop while the hyperparameters are
         optimised.
@@ -171,8 +172,11 @@ class GaussianProcessRegressor(EngineFitted, MultiOutputMixin, RegressorMixin, B
     pivoted Cholesky factor F plus a diagonal, P = F Fᵀ + D); log det K̂ is log det P plus stochastic Lanczos
     quadrature from the same iterations, and the gradient's traces tr(K̂⁻¹ ∂K/∂θ_j) are Hutchinson estimates
     (P⁻¹z_i)ᵀ ∂K/∂θ_j u_i, taken for every θ_j in one pass over the kernel's tiles. The probes and the
-    preconditioner's pivots are drawn once per fit from ``random_state``, so the optimiser sees one smooth
-    function; ``solver_info_["standard_error"]`` says how far it may be from the exact likelihood.
+    preconditioner's pivots are drawn once per fit from ``random_state``, so the optimiser sees one estimate
+    of the likelihood, not fresh draws at every θ; ``solver_info_["standard_error"]`` says how far it may be
+    from the exact likelihood. The targets' columns start from the previous evaluation's solution, so the
+    value at a θ depends slightly on the path to it (at N = 100,000 the same θ evaluated twice differed by
+    0.05 nats, 4e-7 of the likelihood).
 
     At tens of thousands of samples each evaluation is a few passes over the kernel, and L-BFGS-B from a poor
     start takes fifty evaluations or more. What scales: an exact fit on a random subset of a few thousand
@@ -330,16 +334,18 @@ class GaussianProcessRegressor(EngineFitted, MultiOutputMixin, RegressorMixin, B
             # cg: the likelihood per sample. L-BFGS-B's first trial point is θ − ∇f projected on the bounds;
             # for a sum over n samples that is a corner of the box, which costs the Cholesky solver one
             # factor like any θ but cg hundreds of products at large n. Per sample it is a step of the
-            # gradient's own size; gtol / n keeps scipy's test on the summed gradient, and the quasi-Newton
-            # steps after the first do not depend on the scale.
+            # gradient's own size. gtol / n keeps scipy's test on the summed gradient, and the quasi-Newton
+            # steps after the first do not depend on the scale; ftol's test, relative to max(|f|, 1), is
+            # looser per sample only where |f| < 1, a likelihood below one nat per sample in magnitude.
             per = 1 if self._iterative is None else len(self.y_train_)
 
             def objective(theta):
                 value, gradient = obj_func(theta)
                 return value / per, gradient / per
 
+            options = {} if per == 1 else {"gtol": 1e-5 / per}  # scikit-learn's call for the Cholesky solver
             result = scipy.optimize.minimize(objective, initial_theta, method="L-BFGS-B", jac=True, bounds=bounds,
-                                             options={"gtol": 1e-5 / per})
+                                             options=options)
             _check_optimize_result("lbfgs", result)
             return result.x, result.fun * per
         if callable(self.optimizer):

@@ -16,18 +16,20 @@ derivative of P at its pivots it cancels most of the probes' noise, what P expla
 exactly. An evaluation costs the CG's block products, one gradient pass and the control variate's O(n·r²)
 pass over the factor; memory O(n·(p + s + r)).
 
-The optimiser sees a deterministic function: the probes' standard normal draws (g₁, g₂ with z = F g₁ + D^½ g₂)
-and the preconditioner's pivots are drawn once per fit from ``random_state`` (common random numbers), so
-L-BFGS-B's line searches compare values of one smooth surrogate instead of independent noisy estimates. The
-targets' columns start from the previous evaluation's α (a warm start); the probes' columns start at zero,
-since SLQ needs the Krylov space of the probe itself.
+The probes' standard normal draws (g₁, g₂ with z = F g₁ + D^½ g₂) and the preconditioner's pivots are drawn
+once per fit from ``random_state`` (common random numbers), so L-BFGS-B's line searches compare values of one
+surrogate instead of independent noisy estimates. The targets' columns start from the previous evaluation's α
+(a warm start); the probes' columns start at zero, since SLQ needs the Krylov space of the probe itself. The
+warm start makes the value at a θ depend on the path to it, through where CG stops at ``tol``: yᵀα's error
+is ‖α* − α‖²_K̂ from a cold start (CG's Galerkin condition), plus a first-order term αᵀK̂(α* − α) from a warm
+one (at N = 100,000 the same θ evaluated twice in one fit differed by 0.05 nats; at 5,000, 0.008).
 
 The preconditioner's rank starts at gp_rank.DEFAULT_RANK within the memory limit and may move during the first
 evaluations, as their iteration counts say pays (gp_rank.py); the final solve fixes it.
 
 Predictions: the mean is K(X*, X)α; the variances k** − k*ᵀK̂⁻¹k* by block CG on the test points' kernel
 columns, in chunks within the memory limit, with the fit's preconditioner, each quadratic form taken as
-vᵀ(k* + r) from CG's v ≈ K̂⁻¹k* and its true residual r (error second order in r: _quadratic_forms). (A
+vᵀ(k* + r) from CG's v ≈ K̂⁻¹k* and its true residual r (error second order in r: _with_residual). (A
 factor cached in the manner of LOVE, Pleiss et al. 2018, K̂⁻¹ ≈ P⁻¹ + U(T⁻¹ − I)Uᵀ from block Lanczos on the
 pencil (K̂, P), was measured against these at N = 5,000 and not offered: 5% median, 31% largest error in the
 standard deviations at noise 0.1 of the signal, and useless below, where k*ᵀK̂⁻¹k* nearly cancels k**.)
@@ -61,17 +63,18 @@ def _cross_columns(rows, X_new, kernel):
     return kernel.cross(rows, X_new)
 
 
-def _quadratic_forms(K_cross: np.ndarray, V: np.ndarray, info: dict) -> np.ndarray:
-    """k*ᵀK̂⁻¹k* for each column k* of ``K_cross`` from pcg's V ≈ K̂⁻¹k* and its true residual r = k* − K̂v:
-    vᵀ(k* + r) = 2k*ᵀv − vᵀK̂v, whose error −rᵀK̂⁻¹r is second order in r, where k*ᵀv's, rᵀK̂⁻¹k*, is first
-    order. The variance k** − k*ᵀK̂⁻¹k* is a small difference of large numbers when the amplitude is many times
-    the posterior variance (10⁷ times at the RBF fit of bench/gaussian_process.py at N = 20,000, where k*ᵀv
-    at final_tol 1e-6 put the standard deviations up to 5% off, this form 0.1%)."""
-    forms = np.einsum("ij,ij->j", K_cross, V)
+def _with_residual(K_cross: np.ndarray, info: dict) -> np.ndarray:
+    """K* + R in K*'s memory, R = K* − K̂V the true residual pcg checked (K* alone where it has none), so that
+    (K* + R)ᵀV stands for K*ᵀK̂⁻¹K*. With K̂V = K* − R, (K* + R)ᵀV = (K* + R)ᵀK̂⁻¹(K* − R) = K*ᵀK̂⁻¹K* − RᵀK̂⁻¹R
+    + (RᵀK̂⁻¹K* − K*ᵀK̂⁻¹R): its diagonal's error, −rᵀK̂⁻¹r, is second order in r where K*ᵀV's, −rᵀK̂⁻¹k*, is
+    first order, and the off-diagonal's first-order part is antisymmetric, which symmetrising removes. The
+    variance k** − k*ᵀK̂⁻¹k* is a small difference of large numbers when the amplitude is many times the
+    posterior variance: at the RBF fit of bench/gaussian_process.py at N = 20,000 (10⁷ times), K*ᵀV at
+    final_tol 1e-6 put the standard deviations up to 4.8% off the Cholesky fit's, this form 0.07%."""
     R = info["residual_block"]
     if R is not None:
-        forms += np.einsum("ij,ij->j", R, V)
-    return forms
+        K_cross += R
+    return K_cross
 
 
 _LOG_2PI = math.log(2.0 * math.pi)
@@ -313,7 +316,8 @@ class IterativeGaussianProcess:
                 V, info = pcg(matmat, Kt, precondition=pre, tol=self.settings.final_tol,
                               maxiter=self.settings.max_iter)
                 self._check(info, "the predictive variances' conjugate gradients", stacklevel=4)
-                out[start:start + Kt.shape[1]] -= _quadratic_forms(Kt, V, info)
+                out[start:start + Kt.shape[1]] -= np.einsum("ij,ij->j", _with_residual(Kt, info), V)
+                del Kt, V, info  # the next chunk's blocks replace these, not join them
         return out
 
     def covariance(self, kernel, X_new) -> np.ndarray:
@@ -328,10 +332,8 @@ class IterativeGaussianProcess:
             V, info = pcg(self._matmat(op), Kt, precondition=pre, tol=self.settings.final_tol,
                           maxiter=self.settings.max_iter)
         self._check(info, "the posterior covariance's conjugate gradients", stacklevel=4)
-        cov = np.asarray(kernel.cross(X_new), dtype=np.float64) - Kt.T @ V
-        if info["residual_block"] is not None:  # Vᵀ(K* + R): second order in the residual (_quadratic_forms)
-            cov -= info["residual_block"].T @ V
-        return 0.5 * (cov + cov.T)
+        cov = np.asarray(kernel.cross(X_new), dtype=np.float64) - _with_residual(Kt, info).T @ V
+        return 0.5 * (cov + cov.T)  # symmetrising also removes the first-order error (_with_residual)
 
     def localised(self) -> IterativeGaussianProcess:
         """The same state over the samples brought into this process (a fitted model pickled without its
