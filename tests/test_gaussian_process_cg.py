@@ -3,6 +3,7 @@ Hutchinson probes, checked against the exact (Cholesky) quantities with toleranc
 standard errors."""
 
 import _thread
+import sys
 import threading
 import time
 
@@ -215,6 +216,69 @@ def test_variances_where_the_amplitude_dwarfs_them():
     cov = fit.predict(Xt[:30], return_cov=True)[1]
     np.testing.assert_allclose(np.sqrt(np.diag(cov)), std[:30], rtol=1e-3)
     np.testing.assert_allclose(cov, ref.predict(Xt[:30], return_cov=True)[1], atol=1e-3 * std.min() ** 2)
+
+
+def test_variances_in_chunks_under_a_small_limit(monkeypatch):
+    """Where the limit leaves room for a few test points at a time (the kernel recomputed: its packed triangle
+    does not fit beside them), the variances come chunk by chunk and equal the Cholesky fit's."""
+    from fastkpca.operators.storage import PLAN_SLACK_BYTES
+    from fastkpca.solvers import gaussian_process_cg as gpcg
+
+    X, y, Xt = split(1500)
+    kobj = KERNELS[0]
+    std = GaussianProcessRegressor(kobj, optimizer=None, solver="cholesky").fit(X, y).predict(Xt, return_std=True)[1]
+    fit = GaussianProcessRegressor(kobj, optimizer=None, solver="cg", random_state=0,
+                                   memory_limit=PLAN_SLACK_BYTES + 12 * 2**20).fit(X, y)
+    widths, plans, solve, prediction_plan = [], [], gpcg.pcg, gpcg.IterativeGaussianProcess._prediction_plan
+    monkeypatch.setattr(gpcg, "pcg", lambda matmat, B, **kw: (widths.append(B.shape[1]), solve(matmat, B, **kw))[1])
+    monkeypatch.setattr(gpcg.IterativeGaussianProcess, "_prediction_plan",
+                        lambda self, *a: (plans.append(prediction_plan(self, *a)), plans[-1])[1])
+    np.testing.assert_allclose(fit.predict(Xt, return_std=True)[1], std, rtol=1e-5)
+    assert len(widths) > 2 and sum(widths) == len(Xt) and len(set(widths[:-1])) == 1, widths
+    assert plans[0][1].storage != "packed"
+    # the default limit holds the 1,500-sample kernel whole, every test point in one solve
+    fit = GaussianProcessRegressor(kobj, optimizer=None, solver="cg", random_state=0).fit(X, y)
+    widths.clear(), plans.clear()
+    fit.predict(Xt, return_std=True)
+    assert widths == [len(Xt)] and plans[0][1].storage in ("packed", "full")
+
+
+@pytest.mark.skipif(not sys.platform.startswith("linux"), reason="reads the peak RSS from Linux's /proc")
+def test_predictions_stay_within_the_memory_limit():
+    """Peak RSS from before fit to after predict(return_std=True) grows by less than memory_limit: the
+    variances' chunks are sized with pcg's blocks and the kernel pass's working memory counted beside the
+    stored kernel and the fitted preconditioner (they grew 312 MiB under this 286 MiB limit when a chunk was
+    sized as eight n-vectors a column within a quarter of it)."""
+    import subprocess
+    import textwrap
+
+    limit = 300 * 10**6
+    code = f"""
+        import resource, numpy as np
+        from sklearn.gaussian_process.kernels import RBF, ConstantKernel as C
+        from fastkpca import GaussianProcessRegressor
+        rng = np.random.default_rng(0)
+        X = rng.standard_normal((4000, 8))
+        y = np.sin(X).sum(1) + 0.1 * rng.standard_normal(4000)
+        Xt = rng.standard_normal((300, 8))
+        kernel = C(1.0) * RBF(np.ones(8))
+        GaussianProcessRegressor(kernel, alpha=0.1, optimizer=None, solver="cg").fit(X[:300], y[:300]).predict(
+            Xt[:10], return_std=True)
+        with open("/proc/self/clear_refs", "w") as f:  # the peak (VmHWM) from here on
+            f.write("5")
+        with open("/proc/self/statm") as f:
+            before = int(f.read().split()[1]) * resource.getpagesize()
+        model = GaussianProcessRegressor(kernel, alpha=0.1, optimizer=None, solver="cg", random_state=0,
+                                         memory_limit={limit}).fit(X, y)
+        model.predict(Xt, return_std=True)
+        with open("/proc/self/status") as f:
+            peak = int(next(line for line in f if line.startswith("VmHWM:")).split()[1]) * 1024
+        print(peak - before)
+        """
+    out = subprocess.run([sys.executable, "-c", textwrap.dedent(code)], capture_output=True, text=True)
+    assert out.returncode == 0, out.stderr
+    growth = int(out.stdout)
+    assert growth <= limit, f"fit and predict grew peak RSS by {growth / 2**20:.0f} MiB, over {limit / 2**20:.0f} MiB"
 
 
 def test_multi_output_and_per_sample_noise():

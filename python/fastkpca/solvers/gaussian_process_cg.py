@@ -48,11 +48,11 @@ import numpy as np
 
 from .. import _validation as v
 from ..exceptions import ConvergenceWarning
-from ..operators.storage import fixed_bytes
+from ..operators.storage import fixed_bytes, pass_bytes
 from .gp_control_variate import CONTROL_VARIATE_SQUARES, control_variate_bytes, control_variate_traces
 from .gp_preconditioner import PRECONDITIONER_BLOCK, NystromDiagonalPreconditioner, gp_preconditioner
 from .gp_rank import RankSearch, factor_bytes_per_entry, preconditioner_rank, rank_bound
-from .cg import pcg
+from .cg import pcg, pcg_bytes
 from .lanczos_cg import quadrature_log
 from .low_rank import rpcholesky_bytes
 
@@ -79,9 +79,13 @@ def _with_residual(K_cross: np.ndarray, info: dict) -> np.ndarray:
 
 _LOG_2PI = math.log(2.0 * math.pi)
 
+#: The predictive variances hold the kernel whole only beside chunks of at least this many test points
+#: (IterativeGaussianProcess._prediction_plan): narrower blocks waste the pass's reads of the stored kernel.
+PREDICTION_MIN_CHUNK = 16
+
 
 def _largest(low: int, high: int, fits) -> int:
-    """The largest rank in [low, high] for which ``fits`` holds (``fits`` monotone: true up to some rank;
+    """The largest value in [low, high] for which ``fits`` holds (``fits`` monotone: true up to some value;
     ``low`` when none does), by bisection."""
     while low < high:
         middle = (low + high + 1) // 2
@@ -136,13 +140,17 @@ class IterativeGaussianProcess:
         itemsize = np.dtype(settings.dtype).itemsize
         width = s + settings.probes
         self.factor_entry_bytes = factor_bytes_per_entry(itemsize)
-        self.cg_bytes = 8 * 8 * n * width  # CG's blocks: X, R, Z, P, AP, B and the gradient's two factors
+        # pcg's blocks (the targets and probes its right-hand sides), the probes and the warm start beside them
+        # (the gradient's factors A, B and P⁻¹Z come after pcg's), and the kernel pass's working memory
+        self.cg_bytes = pcg_bytes(n, width) + 2 * 8 * n * width + pass_bytes(width, n)
         start = preconditioner_rank(settings.rank, n, itemsize, memory_limit)
         # what the operator's plan leaves beside its own share (the samples' working copies, the slack)
-        room = memory_limit - fixed_bytes(n, samples.shape[1], 8)
-        if settings.rank is None:  # rank_bound's half of the limit holds the factor and the control variate
-            start = _largest(0, start, lambda rank: self._rank_bytes(rank) <= room // 2)
-        v.check_within(self._working_bytes(start), memory_limit,
+        self.room = room = memory_limit - fixed_bytes(n, samples.shape[1], 8)
+        if settings.rank is None:  # rank_bound's half of the limit holds the factor and the control variate,
+            # and CG's blocks must fit beside them
+            start = _largest(0, start, lambda rank: (self._rank_bytes(rank) <= room // 2
+                                                     and self._working_bytes(rank) <= room))
+        v.check_within(self._working_bytes(start) + memory_limit - room, memory_limit,
                        f"conjugate gradients on {n} samples ({width} columns, preconditioner of rank {start})")
         # the search may grow the rank into what the limit leaves beside the plan's share (never past rank_bound)
         bound = _largest(start, max(start, rank_bound(settings.rank, n, itemsize, memory_limit)),
@@ -170,7 +178,7 @@ class IterativeGaussianProcess:
 
     def _working_bytes(self, rank: int) -> int:
         """CG's blocks, the factor and the control variate (_rank_bytes) and RPCholesky's blocks beside."""
-        return (self.cg_bytes + self._rank_bytes(rank)
+        return (self.cg_bytes + 8 * 3 * rank * (self.Y.shape[1] + self.settings.probes) + self._rank_bytes(rank)
                 + rpcholesky_bytes(self.Y.shape[0], min(PRECONDITIONER_BLOCK, max(rank, 1))))
 
     # ---------------------------------------------------------------------------------------- pieces
@@ -179,20 +187,24 @@ class IterativeGaussianProcess:
         native, threads = op.native, op.threads
 
         def matmat(V):
-            out = native.matmat(np.asfortranarray(V), threads)
-            out += V * self.noise[:, None]
+            V = np.array(V, dtype=np.float64, order="F")  # the native product's layout, then the noise term's
+            out = native.matmat(V, threads)
+            V *= self.noise[:, None]
+            out += V
             return out
 
         return matmat
 
-    def _plan(self, kernel, width: int):
-        return self.samples.plan(kernel, block_size=width, memory_limit=self.limit,
-                                 other_bytes=self._working_bytes(self.rank), storage=self.settings.storage)
+    def _plan(self, kernel, width: int, other_bytes: int | None = None):
+        """The kernel's storage for CG on ``width`` columns within the memory limit less ``other_bytes`` (by
+        default the fit's: _working_bytes)."""
+        other = self._working_bytes(self.rank) if other_bytes is None else other_bytes
+        return self.samples.plan(kernel, block_size=width, memory_limit=self.limit, other_bytes=other,
+                                 storage=self.settings.storage)
 
-    def _operator(self, kernel, width: int, plan=None):
-        """The kernel operator for CG on ``width`` columns (a context manager), held as ``plan`` says (by
-        default the plan for the memory left beside the solver's blocks)."""
-        return self.samples.kernel_operator(kernel, self._plan(kernel, width) if plan is None else plan, self.n_jobs)
+    def _operator(self, kernel, plan):
+        """The kernel operator held as ``plan`` says (a context manager)."""
+        return self.samples.kernel_operator(kernel, plan, self.n_jobs)
 
     def _held(self, plan) -> float:
         """The share of the kernel's entries ``plan`` holds in memory."""
@@ -225,7 +237,7 @@ class IterativeGaussianProcess:
             X0[:, :s] = self.warm
         start = time.perf_counter()
         plan = self._plan(kernel, s + p)
-        with self._operator(kernel, s + p, plan) as op:
+        with self._operator(kernel, plan) as op:
             solution, info = pcg(self._matmat(op), np.hstack([self.Y, Z]), precondition=pre, tol=self.settings.tol,
                                  maxiter=self.settings.max_iter, x0=X0, verify=False, record=True)
         self._count(info, start, "cg")
@@ -271,7 +283,7 @@ class IterativeGaussianProcess:
         self.ranks.frozen = True  # the fit's rank from here on (predictions use this preconditioner)
         pre = self._preconditioner(kernel)
         start = time.perf_counter()
-        with self._operator(kernel, self.Y.shape[1]) as op:
+        with self._operator(kernel, self._plan(kernel, self.Y.shape[1])) as op:
             alpha, info = pcg(self._matmat(op), self.Y, precondition=pre, tol=self.settings.final_tol,
                               maxiter=self.settings.max_iter, x0=self.warm)
         self._count(info, start, "final_solve")
@@ -298,18 +310,48 @@ class IterativeGaussianProcess:
 
     # ------------------------------------------------------------------------------------ predictions
 
-    def _chunk(self, n_test: int, width: int) -> int:
-        n = self.Y.shape[0]
-        return int(max(1, min(n_test, (self.limit // 4) // max(1, 8 * n * width))))
+    def _prediction_bytes(self, columns: int) -> int:
+        """What a solve for ``columns`` test points holds beside the kernel's storage and the samples: the
+        fitted preconditioner, pcg's blocks (the test points' kernel columns its right-hand sides; their
+        concatenation by row blocks, two blocks, comes before) and the kernel pass's working memory."""
+        n, pre = self.Y.shape[0], self.preconditioner
+        assert pre is not None
+        return pre.nbytes + pcg_bytes(n, columns, pre.rank) + pass_bytes(columns, n)
+
+    def _prediction_plan(self, kernel, n_test: int):
+        """(test points per solve, the kernel's storage) within the memory limit; MemoryError when not even one
+        point fits.
+
+        A pass costs (1 − f)·e per kernel entry for its share f held in memory (e: an evaluation) plus c·g
+        for its c columns, and n_test/c chunks take a pass each per iteration, so the predictions cost about
+        n_test·[(1 − f)·e/c + g] per entry and iteration. Memory S given to storage raises f by S/K (K the
+        stored kernel's size) and takes S/q columns from c (q a column's bytes): with K beyond the memory
+        left, (1 − S/K)/(B − S) grows with S, and the best use of it is the chunk's width. So the kernel is
+        held whole when it fits beside a chunk of PREDICTION_MIN_CHUNK points (f = 1: the product's cost
+        alone), the chunk then as wide as fits beside it; otherwise recomputed, the chunk as wide as fits."""
+        v.check_within(self._prediction_bytes(1) + self.limit - self.room, self.limit,
+                       f"the predictive variances' conjugate gradients on {self.Y.shape[0]} training samples")
+
+        def plan(columns: int):
+            return self._plan(kernel, columns, self._prediction_bytes(columns))
+
+        floor = min(n_test, PREDICTION_MIN_CHUNK)
+        if self._prediction_bytes(floor) <= self.room and self._held(plan(floor)) >= 1.0:
+            columns = _largest(floor, n_test, lambda c: self._prediction_bytes(c) <= self.room
+                               and self._held(plan(c)) >= 1.0)
+        else:
+            columns = _largest(1, n_test, lambda c: self._prediction_bytes(c) <= self.room)
+        return columns, plan(columns)
 
     def variance(self, kernel, X_new) -> np.ndarray:
-        """k(x, x) − k*ᵀK̂⁻¹k* for every new point, by block CG on the test points' kernel columns in chunks."""
+        """k(x, x) − k*ᵀK̂⁻¹k* for every new point, by block CG on the test points' kernel columns in chunks
+        within the memory limit (_prediction_plan)."""
         n_new = X_new.shape[0]
         out = kernel.diagonal(X_new).astype(np.float64)
         pre = self.preconditioner
         assert pre is not None
-        rows = self._chunk(n_new, 8)
-        with self._operator(kernel, rows) as op:
+        rows, plan = self._prediction_plan(kernel, n_new)
+        with self._operator(kernel, plan) as op:
             matmat = self._matmat(op)
             for start in range(0, n_new, rows):
                 Kt = self._cross(kernel, X_new[start:start + rows])  # n × c
@@ -322,13 +364,17 @@ class IterativeGaussianProcess:
 
     def covariance(self, kernel, X_new) -> np.ndarray:
         """K(X*, X*) − K*ᵀK̂⁻¹K* by block CG (a small test set: n × n_new arrays)."""
-        n, n_new = self.Y.shape[0], X_new.shape[0]
-        v.check_within(8 * n * n_new * 8 + 8 * n_new * n_new, self.limit,
-                       f"the posterior covariance of {n_new} points by conjugate gradients")
+        n_new = X_new.shape[0]
         pre = self.preconditioner
         assert pre is not None
+        # beside pcg's: K(X*, X*), (K* + R)ᵀV, their difference and its symmetrisation's two
+        other = self._prediction_bytes(n_new) + 5 * 8 * n_new * n_new
+        v.check_within(other + self.limit - self.room, self.limit,
+                       f"the posterior covariance of {n_new} points by conjugate gradients",
+                       "predict return_std=True takes any number of points")
+        plan = self._plan(kernel, n_new, other)
         Kt = self._cross(kernel, X_new)
-        with self._operator(kernel, n_new) as op:
+        with self._operator(kernel, plan) as op:
             V, info = pcg(self._matmat(op), Kt, precondition=pre, tol=self.settings.final_tol,
                           maxiter=self.settings.max_iter)
         self._check(info, "the posterior covariance's conjugate gradients", stacklevel=4)

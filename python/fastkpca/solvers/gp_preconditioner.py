@@ -51,7 +51,7 @@ class NystromDiagonalPreconditioner:
         for start in range(0, factor.shape[0], CHUNK_ROWS):  # Fᵀ D⁻¹ F in float64, a block of rows at a time
             block = factor[start:start + CHUNK_ROWS].astype(np.float64, copy=False)
             C += block.T @ (block * self.inverse_d[start:start + CHUNK_ROWS, None])
-        self.L = np.linalg.cholesky(C) if r else C
+        self.L = np.asfortranarray(np.linalg.cholesky(C)) if r else C  # LAPACK's layout: cho_solve copies no r × r
         self.logdet = float(np.log(self.d).sum() + 2.0 * np.log(np.diag(self.L)).sum())
 
     @property
@@ -80,7 +80,9 @@ class NystromDiagonalPreconditioner:
         Vd = V * self.inverse_d[:, None]
         if not self.rank:
             return Vd
-        Vd -= self._f(self._small_solve(self._ft(Vd))) * self.inverse_d[:, None]
+        correction = self._f(self._small_solve(self._ft(Vd)))
+        correction *= self.inverse_d[:, None]
+        Vd -= correction
         return Vd
 
     def __call__(self, R: np.ndarray, columns=None) -> np.ndarray:

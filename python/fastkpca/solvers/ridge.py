@@ -157,10 +157,10 @@ def rpcholesky_block(n: int) -> int:
 
 
 def cg_bytes(n: int, targets: int, rank: int, itemsize: int = 8, source_itemsize: int = 8) -> int:
-    """Memory cg needs besides the operator: its vectors (8 n × t blocks), a pass's working memory, the
+    """Memory cg needs besides the operator: its vectors (cg.pcg_bytes), a pass's working memory, the
     preconditioner's n × r factor (``itemsize`` bytes an entry), RPCholesky's buffers while it is built (the
     kernel's columns in ``source_itemsize`` bytes) and the r × r algebra."""
-    return 8 * n * targets * 8 + pass_bytes(targets, n) + itemsize * n * rank + \
+    return cg.pcg_bytes(n, targets, rank) + pass_bytes(targets, n) + itemsize * n * rank + \
         rpcholesky_bytes(n, min(rpcholesky_block(n), rank), source_itemsize) + 8 * rank * rank * 3
 
 
