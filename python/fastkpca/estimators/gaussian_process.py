@@ -118,7 +118,8 @@ class GaussianProcessRegressor(EngineFitted, MultiOutputMixin, RegressorMixin, B
         ConvergenceWarning says when ``max_iter`` stopped one short.
     preconditioner_rank : int, default=None
         cg: rank of the randomly pivoted Cholesky preconditioner, kept through the fit (0: the diagonal only).
-        None: the fit starts at 1024 within half of ``memory_limit`` and, while its products evaluate the
+        None: the fit starts at 1024 within half of ``memory_limit`` (and lower where CG's blocks and the
+        kernel pass's working memory do not fit beside it) and, while its products evaluate the
         kernel (a plan holding at most half the kernel's entries), the first six evaluations move it by
         doubling or halving, between 64 and 4096 and within the limit, as a work model fed with their
         iteration counts says pays (solvers/gp_rank.py); ``solver_info_["preconditioner"]["ranks"]`` lists
@@ -292,7 +293,7 @@ class GaussianProcessRegressor(EngineFitted, MultiOutputMixin, RegressorMixin, B
                                      self.max_iter, np.dtype(self.preconditioner_dtype).type)
         Y = self.y_train_ if self.y_train_.ndim == 2 else self.y_train_[:, np.newaxis]
         return IterativeGaussianProcess(self._samples, Y, self.alpha, settings, memory_limit=self._limit,
-                                        n_jobs=self.n_jobs, random_state=self._rng)
+                                        n_jobs=self.n_jobs, random_state=self._rng, copies=self._kernel.copies)
 
     def _normalise(self, y: np.ndarray) -> np.ndarray:
         if self.normalize_y:

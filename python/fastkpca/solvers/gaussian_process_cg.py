@@ -28,11 +28,15 @@ The preconditioner's rank starts at gp_rank.DEFAULT_RANK within the memory limit
 evaluations, as their iteration counts say pays (gp_rank.py); the final solve fixes it.
 
 Predictions: the mean is K(X*, X)α; the variances k** − k*ᵀK̂⁻¹k* by block CG on the test points' kernel
-columns, in chunks within the memory limit, with the fit's preconditioner, each quadratic form taken as
-vᵀ(k* + r) from CG's v ≈ K̂⁻¹k* and its true residual r (error second order in r: _with_residual). (A
-factor cached in the manner of LOVE, Pleiss et al. 2018, K̂⁻¹ ≈ P⁻¹ + U(T⁻¹ − I)Uᵀ from block Lanczos on the
-pencil (K̂, P), was measured against these at N = 5,000 and not offered: 5% median, 31% largest error in the
-standard deviations at noise 0.1 of the signal, and useless below, where k*ᵀK̂⁻¹k* nearly cancels k**.)
+columns, in chunks, with the fit's preconditioner, each quadratic form taken as vᵀ(k* + r) from CG's
+v ≈ K̂⁻¹k* and its true residual r (error second order in r: _with_residual). A chunk of c points holds
+pcg's blocks (cg.pcg_bytes) and the kernel pass's working memory (operators.pass_bytes: about 15 n-vectors
+a column for wide chunks, more for narrow ones, its widths rounded up to 8), beside the preconditioner and
+the kernel's storage; the chunk and the storage are planned together within the memory limit
+(_prediction_plan). (A factor cached in the manner of LOVE, Pleiss et al. 2018, K̂⁻¹ ≈ P⁻¹ + U(T⁻¹ − I)Uᵀ
+from block Lanczos on the pencil (K̂, P), was measured against these at N = 5,000 and not offered: 5% median,
+31% largest error in the standard deviations at noise 0.1 of the signal, and useless below, where k*ᵀK̂⁻¹k*
+nearly cancels k**.)
 """
 
 from __future__ import annotations
@@ -48,13 +52,13 @@ import numpy as np
 
 from .. import _validation as v
 from ..exceptions import ConvergenceWarning
-from ..operators.storage import fixed_bytes, pass_bytes
+from ..operators.storage import DENSE_COPIES, fixed_bytes, pass_bytes
 from .gp_control_variate import CONTROL_VARIATE_SQUARES, control_variate_bytes, control_variate_traces
 from .gp_preconditioner import PRECONDITIONER_BLOCK, NystromDiagonalPreconditioner, gp_preconditioner
 from .gp_rank import RankSearch, factor_bytes_per_entry, preconditioner_rank, rank_bound
 from .cg import pcg, pcg_bytes
 from .lanczos_cg import quadrature_log
-from .low_rank import rpcholesky_bytes
+from .low_rank import CHUNK_ROWS, rpcholesky_bytes
 
 __all__ = ["IterativeSettings", "IterativeGaussianProcess", "preconditioner_rank"]
 
@@ -129,11 +133,13 @@ class IterativeGaussianProcess:
     memory_limit : int
     n_jobs : int or None
     random_state : int, RandomState or None
+    copies : int
+        The kernel's working copies of the samples (kernels.Kernel.copies), counted beside the memory limit.
     """
 
     def __init__(self, samples, Y: np.ndarray, noise, settings: IterativeSettings, *, memory_limit: int,
-                 n_jobs=None, random_state=None):
-        self.samples, self.Y, self.settings = samples, Y, settings
+                 n_jobs=None, random_state=None, copies: int = 1):
+        self.samples, self.Y, self.settings, self.copies = samples, Y, settings, copies
         n, s = Y.shape
         self.noise = np.broadcast_to(np.asarray(noise, dtype=np.float64), (n,)).copy()
         self.limit, self.n_jobs = memory_limit, n_jobs
@@ -145,7 +151,7 @@ class IterativeGaussianProcess:
         self.cg_bytes = pcg_bytes(n, width) + 2 * 8 * n * width + pass_bytes(width, n)
         start = preconditioner_rank(settings.rank, n, itemsize, memory_limit)
         # what the operator's plan leaves beside its own share (the samples' working copies, the slack)
-        self.room = room = memory_limit - fixed_bytes(n, samples.shape[1], 8)
+        room = self.room
         if settings.rank is None:  # rank_bound's half of the limit holds the factor and the control variate,
             # and CG's blocks must fit beside them
             start = _largest(0, start, lambda rank: (self._rank_bytes(rank) <= room // 2
@@ -164,6 +170,13 @@ class IterativeGaussianProcess:
         self.figures: dict[str, Any] = {"products": 0, "iterations": [], "max_residual": 0.0,
                         "seconds": {"preconditioner": 0.0, "cg": 0.0, "gradient": 0.0}}
         self.preconditioner: NystromDiagonalPreconditioner | None = None
+
+    @property
+    def room(self) -> int:
+        """What the memory limit leaves beside the samples' working copies (dense ones, ``copies`` of them: one
+        per radial term of the kernel) and the plan's slack."""
+        n, d = self.Y.shape[0], self.samples.shape[1]
+        return self.limit - fixed_bytes(n, d, 8, samples=DENSE_COPIES * n * d * 8 * getattr(self, "copies", 1))
 
     @property
     def rank(self) -> int:
@@ -316,7 +329,8 @@ class IterativeGaussianProcess:
         concatenation by row blocks, two blocks, comes before) and the kernel pass's working memory."""
         n, pre = self.Y.shape[0], self.preconditioner
         assert pre is not None
-        return pre.nbytes + pcg_bytes(n, columns, pre.rank) + pass_bytes(columns, n)
+        scratch = 0 if pre.F.dtype == np.float64 else 8 * CHUNK_ROWS * pre.rank  # a float32 F's rows in float64
+        return pre.nbytes + scratch + pcg_bytes(n, columns, pre.rank) + pass_bytes(columns, n)
 
     def _prediction_plan(self, kernel, n_test: int):
         """(test points per solve, the kernel's storage) within the memory limit; MemoryError when not even one
@@ -328,20 +342,31 @@ class IterativeGaussianProcess:
         stored kernel's size) and takes S/q columns from c (q a column's bytes): with K beyond the memory
         left, (1 − S/K)/(B − S) grows with S, and the best use of it is the chunk's width. So the kernel is
         held whole when it fits beside a chunk of PREDICTION_MIN_CHUNK points (f = 1: the product's cost
-        alone), the chunk then as wide as fits beside it; otherwise recomputed, the chunk as wide as fits."""
+        alone), the chunk then as wide as fits beside it; otherwise the chunk as wide as fits, with what storage
+        the plan finds beside it (a few tile rows at most)."""
         v.check_within(self._prediction_bytes(1) + self.limit - self.room, self.limit,
                        f"the predictive variances' conjugate gradients on {self.Y.shape[0]} training samples")
 
         def plan(columns: int):
-            return self._plan(kernel, columns, self._prediction_bytes(columns))
+            """The storage beside a chunk of that many points; None where it does not fit (the plan also counts
+            the samples' copies of every kernel term, and a storage asked for may not fit at all)."""
+            if self._prediction_bytes(columns) > self.room:
+                return None
+            try:
+                return self._plan(kernel, columns, self._prediction_bytes(columns))
+            except MemoryError:
+                return None
 
+        def whole(columns: int) -> bool:
+            chosen = plan(columns)
+            return chosen is not None and self._held(chosen) >= 1.0
+
+        n_test = max(1, n_test)
         floor = min(n_test, PREDICTION_MIN_CHUNK)
-        if self._prediction_bytes(floor) <= self.room and self._held(plan(floor)) >= 1.0:
-            columns = _largest(floor, n_test, lambda c: self._prediction_bytes(c) <= self.room
-                               and self._held(plan(c)) >= 1.0)
-        else:
-            columns = _largest(1, n_test, lambda c: self._prediction_bytes(c) <= self.room)
-        return columns, plan(columns)
+        columns = _largest(floor, n_test, whole) if whole(floor) else _largest(1, n_test, lambda c: plan(c) is not None)
+        chosen = plan(columns)
+        # not even one point beside the samples' copies: the plan's own MemoryError says what it needs
+        return columns, self._plan(kernel, 1, self._prediction_bytes(1)) if chosen is None else chosen
 
     def variance(self, kernel, X_new) -> np.ndarray:
         """k(x, x) − k*ᵀK̂⁻¹k* for every new point, by block CG on the test points' kernel columns in chunks
@@ -350,6 +375,8 @@ class IterativeGaussianProcess:
         out = kernel.diagonal(X_new).astype(np.float64)
         pre = self.preconditioner
         assert pre is not None
+        if not n_new:
+            return out
         rows, plan = self._prediction_plan(kernel, n_new)
         with self._operator(kernel, plan) as op:
             matmat = self._matmat(op)
@@ -367,6 +394,8 @@ class IterativeGaussianProcess:
         n_new = X_new.shape[0]
         pre = self.preconditioner
         assert pre is not None
+        if not n_new:
+            return np.zeros((0, 0))
         # beside pcg's: K(X*, X*), (K* + R)ᵀV, their difference and its symmetrisation's two
         other = self._prediction_bytes(n_new) + 5 * 8 * n_new * n_new
         v.check_within(other + self.limit - self.room, self.limit,
