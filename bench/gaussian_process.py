@@ -599,7 +599,7 @@ def child_scale(spec: dict) -> dict:
     start = time.perf_counter()
     mean, std = est.predict(new, return_std=True)
     predict_seconds = time.perf_counter() - start
-    predict_peak = C.peak_rss_bytes() - before  # the peak since before the fit: the fit's or the predictions'
+    predict_peak = C.peak_rss_bytes() - before  # the largest of the pretrain's, the fit's and the predictions'
     scale, shift = float(np.std(y)), float(np.mean(y))
     y_norm = (y - shift) / scale
     nystrom = {}
