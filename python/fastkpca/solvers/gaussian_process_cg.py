@@ -146,9 +146,6 @@ class IterativeGaussianProcess:
         itemsize = np.dtype(settings.dtype).itemsize
         width = s + settings.probes
         self.factor_entry_bytes = factor_bytes_per_entry(itemsize)
-        # pcg's blocks (the targets and probes its right-hand sides), the probes and the warm start beside them
-        # (the gradient's factors A, B and P⁻¹Z come after pcg's), and the kernel pass's working memory
-        self.cg_bytes = pcg_bytes(n, width) + 2 * 8 * n * width + pass_bytes(width, n)
         start = preconditioner_rank(settings.rank, n, itemsize, memory_limit)
         # what the operator's plan leaves beside its own share (the samples' working copies, the slack)
         room = self.room
@@ -190,9 +187,12 @@ class IterativeGaussianProcess:
                 + (control_variate_bytes(n, rank) if self.settings.control_variate else 0))
 
     def _working_bytes(self, rank: int) -> int:
-        """CG's blocks, the factor and the control variate (_rank_bytes) and RPCholesky's blocks beside."""
-        return (self.cg_bytes + 8 * 3 * rank * (self.Y.shape[1] + self.settings.probes) + self._rank_bytes(rank)
-                + rpcholesky_bytes(self.Y.shape[0], min(PRECONDITIONER_BLOCK, max(rank, 1))))
+        """pcg's blocks (the targets and probes its right-hand sides), the probes and the warm start beside
+        them (the gradient's factors A, B and P⁻¹Z come after pcg's), the kernel pass's working memory, the
+        factor and the control variate (_rank_bytes) and RPCholesky's blocks."""
+        n, width = self.Y.shape[0], self.Y.shape[1] + self.settings.probes
+        return (pcg_bytes(n, width, rank) + 2 * 8 * n * width + pass_bytes(width, n) + self._rank_bytes(rank)
+                + rpcholesky_bytes(n, min(PRECONDITIONER_BLOCK, max(rank, 1))))
 
     # ---------------------------------------------------------------------------------------- pieces
 
