@@ -7,6 +7,10 @@
 //   accumulate            Accumulate::product (inner products) or Accumulate::l1 (L1 distances);
 //   prepare(op)           the working copies of X (and Y) and the packed operand rows a and b the
 //                         micro-kernel streams, O((n_X + n_Y)·d) memory;
+//   prepare_right(op, bound), prepare_left(op)  the same for a cross block k(X, Y) in two halves: Y once
+//                         (its shift and scale recorded in op), then any number of left operands X
+//                         against it (a support vector machine's working sets against its active rows);
+//                         `bound` bounds |x_k| of every left row to come, for the scale of huge data;
 //   finish(acc, i0, j0, op)  the kernel's function applied to a block of accumulators in registers;
 //   finish_rows(out, ld, rows, cols, scratch)  a function applied to stored values afterwards (only the
 //                         kernels whose function has no vectorised form here: sigmoid, poly of a
@@ -48,6 +52,10 @@ struct Operands {
   RowMatrix<S> x, y;
   Vector<S> x_sq, y_sq;
   micro::PackedRows<S> a, b;
+  // What prepare_right did to Y, for the left operands prepared after it: the shift subtracted from every
+  // row (a radial kernel's centring) and the factor every value was divided by (1: none).
+  Eigen::VectorXd shift;
+  double scale = 1.0;
 
   const RowMatrix<S>& rhs() const { return has_y ? y : x; }
   const Vector<S>& rhs_sq() const { return has_y ? y_sq : x_sq; }
@@ -63,13 +71,22 @@ struct Operands {
     a = micro::PackedRows<S>(rows(), depth, micro::MR<A>, micro::MR_TAIL<A>, row_a);
     b = micro::PackedRows<S>(cols(), depth, micro::NR<S>, micro::NR<S>, row_b);
   }
+  // Pack a alone (the left operand against a right one packed before), or b alone.
+  template <Accumulate A, class RowA>
+  void pack_left(Index depth, RowA&& row_a) {
+    a = micro::PackedRows<S>(rows(), depth, micro::MR<A>, micro::MR_TAIL<A>, row_a);
+  }
+  template <class RowB>
+  void pack_right(Index depth, RowB&& row_b) {
+    b = micro::PackedRows<S>(cols(), depth, micro::NR<S>, micro::NR<S>, row_b);
+  }
   // Pack the rows of x and of the right operand as they are.
   template <Accumulate A>
   void pack_rows() {
-    const Index d = x.cols();
-    pack<A>(
-        d, [&](Index i, S* out) { std::copy(x.data() + i * d, x.data() + (i + 1) * d, out); },
-        [&](Index i, S* out) { std::copy(rhs().data() + i * d, rhs().data() + (i + 1) * d, out); });
+    pack<A>(x.cols(), copy_row(x), copy_row(rhs()));
+  }
+  static auto copy_row(const RowMatrix<S>& m) {
+    return [&m](Index i, S* out) { std::copy(m.data() + i * m.cols(), m.data() + (i + 1) * m.cols(), out); };
   }
 };
 
@@ -147,18 +164,29 @@ struct DotKernel {
   }
 
   void prepare(Operands<S>& op) const {
-    if constexpr (K == KernelKind::cosine) {
-      // Zero rows stay zero, so their similarities come out 0, as in scikit-learn.
-      auto normalise = [](RowMatrix<S>& m) {
-        for (Index i = 0; i < m.rows(); ++i) {
-          const double n = m.row(i).template cast<double>().stableNorm();  // no overflow near 1e155
-          if (n > 0) m.row(i) = (m.row(i).template cast<double>() / n).template cast<S>();
-        }
-      };
-      normalise(op.x);
-      if (op.has_y) normalise(op.y);
-    }
+    normalise(op.x);
+    if (op.has_y) normalise(op.y);
     op.template pack_rows<accumulate>();
+  }
+  void prepare_right(Operands<S>& op, double = 0) const {
+    normalise(op.y);
+    op.pack_right(op.y.cols(), Operands<S>::copy_row(op.y));
+  }
+  void prepare_left(Operands<S>& op) const {
+    normalise(op.x);
+    op.template pack_left<accumulate>(op.x.cols(), Operands<S>::copy_row(op.x));
+  }
+  // Cosine: rows normalised (in double) to unit length; zero rows stay zero, so their similarities come out
+  // 0, as in scikit-learn. The other kinds take the rows as they are.
+  static void normalise(RowMatrix<S>& m) {
+    if constexpr (K == KernelKind::cosine) {
+      for (Index i = 0; i < m.rows(); ++i) {
+        const double n = m.row(i).template cast<double>().stableNorm();  // no overflow near 1e155
+        if (n > 0) m.row(i) = (m.row(i).template cast<double>() / n).template cast<S>();
+      }
+    } else {
+      (void)m;
+    }
   }
 
   // Small whole degrees of poly by repeated multiplication (<= degree - 1 roundings), in registers.
@@ -246,27 +274,40 @@ struct RadialKernel {
       if (op.has_y) op.y /= static_cast<S>(scale);
       gamma_eff = p.gamma * scale * scale;
     }
-    // Zero-padded to whole slabs, so the cancellation test of a block at the edge loads whole vectors.
-    auto squared_norms = [](const RowMatrix<S>& m) {
-      Vector<S> sq = Vector<S>::Zero((m.rows() + kSlab<S> - 1) / kSlab<S> * kSlab<S>);
-      sq.head(m.rows()) = m.rowwise().squaredNorm();
-      return sq;
-    };
     op.x_sq = squared_norms(op.x);
     if (op.has_y) op.y_sq = squared_norms(op.y);
-    const Index d = op.x.cols();
-    op.template pack<accumulate>(
-        d + 2,
-        [&](Index i, S* out) {
-          std::copy(op.x.data() + i * d, op.x.data() + (i + 1) * d, out);
-          out[d] = -op.x_sq[i] / S(2);
-          out[d + 1] = S(1);
-        },
-        [&](Index i, S* out) {
-          std::copy(op.rhs().data() + i * d, op.rhs().data() + (i + 1) * d, out);
-          out[d] = S(1);
-          out[d + 1] = -op.rhs_sq()[i] / S(2);
-        });
+    op.template pack<accumulate>(op.x.cols() + 2, left_row(op), right_row(op));
+  }
+
+  // Y centred on its own column means and scaled as prepare() does, the shift and scale recorded; `bound`
+  // (>= |x_k| of every left row to come) joins the scale's decision, so left rows cannot overflow either.
+  void prepare_right(Operands<S>& op, double bound = 0) {
+    const Index d = op.y.cols();
+    op.shift = Eigen::VectorXd::Zero(d);
+    for (Index i = 0; i < op.y.rows(); ++i) op.shift += op.y.row(i).transpose().template cast<double>();
+    op.shift /= static_cast<double>(std::max<Index>(op.y.rows(), 1));
+    const Eigen::Matrix<double, 1, Eigen::Dynamic> m = op.shift.transpose();
+    for (Index i = 0; i < op.y.rows(); ++i) op.y.row(i) = (op.y.row(i).template cast<double>() - m).template cast<S>();
+    const double scale = std::max(op.y.size() ? static_cast<double>(op.y.cwiseAbs().maxCoeff()) : 0.0,
+                                  bound + op.shift.cwiseAbs().maxCoeff());
+    gamma_eff = p.gamma;
+    op.scale = 1.0;
+    if (scale > 1e60) {
+      op.y /= static_cast<S>(scale);
+      op.scale = scale;
+      gamma_eff = p.gamma * scale * scale;
+    }
+    op.y_sq = squared_norms(op.y);
+    op.pack_right(d + 2, right_row(op));
+  }
+
+  // X shifted and scaled as prepare_right treated Y.
+  void prepare_left(Operands<S>& op) const {
+    const Eigen::Matrix<double, 1, Eigen::Dynamic> m = op.shift.transpose();
+    for (Index i = 0; i < op.x.rows(); ++i) op.x.row(i) = (op.x.row(i).template cast<double>() - m).template cast<S>();
+    if (op.scale != 1.0) op.x /= static_cast<S>(op.scale);
+    op.x_sq = squared_norms(op.x);
+    op.template pack_left<accumulate>(op.x.cols() + 2, left_row(op));
   }
 
   // Squared distances whose expansion cancelled heavily: in float32 the expansion's rounding, a few
@@ -299,6 +340,30 @@ struct RadialKernel {
   S diagonal(const Operands<S>&, Index) const { return S(1); }
 
  private:
+  // Zero-padded to whole slabs, so the cancellation test of a block at the edge loads whole vectors.
+  static Vector<S> squared_norms(const RowMatrix<S>& m) {
+    Vector<S> sq = Vector<S>::Zero((m.rows() + kSlab<S> - 1) / kSlab<S> * kSlab<S>);
+    sq.head(m.rows()) = m.rowwise().squaredNorm();
+    return sq;
+  }
+  // The folded rows a_i = [x_i, -|x_i|²/2, 1] and b_j = [y_j, 1, -|y_j|²/2].
+  static auto left_row(const Operands<S>& op) {
+    return [&op](Index i, S* out) {
+      const Index d = op.x.cols();
+      std::copy(op.x.data() + i * d, op.x.data() + (i + 1) * d, out);
+      out[d] = -op.x_sq[i] / S(2);
+      out[d + 1] = S(1);
+    };
+  }
+  static auto right_row(const Operands<S>& op) {
+    return [&op](Index i, S* out) {
+      const Index d = op.x.cols();
+      std::copy(op.rhs().data() + i * d, op.rhs().data() + (i + 1) * d, out);
+      out[d] = S(1);
+      out[d + 1] = -op.rhs_sq()[i] / S(2);
+    };
+  }
+
   // A Matern kernel of r = √(-2·gamma·acc), s = √(2ν)·r: e^(-s) (ν = ½), (1 + s) e^(-s) (3/2),
   // (1 + s + s²/3) e^(-s) (5/2). A gamma that overflowed (huge data) maps distance 0 to 1 and anything else to
   // 0, as the limit does.
@@ -379,6 +444,10 @@ struct LaplacianKernel {
   void prepare_sparse(SparseOp&) const {}
 
   void prepare(Operands<S>& op) const { op.template pack_rows<accumulate>(); }
+  void prepare_right(Operands<S>& op, double = 0) const { op.pack_right(op.y.cols(), Operands<S>::copy_row(op.y)); }
+  void prepare_left(Operands<S>& op) const {
+    op.template pack_left<accumulate>(op.x.cols(), Operands<S>::copy_row(op.x));
+  }
 
   template <int R, int C, class Op>
   void finish(micro::Vec<S> (&acc)[R][C], Index, Index, const Op&) const {
