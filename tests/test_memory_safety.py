@@ -81,6 +81,11 @@ def test_every_native_path_at_every_width(kernel, dtype):
         wa, wb = core.kernel_block_product(X, Y, *args, None, VA, V, 1, 1)
         np.testing.assert_allclose(wa, expected @ V, rtol=0, atol=tol * n_y, err_msg=f"kernel block, d={d}")
         np.testing.assert_allclose(wb, expected.T @ VA, rtol=0, atol=tol * n_x, err_msg=f"kernel block, d={d}")
+        rows, cols = np.arange(1, n_x, 2, dtype=np.int64), np.arange(n_x - 1, -1, -3, dtype=np.int64)
+        block = np.empty((cols.size, rows.size), dtype=np.float32)
+        core.svm_kernel_columns(core.svm_dense_columns(X, *args, 2), rows, cols, block, 2)
+        np.testing.assert_allclose(block, expected_xx[np.ix_(cols, rows)], rtol=0, atol=max(tol, 1e-6 * np.abs(
+            expected_xx).max()), err_msg=f"SVM columns, d={d}")
         tiles = core.kernel_block_tiles(X, None, *args, 1)
         w, _ = core.kernel_block_product(X, None, *args, tiles, VA, None, 1, 1)
         np.testing.assert_allclose(w, expected_xx @ VA, rtol=0, atol=tol * n_x, err_msg=f"kept tiles, d={d}")
@@ -118,6 +123,12 @@ def test_every_sparse_path_at_every_width(kernel, dtype):
         V = rng.standard_normal((n_y, 3))
         np.testing.assert_allclose(k.product(Xs, Ys, V), expected @ V, rtol=0, atol=tol * n_y,
                                    err_msg=f"cross product, d={d}")
+        rows, cols = np.arange(0, n_x, 2, dtype=np.int64), np.arange(n_x - 1, -1, -4, dtype=np.int64)
+        block = np.empty((cols.size, rows.size), dtype=np.float32)
+        source = _native.core.svm_sparse_columns(native_operand(Xs), k.name, k.gamma, k.degree, k.coef0, 2)
+        _native.core.svm_kernel_columns(source, rows, cols, block, 2)
+        np.testing.assert_allclose(block, expected_xx[np.ix_(cols, rows)], rtol=0, atol=max(tol, 1e-6 * np.abs(
+            expected_xx).max()), err_msg=f"sparse SVM columns, d={d}")
         op = _native.core.sparse_kernel_operator(native_operand(Xs), k.name, k.gamma, k.degree, k.coef0, 0, 2)
         VA = np.asfortranarray(rng.standard_normal((n_x, 3)))
         np.testing.assert_allclose(op.matmat(VA, 2), expected_xx @ VA, rtol=0, atol=tol * n_x,
@@ -220,6 +231,21 @@ def _bindings():
                 ("matern32", 1.5, 1.0, m(X), None if y is None else m(y))]
 
     sum_tiles = core.sum_block_tiles(sum_terms(lambda a: a), 0.1, 1)
+    rows, cols = np.arange(0, 36, 3, dtype=np.int64), np.array([3, 17, 0, 39, 8], dtype=np.int64)
+
+    def svm_columns(source):  # a column source's columns and product, against the rows and columns above
+        block = np.empty((5, 12), np.float32)
+        core.svm_kernel_columns(source, rows, cols, block, 1)
+        product = np.empty(12)
+        core.svm_kernel_product(source, rows, cols, V[:5, 0].copy(), product, 1)
+        return block, product, source.diagonal()
+
+    def svm_solve(m):  # a C-SVC dual (every array but the 1-byte signs through make)
+        alpha = m(np.zeros(40))
+        core.svm_solve(core.svm_dense_columns(X, *args, 1), m(np.arange(40, dtype=np.int64)),
+                       np.where(X[:, 0] > 0, 1, -1).astype(np.int8), m(-np.ones(40)), m(np.ones(40)), alpha, False,
+                       1e-3, -1, True, 16, 0, 1e5, 0.1, 20.0, 1)
+        return alpha
 
     def csr(m, operand):  # every array of a sparse operand through make
         indptr, indices, values, cols = operand
@@ -272,13 +298,23 @@ def _bindings():
             m(X), m(Y), m(VA), m(VA), m(V), m(V), "matern32", True), ()],
         "gp_gradient_cross_pass": [lambda m: core.gp_gradient_cross_pass(m(X), m(Y), m(VA @ V.T), "matern52", True),
                                    ()],
+        "svm_dense_columns": [lambda m: svm_columns(core.svm_dense_columns(m(X), *args, 1)), ()],
+        "svm_sparse_columns": [lambda m: svm_columns(core.svm_sparse_columns(csr(m, XS), *args, 1)), ()],
+        "svm_matrix_columns": [lambda m: svm_columns(core.svm_matrix_columns(m(K), 1)), ()],
+        "svm_kernel_columns": [lambda m: (core.svm_kernel_columns(core.svm_dense_columns(X, *args, 1), m(rows), m(cols),
+                                                                  o := m(out((5, 12), np.float32)), 1), o)[1],
+                               ("out",)],
+        "svm_kernel_product": [lambda m: (core.svm_kernel_product(core.svm_dense_columns(X, *args, 1), m(rows), m(cols),
+                                                                  m(V[:5, 0].copy()), o := m(out(12)), 1), o)[1],
+                               ("out",)],
+        "svm_solve": [lambda m: svm_solve(m), ("alpha",)],
     }
 
 
 #: Module attributes that take no arrays.
 NO_ARRAYS = {"ISA", "KERNELS", "TILE", "SLAB_DOUBLE", "SLAB_FLOAT", "PASS_BLOCKS", "VERSION", "Operator",
-             "build_info", "omp_max_threads", "packed_prefix_size", "kernel_block_elements", "supported_isas",
-             "simd_bytes", "fma_rate"}
+             "SvmKernelColumns", "build_info", "omp_max_threads", "packed_prefix_size", "kernel_block_elements",
+             "supported_isas", "simd_bytes", "fma_rate"}
 
 
 def test_the_table_covers_every_binding():

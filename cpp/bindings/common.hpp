@@ -117,6 +117,7 @@ void init_operators(py::module_& m);
 void init_blocks(py::module_& m);
 void init_sparse(py::module_& m);
 void init_gaussian_process(py::module_& m);
+void init_svm(py::module_& m);
 
 }  // namespace fastkpca::bindings
 

@@ -11,4 +11,5 @@ PYBIND11_MODULE(FASTKPCA_MODULE_NAME, m) {
   fastkpca::bindings::init_blocks(m);
   fastkpca::bindings::init_sparse(m);
   fastkpca::bindings::init_gaussian_process(m);
+  fastkpca::bindings::init_svm(m);
 }

@@ -1,0 +1,231 @@
+// The support vector machine's dual solver (svm/dual_solver.hpp): kernel column sources over dense, sparse or
+// precomputed samples, and one solve. The Python layer (fastkpca.solvers.svm) builds the dual's arrays and
+// validates them; here only shapes and the invariants the core relies on are checked.
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "common.hpp"
+#include "fastkpca/svm/dual_solver.hpp"
+#include "sparse_input.hpp"
+
+namespace fastkpca::bindings {
+
+namespace {
+
+// A kernel column source and what it reads, kept alive with it; its diagonal computed once.
+struct PyKernelColumns {
+  std::unique_ptr<svm::KernelColumns> columns;
+  std::vector<py::object> keep;
+  std::vector<double> diagonal;
+  std::string kind;
+
+  void init_diagonal(int n_threads) {
+    diagonal.assign(static_cast<std::size_t>(columns->samples()), 0.0);
+    release_and_run(n_threads, [&](Interrupt& interrupt) {
+      columns->diagonal(diagonal.data(), interrupt);
+      return 0;
+    });
+  }
+};
+
+template <class S>
+std::shared_ptr<PyKernelColumns> dense_columns(const Input<S>& x, const std::string& kernel, double gamma,
+                                               double degree, double coef0, int n_threads) {
+  const KernelParams params = kernel_params(kernel, gamma, degree, coef0);
+  require_matrix(x, "x");
+  if (x.shape(0) < 1 || x.shape(1) < 1) throw py::value_error("x must have at least one row and one column");
+  auto out = std::make_shared<PyKernelColumns>();
+  out->keep.push_back(x.array());
+  out->columns = std::make_unique<svm::DenseColumns<S>>(ConstRowMatrixMap<S>(x.data(), x.shape(0), x.shape(1)), params);
+  out->kind = "dense";
+  out->init_diagonal(n_threads);
+  return out;
+}
+
+template <class S>
+std::shared_ptr<PyKernelColumns> sparse_columns(const SparseInput<S>& x, const std::string& kernel, double gamma,
+                                                double degree, double coef0, int n_threads) {
+  const KernelParams params = kernel_params(kernel, gamma, degree, coef0);
+  const SparseView<S> xv = checked<S>(x, "x");
+  auto out = std::make_shared<PyKernelColumns>();
+  out->keep = {x.indptr.array(), x.indices.array(), x.values.array()};
+  out->columns = std::make_unique<svm::SparseColumns<S>>(xv, params);
+  out->kind = "sparse";
+  out->init_diagonal(n_threads);
+  return out;
+}
+
+template <class M>
+std::shared_ptr<PyKernelColumns> matrix_columns(const Input<M>& k, int n_threads) {
+  require_square(k, "k");
+  if (k.shape(0) < 1) throw py::value_error("k must have at least one row");
+  auto out = std::make_shared<PyKernelColumns>();
+  out->keep.push_back(k.array());
+  out->columns = std::make_unique<svm::MatrixColumns<M>>(k.data(), k.shape(0));
+  out->kind = "matrix";
+  out->init_diagonal(n_threads);
+  return out;
+}
+
+py::dict stats_dict(const svm::SolveStats& s) {
+  py::dict d;
+  d["rho"] = s.rho;
+  d["r"] = s.r;
+  d["obj"] = s.obj;
+  d["gap"] = s.gap;
+  d["iterations"] = s.iterations;
+  d["status"] = s.status;
+  d["outer_steps"] = s.outer_steps;
+  d["columns"] = s.columns;
+  d["column_entries"] = s.column_entries;
+  d["product_entries"] = s.product_entries;
+  d["reconstructions"] = s.reconstructions;
+  d["working_set"] = s.working_set;
+  d["cache_slots"] = s.cache_slots;
+  d["min_rows"] = s.min_rows;
+  py::dict seconds;
+  seconds["columns"] = s.seconds_columns;
+  seconds["local"] = s.seconds_local;
+  seconds["update"] = s.seconds_update;
+  seconds["select"] = s.seconds_select;
+  seconds["rebuild"] = s.seconds_rebuild;
+  d["seconds"] = seconds;
+  return d;
+}
+
+// Solves the dual in place of `alpha` (a feasible start); returns the solver's figures.
+py::dict svm_solve(const PyKernelColumns& columns, const Input<std::int64_t>& sample, const Input<std::int8_t>& y,
+                   const Input<double>& p, const Input<double>& upper, InPlace<double>& alpha, bool nu, double tol,
+                   long long max_iter, bool shrinking, Index working_set, Index whole_below, double cache_bytes,
+                   double local_ratio, double local_steps, int n_threads, const py::object& progress) {
+  const Index l = static_cast<Index>(sample.size());
+  if (sample.ndim() != 1 || y.ndim() != 1 || p.ndim() != 1 || upper.ndim() != 1 || alpha.ndim() != 1)
+    throw py::value_error("the dual's arrays must be 1-D");
+  if (l < 1) throw py::value_error("the dual has no variables");
+  if (y.size() != l || p.size() != l || upper.size() != l || alpha.size() != l)
+    throw py::value_error("the dual's arrays differ in length");
+  const Index samples = columns.columns->samples();
+  for (Index t = 0; t < l; ++t) {
+    if (sample.data()[t] < 0 || sample.data()[t] >= samples) throw py::value_error("a sample index is out of range");
+    if (y.data()[t] != 1 && y.data()[t] != -1) throw py::value_error("y must be +1 or -1");
+    if (!(upper.data()[t] > 0) || !(alpha.data()[t] >= 0) || !(alpha.data()[t] <= upper.data()[t]))
+      throw py::value_error("the bounds must be > 0 and alpha within them");
+  }
+  if (!(tol > 0)) throw py::value_error("tol must be > 0");
+  if (!(cache_bytes > 0)) throw py::value_error("cache_bytes must be > 0");
+  static_assert(sizeof(Index) == sizeof(std::int64_t), "sample indices cross as int64");
+  svm::DualProblem problem;
+  problem.l = l;
+  problem.sample = reinterpret_cast<const Index*>(sample.data());
+  problem.y = y.data();
+  problem.p = p.data();
+  problem.upper = upper.data();
+  problem.diagonal = columns.diagonal.data();
+  problem.nu = nu;
+  svm::SolverOptions options;
+  options.tol = tol;
+  options.max_iter = max_iter;
+  options.shrinking = shrinking;
+  options.working_set = working_set;
+  options.whole_below = whole_below;
+  options.cache_bytes = static_cast<std::size_t>(cache_bytes);
+  options.local_ratio = local_ratio;
+  options.local_steps = local_steps;
+  svm::Progress report;
+  if (!progress.is_none())
+    report = [&progress](const svm::SolveStats& s) {
+      py::gil_scoped_acquire gil;
+      progress(stats_dict(s));
+    };
+  double* a = alpha.mutable_data();
+  const svm::SolveStats stats = release_and_run(n_threads, [&](Interrupt& interrupt) {
+    svm::DualSolver solver(*columns.columns, problem, a, options, interrupt, report);
+    return solver.solve();
+  });
+  return stats_dict(stats);
+}
+
+// out[t] = Σ_c k(x_targets[t], x_cols[c])·w[c] over the source's samples, by one fused product.
+void kernel_product(const PyKernelColumns& columns, const Input<std::int64_t>& targets, const Input<std::int64_t>& cols,
+                    const Input<double>& w, InPlace<double>& out, int n_threads) {
+  const Index samples = columns.columns->samples();
+  if (targets.ndim() != 1 || cols.ndim() != 1 || w.ndim() != 1 || out.ndim() != 1)
+    throw py::value_error("the arrays must be 1-D");
+  if (w.size() != cols.size() || out.size() != targets.size()) throw py::value_error("the arrays differ in length");
+  for (py::ssize_t k = 0; k < targets.size(); ++k)
+    if (targets.data()[k] < 0 || targets.data()[k] >= samples) throw py::value_error("a target index is out of range");
+  for (py::ssize_t k = 0; k < cols.size(); ++k)
+    if (cols.data()[k] < 0 || cols.data()[k] >= samples) throw py::value_error("a column index is out of range");
+  double* o = out.mutable_data();
+  release_and_run(n_threads, [&](Interrupt& interrupt) {
+    const auto session = columns.columns->session();
+    session->product(reinterpret_cast<const Index*>(targets.data()), static_cast<Index>(targets.size()),
+                     reinterpret_cast<const Index*>(cols.data()), static_cast<Index>(cols.size()), w.data(), o,
+                     interrupt);
+    return 0;
+  });
+}
+
+// out[c, r] = k(x_rows[r], x_cols[c]) as float, by the session a solve uses (tests check it against NumPy).
+void kernel_columns(const PyKernelColumns& columns, const Input<std::int64_t>& rows, const Input<std::int64_t>& cols,
+                    InPlace<float>& out, int n_threads) {
+  const Index samples = columns.columns->samples();
+  if (rows.ndim() != 1 || cols.ndim() != 1) throw py::value_error("rows and cols must be 1-D");
+  if (out.ndim() != 2 || out.shape(0) != cols.size() || out.shape(1) != rows.size())
+    throw py::value_error("out has the wrong shape");
+  std::vector<Index> row_list(rows.data(), rows.data() + rows.size());
+  for (Index r = 0; r < static_cast<Index>(row_list.size()); ++r)
+    if (row_list[r] < 0 || row_list[r] >= samples || (r && row_list[r] <= row_list[r - 1]))
+      throw py::value_error("rows must be increasing sample indices");
+  for (py::ssize_t k = 0; k < cols.size(); ++k)
+    if (cols.data()[k] < 0 || cols.data()[k] >= samples) throw py::value_error("a column index is out of range");
+  float* o = out.mutable_data();
+  std::vector<float*> targets(static_cast<std::size_t>(cols.size()));
+  for (py::ssize_t k = 0; k < cols.size(); ++k) targets[static_cast<std::size_t>(k)] = o + k * rows.size();
+  release_and_run(n_threads, [&](Interrupt& interrupt) {
+    const auto session = columns.columns->session();
+    session->set_rows(row_list, interrupt);
+    session->columns(reinterpret_cast<const Index*>(cols.data()), static_cast<Index>(cols.size()), targets.data(),
+                     interrupt);
+    return 0;
+  });
+}
+
+template <class S>
+void def_columns(py::module_& m) {
+  m.def("svm_dense_columns", &dense_columns<S>, py::arg("x"), py::arg("kernel"), py::arg("gamma"), py::arg("degree"),
+        py::arg("coef0"), py::arg("n_threads"),
+        "The kernel columns of dense samples x (C-contiguous, read in place while the source lives).");
+  m.def("svm_sparse_columns", &sparse_columns<S>, py::arg("x"), py::arg("kernel"), py::arg("gamma"), py::arg("degree"),
+        py::arg("coef0"), py::arg("n_threads"), "The kernel columns of sparse samples (a canonical CSR tuple).");
+  m.def("svm_matrix_columns", &matrix_columns<S>, py::arg("k"), py::arg("n_threads"),
+        "The kernel columns of a whole square kernel matrix k (read in place).");
+}
+
+}  // namespace
+
+void init_svm(py::module_& m) {
+  py::class_<PyKernelColumns, std::shared_ptr<PyKernelColumns>>(m, "SvmKernelColumns")
+      .def_property_readonly("samples", [](const PyKernelColumns& c) { return c.columns->samples(); })
+      .def_property_readonly("kind", [](const PyKernelColumns& c) { return c.kind; })
+      .def("diagonal",
+           [](const PyKernelColumns& c) { return py::array_t<double>(c.diagonal.size(), c.diagonal.data()); })
+      .def(
+          "session_bytes", [](const PyKernelColumns& c, Index rows) { return c.columns->session_bytes(rows); },
+          py::arg("rows"));
+  def_columns<double>(m);
+  def_columns<float>(m);
+  m.def("svm_solve", &svm_solve, py::arg("columns"), py::arg("sample"), py::arg("y"), py::arg("p"), py::arg("upper"),
+        py::arg("alpha"), py::arg("nu"), py::arg("tol"), py::arg("max_iter"), py::arg("shrinking"),
+        py::arg("working_set"), py::arg("whole_below"), py::arg("cache_bytes"), py::arg("local_ratio"),
+        py::arg("local_steps"), py::arg("n_threads"), py::arg("progress") = py::none(),
+        "Solve an SVM dual in place of alpha; returns the solver's figures.");
+  m.def("svm_kernel_columns", &kernel_columns, py::arg("columns"), py::arg("rows"), py::arg("cols"), py::arg("out"),
+        py::arg("n_threads"), "out[c, r] = k(x_rows[r], x_cols[c]) as float, as a solve's session evaluates it.");
+  m.def("svm_kernel_product", &kernel_product, py::arg("columns"), py::arg("targets"), py::arg("cols"), py::arg("w"),
+        py::arg("out"), py::arg("n_threads"), "out[t] = sum_c k(x_targets[t], x_cols[c]) w[c], nothing stored.");
+}
+
+}  // namespace fastkpca::bindings

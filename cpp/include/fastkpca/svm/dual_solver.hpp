@@ -1,0 +1,571 @@
+// The support vector machine's dual, solved to LIBSVM's stopping rule with the kernel work batched:
+//
+//   min ½ αᵀQα + pᵀα   s.t.  yᵀα = Δ  (and, for the ν-formulations, Σ_{y=+1} α = const, Σ_{y=-1} α = const),
+//                             0 <= α_t <= C_t,     Q_tu = y_t y_u k(x_{s(t)}, x_{s(u)}),
+//
+// over l variables t, each standing for a sample s(t) of the kernel (ε-SVR's 2N variables stand for N samples
+// twice, with y = +1 and -1: its kernel columns are evaluated once per sample).
+//
+// Each outer step selects a working set B of at most q variables (the most violating: the largest
+// s_t = -y_t G_t in I_up and the smallest in I_low, local_smo.hpp; the more recent half of the previous set
+// kept), brings the kernel columns of B's samples into the column cache (those missing evaluated in one
+// multithreaded pass of the fused micro-kernel, kernel_columns.hpp), solves the subproblem on B's q × q block
+// by SMO with second-order pair selection, and adds the change to the gradient of every row in one product,
+// G += Q[:, B]·Δα_B, over the cached columns. It stops when the maximal violating pair's gap is below tol,
+// LIBSVM's rule, so the solution is LIBSVM's to within it. When the whole problem fits one working set and
+// the cache, the first step is LIBSVM's own iteration on the whole matrix.
+//
+// Shrinking (LIBSVM's rule): a variable at a bound whose s lies beyond the current extremes cannot join a
+// violating pair soon; when at least a tenth of the rows have only such variables, those rows are dropped —
+// their columns are no longer evaluated nor their gradients updated, and the cached columns are compacted.
+// Their gradients are rebuilt from the nonzero α by one product (never stored) the first time the gap falls
+// below 10·tol and before the final check, after which every row is back.
+#pragma once
+
+#include <algorithm>
+#include <chrono>
+#include <cmath>
+#include <cstdint>
+#include <functional>
+#include <limits>
+#include <memory>
+#include <numeric>
+#include <stdexcept>
+#include <vector>
+
+#include "fastkpca/parallel.hpp"
+#include "fastkpca/svm/column_cache.hpp"
+#include "fastkpca/svm/kernel_columns.hpp"
+#include "fastkpca/svm/local_smo.hpp"
+
+namespace fastkpca::svm {
+
+struct DualProblem {
+  Index l = 0;
+  const Index* sample = nullptr;    // s(t): a sample of the kernel columns
+  const std::int8_t* y = nullptr;   // ±1
+  const double* p = nullptr;        // the linear term
+  const double* upper = nullptr;    // C_t > 0
+  const double* diagonal = nullptr; // k(x_s, x_s) for every sample of the kernel columns
+  bool nu = false;
+};
+
+struct SolverOptions {
+  double tol = 1e-3;
+  long long max_iter = -1;       // SMO steps in all (< 0: no limit)
+  bool shrinking = true;
+  Index working_set = 1024;      // q, at most
+  Index whole_below = 4096;      // variables up to which one working set holds the whole problem
+  std::size_t cache_bytes = std::size_t(200) << 20;
+  double local_ratio = 0.1;      // a subproblem is solved to max(tol, local_ratio·gap)
+  double local_steps = 20;       // a subproblem takes at most local_steps·|B| SMO steps
+};
+
+struct SolveStats {
+  double rho = 0, r = 0, obj = 0, gap = 0;
+  long long iterations = 0;       // SMO steps (LIBSVM's #iter)
+  int status = 0;                 // 0: the gap fell below tol; 1: max_iter steps were taken
+  long long outer_steps = 0;
+  long long columns = 0;          // kernel columns evaluated into the cache
+  double column_entries = 0;      // their entries
+  double product_entries = 0;     // entries of the products (start, rebuilt gradients)
+  long long reconstructions = 0;
+  Index working_set = 0;          // q
+  Index cache_slots = 0;          // columns the cache held at the full rows
+  Index min_rows = 0;             // fewest rows during the solve
+  double seconds_columns = 0, seconds_local = 0, seconds_update = 0, seconds_select = 0, seconds_rebuild = 0;
+};
+
+using Progress = std::function<void(const SolveStats&)>;
+
+class DualSolver {
+ public:
+  DualSolver(const KernelColumns& kernel, const DualProblem& problem, double* alpha, const SolverOptions& options,
+             Interrupt& interrupt, Progress progress = {})
+      : kernel_(kernel), pr_(problem), alpha_(alpha), opt_(options), interrupt_(interrupt),
+        progress_(std::move(progress)) {}
+
+  SolveStats solve() {
+    setup();
+    initial_gradient();
+    bool rebuilt_early = false;
+    while (true) {
+      if (interrupt_.poll()) break;
+      auto t0 = Clock::now();
+      const Extremes e = extremes();
+      stats_.gap = e.gap();
+      stats_.seconds_select += seconds_since(t0);
+      if (e.gap() < opt_.tol) {
+        if (n_rows() == n_ps()) break;
+        rebuild_gradients();
+        continue;
+      }
+      if (opt_.shrinking && !rebuilt_early && e.gap() <= 10 * opt_.tol && n_rows() < n_ps()) {
+        rebuilt_early = true;
+        rebuild_gradients();
+        continue;
+      }
+      if (opt_.max_iter >= 0 && stats_.iterations >= opt_.max_iter) {
+        stats_.status = 1;
+        break;
+      }
+      if (opt_.shrinking && stats_.outer_steps > 0) shrink(e);
+      step(e);
+      ++stats_.outer_steps;
+      if (progress_) progress_(stats_);
+    }
+    interrupt_.throw_if_stopped();
+    if (n_rows() < n_ps()) rebuild_gradients();
+    finish();
+    return stats_;
+  }
+
+ private:
+  using Clock = std::chrono::steady_clock;
+  static double seconds_since(Clock::time_point t) { return std::chrono::duration<double>(Clock::now() - t).count(); }
+  static constexpr double kInf = std::numeric_limits<double>::infinity();
+
+  // The extremes of s = -yG over I_up and I_low (per sign of y for ν: index 0 for y = +1, 1 for y = -1).
+  struct Extremes {
+    double up[2] = {-kInf, -kInf}, low[2] = {kInf, kInf};
+    bool nu = false;
+    double gap() const { return nu ? std::max(up[0] - low[0], up[1] - low[1]) : up[0] - low[0]; }
+  };
+
+  Index n_ps() const { return static_cast<Index>(ps_sample_.size()); }
+  Index n_rows() const { return static_cast<Index>(rows_.size()); }
+  // Variables whose rows are kept (their gradients up to date).
+  Index maintained() const {
+    Index count = 0;
+    for (Index ps : rows_) count += var_ptr_[ps + 1] - var_ptr_[ps];
+    return count;
+  }
+  int cls(Index t) const { return pr_.nu && pr_.y[t] < 0 ? 1 : 0; }
+  bool at_upper(Index t) const { return alpha_[t] >= pr_.upper[t]; }
+  bool at_lower(Index t) const { return alpha_[t] <= 0; }
+  double score(Index t) const { return -pr_.y[t] * G_[static_cast<std::size_t>(t)]; }
+
+  template <class F>
+  void for_each_row_variable(F&& f) const {
+    for (Index r = 0; r < n_rows(); ++r) {
+      const Index ps = rows_[static_cast<std::size_t>(r)];
+      for (Index k = var_ptr_[ps]; k < var_ptr_[ps + 1]; ++k) f(vars_[static_cast<std::size_t>(k)], r);
+    }
+  }
+
+  void setup() {
+    const Index l = pr_.l;
+    if (l <= 0) throw std::invalid_argument("the dual has no variables");
+    stats_ = SolveStats{};
+    G_.assign(static_cast<std::size_t>(l), 0.0);
+    // The problem's samples (increasing) and each one's variables.
+    std::vector<Index> order(static_cast<std::size_t>(l));
+    std::iota(order.begin(), order.end(), 0);
+    std::stable_sort(order.begin(), order.end(), [&](Index a, Index b) { return pr_.sample[a] < pr_.sample[b]; });
+    ps_of_.assign(static_cast<std::size_t>(l), -1);
+    var_ptr_.assign(1, 0);
+    for (Index k = 0; k < l; ++k) {
+      const Index t = order[static_cast<std::size_t>(k)];
+      if (ps_sample_.empty() || ps_sample_.back() != pr_.sample[t]) {
+        ps_sample_.push_back(pr_.sample[t]);
+        var_ptr_.push_back(var_ptr_.back());
+      }
+      ps_of_[static_cast<std::size_t>(t)] = n_ps() - 1;
+      vars_.push_back(t);
+      ++var_ptr_.back();
+    }
+    // q: no more than the cache holds at the full rows, nor the variables; the whole problem when it fits.
+    const std::size_t floats = opt_.cache_bytes / sizeof(float);
+    const Index slots = static_cast<Index>(floats / static_cast<std::size_t>(n_ps()));
+    if (slots < 2)
+      throw std::invalid_argument("the column cache holds fewer than two kernel columns: give it more memory");
+    Index q = std::min<Index>({std::max<Index>(opt_.working_set, 2), l, slots});
+    if (l <= opt_.whole_below && slots >= n_ps()) q = l;
+    q_ = q;
+    stats_.working_set = q_;
+    stats_.cache_slots = slots;
+    cache_ = std::make_unique<ColumnCache>(n_ps(), floats);
+    session_ = kernel_.session();
+    rows_.resize(static_cast<std::size_t>(n_ps()));
+    std::iota(rows_.begin(), rows_.end(), 0);
+    row_of_ = rows_;
+    set_rows();
+    in_set_.assign(static_cast<std::size_t>(l), 0);
+  }
+
+  void set_rows() {
+    std::vector<Index> samples(rows_.size());
+    for (std::size_t r = 0; r < rows_.size(); ++r) samples[r] = ps_sample_[static_cast<std::size_t>(rows_[r])];
+    session_->set_rows(samples, interrupt_);
+    cache_->reset(n_rows());
+    stats_.min_rows = stats_.min_rows ? std::min(stats_.min_rows, n_rows()) : n_rows();
+  }
+
+  // Σ_u Q_tu α_u + p_t for every variable t of the problem samples `targets`, from the nonzero α by one product.
+  void gradient_from_alpha(const std::vector<Index>& targets) {
+    std::vector<double> w(static_cast<std::size_t>(n_ps()), 0.0);
+    for (Index t = 0; t < pr_.l; ++t)
+      if (alpha_[t] != 0) w[static_cast<std::size_t>(ps_of_[static_cast<std::size_t>(t)])] += pr_.y[t] * alpha_[t];
+    std::vector<Index> cols, target_samples;
+    std::vector<double> weights;
+    for (Index ps = 0; ps < n_ps(); ++ps)
+      if (w[static_cast<std::size_t>(ps)] != 0) {
+        cols.push_back(ps_sample_[static_cast<std::size_t>(ps)]);
+        weights.push_back(w[static_cast<std::size_t>(ps)]);
+      }
+    for (Index ps : targets) target_samples.push_back(ps_sample_[static_cast<std::size_t>(ps)]);
+    std::vector<double> h(targets.size(), 0.0);
+    if (!cols.empty())
+      session_->product(target_samples.data(), static_cast<Index>(targets.size()), cols.data(),
+                        static_cast<Index>(cols.size()), weights.data(), h.data(), interrupt_);
+    stats_.product_entries += static_cast<double>(targets.size()) * static_cast<double>(cols.size());
+    for (std::size_t k = 0; k < targets.size(); ++k) {
+      const Index ps = targets[k];
+      for (Index v = var_ptr_[ps]; v < var_ptr_[ps + 1]; ++v) {
+        const Index t = vars_[static_cast<std::size_t>(v)];
+        G_[static_cast<std::size_t>(t)] = pr_.p[t] + pr_.y[t] * h[k];
+      }
+    }
+  }
+
+  // G = Qα + p. When the whole problem is one working set, as LIBSVM does it: from the (float) columns, summed
+  // over the nonzero α_u in order, so the iterates are LIBSVM's; otherwise by one product in float64.
+  void initial_gradient() {
+    for (Index t = 0; t < pr_.l; ++t) G_[static_cast<std::size_t>(t)] = pr_.p[t];
+    bool any = false;
+    for (Index t = 0; t < pr_.l && !any; ++t) any = alpha_[t] != 0;
+    if (!any) return;
+    if (q_ < pr_.l) {
+      gradient_from_alpha(rows_);
+      return;
+    }
+    std::vector<const float*> column_of(static_cast<std::size_t>(n_ps()), nullptr);
+    fetch_columns(rows_, column_of);
+    for (Index u = 0; u < pr_.l; ++u) {
+      if (alpha_[u] == 0) continue;
+      const float* col = column_of[static_cast<std::size_t>(ps_of_[static_cast<std::size_t>(u)])];
+      const float yu = pr_.y[u];
+      for (Index t = 0; t < pr_.l; ++t) {
+        const float q = yu * static_cast<float>(pr_.y[t]) * col[ps_of_[static_cast<std::size_t>(t)]];
+        G_[static_cast<std::size_t>(t)] += alpha_[u] * static_cast<double>(q);
+      }
+    }
+  }
+
+  // The columns of the problem samples `wanted` (increasing) into `column_of`, the missing ones evaluated in one
+  // pass and pinned with the others until unpinned.
+  void fetch_columns(const std::vector<Index>& wanted, std::vector<const float*>& column_of) {
+    std::vector<Index> missing;
+    std::vector<float*> targets;
+    for (Index ps : wanted) {
+      float* c = cache_->find(ps);
+      if (!c) {
+        c = cache_->insert(ps);
+        if (!c) throw std::logic_error("the column cache cannot hold the working set");
+        missing.push_back(ps_sample_[static_cast<std::size_t>(ps)]);
+        targets.push_back(c);
+      }
+      cache_->pin(ps, true);
+      column_of[static_cast<std::size_t>(ps)] = c;
+    }
+    if (!missing.empty()) {
+      session_->columns(missing.data(), static_cast<Index>(missing.size()), targets.data(), interrupt_);
+      stats_.columns += static_cast<long long>(missing.size());
+      stats_.column_entries += static_cast<double>(missing.size()) * static_cast<double>(n_rows());
+    }
+  }
+
+  // The gradients of the dropped rows' variables rebuilt, and every row back.
+  void rebuild_gradients() {
+    auto t0 = Clock::now();
+    std::vector<Index> dropped;
+    for (Index ps = 0; ps < n_ps(); ++ps)
+      if (row_of_[static_cast<std::size_t>(ps)] < 0) dropped.push_back(ps);
+    gradient_from_alpha(dropped);
+    rows_.resize(static_cast<std::size_t>(n_ps()));
+    std::iota(rows_.begin(), rows_.end(), 0);
+    row_of_ = rows_;
+    set_rows();
+    ++stats_.reconstructions;
+    stats_.seconds_rebuild += seconds_since(t0);
+  }
+
+  Extremes extremes() const {
+    Extremes e;
+    e.nu = pr_.nu;
+    for_each_row_variable([&](Index t, Index) {
+      const int c = cls(t);
+      const double s = score(t);
+      if (detail::in_up(pr_.y[t], alpha_[t], pr_.upper[t])) e.up[c] = std::max(e.up[c], s);
+      if (detail::in_low(pr_.y[t], alpha_[t], pr_.upper[t])) e.low[c] = std::min(e.low[c], s);
+    });
+    if (!pr_.nu) e.up[1] = e.up[0], e.low[1] = e.low[0];
+    return e;
+  }
+
+  // LIBSVM's shrinking rule: a variable at a bound whose s is beyond the extremes of its side.
+  bool shrinkable(Index t, const Extremes& e) const {
+    const int c = cls(t);
+    const double s = score(t);
+    if (at_upper(t)) return pr_.y[t] > 0 ? s > e.up[c] : s < e.low[c];
+    if (at_lower(t)) return pr_.y[t] > 0 ? s < e.low[c] : s > e.up[c];
+    return false;
+  }
+
+  void shrink(const Extremes& e) {
+    auto t0 = Clock::now();
+    std::vector<Index> keep;  // positions in the current rows
+    keep.reserve(rows_.size());
+    for (Index r = 0; r < n_rows(); ++r) {
+      const Index ps = rows_[static_cast<std::size_t>(r)];
+      bool all = true;
+      for (Index v = var_ptr_[ps]; v < var_ptr_[ps + 1] && all; ++v)
+        all = shrinkable(vars_[static_cast<std::size_t>(v)], e);
+      if (!all) keep.push_back(r);
+    }
+    const Index dropped = n_rows() - static_cast<Index>(keep.size());
+    if (dropped < std::max<Index>(n_rows() / 10, 1) || static_cast<Index>(keep.size()) < 2) {
+      stats_.seconds_select += seconds_since(t0);
+      return;
+    }
+    std::vector<Index> rows(keep.size());
+    for (std::size_t k = 0; k < keep.size(); ++k) rows[k] = rows_[static_cast<std::size_t>(keep[k])];
+    for (Index ps : rows_) row_of_[static_cast<std::size_t>(ps)] = -1;
+    rows_ = std::move(rows);
+    for (std::size_t r = 0; r < rows_.size(); ++r) row_of_[static_cast<std::size_t>(rows_[r])] = static_cast<Index>(r);
+    std::vector<Index> samples(rows_.size());
+    for (std::size_t r = 0; r < rows_.size(); ++r) samples[r] = ps_sample_[static_cast<std::size_t>(rows_[r])];
+    session_->set_rows(samples, interrupt_);
+    cache_->compact(keep);
+    stats_.min_rows = std::min(stats_.min_rows, n_rows());
+    // The previous working set keeps only variables whose rows stay.
+    std::vector<Index> set;
+    for (Index t : set_)
+      if (row_of_[static_cast<std::size_t>(ps_of_[static_cast<std::size_t>(t)])] >= 0) set.push_back(t);
+      else in_set_[static_cast<std::size_t>(t)] = 0;
+    set_ = std::move(set);
+    stats_.seconds_rebuild += seconds_since(t0);
+  }
+
+  // The next working set: the more recent part of the last one, then the most violating variables, taken
+  // from the top of I_up and the bottom of I_low in turn (per sign of y for ν).
+  void select(const Extremes& e) {
+    // At least four fresh ones, so that both ends of every side's violation are in (then the subproblem's gap is
+    // at least the whole problem's, and every step makes progress).
+    const bool first = set_.empty();
+    const Index fresh = first ? q_ : std::max<Index>(q_ / 2, std::min<Index>(q_, 4));
+    // Keep the most recent q - fresh of the last set.
+    const Index keep = std::max<Index>(q_ - fresh, 0);
+    if (static_cast<Index>(set_.size()) > keep) {
+      for (std::size_t k = 0; k + keep < set_.size(); ++k) in_set_[static_cast<std::size_t>(set_[k])] = 0;
+      set_.erase(set_.begin(), set_.end() - keep);
+    }
+    if (maintained() <= q_) {  // the whole remaining problem is the working set
+      set_.clear();
+      for_each_row_variable([&](Index t, Index) { set_.push_back(t); });
+      std::fill(in_set_.begin(), in_set_.end(), 0);
+      for (Index t : set_) in_set_[static_cast<std::size_t>(t)] = 1;
+      return;
+    }
+    // Candidates: up[c] violating in I_up (s above the bottom of I_low), low[c] in I_low (s below the top), each
+    // kept to its `take` most violating (sorted, ties by index).
+    auto* list = candidates_;
+    for (auto& l : candidates_) l.clear();
+    for_each_row_variable([&](Index t, Index) {
+      if (in_set_[static_cast<std::size_t>(t)]) return;
+      const int c = cls(t);
+      const double s = score(t);
+      if (detail::in_up(pr_.y[t], alpha_[t], pr_.upper[t]) && s > e.low[c]) list[2 * c].emplace_back(-s, t);
+      if (detail::in_low(pr_.y[t], alpha_[t], pr_.upper[t]) && s < e.up[c]) list[2 * c + 1].emplace_back(s, t);
+    });
+    const int lists = pr_.nu ? 4 : 2;
+    const Index take = std::min<Index>(fresh, q_ - static_cast<Index>(set_.size()));
+    for (int k = 0; k < lists; ++k) {
+      auto& v = list[k];
+      if (static_cast<Index>(v.size()) > take) {
+        std::nth_element(v.begin(), v.begin() + take, v.end());
+        v.resize(static_cast<std::size_t>(take));
+      }
+      std::sort(v.begin(), v.end());
+    }
+    std::size_t next[4] = {0, 0, 0, 0};
+    Index added = 0;
+    for (bool more = true; more && added < take;) {
+      more = false;
+      for (int k = 0; k < lists && added < take; ++k) {
+        auto& v = list[k];
+        while (next[k] < v.size() && in_set_[static_cast<std::size_t>(v[next[k]].second)]) ++next[k];
+        if (next[k] == v.size()) continue;
+        const Index t = v[next[k]++].second;
+        in_set_[static_cast<std::size_t>(t)] = 1;
+        set_.push_back(t);
+        ++added;
+        more = true;
+      }
+    }
+  }
+
+  // One outer step: select, bring the columns, solve the subproblem, update the gradient.
+  void step(const Extremes& e) {
+    auto t0 = Clock::now();
+    select(e);
+    const Index m = static_cast<Index>(set_.size());
+    const bool whole = m == maintained();
+    stats_.seconds_select += seconds_since(t0);
+
+    // The working set's samples and their columns, the missing ones evaluated in one pass.
+    t0 = Clock::now();
+    std::vector<Index> set_ps;
+    for (Index t : set_) set_ps.push_back(ps_of_[static_cast<std::size_t>(t)]);
+    std::sort(set_ps.begin(), set_ps.end());
+    set_ps.erase(std::unique(set_ps.begin(), set_ps.end()), set_ps.end());
+    std::vector<const float*> column_of(static_cast<std::size_t>(n_ps()), nullptr);
+    fetch_columns(set_ps, column_of);
+    stats_.seconds_columns += seconds_since(t0);
+
+    // The subproblem on the m × m block.
+    t0 = Clock::now();
+    std::vector<std::int8_t> y(static_cast<std::size_t>(m));
+    std::vector<double> upper(static_cast<std::size_t>(m)), diag(static_cast<std::size_t>(m)),
+        alpha(static_cast<std::size_t>(m)), grad(static_cast<std::size_t>(m));
+    // Row b of the block is column b (LIBSVM's Q_b: k(x_a, x_b) for every a of the set).
+    block_.resize(static_cast<std::size_t>(m * m));
+    std::vector<Index> row(static_cast<std::size_t>(m));
+    for (Index a = 0; a < m; ++a)
+      row[static_cast<std::size_t>(a)] =
+          row_of_[static_cast<std::size_t>(ps_of_[static_cast<std::size_t>(set_[static_cast<std::size_t>(a)])])];
+    for (Index b = 0; b < m; ++b) {
+      const Index t = set_[static_cast<std::size_t>(b)];
+      y[static_cast<std::size_t>(b)] = pr_.y[t];
+      upper[static_cast<std::size_t>(b)] = pr_.upper[t];
+      diag[static_cast<std::size_t>(b)] = pr_.diagonal[pr_.sample[t]];
+      alpha[static_cast<std::size_t>(b)] = alpha_[t];
+      grad[static_cast<std::size_t>(b)] = G_[static_cast<std::size_t>(t)];
+      const float* col = column_of[static_cast<std::size_t>(ps_of_[static_cast<std::size_t>(t)])];
+      float* out = block_.data() + b * m;
+      for (Index a = 0; a < m; ++a) out[a] = col[row[static_cast<std::size_t>(a)]];
+    }
+    LocalProblem local{m, y.data(), upper.data(), diag.data(), block_.data(), alpha.data(), grad.data(), pr_.nu};
+    const double eps = whole ? opt_.tol : std::max(opt_.tol, opt_.local_ratio * e.gap());
+    long long cap = whole ? -1 : static_cast<long long>(opt_.local_steps * static_cast<double>(m));
+    if (opt_.max_iter >= 0) {
+      const long long left = opt_.max_iter - stats_.iterations;
+      cap = cap < 0 ? left : std::min(cap, left);
+    }
+    const LocalResult result = solve_local(local, eps, cap, interrupt_);
+    stats_.iterations += result.iterations;
+    stats_.seconds_local += seconds_since(t0);
+
+    // G += Q[:, B]·Δα_B over every row, from the cached columns (one weight per sample); the whole problem's
+    // gradient is the subproblem's own.
+    t0 = Clock::now();
+    std::vector<double> w(static_cast<std::size_t>(n_ps()), 0.0);
+    std::vector<Index> moved;
+    for (Index b = 0; b < m; ++b) {
+      const Index t = set_[static_cast<std::size_t>(b)];
+      const double delta = alpha[static_cast<std::size_t>(b)] - alpha_[t];
+      alpha_[t] = alpha[static_cast<std::size_t>(b)];
+      if (whole) G_[static_cast<std::size_t>(t)] = grad[static_cast<std::size_t>(b)];
+      if (delta == 0) continue;
+      const Index ps = ps_of_[static_cast<std::size_t>(t)];
+      if (w[static_cast<std::size_t>(ps)] == 0) moved.push_back(ps);
+      w[static_cast<std::size_t>(ps)] += pr_.y[t] * delta;
+    }
+    if (!whole && !moved.empty()) update_gradient(moved, w, column_of);
+    for (Index ps : set_ps) cache_->pin(ps, false);
+    stats_.seconds_update += seconds_since(t0);
+  }
+
+  void update_gradient(const std::vector<Index>& moved, const std::vector<double>& w,
+                       const std::vector<const float*>& column_of) {
+    const Index rows = n_rows(), k = static_cast<Index>(moved.size());
+    std::vector<const float*> cols(static_cast<std::size_t>(k));
+    std::vector<double> weight(static_cast<std::size_t>(k));
+    for (Index c = 0; c < k; ++c) {
+      cols[static_cast<std::size_t>(c)] = column_of[static_cast<std::size_t>(moved[static_cast<std::size_t>(c)])];
+      weight[static_cast<std::size_t>(c)] = w[static_cast<std::size_t>(moved[static_cast<std::size_t>(c)])];
+    }
+    constexpr Index chunk = 2048;
+#pragma omp parallel
+    {
+      alignas(64) double h[chunk];
+#pragma omp for schedule(static)
+      for (Index r0 = 0; r0 < rows; r0 += chunk) {
+        const Index n = std::min(chunk, rows - r0);
+        std::fill(h, h + n, 0.0);
+        for (Index c = 0; c < k; ++c) {
+          const float* col = cols[static_cast<std::size_t>(c)] + r0;
+          const double wc = weight[static_cast<std::size_t>(c)];
+#pragma omp simd
+          for (Index r = 0; r < n; ++r) h[r] += wc * static_cast<double>(col[r]);
+        }
+        for (Index r = 0; r < n; ++r) {
+          const Index ps = rows_[static_cast<std::size_t>(r0 + r)];
+          for (Index v = var_ptr_[ps]; v < var_ptr_[ps + 1]; ++v) {
+            const Index t = vars_[static_cast<std::size_t>(v)];
+            G_[static_cast<std::size_t>(t)] += pr_.y[t] * h[r];
+          }
+        }
+      }
+    }
+  }
+
+  // ρ (LIBSVM's: the mean of y_t G_t over the free variables, else the middle of the bounds the others
+  // allow; for ν per sign of y, with r) and the objective.
+  void finish() {
+    if (pr_.nu) {
+      double ub[2] = {kInf, kInf}, lb[2] = {-kInf, -kInf}, sum[2] = {0, 0};
+      Index free[2] = {0, 0};
+      for (Index t = 0; t < pr_.l; ++t) {
+        const int c = pr_.y[t] > 0 ? 0 : 1;
+        const double g = G_[static_cast<std::size_t>(t)];
+        if (at_upper(t)) lb[c] = std::max(lb[c], g);
+        else if (at_lower(t)) ub[c] = std::min(ub[c], g);
+        else sum[c] += g, ++free[c];
+      }
+      double r[2];
+      for (int c = 0; c < 2; ++c) r[c] = free[c] ? sum[c] / static_cast<double>(free[c]) : (ub[c] + lb[c]) / 2;
+      stats_.r = (r[0] + r[1]) / 2;
+      stats_.rho = (r[0] - r[1]) / 2;
+    } else {
+      double ub = kInf, lb = -kInf, sum = 0;
+      Index free = 0;
+      for (Index t = 0; t < pr_.l; ++t) {
+        const double yg = pr_.y[t] * G_[static_cast<std::size_t>(t)];
+        if (at_upper(t)) {
+          if (pr_.y[t] < 0) ub = std::min(ub, yg);
+          else lb = std::max(lb, yg);
+        } else if (at_lower(t)) {
+          if (pr_.y[t] > 0) ub = std::min(ub, yg);
+          else lb = std::max(lb, yg);
+        } else {
+          sum += yg, ++free;
+        }
+      }
+      stats_.rho = free ? sum / static_cast<double>(free) : (ub + lb) / 2;
+    }
+    double obj = 0;
+    for (Index t = 0; t < pr_.l; ++t) obj += alpha_[t] * (G_[static_cast<std::size_t>(t)] + pr_.p[t]);
+    stats_.obj = obj / 2;
+  }
+
+  const KernelColumns& kernel_;
+  DualProblem pr_;
+  double* alpha_;
+  SolverOptions opt_;
+  Interrupt& interrupt_;
+  Progress progress_;
+  SolveStats stats_;
+  Index q_ = 0;
+  std::vector<double> G_;
+  std::vector<Index> ps_sample_, ps_of_, var_ptr_, vars_;
+  std::vector<Index> rows_, row_of_;
+  std::vector<Index> set_;
+  std::vector<char> in_set_;
+  std::vector<std::pair<double, Index>> candidates_[4];
+  std::vector<float> block_;
+  std::unique_ptr<ColumnCache> cache_;
+  std::unique_ptr<ColumnSession> session_;
+};
+
+}  // namespace fastkpca::svm

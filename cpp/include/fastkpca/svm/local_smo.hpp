@@ -1,0 +1,165 @@
+// The dual restricted to a working set of m variables, the others fixed: sequential minimal optimisation
+// (Platt 1998) with second-order selection of the pair (Fan, Chen & Lin, JMLR 6, 2005), on the working set's
+// m × m kernel block while it is in cache. With the whole problem as the working set this is LIBSVM's
+// iteration (without shrinking); the batched solver (dual_solver.hpp) calls it once per outer step.
+//
+// The dual is  min ½ αᵀQα + pᵀα  s.t.  yᵀα = Δ, 0 <= α_i <= C_i,  with Q_ij = y_i y_j K_ij and y_i = ±1; the
+// ν-formulations add Σ_{y_i = +1} α_i = const and Σ_{y_i = -1} α_i = const, so a pair moves within one sign
+// of y. Writing G = Qα + p and s_i = -y_i G_i, moving α along a feasible direction of a pair lowers the
+// objective exactly when some i in I_up = {y_i = +1, α_i < C_i} ∪ {y_i = -1, α_i > 0} has s_i above some j
+// in I_low = {y_i = +1, α_i > 0} ∪ {y_i = -1, α_i < C_i}: the gap m(α) - M(α) = max_{I_up} s - min_{I_low} s
+// is LIBSVM's stopping measure. i is the maximal s in I_up; j, among the I_low with s_j < s_i, minimises
+// the second-order estimate -b²/a of the objective's decrease, b = s_i - s_j, a = K_ii + K_jj - 2K_ij
+// (τ = 1e-12 in place of a <= 0). The pair's step is the exact minimiser along the direction, clipped to
+// the box.
+//
+// Arithmetic as LIBSVM's: the kernel entries are floats, everything else double, Q's signs applied in float
+// (exact), ties in the selections broken towards the later index; so on the same block the iterates are
+// LIBSVM's.
+#pragma once
+
+#include <cmath>
+#include <cstdint>
+#include <limits>
+
+#include "fastkpca/parallel.hpp"
+#include "fastkpca/types.hpp"
+
+namespace fastkpca::svm {
+
+constexpr double kTau = 1e-12;
+
+struct LocalProblem {
+  Index m = 0;
+  const std::int8_t* y = nullptr;
+  const double* upper = nullptr;  // C_i
+  const double* diag = nullptr;   // K_ii
+  const float* k = nullptr;       // row i: column i, k(x_j, x_i) at k[i·m + j] (LIBSVM's Q_i read with signs)
+  double* alpha = nullptr;        // in: feasible; out: the subproblem's solution
+  double* grad = nullptr;         // G_i, kept up to date
+  bool nu = false;
+};
+
+struct LocalResult {
+  long long iterations = 0;
+  double gap = 0;        // at the last selection
+  bool optimal = false;  // the gap fell below eps
+};
+
+namespace detail {
+
+inline bool in_up(std::int8_t y, double alpha, double upper) { return y > 0 ? alpha < upper : alpha > 0; }
+inline bool in_low(std::int8_t y, double alpha, double upper) { return y > 0 ? alpha > 0 : alpha < upper; }
+
+// The pair (i, j) to move, or i = -1 when the gap is below eps (or no pair can move).
+inline void select_pair(const LocalProblem& p, double eps, Index& out_i, Index& out_j, double& gap) {
+  constexpr double inf = std::numeric_limits<double>::infinity();
+  const Index m = p.m;
+  // i: the largest s in I_up (per sign of y for ν).
+  double top[2] = {-inf, -inf};
+  Index arg[2] = {-1, -1};
+  for (Index t = 0; t < m; ++t) {
+    if (!in_up(p.y[t], p.alpha[t], p.upper[t])) continue;
+    const int c = p.nu && p.y[t] < 0 ? 1 : 0;
+    const double s = -p.y[t] * p.grad[t];
+    if (s >= top[c]) top[c] = s, arg[c] = t;
+  }
+  if (!p.nu) top[1] = top[0], arg[1] = arg[0];
+  // j: the best second-order decrease among I_low with s_j < s_i (i of j's sign for ν); -min s over I_low.
+  double low[2] = {-inf, -inf}, best = inf;
+  Index j = -1;
+  for (Index t = 0; t < m; ++t) {
+    if (!in_low(p.y[t], p.alpha[t], p.upper[t])) continue;
+    const int c = p.nu && p.y[t] < 0 ? 1 : 0;
+    const double s = -p.y[t] * p.grad[t];
+    if (-s >= low[c]) low[c] = -s;
+    const double b = top[c] - s;
+    if (b <= 0) continue;
+    const Index i = arg[c];
+    const float q_it = static_cast<float>(p.y[i] * p.y[t]) * p.k[i * m + t];
+    double a = p.diag[i] + p.diag[t] - 2.0 * p.y[i] * p.y[t] * static_cast<double>(q_it);
+    if (a <= 0) a = kTau;
+    const double decrease = -(b * b) / a;
+    if (decrease <= best) best = decrease, j = t;
+  }
+  gap = p.nu ? std::max(top[0] + low[0], top[1] + low[1]) : top[0] + low[0];
+  out_j = j;
+  out_i = (gap < eps || j < 0) ? -1 : arg[p.nu && p.y[j] < 0 ? 1 : 0];
+}
+
+// The exact minimiser of the objective along the pair's direction, clipped to the box; α_i, α_j updated.
+inline void pair_step(const LocalProblem& p, Index i, Index j) {
+  const double ci = p.upper[i], cj = p.upper[j];
+  const double gi = p.grad[i], gj = p.grad[j];
+  const float q_ij = static_cast<float>(p.y[i] * p.y[j]) * p.k[i * p.m + j];
+  double& ai = p.alpha[i];
+  double& aj = p.alpha[j];
+  if (p.y[i] != p.y[j]) {
+    // α_i - α_j is fixed: both move by δ = -(G_i + G_j)/(Q_ii + Q_jj + 2Q_ij).
+    double a = p.diag[i] + p.diag[j] + 2.0 * static_cast<double>(q_ij);
+    if (a <= 0) a = kTau;
+    const double delta = (-gi - gj) / a, diff = ai - aj;
+    ai += delta;
+    aj += delta;
+    if (diff > 0) {
+      if (aj < 0) aj = 0, ai = diff;
+    } else if (ai < 0) {
+      ai = 0, aj = -diff;
+    }
+    if (diff > ci - cj) {
+      if (ai > ci) ai = ci, aj = ci - diff;
+    } else if (aj > cj) {
+      aj = cj, ai = cj + diff;
+    }
+  } else {
+    // α_i + α_j is fixed: α_j gains δ = (G_i - G_j)/(Q_ii + Q_jj - 2Q_ij), α_i loses it.
+    double a = p.diag[i] + p.diag[j] - 2.0 * static_cast<double>(q_ij);
+    if (a <= 0) a = kTau;
+    const double delta = (gi - gj) / a, sum = ai + aj;
+    ai -= delta;
+    aj += delta;
+    if (sum > ci) {
+      if (ai > ci) ai = ci, aj = sum - ci;
+    } else if (aj < 0) {
+      aj = 0, ai = sum;
+    }
+    if (sum > cj) {
+      if (aj > cj) aj = cj, ai = sum - cj;
+    } else if (ai < 0) {
+      ai = 0, aj = sum;
+    }
+  }
+}
+
+}  // namespace detail
+
+// Iterates until the subproblem's gap is below eps or `max_iterations` steps (< 0: no limit) were taken.
+inline LocalResult solve_local(const LocalProblem& p, double eps, long long max_iterations, Interrupt& interrupt) {
+  LocalResult result;
+  const Index m = p.m;
+  while (true) {
+    Index i, j;
+    detail::select_pair(p, eps, i, j, result.gap);
+    if (i < 0) {
+      result.optimal = true;
+      break;
+    }
+    if (max_iterations >= 0 && result.iterations >= max_iterations) break;
+    if ((result.iterations & 1023) == 1023 && interrupt.poll()) break;
+    const double old_i = p.alpha[i], old_j = p.alpha[j];
+    detail::pair_step(p, i, j);
+    const double di = p.alpha[i] - old_i, dj = p.alpha[j] - old_j;
+    ++result.iterations;
+    const float yi = p.y[i], yj = p.y[j];
+    const float* ki = p.k + i * m;
+    const float* kj = p.k + j * m;
+    for (Index t = 0; t < m; ++t) {
+      const float yt = p.y[t];
+      p.grad[t] += static_cast<double>(yi * yt * ki[t]) * di + static_cast<double>(yj * yt * kj[t]) * dj;
+    }
+  }
+  interrupt.throw_if_stopped();
+  return result;
+}
+
+}  // namespace fastkpca::svm
