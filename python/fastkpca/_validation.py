@@ -192,10 +192,8 @@ def check_alphas(alpha, n_targets: int) -> np.ndarray:
     return np.broadcast_to(values, (n_targets,)).copy()
 
 
-def sample_weight_root(sample_weight, n: int):
-    """√w (n,) for sample weights w (a number or one per sample; finite, >= 0, not all zero), or None."""
-    if sample_weight is None:
-        return None
+def check_sample_weight(sample_weight, n: int) -> np.ndarray:
+    """Sample weights as a float64 array (n,): a number for every sample, or one per sample; finite."""
     if isinstance(sample_weight, numbers.Real) and not isinstance(sample_weight, bool):
         w = np.full(n, float(sample_weight))
     else:
@@ -207,6 +205,14 @@ def sample_weight_root(sample_weight, n: int):
         w = w.astype(np.float64)
     if not np.isfinite(w).all():
         raise ValueError("sample_weight contains NaN or infinity")
+    return w
+
+
+def sample_weight_root(sample_weight, n: int):
+    """√w (n,) for sample weights w (a number or one per sample; finite, >= 0, not all zero), or None."""
+    if sample_weight is None:
+        return None
+    w = check_sample_weight(sample_weight, n)
     if (w < 0).any():
         raise ValueError("sample_weight must be >= 0")
     if not (w > 0).any():

@@ -7,11 +7,11 @@ pairwise_kernels interface and the centering algebra of feature space. It import
 from .centering import KernelCentering, double_center, double_center_distances
 from .kernel import CrossProduct, Kernel, KernelColumns
 from .kinds import (AFFINITY_NAMES, GRAPHS, KERNEL_NAMES, constraint, make, make_affinity, register, takes_matrix,
-                    unregister)
+                    takes_vectors, unregister)
 from .native import NativeKernel
 from .pairwise import gram, pairwise_kernels
 
 __all__ = ["gram", "pairwise_kernels", "double_center", "double_center_distances", "KernelCentering", "Kernel",
            "KernelColumns", "CrossProduct", "NativeKernel", "make", "make_affinity", "register", "unregister",
-           "constraint", "takes_matrix",
+           "constraint", "takes_matrix", "takes_vectors",
            "KERNEL_NAMES", "AFFINITY_NAMES", "GRAPHS"]

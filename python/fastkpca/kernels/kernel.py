@@ -14,6 +14,8 @@ validated samples in this process (a dense array or, where the kind takes one, a
   native kinds multiply tile by tile and hold nothing);
 - ``cross_product(Y, V, correction)``: the fitted row map x ↦ correction(K(x, Y)·V) of transform and
   predict (picklable);
+- ``column_source(X)``: the native core's source of kernel columns that a support vector machine's dual
+  solver reads (solvers/svm);
 - its hyperparameters in log space (``theta``, ``bounds``, ``with_theta``).
 
 The operators layer builds a kernel operator of any storage from these (operators/operator.py: the native
@@ -92,6 +94,9 @@ class Kernel:
     copies = 1
     #: The Dask engine evaluates it on its workers (a registry kernel: kernels.NativeKernel).
     distributed = False
+    #: New samples are evaluated against every training sample, not a subset (a function of two sets of samples
+    #: may rely on seeing the whole training set, as scikit-learn's support vector machines give it).
+    reads_all_fitted = False
 
     def __init__(self, threads: int = 0):
         self.threads = threads
@@ -255,6 +260,35 @@ class Kernel:
         """
         return KernelColumns(X, self)
 
+    def column_source(self, X, memory_limit: int | None = None):
+        """The native core's kernel columns of X (what the support vector machine's dual solver reads).
+
+        By default from the whole matrix (:meth:`matrix`, checked against ``memory_limit`` first), read in
+        place; the native kinds evaluate each working set's columns where they are needed instead.
+
+        Parameters
+        ----------
+        X : ndarray or sparse matrix of shape (n_samples, n_features)
+            Samples as :meth:`check_samples` leaves them.
+        memory_limit : int, default=None
+            Bytes the matrix may take (None: the memory available).
+
+        Returns
+        -------
+        columns : the core's SvmKernelColumns
+        """
+        n = X.shape[0] if hasattr(X, "shape") else len(X)
+        if memory_limit is not None:
+            v.check_within(self.matrix_bytes(n, 8), memory_limit, f"the whole {n}×{n} matrix of {self.label}",
+                           "a native kernel evaluates its columns where they are needed")
+        K, _ = self.matrix(X)
+        if v.is_sparse(K):
+            K = K.toarray()
+        K = v.contiguous(np.asarray(K))
+        if K.dtype not in (np.float32, np.float64):
+            K = K.astype(np.float64)
+        return _native.core.svm_matrix_columns(K, self.threads)
+
     def new_rows(self, X, Y, dtype=None):
         """New samples as this kind evaluates them against fitted samples.
 
@@ -314,8 +348,8 @@ class Kernel:
         W : ndarray of shape (n_X,) or (n_X, k)
         """
         V = np.asarray(V, dtype=np.float64)
-        n = X.shape[0]
-        rows = chunk_rows(Y.shape[0], memory_limit)
+        n = X.shape[0] if hasattr(X, "shape") else len(X)  # samples a Python kernel reads as they are: a list
+        rows = chunk_rows(Y.shape[0] if hasattr(Y, "shape") else len(Y), memory_limit)
         out = v.empty((n, *V.shape[1:]), np.float64, f"a {n}×{V.shape[1] if V.ndim > 1 else 1} product")
         for start in range(0, n, rows):
             out[start:start + rows] = np.asarray(self.cross(X[start:start + rows], Y)) @ V
@@ -633,7 +667,7 @@ class CrossProduct:
 
     def __call__(self, X) -> np.ndarray:
         dtype = None
-        if self.Y.dtype in (np.float32, np.float64):
+        if getattr(self.Y, "dtype", None) in (np.float32, np.float64):
             dtype = self.Y.dtype if not self.promote else np.result_type(X.dtype, self.Y.dtype, np.float32)
         out = self.kernel.product(self.kernel.new_rows(X, self.Y, dtype), self.kernel.fitted_in(self.Y, dtype), self.V,
                                   self.memory_limit)

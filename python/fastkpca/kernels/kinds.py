@@ -22,10 +22,10 @@ from .graphs import AffinityFunction, NeighborsGraph
 from .kernel import Kernel
 from .native import NativeKernel
 from .precomputed import PrecomputedAffinity, PrecomputedKernel
-from .python_kernels import PairwiseKernel, ScikitLearnKernel, is_sklearn_kernel
+from .python_kernels import GramFunctionKernel, PairwiseKernel, ScikitLearnKernel, is_sklearn_kernel
 
-__all__ = ["make", "make_affinity", "register", "unregister", "constraint", "takes_matrix", "GRAPHS", "KERNEL_NAMES",
-           "AFFINITY_NAMES"]
+__all__ = ["make", "make_affinity", "register", "unregister", "constraint", "takes_matrix", "takes_vectors", "GRAPHS",
+           "KERNEL_NAMES", "AFFINITY_NAMES"]
 
 #: Affinities that are graphs of the samples rather than kernels (spectral estimators only).
 GRAPHS = ("nearest_neighbors", "precomputed_nearest_neighbors")
@@ -89,11 +89,13 @@ def _registered_kind(spec):
 
 
 def make(spec, *, gamma=None, degree=3, coef0=1, kernel_params: dict | None = None, n_features: int,
-         n_jobs=None, named_given_to: str | None = None) -> Kernel:
+         n_jobs=None, named_given_to: str | None = None, callable_of_sets: bool = False) -> Kernel:
     """The kernel an estimator's parameters describe (scikit-learn's rules: gamma, degree and coef0 for
     named kernels, gamma None meaning 1 / n_features for the native ones; ``kernel_params`` for a
     callable). ``named_given_to``: the estimator's name when the user gave it gamma, degree or coef0, which
-    it refuses for a callable or precomputed kernel (scikit-learn's Nystroem does)."""
+    it refuses for a callable or precomputed kernel (scikit-learn's Nystroem does). ``callable_of_sets``: a
+    callable is a function of two sets of samples returning their kernel matrix (scikit-learn's support
+    vector machines), not of two rows."""
     if named_given_to and (callable(spec) or (isinstance(spec, str) and spec == "precomputed")):
         raise ValueError(f"Don't pass gamma, coef0 or degree to {named_given_to} if using a callable or precomputed "
                          "kernel")
@@ -118,6 +120,8 @@ def make(spec, *, gamma=None, degree=3, coef0=1, kernel_params: dict | None = No
             return GaussianProcessKernel(spec, terms, v.n_threads(n_jobs))
         return ScikitLearnKernel(spec, v.n_threads(n_jobs))
     if callable(spec):
+        if callable_of_sets:
+            return GramFunctionKernel(spec, v.n_threads(n_jobs))
         return PairwiseKernel(spec, kernel_params, n_jobs)
     raise TypeError(f"kernel must be a kernel name, 'precomputed', a callable or a kernel object, got {spec!r}")
 
@@ -143,6 +147,17 @@ def takes_matrix(spec) -> bool:
     """Whether an estimator given ``spec`` takes a square matrix as X (scikit-learn's ``pairwise`` tag):
     ``"precomputed"`` kernels and affinities, precomputed distances."""
     return isinstance(spec, str) and spec in ("precomputed", "precomputed_nearest_neighbors")
+
+
+def takes_vectors(spec, *, callable_of_sets: bool = False) -> bool:
+    """Whether an estimator given ``spec`` validates its samples as numeric vectors: not for a callable of two sets
+    of samples (``callable_of_sets``: scikit-learn's support vector machines pass it X as given) nor for a
+    scikit-learn kernel object that reads structured samples (``requires_vector_input`` False)."""
+    if isinstance(spec, Kernel) or _registered_kind(spec) is not None or isinstance(spec, str):
+        return True
+    if is_sklearn_kernel(spec):
+        return bool(spec.requires_vector_input)
+    return not (callable(spec) and callable_of_sets)
 
 
 def constraint(*names: str):

@@ -156,6 +156,13 @@ class NativeKernel(Kernel):
     def matrix(self, X):
         return self.cross(X), True
 
+    def column_source(self, X, memory_limit: int | None = None):
+        """Each working set's columns evaluated by the fused micro-kernel against the solver's rows, prepared
+        once (dense), or from the sparse rows (CSR); X is read in place."""
+        if v.is_sparse(X):
+            return _native.core.svm_sparse_columns(native_operand(X), *self.params, self.threads)
+        return _native.core.svm_dense_columns(X, *self.params, self.threads)
+
     def native_operator(self, X, cached_tile_rows: int, threads: int, zero_diagonal: bool = False):
         if v.is_sparse(X):
             return _native.core.sparse_kernel_operator(native_operand(X), *self.params, cached_tile_rows, threads,

@@ -13,7 +13,8 @@ import numpy as np
 from .. import _validation as v
 from .kernel import Kernel
 
-__all__ = ["PairwiseKernel", "ScikitLearnKernel", "ScikitLearnHyperparameters", "is_sklearn_kernel"]
+__all__ = ["PairwiseKernel", "GramFunctionKernel", "ScikitLearnKernel", "ScikitLearnHyperparameters",
+           "is_sklearn_kernel"]
 
 
 def is_sklearn_kernel(obj) -> bool:
@@ -90,6 +91,53 @@ class PairwiseKernel(Kernel):
 
         return self._into(pairwise_kernels(X, Y, metric=self.metric, filter_params=True, n_jobs=self.n_jobs,
                                            **self.params), out)
+
+
+class GramFunctionKernel(Kernel):
+    """``K(X, Y) = f(X, Y)``: a callable of two sets of samples that returns their kernel matrix, as scikit-learn's
+    support vector machines take a callable kernel. The samples are passed as given (arrays, or lists of
+    strings the function reads); what it returns must be a finite n_X × n_Y array. New samples are evaluated
+    against the whole training set (``reads_all_fitted``), as scikit-learn does."""
+
+    reads_all_fitted = True
+
+    def __init__(self, function: Callable, threads: int = 0):
+        super().__init__(threads)
+        self.function = function
+
+    @property
+    def label(self) -> str:
+        return f"kernel={self.function!r}"
+
+    def check_samples(self, X, name: str = "X"):
+        return X
+
+    def new_rows(self, X, Y, dtype=None):
+        return X
+
+    def fitted_in(self, Y, dtype):
+        return Y
+
+    def matrix_bytes(self, n: int, itemsize: int) -> int:
+        return n * n * 8
+
+    def cross(self, X, Y=None, out=None) -> np.ndarray:
+        K = self.function(X, X if Y is None else Y)
+        if v.is_sparse(K):
+            K = K.toarray()
+        K = np.asarray(K, dtype=np.float64)
+        rows = _length(X)
+        cols = rows if Y is None else _length(Y)
+        if K.shape != (rows, cols):
+            raise ValueError(f"{self.label} returned an array of shape {K.shape} for {rows} and {cols} samples: a "
+                             f"kernel of two sets of samples returns their {rows}×{cols} matrix")
+        v.check_finite(K, f"the kernel matrix of {self.label}")
+        return self._into(K, out)
+
+
+def _length(X) -> int:
+    shape = getattr(X, "shape", None)
+    return int(shape[0]) if shape is not None else len(X)
 
 
 class ScikitLearnKernel(ScikitLearnHyperparameters, Kernel):
