@@ -1,5 +1,6 @@
 """Backend switch: run scikit-learn's KernelPCA, Nystroem, KernelRidge, KernelCenterer, SpectralEmbedding,
-SpectralClustering (and their functions) and pairwise kernels on fastkpca.
+SpectralClustering (and their functions), GaussianProcessRegressor, SVC, NuSVC, SVR, NuSVR, OneClassSVM and
+pairwise kernels on fastkpca.
 
 ``patch_sklearn()`` rebinds the public names in scikit-learn's modules — and the copies that already
 imported scikit-learn modules hold (KernelRidge's ``pairwise_kernels``, SpectralEmbedding's ``rbf_kernel``,
@@ -67,9 +68,11 @@ def _replacement_table():
     import sklearn.preprocessing
 
     import sklearn.gaussian_process
+    import sklearn.svm
 
-    from .estimators import (GaussianProcessRegressor, KernelCenterer, KernelPCA, KernelRidge, Nystroem,
-                             SpectralClustering, SpectralEmbedding, spectral_clustering, spectral_embedding)
+    from .estimators import (SVC, SVR, GaussianProcessRegressor, KernelCenterer, KernelPCA, KernelRidge, NuSVC, NuSVR,
+                             Nystroem, OneClassSVM, SpectralClustering, SpectralEmbedding, spectral_clustering,
+                             spectral_embedding)
 
     table = {
         ("sklearn.decomposition", "KernelPCA"): KernelPCA,
@@ -81,6 +84,11 @@ def _replacement_table():
         ("sklearn.cluster", "SpectralClustering"): SpectralClustering,
         ("sklearn.cluster", "spectral_clustering"): spectral_clustering,
         ("sklearn.gaussian_process", "GaussianProcessRegressor"): GaussianProcessRegressor,
+        ("sklearn.svm", "SVC"): SVC,
+        ("sklearn.svm", "NuSVC"): NuSVC,
+        ("sklearn.svm", "SVR"): SVR,
+        ("sklearn.svm", "NuSVR"): NuSVR,
+        ("sklearn.svm", "OneClassSVM"): OneClassSVM,
     }
     if hasattr(ske, "_spectral_embedding"):  # what scikit-learn's own SpectralClustering calls (>= 1.3)
         table[("sklearn.manifold._spectral_embedding", "_spectral_embedding")] = spectral_embedding
@@ -110,7 +118,9 @@ def patch_sklearn() -> None:
     ``sklearn.kernel_ridge.KernelRidge``,
     ``sklearn.preprocessing.KernelCenterer``, ``sklearn.manifold.SpectralEmbedding`` and
     ``spectral_embedding`` (also where scikit-learn's own SpectralClustering calls it),
-    ``sklearn.cluster.SpectralClustering`` and ``spectral_clustering`` and, in
+    ``sklearn.cluster.SpectralClustering`` and ``spectral_clustering``,
+    ``sklearn.gaussian_process.GaussianProcessRegressor``, ``sklearn.svm.SVC``, ``NuSVC``, ``SVR``, ``NuSVR``
+    and ``OneClassSVM`` and, in
     ``sklearn.metrics.pairwise``, ``rbf_kernel``, ``laplacian_kernel``, ``polynomial_kernel``,
     ``linear_kernel``, ``sigmoid_kernel``, ``cosine_similarity`` and ``pairwise_kernels`` (for the metrics
     fastkpca serves), everywhere scikit-learn's modules hold them. Calling it twice is harmless.

@@ -10,7 +10,8 @@ from .manifold import ClassicalMDS, classical_mds
 from .preprocessing import KernelCenterer
 from .spectral import SpectralEmbedding, spectral_embedding
 from .clustering import SpectralClustering, spectral_clustering
+from .svm import SVC, SVR, NuSVC, NuSVR, OneClassSVM
 
 __all__ = ["KernelPCA", "GaussianProcessRegressor", "Nystroem", "KernelRidge", "KernelRidgeCV", "ClassicalMDS",
            "classical_mds", "KernelCenterer", "SpectralEmbedding", "spectral_embedding", "SpectralClustering",
-           "spectral_clustering"]
+           "spectral_clustering", "SVC", "NuSVC", "SVR", "NuSVR", "OneClassSVM"]

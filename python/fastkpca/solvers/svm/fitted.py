@@ -1,0 +1,193 @@
+"""What a support vector machine needs of its samples and kernel, by the kernel object (the estimators never ask its
+kind): the training samples brought into this process as the core's column source, scikit-learn's gamma, and the
+fitted model's support set — what new samples are evaluated against.
+
+Decision values for new samples are K(X, SV)·V for every pair's (or the one model's) coefficients V at once,
+by the kernel's fused cross product, tile by tile, never holding the n × n_SV cross kernel. What a model keeps
+depends on the kernel: the support vectors' rows; nothing but the training size for a precomputed kernel (new
+rows are the cross kernel itself: their support columns are read); every training sample for a function of two
+sets of samples (scikit-learn evaluates it against the whole training set, and a function may rely on that).
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from ... import _validation as v
+from ...kernels import takes_matrix
+
+__all__ = ["columns_of", "gamma_of", "check_training", "SupportSet", "DecisionMap", "dense"]
+
+
+def dense(a) -> np.ndarray:
+    """A dense copy of a sparse coefficient matrix, or the array itself."""
+    return np.asarray(a.toarray() if v.is_sparse(a) else a)
+
+
+def _training(samples):
+    """The training samples as an array (or what a kernel of two sets reads) in this process."""
+    return samples.local().fitted()
+
+
+def check_training(spec, samples) -> None:
+    """scikit-learn's refusal of a sparse precomputed kernel (its support vector machines read dense ones)."""
+    if takes_matrix(spec) and v.is_sparse(_training(samples)):
+        raise TypeError("Sparse precomputed kernels are not supported.")
+
+
+def gamma_of(spec, gamma, samples) -> float:
+    """scikit-learn's gamma: "scale" is 1 / (n_features · Var(X)) (1 when X is constant), "auto" 1 / n_features, a
+    number itself; 0 (unused) for a precomputed kernel or a callable."""
+    if takes_matrix(spec) or callable(spec):
+        return 0.0
+    X = _training(samples)
+    d = X.shape[1]
+    if not isinstance(gamma, str):
+        return float(gamma)
+    if gamma == "auto":
+        return 1.0 / d
+    with np.errstate(over="ignore", invalid="ignore"):
+        if v.is_sparse(X):
+            variance = float(X.multiply(X).mean() - X.mean() ** 2)
+        else:
+            variance = float(np.asarray(X, dtype=np.float64).var())
+    if not np.isfinite(variance):
+        # LIBSVM would go on with gamma = 0 and squared norms that overflow, and fail on the coefficients.
+        raise ValueError("The dual coefficients or intercepts are not finite: X.var() overflows float64, so "
+                         "gamma='scale' cannot be computed. The input data may contain large values and need to be "
+                         "preprocessed.")
+    return 1.0 / (d * variance) if variance != 0 else 1.0
+
+
+def columns_of(kernel, samples, memory_limit: int):
+    """The core's kernel columns of the training samples (brought into this process)."""
+    return kernel.column_source(_training(samples), memory_limit=memory_limit)
+
+
+class SupportSet:
+    """The samples a fitted model evaluates its kernel against.
+
+    Parameters
+    ----------
+    kernel : fastkpca.kernels.Kernel
+    samples : engines' Samples
+        The training samples.
+    support : ndarray of int
+        The support vectors' training rows.
+    """
+
+    def __init__(self, kernel, samples, support: np.ndarray):
+        X = _training(samples)
+        self.kernel = kernel
+        self.n_fit = X.shape[0] if hasattr(X, "shape") else len(X)
+        self.sparse = v.is_sparse(X) and not kernel.precomputed
+        self.all_fitted = bool(kernel.reads_all_fitted)
+        if kernel.precomputed:
+            self.samples = None
+        elif self.all_fitted:
+            self.samples = X
+        else:
+            self.samples = _rows(X, support)
+
+    @property
+    def vectors(self):
+        """scikit-learn's ``support_vectors_``: the support vectors' rows (none without feature vectors)."""
+        if self.samples is None or self.all_fitted:
+            return np.empty((0, 0))
+        return self.samples
+
+    def layout(self, coef: np.ndarray):
+        """Coefficients as scikit-learn keeps them: CSR for a model of sparse samples."""
+        if not self.sparse:
+            return coef
+        from scipy import sparse
+
+        return sparse.csr_matrix(coef)
+
+    def check_new(self, X, model: str):
+        """New samples (validated) as :meth:`products` reads them: CSR for a sparse model, and a sparse X refused by a
+        dense one."""
+        if self.kernel.precomputed or self.all_fitted:
+            return X
+        if self.sparse:
+            from scipy import sparse
+
+            return v.check_sparse_samples(X if v.is_sparse(X) else sparse.csr_matrix(X), "X")
+        if v.is_sparse(X):
+            raise ValueError(f"cannot use sparse input in {model!r} trained on dense data")
+        return X
+
+    def products(self, X, support: np.ndarray, V: np.ndarray, memory_limit: int | None = None) -> np.ndarray:
+        """K(X, SV)·V, shape (n, V.shape[1]).
+
+        Parameters
+        ----------
+        X : array-like or sparse matrix
+            New samples (:meth:`check_new`), or for a precomputed kernel their rows against the training samples.
+        support : ndarray of int
+            The support vectors' training rows.
+        V : ndarray of shape (n_SV, k)
+        memory_limit : int, default=None
+            Bytes that bound the chunks of a kernel evaluated in Python.
+        """
+        V = np.ascontiguousarray(V, dtype=np.float64)
+        n = X.shape[0] if hasattr(X, "shape") else len(X)
+        if self.kernel.precomputed:
+            if X.shape[1] != self.n_fit:
+                raise ValueError(f"X.shape[1] = {X.shape[1]} should be equal to {self.n_fit}, the number of samples at "
+                                 "training time")
+            if not support.size:
+                return np.zeros((n, V.shape[1]))
+            K = X[:, support]
+            return np.asarray(K @ V if v.is_sparse(K) else np.asarray(K, dtype=np.float64) @ V, dtype=np.float64)
+        if V.shape[0] == 0:
+            return np.zeros((n, V.shape[1]))
+        if self.all_fitted:
+            full = np.zeros((self.n_fit, V.shape[1]))
+            full[support] = V
+            V = full
+        return np.asarray(self.kernel.cross_product(self.samples, V, promote=True, memory_limit=memory_limit)(X))
+
+    def primal(self, W):
+        """The primal weights W·SV of a linear kernel (scikit-learn's ``coef_``): sparse for a sparse model.
+
+        Raises
+        ------
+        AttributeError
+            For any other kernel.
+        """
+        if getattr(self.kernel, "name", None) != "linear" or not self.kernel.native:
+            raise AttributeError("coef_ is only available when using a linear kernel")
+        coef = W @ self.samples
+        if self.sparse:
+            from scipy import sparse
+
+            return sparse.csr_matrix(coef)
+        return np.asarray(coef)
+
+
+class DecisionMap:
+    """The fitted row map x ↦ K(x, SV)·V + intercept (picklable, so an engine can apply it to its chunks)."""
+
+    def __init__(self, support_set: SupportSet, support: np.ndarray, V: np.ndarray, intercept: np.ndarray,
+                 model: str, memory_limit: int | None = None):
+        self.support_set, self.support, self.V, self.intercept = support_set, support, V, intercept
+        self.model, self.memory_limit = model, memory_limit
+
+    def __call__(self, X) -> np.ndarray:
+        X = self.support_set.check_new(X, self.model)
+        return self.support_set.products(X, self.support, self.V, self.memory_limit) + self.intercept
+
+
+def _rows(X, support: np.ndarray):
+    """Rows ``support`` of X: an array (CSR for sparse X), or an object array of what a list holds."""
+    if v.is_sparse(X):
+        from scipy import sparse
+
+        return sparse.csr_matrix(X[support])
+    if isinstance(X, np.ndarray):
+        return X[support]
+    out = np.empty(len(support), dtype=object)
+    for k, i in enumerate(support):
+        out[k] = X[int(i)]
+    return out

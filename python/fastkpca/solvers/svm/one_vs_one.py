@@ -1,0 +1,201 @@
+"""A multi-class fit as its class pairs' binary problems (LIBSVM's one-vs-one), all over one kernel column source
+of the whole training set, and LIBSVM's packed layout of their coefficients.
+
+Pair (i, j), i < j, in the order (0, 1), (0, 2), …, (1, 2), …: class i's samples (in their order) with y = +1,
+then class j's with y = -1. Every pair reads the one column source of the training rows (its kernel is a
+submatrix of theirs). Scheduling: pairs of fewer than ``PARALLEL_BELOW`` variables run side by side, one thread
+each, sharing the memory limit; larger pairs one after the other with every thread inside the solve (its column
+passes). Each solve keeps its own column cache: on these machines a column costs several times more to keep in
+fresh memory than to evaluate again, so one cache shared across pairs (columns over every row, held from pair to
+pair) was not built.
+
+Packed layout (scikit-learn's ``dual_coef_``): the support vectors are every sample with a nonzero coefficient
+in some pair, by class and, within a class, in training order; for pair (i, j) the coefficients of class i's
+support vectors sit in row j - 1, those of class j's in row i.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from concurrent.futures import ThreadPoolExecutor
+
+import numpy as np
+
+from ... import _validation as v
+from . import plan
+from .dual import DualSettings, DualSolution, solve
+
+__all__ = ["PairModel", "Pairs", "pairs_of", "nu_feasible", "pack", "pair_weights", "votes", "ovr_decision"]
+
+#: Pairs with fewer variables than this run side by side, one thread each.
+PARALLEL_BELOW = 4000
+
+
+@dataclasses.dataclass
+class PairModel:
+    """One pair's binary problem and its solution: ``samples`` (class i's, then class j's; indices into the
+    training rows) and their coefficients in ``solution``."""
+
+    i: int
+    j: int
+    samples: np.ndarray
+    solution: DualSolution
+
+
+def pairs_of(n_classes: int) -> list[tuple[int, int]]:
+    return [(i, j) for i in range(n_classes) for j in range(i + 1, n_classes)]
+
+
+def nu_feasible(nu: float, labels: np.ndarray, weights: np.ndarray, n_classes: int) -> bool:
+    """LIBSVM's check of ν-SVC: every pair's weight sums n1, n2 (weights <= 0 included) allow ν(n1 + n2)/2 <= min."""
+    counts = np.bincount(labels, weights=weights, minlength=n_classes)
+    return all(nu * (counts[i] + counts[j]) / 2 <= min(counts[i], counts[j]) for i, j in pairs_of(n_classes))
+
+
+class Pairs:
+    """A multi-class problem's class pairs over one kernel column source of every training row.
+
+    Parameters
+    ----------
+    columns : the core's SvmKernelColumns
+        The kernel over the training rows.
+    labels : ndarray of int
+        The class index of every training row; -1 for a row left out (weight <= 0).
+    n_classes : int
+    formulation : {"c_svc", "nu_svc"}
+    upper : ndarray
+        Per row: C times its sample weight (C-SVC) or its weight (ν-SVC).
+    class_scale : ndarray of shape (n_classes,)
+        Per class: the factor of its rows' bounds (C-SVC's class weights; ones for ν-SVC).
+    nu : float, optional
+    """
+
+    def __init__(self, columns, labels: np.ndarray, n_classes: int, formulation: str, *, upper: np.ndarray,
+                 class_scale: np.ndarray, nu: float | None = None):
+        self.columns, self.labels, self.n_classes, self.formulation = columns, labels, n_classes, formulation
+        self.nu = nu
+        members = [np.flatnonzero(labels == c) for c in range(n_classes)]
+        self.tasks = []
+        for i, j in pairs_of(n_classes):
+            samples = np.concatenate((members[i], members[j]))
+            y = np.concatenate((np.ones(members[i].size, np.int8), -np.ones(members[j].size, np.int8)))
+            bounds = upper[samples] * np.where(y > 0, class_scale[i], class_scale[j])
+            self.tasks.append((i, j, samples, y, bounds))
+        self.side_by_side = 1
+
+    def _planned(self, settings: DualSettings, memory_limit: int, cache_size, solves: int, rows: int):
+        return dataclasses.replace(settings, cache_bytes=plan.cache_bytes(
+            self.columns, rows, rows, settings.working_set, memory_limit, cache_size, solves))
+
+    def fit(self, settings: DualSettings, memory_limit: int, cache_size, parallel_below: int = PARALLEL_BELOW
+            ) -> list[PairModel]:
+        """Every pair's solution, in LIBSVM's order: pairs of fewer than ``parallel_below`` variables side by side
+        (one thread each, the memory limit shared), then the others one by one with every thread."""
+        threads = settings.threads if settings.threads > 0 else v.cpu_count()
+        small = [k for k, t in enumerate(self.tasks) if t[2].size < parallel_below]
+        workers = min(threads, len(small)) if threads > 1 and len(small) > 1 else 1
+        self.side_by_side = workers
+        results: list[PairModel | None] = [None] * len(self.tasks)
+        if workers > 1:
+            rows = max(self.tasks[k][2].size for k in small)
+            shared = dataclasses.replace(self._planned(settings, memory_limit, cache_size, workers, rows), threads=1)
+            with ThreadPoolExecutor(max_workers=workers) as pool:
+                for k, model in zip(small, pool.map(lambda k: self._solve(self.tasks[k], shared), small)):
+                    results[k] = model
+        rest = [k for k in range(len(self.tasks)) if results[k] is None]
+        if rest:
+            alone = self._planned(settings, memory_limit, cache_size, 1, max(self.tasks[k][2].size for k in rest))
+            for k in rest:
+                results[k] = self._solve(self.tasks[k], alone)
+        return [r for r in results if r is not None]
+
+    def _solve(self, task, settings: DualSettings) -> PairModel:
+        i, j, samples, y, bounds = task
+        return PairModel(i, j, samples, solve(self.columns, self.formulation, samples, settings, y=y, upper=bounds,
+                                              nu=self.nu))
+
+    def platt(self, settings: DualSettings, memory_limit: int, cache_size, rng) -> tuple[np.ndarray, np.ndarray]:
+        """Every pair's Platt sigmoid (A, B) from its 5-fold cross-validated decision values (LIBSVM's procedure;
+        one seed per pair drawn from ``rng``)."""
+        from . import probability
+
+        planned = self._planned(settings, memory_limit, cache_size, 1, max(t[2].size for t in self.tasks))
+        prob_a, prob_b = [], []
+        for _, _, samples, y, bounds in self.tasks:
+            seed = rng.randint(np.iinfo(np.int32).max)
+            decisions = probability.cross_validated_decisions(self.columns, self.formulation, samples, y, bounds,
+                                                              planned, np.random.RandomState(seed), nu=self.nu)
+            a, b = probability.sigmoid_fit(decisions, y > 0)
+            prob_a.append(a)
+            prob_b.append(b)
+        return np.array(prob_a), np.array(prob_b)
+
+
+def pack(pairs: list[PairModel], labels: np.ndarray, n_classes: int):
+    """LIBSVM's layout of the pairs' solutions.
+
+    Returns
+    -------
+    support : ndarray of int
+        The support vectors' rows, by class then in training order.
+    n_support : ndarray of int32 of shape (n_classes,)
+    dual_coef : ndarray of shape (n_classes - 1, n_SV)
+    rho : ndarray of shape (n_pairs,)
+    """
+    n = labels.shape[0]
+    nonzero = np.zeros(n, dtype=bool)
+    for pair in pairs:
+        nonzero[pair.samples[pair.solution.coef != 0]] = True
+    support = np.concatenate([np.flatnonzero(nonzero & (labels == c)) for c in range(n_classes)]).astype(np.int64)
+    n_support = np.array([np.count_nonzero(nonzero & (labels == c)) for c in range(n_classes)], dtype=np.int32)
+    position = np.full(n, -1, dtype=np.int64)
+    position[support] = np.arange(support.size)
+    dual_coef = np.zeros((max(n_classes - 1, 1), support.size))
+    for pair in pairs:
+        coef = np.zeros(n)
+        coef[pair.samples] = pair.solution.coef
+        of_i = support[labels[support] == pair.i]
+        of_j = support[labels[support] == pair.j]
+        dual_coef[pair.j - 1, position[of_i]] = coef[of_i]
+        dual_coef[pair.i, position[of_j]] = coef[of_j]
+    rho = np.array([pair.solution.rho for pair in pairs])
+    return support, n_support, dual_coef, rho
+
+
+def pair_weights(dual_coef: np.ndarray, n_support: np.ndarray) -> np.ndarray:
+    """The coefficients of every pair's decision function over the support vectors: (n_SV, n_pairs), pair (i, j)
+    nonzero only on classes i and j (the inverse of :func:`pack`'s layout)."""
+    n_classes = n_support.shape[0]
+    start = np.concatenate(([0], np.cumsum(n_support)))
+    pairs = pairs_of(n_classes)
+    V = np.zeros((dual_coef.shape[1], len(pairs)))
+    for p, (i, j) in enumerate(pairs):
+        V[start[i]:start[i + 1], p] = dual_coef[j - 1, start[i]:start[i + 1]]
+        V[start[j]:start[j + 1], p] = dual_coef[i, start[j]:start[j + 1]]
+    return V
+
+
+def votes(decisions: np.ndarray, n_classes: int) -> np.ndarray:
+    """LIBSVM's prediction: each pair votes for its first class where its decision value is > 0, else for its
+    second; the class with the most votes, ties to the lower index."""
+    count = np.zeros((decisions.shape[0], n_classes), dtype=np.intp)
+    rows = np.arange(decisions.shape[0])
+    for p, (i, j) in enumerate(pairs_of(n_classes)):
+        first = decisions[:, p] > 0
+        count[rows[first], i] += 1
+        count[rows[~first], j] += 1
+    return np.argmax(count, axis=1)
+
+
+def ovr_decision(decisions: np.ndarray, n_classes: int) -> np.ndarray:
+    """scikit-learn's one-vs-rest shape of one-vs-one decision values: each class's votes plus its summed
+    confidences squashed into (-1/3, 1/3), so that they only break ties between equal votes."""
+    n = decisions.shape[0]
+    count = np.zeros((n, n_classes))
+    confidence = np.zeros((n, n_classes))
+    for p, (i, j) in enumerate(pairs_of(n_classes)):
+        count[:, i] += decisions[:, p] >= 0  # scikit-learn's vote at exactly 0 (LIBSVM's goes to j)
+        count[:, j] += decisions[:, p] < 0
+        confidence[:, i] += decisions[:, p]
+        confidence[:, j] -= decisions[:, p]
+    return count + confidence / (3 * (np.abs(confidence) + 1))

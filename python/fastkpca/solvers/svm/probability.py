@@ -1,0 +1,153 @@
+"""Probabilities from a support vector classifier (``probability=True``), as LIBSVM computes them:
+
+- for every class pair, decision values on held-out samples from a 5-fold cross-validation of the pair's binary
+  problem (each fold refitted on the other four, over the same kernel columns);
+- Platt's sigmoid P(y = +1 | f) = 1 / (1 + exp(A f + B)) fitted to them by the Newton method of Lin, Lin &
+  Weng (2007, "A note on Platt's probabilistic outputs for support vector machines"): regularised targets
+  (N₊ + 1)/(N₊ + 2) and 1/(N₋ + 2), a Hessian kept positive definite by σ = 1e-12, backtracking until the
+  Armijo decrease, stopping at gradients below 1e-5;
+- the pairwise probabilities r_ij coupled into class probabilities by the second method of Wu, Lin & Weng
+  (2004, "Probability estimates for multi-class classification by pairwise coupling"): min pᵀQp over the
+  simplex, Q_tt = Σ_{j≠t} r_jt², Q_tj = -r_jt r_tj, by its fixed-point iteration.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from ... import _native
+from .dual import DualSettings, solve
+
+__all__ = ["FOLDS", "cross_validated_decisions", "sigmoid_fit", "sigmoid_predict", "couple"]
+
+FOLDS = 5
+#: Pairwise probabilities are kept within [MIN_PROBABILITY, 1 - MIN_PROBABILITY] before coupling.
+MIN_PROBABILITY = 1e-7
+
+
+def decision_values(columns, targets: np.ndarray, support: np.ndarray, coef: np.ndarray, rho: float,
+                    threads: int = 0) -> np.ndarray:
+    """Σ_s coef_s k(x_t, x_s) - rho for target rows t (indices into ``columns``), by one fused product."""
+    out = np.empty(targets.shape[0])
+    if support.size:
+        _native.core.svm_kernel_product(columns, np.ascontiguousarray(targets, dtype=np.int64),
+                                        np.ascontiguousarray(support, dtype=np.int64),
+                                        np.ascontiguousarray(coef, dtype=np.float64), out, threads)
+    else:
+        out[:] = 0.0
+    return out - rho
+
+
+def cross_validated_decisions(columns, formulation: str, samples: np.ndarray, y: np.ndarray, upper: np.ndarray,
+                              settings: DualSettings, rng: np.random.RandomState, nu: float | None = None
+                              ) -> np.ndarray:
+    """Held-out decision values of a binary problem from a 5-fold cross-validation (LIBSVM's folds: one random
+    permutation cut in five). A fold whose training rows are of one class predicts ±1 (0 with none)."""
+    n = samples.shape[0]
+    perm = rng.permutation(n)
+    out = np.empty(n)
+    for f in range(FOLDS):
+        begin, end = f * n // FOLDS, (f + 1) * n // FOLDS
+        held = perm[begin:end]
+        train = np.sort(np.concatenate((perm[:begin], perm[end:])))
+        positive, negative = np.count_nonzero(y[train] > 0), np.count_nonzero(y[train] < 0)
+        if positive == 0 or negative == 0:
+            out[held] = 0.0 if positive == negative else (1.0 if positive else -1.0)
+            continue
+        solution = solve(columns, formulation, samples[train], settings, y=y[train], upper=upper[train], nu=nu)
+        sv = solution.coef != 0
+        out[held] = decision_values(columns, samples[held], samples[train][sv], solution.coef[sv], solution.rho,
+                                    settings.threads)
+    return out
+
+
+def _objective(f: np.ndarray, t: np.ndarray) -> float:
+    """Σ t log(1 + e^-f) + (1 - t) log(1 + e^f), i.e. the cross-entropy of targets t against 1/(1 + e^f), written so
+    that no exponential overflows."""
+    return float(np.sum(np.where(f >= 0, t * f + np.log1p(np.exp(-np.abs(f))),
+                                 (t - 1) * f + np.log1p(np.exp(-np.abs(f))))))
+
+
+def sigmoid_fit(decisions: np.ndarray, positive: np.ndarray) -> tuple[float, float]:
+    """(A, B) of P(+1 | f) = 1 / (1 + exp(A f + B)) (see the module's documentation)."""
+    f = np.asarray(decisions, dtype=np.float64)
+    n_pos = float(np.count_nonzero(positive))
+    n_neg = float(f.size - n_pos)
+    t = np.where(positive, (n_pos + 1) / (n_pos + 2), 1 / (n_neg + 2))
+    A, B = 0.0, float(np.log((n_neg + 1) / (n_pos + 1)))
+    value = _objective(f * A + B, t)
+    sigma, min_step = 1e-12, 1e-10
+    for _ in range(100):
+        z = f * A + B
+        p = np.where(z >= 0, np.exp(-np.abs(z)) / (1 + np.exp(-np.abs(z))), 1 / (1 + np.exp(-np.abs(z))))
+        d2 = p * (1 - p)
+        h11, h22, h21 = sigma + np.dot(f * f, d2), sigma + d2.sum(), np.dot(f, d2)
+        d1 = t - p
+        g1, g2 = float(np.dot(f, d1)), float(d1.sum())
+        if abs(g1) < 1e-5 and abs(g2) < 1e-5:
+            break
+        det = h11 * h22 - h21 * h21
+        dA = -(h22 * g1 - h21 * g2) / det
+        dB = -(-h21 * g1 + h11 * g2) / det
+        slope = g1 * dA + g2 * dB
+        step = 1.0
+        while step >= min_step:
+            new_A, new_B = A + step * dA, B + step * dB
+            new_value = _objective(f * new_A + new_B, t)
+            if new_value < value + 1e-4 * step * slope:
+                A, B, value = new_A, new_B, new_value
+                break
+            step /= 2
+        if step < min_step:
+            break
+    return float(A), float(B)
+
+
+def sigmoid_predict(decisions: np.ndarray, A: float, B: float) -> np.ndarray:
+    """P(+1 | f) = 1 / (1 + exp(A f + B)), computed without overflow."""
+    z = np.asarray(decisions, dtype=np.float64) * A + B
+    e = np.exp(-np.abs(z))
+    return np.where(z >= 0, e / (1 + e), 1 / (1 + e))
+
+
+def couple(r: np.ndarray) -> np.ndarray:
+    """Class probabilities (n, k) from pairwise ones r (n, k, k), r_ij = P(i | i or j), by Wu, Lin & Weng's second
+    method, iterated per sample until max_t |(Qp)_t - pᵀQp| < 0.005/k (at most max(100, k) sweeps)."""
+    n, k = r.shape[0], r.shape[1]
+    Q = -r.transpose(0, 2, 1) * r  # Q_tj = -r_jt r_tj
+    diag = np.einsum("njt,njt->nt", r, r) - np.einsum("ntt,ntt->nt", r, r)  # Σ_{j≠t} r_jt²
+    idx = np.arange(k)
+    Q[:, idx, idx] = diag
+    p = np.full((n, k), 1.0 / k)
+    active = np.ones(n, dtype=bool)
+    eps = 0.005 / k
+    for _ in range(max(100, k)):
+        Qp = np.einsum("ntj,nj->nt", Q, p)
+        pQp = np.einsum("nt,nt->n", p, Qp)
+        active &= np.abs(Qp - pQp[:, None]).max(axis=1) >= eps
+        if not active.any():
+            break
+        a = np.flatnonzero(active)
+        pa, Qpa, pQpa, Qa = p[a], Qp[a], pQp[a], Q[a]
+        for t in range(k):
+            diff = (-Qpa[:, t] + pQpa) / Qa[:, t, t]
+            pa[:, t] += diff
+            pQpa = (pQpa + diff * (diff * Qa[:, t, t] + 2 * Qpa[:, t])) / (1 + diff) / (1 + diff)
+            Qpa = (Qpa + diff[:, None] * Qa[:, t, :]) / (1 + diff)[:, None]
+            pa /= (1 + diff)[:, None]
+        p[a] = pa
+    return p
+
+
+def pairwise_probabilities(decisions: np.ndarray, prob_a: np.ndarray, prob_b: np.ndarray, n_classes: int) -> np.ndarray:
+    """r (n, k, k) from every pair's decision values and sigmoid, clipped to [1e-7, 1 - 1e-7]."""
+    n = decisions.shape[0]
+    r = np.zeros((n, n_classes, n_classes))
+    p = 0
+    for i in range(n_classes):
+        for j in range(i + 1, n_classes):
+            rij = np.clip(sigmoid_predict(decisions[:, p], prob_a[p], prob_b[p]), MIN_PROBABILITY,
+                          1 - MIN_PROBABILITY)
+            r[:, i, j], r[:, j, i] = rij, 1 - rij
+            p += 1
+    return r
