@@ -244,7 +244,7 @@ def _bindings():
         alpha = m(np.zeros(40))
         core.svm_solve(core.svm_dense_columns(X, *args, 1), m(np.arange(40, dtype=np.int64)),
                        np.where(X[:, 0] > 0, 1, -1).astype(np.int8), m(-np.ones(40)), m(np.ones(40)), alpha, False,
-                       1e-3, -1, True, 16, 0, 1e5, 0.1, 20.0, 1)
+                       1e-3, -1, True, 16, 0, 1e5, 0.1, 20.0, 0.25, True, 0.5, 1)
         return alpha
 
     def csr(m, operand):  # every array of a sparse operand through make

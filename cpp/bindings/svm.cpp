@@ -19,7 +19,7 @@ struct PyKernelColumns {
   std::unique_ptr<svm::KernelColumns> columns;
   std::vector<py::object> keep;
   std::vector<double> diagonal;
-  std::string kind;
+  std::string kind, dtype;
 
   void init_diagonal(int n_threads) {
     diagonal.assign(static_cast<std::size_t>(columns->samples()), 0.0);
@@ -40,6 +40,7 @@ std::shared_ptr<PyKernelColumns> dense_columns(const Input<S>& x, const std::str
   out->keep.push_back(x.array());
   out->columns = std::make_unique<svm::DenseColumns<S>>(ConstRowMatrixMap<S>(x.data(), x.shape(0), x.shape(1)), params);
   out->kind = "dense";
+  out->dtype = sizeof(S) == 4 ? "float32" : "float64";
   out->init_diagonal(n_threads);
   return out;
 }
@@ -53,6 +54,7 @@ std::shared_ptr<PyKernelColumns> sparse_columns(const SparseInput<S>& x, const s
   out->keep = {x.indptr.array(), x.indices.array(), x.values.array()};
   out->columns = std::make_unique<svm::SparseColumns<S>>(xv, params);
   out->kind = "sparse";
+  out->dtype = "float64";  // the sparse products' sums run in double
   out->init_diagonal(n_threads);
   return out;
 }
@@ -65,6 +67,7 @@ std::shared_ptr<PyKernelColumns> matrix_columns(const Input<M>& k, int n_threads
   out->keep.push_back(k.array());
   out->columns = std::make_unique<svm::MatrixColumns<M>>(k.data(), k.shape(0));
   out->kind = "matrix";
+  out->dtype = sizeof(M) == 4 ? "float32" : "float64";
   out->init_diagonal(n_threads);
   return out;
 }
@@ -85,12 +88,15 @@ py::dict stats_dict(const svm::SolveStats& s) {
   d["working_set"] = s.working_set;
   d["cache_slots"] = s.cache_slots;
   d["min_rows"] = s.min_rows;
+  d["rows"] = s.rows;
   py::dict seconds;
   seconds["columns"] = s.seconds_columns;
   seconds["local"] = s.seconds_local;
   seconds["update"] = s.seconds_update;
   seconds["select"] = s.seconds_select;
   seconds["rebuild"] = s.seconds_rebuild;
+  seconds["shrink"] = s.seconds_shrink;
+  seconds["product"] = s.seconds_product;
   d["seconds"] = seconds;
   return d;
 }
@@ -99,7 +105,8 @@ py::dict stats_dict(const svm::SolveStats& s) {
 py::dict svm_solve(const PyKernelColumns& columns, const Input<std::int64_t>& sample, const Input<std::int8_t>& y,
                    const Input<double>& p, const Input<double>& upper, InPlace<double>& alpha, bool nu, double tol,
                    long long max_iter, bool shrinking, Index working_set, Index whole_below, double cache_bytes,
-                   double local_ratio, double local_steps, int n_threads, const py::object& progress) {
+                   double local_ratio, double local_steps, double shrink_fraction, bool early_rebuild,
+                   double fresh_share, int n_threads, const py::object& progress) {
   const Index l = static_cast<Index>(sample.size());
   if (sample.ndim() != 1 || y.ndim() != 1 || p.ndim() != 1 || upper.ndim() != 1 || alpha.ndim() != 1)
     throw py::value_error("the dual's arrays must be 1-D");
@@ -133,6 +140,9 @@ py::dict svm_solve(const PyKernelColumns& columns, const Input<std::int64_t>& sa
   options.cache_bytes = static_cast<std::size_t>(cache_bytes);
   options.local_ratio = local_ratio;
   options.local_steps = local_steps;
+  options.shrink_fraction = shrink_fraction;
+  options.early_rebuild = early_rebuild;
+  options.fresh_share = fresh_share;
   svm::Progress report;
   if (!progress.is_none())
     report = [&progress](const svm::SolveStats& s) {
@@ -210,6 +220,7 @@ void init_svm(py::module_& m) {
   py::class_<PyKernelColumns, std::shared_ptr<PyKernelColumns>>(m, "SvmKernelColumns")
       .def_property_readonly("samples", [](const PyKernelColumns& c) { return c.columns->samples(); })
       .def_property_readonly("kind", [](const PyKernelColumns& c) { return c.kind; })
+      .def_property_readonly("dtype", [](const PyKernelColumns& c) { return c.dtype; })
       .def("diagonal",
            [](const PyKernelColumns& c) { return py::array_t<double>(c.diagonal.size(), c.diagonal.data()); })
       .def(
@@ -220,7 +231,8 @@ void init_svm(py::module_& m) {
   m.def("svm_solve", &svm_solve, py::arg("columns"), py::arg("sample"), py::arg("y"), py::arg("p"), py::arg("upper"),
         py::arg("alpha"), py::arg("nu"), py::arg("tol"), py::arg("max_iter"), py::arg("shrinking"),
         py::arg("working_set"), py::arg("whole_below"), py::arg("cache_bytes"), py::arg("local_ratio"),
-        py::arg("local_steps"), py::arg("n_threads"), py::arg("progress") = py::none(),
+        py::arg("local_steps"), py::arg("shrink_fraction"), py::arg("early_rebuild"), py::arg("fresh_share"),
+        py::arg("n_threads"), py::arg("progress") = py::none(),
         "Solve an SVM dual in place of alpha; returns the solver's figures.");
   m.def("svm_kernel_columns", &kernel_columns, py::arg("columns"), py::arg("rows"), py::arg("cols"), py::arg("out"),
         py::arg("n_threads"), "out[c, r] = k(x_rows[r], x_cols[c]) as float, as a solve's session evaluates it.");

@@ -251,9 +251,9 @@ class _BaseSVC(ClassifierMixin, _BaseSVM):
         if self.verbose:
             print("[LibSVM]", end="")
         limit = v.memory_limit(self.memory_limit)
-        columns = fitted.columns_of(kernel, samples, limit)
+        sources = fitted.ColumnSources(kernel, samples, limit)
         c_svc = self._formulation == "c_svc"
-        problem = one_vs_one.Pairs(columns, labels, k, self._formulation, upper=w * (self.C if c_svc else 1.0),
+        problem = one_vs_one.Pairs(sources, labels, k, self._formulation, upper=w * (self.C if c_svc else 1.0),
                                    class_scale=self.class_weight_ if c_svc else np.ones(k),
                                    nu=getattr(self, "nu", None))
         settings = self._settings(v.n_threads(self.n_jobs), 0)
@@ -417,10 +417,10 @@ class _BaseSingle(_BaseSVM):
         if self.verbose:
             print("[LibSVM]", end="")
         limit = v.memory_limit(self.memory_limit)
-        columns = fitted.columns_of(kernel, samples, limit)
+        sources = fitted.ColumnSources(kernel, samples, limit)
         settings = self._settings(v.n_threads(self.n_jobs), 0)
         scale = 1.0 if self._formulation == "one_class" else self.C
-        solution = svm.solve_planned(columns, self._formulation, keep, settings, limit, self.cache_size,
+        solution = svm.solve_planned(sources, self._formulation, keep, settings, limit, self.cache_size,
                                      upper=w[keep] * scale, nu=getattr(self, "nu", None),
                                      epsilon=getattr(self, "epsilon", None), targets=None if y is None else y[keep])
         nonzero = solution.coef != 0
@@ -485,9 +485,10 @@ class SVC(_BaseSVC):
         keeps it.
     tol : float, default=1e-3
         Stopping tolerance: the maximal violating pair's gap.
-    cache_size : float, default=200
-        Megabytes of kernel columns kept between working sets, within ``memory_limit`` (None: all the limit
-        leaves).
+    cache_size : float, default=None
+        Megabytes of kernel columns kept between working sets (LIBSVM's cache), within ``memory_limit``. None:
+        LIBSVM's 200 MB, or four working sets of columns where that is more (a column evicted before its variable
+        comes back is evaluated again).
     class_weight : dict or "balanced", default=None
         Per-class factors of C.
     verbose : bool, default=False
@@ -529,7 +530,7 @@ class SVC(_BaseSVC):
 
     def __init__(self, *, C: float = 1.0, kernel: str | Callable[..., Any] | Any = "rbf", degree: int = 3,
                  gamma: str | float = "scale", coef0: float = 0.0, shrinking: bool = True,
-                 probability: bool | str = _DEPRECATED, tol: float = 1e-3, cache_size: float | None = 200,
+                 probability: bool | str = _DEPRECATED, tol: float = 1e-3, cache_size: float | None = None,
                  class_weight: dict | str | None = None, verbose: bool = False, max_iter: int = -1,
                  decision_function_shape: str = "ovr", break_ties: bool = False,
                  random_state: int | np.random.RandomState | None = None, memory_limit: int | str | None = None,
@@ -586,7 +587,7 @@ class NuSVC(_BaseSVC):
 
     def __init__(self, *, nu: float = 0.5, kernel: str | Callable[..., Any] | Any = "rbf", degree: int = 3,
                  gamma: str | float = "scale", coef0: float = 0.0, shrinking: bool = True,
-                 probability: bool | str = _DEPRECATED, tol: float = 1e-3, cache_size: float | None = 200,
+                 probability: bool | str = _DEPRECATED, tol: float = 1e-3, cache_size: float | None = None,
                  class_weight: dict | str | None = None, verbose: bool = False, max_iter: int = -1,
                  decision_function_shape: str = "ovr", break_ties: bool = False,
                  random_state: int | np.random.RandomState | None = None, memory_limit: int | str | None = None,
@@ -646,7 +647,7 @@ class SVR(RegressorMixin, _BaseSingle):
 
     def __init__(self, *, kernel: str | Callable[..., Any] | Any = "rbf", degree: int = 3,
                  gamma: str | float = "scale", coef0: float = 0.0, tol: float = 1e-3, C: float = 1.0,
-                 epsilon: float = 0.1, shrinking: bool = True, cache_size: float | None = 200, verbose: bool = False,
+                 epsilon: float = 0.1, shrinking: bool = True, cache_size: float | None = None, verbose: bool = False,
                  max_iter: int = -1, memory_limit: int | str | None = None, n_jobs: int | None = None):
         self.kernel = kernel
         self.degree = degree
@@ -711,7 +712,7 @@ class NuSVR(RegressorMixin, _BaseSingle):
 
     def __init__(self, *, nu: float = 0.5, C: float = 1.0, kernel: str | Callable[..., Any] | Any = "rbf",
                  degree: int = 3, gamma: str | float = "scale", coef0: float = 0.0, shrinking: bool = True,
-                 tol: float = 1e-3, cache_size: float | None = 200, verbose: bool = False, max_iter: int = -1,
+                 tol: float = 1e-3, cache_size: float | None = None, verbose: bool = False, max_iter: int = -1,
                  memory_limit: int | str | None = None, n_jobs: int | None = None):
         self.nu = nu
         self.C = C
@@ -775,7 +776,7 @@ class OneClassSVM(OutlierMixin, _BaseSingle):
 
     def __init__(self, *, kernel: str | Callable[..., Any] | Any = "rbf", degree: int = 3,
                  gamma: str | float = "scale", coef0: float = 0.0, tol: float = 1e-3, nu: float = 0.5,
-                 shrinking: bool = True, cache_size: float | None = 200, verbose: bool = False, max_iter: int = -1,
+                 shrinking: bool = True, cache_size: float | None = None, verbose: bool = False, max_iter: int = -1,
                  memory_limit: int | str | None = None, n_jobs: int | None = None):
         self.kernel = kernel
         self.degree = degree

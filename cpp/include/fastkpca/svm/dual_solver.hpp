@@ -23,6 +23,7 @@
 #pragma once
 
 #include <algorithm>
+#include <array>
 #include <chrono>
 #include <cmath>
 #include <cstdint>
@@ -59,6 +60,9 @@ struct SolverOptions {
   std::size_t cache_bytes = std::size_t(200) << 20;
   double local_ratio = 0.1;      // a subproblem is solved to max(tol, local_ratio·gap)
   double local_steps = 20;       // a subproblem takes at most local_steps·|B| SMO steps
+  double shrink_fraction = 0.5;  // rows are dropped when at least this share of them can go
+  double fresh_share = 0.5;      // the share of a working set selected anew at each step (the rest kept)
+  bool early_rebuild = false;    // LIBSVM's rebuild of the dropped rows' gradients when the gap first nears tol
 };
 
 struct SolveStats {
@@ -73,7 +77,9 @@ struct SolveStats {
   Index working_set = 0;          // q
   Index cache_slots = 0;          // columns the cache held at the full rows
   Index min_rows = 0;             // fewest rows during the solve
-  double seconds_columns = 0, seconds_local = 0, seconds_update = 0, seconds_select = 0, seconds_rebuild = 0;
+  Index rows = 0;                 // rows now
+  double seconds_columns = 0, seconds_local = 0, seconds_update = 0, seconds_select = 0, seconds_rebuild = 0,
+         seconds_shrink = 0, seconds_product = 0;
 };
 
 using Progress = std::function<void(const SolveStats&)>;
@@ -100,7 +106,7 @@ class DualSolver {
         rebuild_gradients();
         continue;
       }
-      if (opt_.shrinking && !rebuilt_early && e.gap() <= 10 * opt_.tol && n_rows() < n_ps()) {
+      if (opt_.shrinking && opt_.early_rebuild && !rebuilt_early && e.gap() <= 10 * opt_.tol && n_rows() < n_ps()) {
         rebuilt_early = true;
         rebuild_gradients();
         continue;
@@ -112,6 +118,7 @@ class DualSolver {
       if (opt_.shrinking && stats_.outer_steps > 0) shrink(e);
       step(e);
       ++stats_.outer_steps;
+      stats_.rows = n_rows();
       if (progress_) progress_(stats_);
     }
     interrupt_.throw_if_stopped();
@@ -135,10 +142,11 @@ class DualSolver {
   Index n_ps() const { return static_cast<Index>(ps_sample_.size()); }
   Index n_rows() const { return static_cast<Index>(rows_.size()); }
   // Variables whose rows are kept (their gradients up to date).
-  Index maintained() const {
-    Index count = 0;
-    for (Index ps : rows_) count += var_ptr_[ps + 1] - var_ptr_[ps];
-    return count;
+  Index maintained() const { return static_cast<Index>(mvars_.size()); }
+  // mvars_ = the variables of the rows, in row order; called whenever the rows change.
+  void collect_maintained() {
+    mvars_.clear();
+    for_each_row_variable([&](Index t, Index) { mvars_.push_back(t); });
   }
   int cls(Index t) const { return pr_.nu && pr_.y[t] < 0 ? 1 : 0; }
   bool at_upper(Index t) const { return alpha_[t] >= pr_.upper[t]; }
@@ -191,9 +199,12 @@ class DualSolver {
     row_of_ = rows_;
     set_rows();
     in_set_.assign(static_cast<std::size_t>(l), 0);
+    score_.assign(static_cast<std::size_t>(l), 0.0);
+    side_.assign(static_cast<std::size_t>(l), 0);
   }
 
   void set_rows() {
+    collect_maintained();
     std::vector<Index> samples(rows_.size());
     for (std::size_t r = 0; r < rows_.size(); ++r) samples[r] = ps_sample_[static_cast<std::size_t>(rows_[r])];
     session_->set_rows(samples, interrupt_);
@@ -282,6 +293,7 @@ class DualSolver {
     for (Index ps = 0; ps < n_ps(); ++ps)
       if (row_of_[static_cast<std::size_t>(ps)] < 0) dropped.push_back(ps);
     gradient_from_alpha(dropped);
+    stats_.seconds_product += seconds_since(t0);
     rows_.resize(static_cast<std::size_t>(n_ps()));
     std::iota(rows_.begin(), rows_.end(), 0);
     row_of_ = rows_;
@@ -290,15 +302,34 @@ class DualSolver {
     stats_.seconds_rebuild += seconds_since(t0);
   }
 
-  Extremes extremes() const {
+  // The extremes of s over I_up and I_low, and every maintained variable's s and sides (bit 0: in I_up, bit 1:
+  // in I_low) for the selection that follows.
+  Extremes extremes() {
     Extremes e;
     e.nu = pr_.nu;
-    for_each_row_variable([&](Index t, Index) {
-      const int c = cls(t);
-      const double s = score(t);
-      if (detail::in_up(pr_.y[t], alpha_[t], pr_.upper[t])) e.up[c] = std::max(e.up[c], s);
-      if (detail::in_low(pr_.y[t], alpha_[t], pr_.upper[t])) e.low[c] = std::min(e.low[c], s);
-    });
+    const Index count = maintained();
+#pragma omp parallel
+    {
+      Extremes mine;
+#pragma omp for schedule(static) nowait
+      for (Index i = 0; i < count; ++i) {
+        const Index t = mvars_[static_cast<std::size_t>(i)];
+        const std::size_t k = static_cast<std::size_t>(t);
+        const double s = -pr_.y[t] * G_[k], a = alpha_[t];
+        const bool below = a < pr_.upper[t], above = a > 0;
+        const bool up = pr_.y[t] > 0 ? below : above, low = pr_.y[t] > 0 ? above : below;
+        score_[k] = s;
+        side_[k] = static_cast<std::uint8_t>(up | (low << 1));
+        const int c = cls(t);
+        if (up && s > mine.up[c]) mine.up[c] = s;
+        if (low && s < mine.low[c]) mine.low[c] = s;
+      }
+#pragma omp critical
+      for (int c = 0; c < 2; ++c) {
+        e.up[c] = std::max(e.up[c], mine.up[c]);
+        e.low[c] = std::min(e.low[c], mine.low[c]);
+      }
+    }
     if (!pr_.nu) e.up[1] = e.up[0], e.low[1] = e.low[0];
     return e;
   }
@@ -324,7 +355,8 @@ class DualSolver {
       if (!all) keep.push_back(r);
     }
     const Index dropped = n_rows() - static_cast<Index>(keep.size());
-    if (dropped < std::max<Index>(n_rows() / 10, 1) || static_cast<Index>(keep.size()) < 2) {
+    if (static_cast<double>(dropped) < opt_.shrink_fraction * static_cast<double>(n_rows()) || dropped < 1 ||
+        static_cast<Index>(keep.size()) < 2) {
       stats_.seconds_select += seconds_since(t0);
       return;
     }
@@ -333,6 +365,7 @@ class DualSolver {
     for (Index ps : rows_) row_of_[static_cast<std::size_t>(ps)] = -1;
     rows_ = std::move(rows);
     for (std::size_t r = 0; r < rows_.size(); ++r) row_of_[static_cast<std::size_t>(rows_[r])] = static_cast<Index>(r);
+    collect_maintained();
     std::vector<Index> samples(rows_.size());
     for (std::size_t r = 0; r < rows_.size(); ++r) samples[r] = ps_sample_[static_cast<std::size_t>(rows_[r])];
     session_->set_rows(samples, interrupt_);
@@ -344,7 +377,7 @@ class DualSolver {
       if (row_of_[static_cast<std::size_t>(ps_of_[static_cast<std::size_t>(t)])] >= 0) set.push_back(t);
       else in_set_[static_cast<std::size_t>(t)] = 0;
     set_ = std::move(set);
-    stats_.seconds_rebuild += seconds_since(t0);
+    stats_.seconds_shrink += seconds_since(t0);
   }
 
   // The next working set: the more recent part of the last one, then the most violating variables, taken
@@ -353,7 +386,9 @@ class DualSolver {
     // At least four fresh ones, so that both ends of every side's violation are in (then the subproblem's gap is
     // at least the whole problem's, and every step makes progress).
     const bool first = set_.empty();
-    const Index fresh = first ? q_ : std::max<Index>(q_ / 2, std::min<Index>(q_, 4));
+    const Index fresh =
+        first ? q_
+              : std::max<Index>(static_cast<Index>(opt_.fresh_share * static_cast<double>(q_)), std::min<Index>(q_, 4));
     // Keep the most recent q - fresh of the last set.
     const Index keep = std::max<Index>(q_ - fresh, 0);
     if (static_cast<Index>(set_.size()) > keep) {
@@ -361,8 +396,7 @@ class DualSolver {
       set_.erase(set_.begin(), set_.end() - keep);
     }
     if (maintained() <= q_) {  // the whole remaining problem is the working set
-      set_.clear();
-      for_each_row_variable([&](Index t, Index) { set_.push_back(t); });
+      set_ = mvars_;
       std::fill(in_set_.begin(), in_set_.end(), 0);
       for (Index t : set_) in_set_[static_cast<std::size_t>(t)] = 1;
       return;
@@ -370,23 +404,42 @@ class DualSolver {
     // Candidates: up[c] violating in I_up (s above the bottom of I_low), low[c] in I_low (s below the top), each
     // kept to its `take` most violating (sorted, ties by index).
     auto* list = candidates_;
-    for (auto& l : candidates_) l.clear();
-    for_each_row_variable([&](Index t, Index) {
-      if (in_set_[static_cast<std::size_t>(t)]) return;
-      const int c = cls(t);
-      const double s = score(t);
-      if (detail::in_up(pr_.y[t], alpha_[t], pr_.upper[t]) && s > e.low[c]) list[2 * c].emplace_back(-s, t);
-      if (detail::in_low(pr_.y[t], alpha_[t], pr_.upper[t]) && s < e.up[c]) list[2 * c + 1].emplace_back(s, t);
-    });
     const int lists = pr_.nu ? 4 : 2;
     const Index take = std::min<Index>(fresh, q_ - static_cast<Index>(set_.size()));
+    const Index count = maintained();
+    thread_lists_.resize(static_cast<std::size_t>(omp_get_max_threads()));
+#pragma omp parallel
+    {
+      // Each thread its share of the rows, its lists cut to their `take` best before they are merged.
+      auto& mine = thread_lists_[static_cast<std::size_t>(omp_get_thread_num())];
+      for (auto& l : mine) l.clear();
+#pragma omp for schedule(static)
+      for (Index i = 0; i < count; ++i) {
+        const Index t = mvars_[static_cast<std::size_t>(i)];
+        const std::size_t k = static_cast<std::size_t>(t);
+        if (in_set_[k]) continue;
+        const int c = cls(t);
+        const double s = score_[k];
+        if ((side_[k] & 1) && s > e.low[c]) mine[2 * c].emplace_back(-s, t);
+        if ((side_[k] & 2) && s < e.up[c]) mine[2 * c + 1].emplace_back(s, t);
+      }
+      for (int k = 0; k < lists; ++k) {
+        auto& v = mine[k];
+        if (static_cast<Index>(v.size()) > take) {
+          std::nth_element(v.begin(), v.begin() + take, v.end());
+          v.resize(static_cast<std::size_t>(take));
+        }
+      }
+    }
     for (int k = 0; k < lists; ++k) {
       auto& v = list[k];
+      v.clear();
+      for (auto& mine : thread_lists_) v.insert(v.end(), mine[k].begin(), mine[k].end());
       if (static_cast<Index>(v.size()) > take) {
         std::nth_element(v.begin(), v.begin() + take, v.end());
         v.resize(static_cast<std::size_t>(take));
       }
-      std::sort(v.begin(), v.end());
+      std::sort(v.begin(), v.end());  // (score, index): the same order at any thread count
     }
     std::size_t next[4] = {0, 0, 0, 0};
     Index added = 0;
@@ -434,6 +487,7 @@ class DualSolver {
     for (Index a = 0; a < m; ++a)
       row[static_cast<std::size_t>(a)] =
           row_of_[static_cast<std::size_t>(ps_of_[static_cast<std::size_t>(set_[static_cast<std::size_t>(a)])])];
+#pragma omp parallel for schedule(static)
     for (Index b = 0; b < m; ++b) {
       const Index t = set_[static_cast<std::size_t>(b)];
       y[static_cast<std::size_t>(b)] = pr_.y[t];
@@ -563,6 +617,10 @@ class DualSolver {
   std::vector<Index> set_;
   std::vector<char> in_set_;
   std::vector<std::pair<double, Index>> candidates_[4];
+  std::vector<std::array<std::vector<std::pair<double, Index>>, 4>> thread_lists_;
+  std::vector<Index> mvars_;
+  std::vector<double> score_;
+  std::vector<std::uint8_t> side_;
   std::vector<float> block_;
   std::unique_ptr<ColumnCache> cache_;
   std::unique_ptr<ColumnSession> session_;

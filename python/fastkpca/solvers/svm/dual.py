@@ -19,7 +19,6 @@ scale C_t; samples of weight <= 0 are dropped before the solve, by the caller).
 
 from __future__ import annotations
 
-import dataclasses
 from dataclasses import dataclass, field
 from typing import Callable
 
@@ -64,6 +63,9 @@ class DualSettings:
     whole_below: int = 4096
     local_ratio: float = 0.1
     local_steps: float = 20.0
+    shrink_fraction: float = 0.5
+    early_rebuild: bool = False
+    fresh_share: float = 0.5
     threads: int = 0
     progress: Callable | None = None
 
@@ -166,9 +168,11 @@ def solve(columns, formulation: str, samples: np.ndarray, settings: DualSettings
     stats = _native.core.svm_solve(columns, var_samples, sign, np.ascontiguousarray(p), upper, alpha, nu_problem,
                                    float(settings.tol), int(settings.max_iter), bool(settings.shrinking),
                                    int(settings.working_set), int(settings.whole_below), float(settings.cache_bytes),
-                                   float(settings.local_ratio), float(settings.local_steps), int(settings.threads),
-                                   settings.progress)
+                                   float(settings.local_ratio), float(settings.local_steps),
+                                   float(settings.shrink_fraction), bool(settings.early_rebuild),
+                                   float(settings.fresh_share), int(settings.threads), settings.progress)
     rho = float(stats["rho"])
+    stats["columns_dtype"] = columns.dtype
     if formulation == "c_svc":
         coef = alpha * sign
     elif formulation == "nu_svc":
@@ -187,11 +191,12 @@ def solve(columns, formulation: str, samples: np.ndarray, settings: DualSettings
     return DualSolution(coef=coef, rho=rho, stats=stats)
 
 
-def solve_planned(columns, formulation: str, samples: np.ndarray, settings: DualSettings, memory_limit: int,
+def solve_planned(sources, formulation: str, samples: np.ndarray, settings: DualSettings, memory_limit: int,
                   cache_size: float | None, **problem) -> DualSolution:
-    """:func:`solve` with the column cache sized for this problem within ``memory_limit`` (plan.cache_bytes)."""
+    """:func:`solve` on the columns of ``sources`` (fitted.ColumnSources) its size calls for, with the column cache
+    sized for it within ``memory_limit`` (plan.planned)."""
     from . import plan
 
     variables = samples.shape[0] * (2 if formulation in ("epsilon_svr", "nu_svr") else 1)
-    cache = plan.cache_bytes(columns, samples.shape[0], variables, settings.working_set, memory_limit, cache_size)
-    return solve(columns, formulation, samples, dataclasses.replace(settings, cache_bytes=cache), **problem)
+    columns, settings = plan.planned(sources, settings, samples.shape[0], variables, memory_limit, cache_size)
+    return solve(columns, formulation, samples, settings, **problem)

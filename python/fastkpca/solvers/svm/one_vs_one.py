@@ -57,8 +57,8 @@ class Pairs:
 
     Parameters
     ----------
-    columns : the core's SvmKernelColumns
-        The kernel over the training rows.
+    sources : fitted.ColumnSources
+        The kernel columns over the training rows.
     labels : ndarray of int
         The class index of every training row; -1 for a row left out (weight <= 0).
     n_classes : int
@@ -70,9 +70,9 @@ class Pairs:
     nu : float, optional
     """
 
-    def __init__(self, columns, labels: np.ndarray, n_classes: int, formulation: str, *, upper: np.ndarray,
+    def __init__(self, sources, labels: np.ndarray, n_classes: int, formulation: str, *, upper: np.ndarray,
                  class_scale: np.ndarray, nu: float | None = None):
-        self.columns, self.labels, self.n_classes, self.formulation = columns, labels, n_classes, formulation
+        self.sources, self.labels, self.n_classes, self.formulation = sources, labels, n_classes, formulation
         self.nu = nu
         members = [np.flatnonzero(labels == c) for c in range(n_classes)]
         self.tasks = []
@@ -84,8 +84,8 @@ class Pairs:
         self.side_by_side = 1
 
     def _planned(self, settings: DualSettings, memory_limit: int, cache_size, solves: int, rows: int):
-        return dataclasses.replace(settings, cache_bytes=plan.cache_bytes(
-            self.columns, rows, rows, settings.working_set, memory_limit, cache_size, solves))
+        """(columns, settings) for pairs of up to ``rows`` samples, ``solves`` side by side."""
+        return plan.planned(self.sources, settings, rows, rows, memory_limit, cache_size, solves)
 
     def fit(self, settings: DualSettings, memory_limit: int, cache_size, parallel_below: int = PARALLEL_BELOW
             ) -> list[PairModel]:
@@ -97,21 +97,23 @@ class Pairs:
         self.side_by_side = workers
         results: list[PairModel | None] = [None] * len(self.tasks)
         if workers > 1:
-            rows = max(self.tasks[k][2].size for k in small)
-            shared = dataclasses.replace(self._planned(settings, memory_limit, cache_size, workers, rows), threads=1)
+            columns, shared = self._planned(settings, memory_limit, cache_size, workers,
+                                            max(self.tasks[k][2].size for k in small))
+            shared = dataclasses.replace(shared, threads=1)
             with ThreadPoolExecutor(max_workers=workers) as pool:
-                for k, model in zip(small, pool.map(lambda k: self._solve(self.tasks[k], shared), small)):
+                for k, model in zip(small, pool.map(lambda k: self._solve(self.tasks[k], columns, shared), small)):
                     results[k] = model
         rest = [k for k in range(len(self.tasks)) if results[k] is None]
         if rest:
-            alone = self._planned(settings, memory_limit, cache_size, 1, max(self.tasks[k][2].size for k in rest))
+            columns, alone = self._planned(settings, memory_limit, cache_size, 1,
+                                           max(self.tasks[k][2].size for k in rest))
             for k in rest:
-                results[k] = self._solve(self.tasks[k], alone)
+                results[k] = self._solve(self.tasks[k], columns, alone)
         return [r for r in results if r is not None]
 
-    def _solve(self, task, settings: DualSettings) -> PairModel:
+    def _solve(self, task, columns, settings: DualSettings) -> PairModel:
         i, j, samples, y, bounds = task
-        return PairModel(i, j, samples, solve(self.columns, self.formulation, samples, settings, y=y, upper=bounds,
+        return PairModel(i, j, samples, solve(columns, self.formulation, samples, settings, y=y, upper=bounds,
                                               nu=self.nu))
 
     def platt(self, settings: DualSettings, memory_limit: int, cache_size, rng) -> tuple[np.ndarray, np.ndarray]:
@@ -119,11 +121,11 @@ class Pairs:
         one seed per pair drawn from ``rng``)."""
         from . import probability
 
-        planned = self._planned(settings, memory_limit, cache_size, 1, max(t[2].size for t in self.tasks))
+        columns, planned = self._planned(settings, memory_limit, cache_size, 1, max(t[2].size for t in self.tasks))
         prob_a, prob_b = [], []
         for _, _, samples, y, bounds in self.tasks:
             seed = rng.randint(np.iinfo(np.int32).max)
-            decisions = probability.cross_validated_decisions(self.columns, self.formulation, samples, y, bounds,
+            decisions = probability.cross_validated_decisions(columns, self.formulation, samples, y, bounds,
                                                               planned, np.random.RandomState(seed), nu=self.nu)
             a, b = probability.sigmoid_fit(decisions, y > 0)
             prob_a.append(a)

@@ -4,25 +4,40 @@ and its column cache sized from what is left.
 A solve over l variables and n rows holds: its working copy of the rows (the column source's ``session_bytes``:
 the prepared operand of dense rows, about (2d + 4)·n values), about 80 bytes a variable (α, the gradient, the
 bounds, the linear term, indices), the working set's q × q block, and the column cache (float, n entries a
-column). The cache takes ``cache_size`` (LIBSVM's parameter, megabytes) or, when that is None, what the memory
-limit leaves; it always holds at least four columns (the working set needs them) and is never larger than the
-n columns of the whole problem.
+column). The cache takes ``cache_size`` megabytes (LIBSVM's parameter) or, when that is None, LIBSVM's default
+200 MB or room for REUSE working sets of columns, whichever is more: a column evicted before its variable comes
+back is evaluated again. Either way within what the memory limit leaves, at least four columns (a working set
+needs them), and never more than the n columns of the whole problem. (A larger cache than that does not pay on
+the machines this was measured on: the first touch of fresh memory costs more than evaluating the columns
+again, 0.5-1 s a GB against about 1 ns a float32 kernel entry.)
 """
 
 from __future__ import annotations
 
+import dataclasses
+
 from ... import _validation as v
 
-__all__ = ["VARIABLE_BYTES", "MIN_COLUMNS", "cache_bytes"]
+__all__ = ["VARIABLE_BYTES", "MIN_COLUMNS", "cache_bytes", "whole_problem", "planned"]
 
 #: Bytes the solver keeps per variable.
 VARIABLE_BYTES = 80
 #: The fewest kernel columns a cache holds (a working set of ν-problems needs four).
 MIN_COLUMNS = 4
+#: cache_size=None: the default cache holds at least this many working sets of columns.
+REUSE = 4
+#: cache_size=None: and at least LIBSVM's default, in bytes.
+DEFAULT_CACHE = 200 * 2**20
+
+
+def whole_problem(variables: int, rows: int, cache: int, whole_below: int) -> bool:
+    """Whether the solver takes the whole problem as its one working set (the core's rule): few enough variables,
+    and a cache that holds every column."""
+    return variables <= whole_below and cache >= 4 * rows * rows
 
 
 def cache_bytes(columns, rows: int, variables: int, working_set: int, memory_limit: int,
-                cache_size: float | None, solves: int = 1) -> int:
+                cache_size: float | None, solves: int = 1, held: int = 0) -> int:
     """Bytes of each of ``solves`` concurrent solves' column cache.
 
     Parameters
@@ -37,9 +52,11 @@ def cache_bytes(columns, rows: int, variables: int, working_set: int, memory_lim
     memory_limit : int
         Bytes every solve together may use.
     cache_size : float or None
-        Megabytes asked for (LIBSVM's ``cache_size``); None: what the limit leaves.
+        Megabytes asked for (LIBSVM's ``cache_size``); None: the default above.
     solves : int
         Solves run side by side, sharing the limit.
+    held : int
+        Bytes already held for all of them (a float32 copy of the samples).
 
     Returns
     -------
@@ -55,10 +72,25 @@ def cache_bytes(columns, rows: int, variables: int, working_set: int, memory_lim
     q = min(working_set, variables)
     fixed = int(columns.session_bytes(rows)) + VARIABLE_BYTES * variables + 4 * q * q + 48 * q
     least = fixed + MIN_COLUMNS * column
-    room = memory_limit // max(solves, 1) - fixed
+    room = (memory_limit - held) // max(solves, 1) - fixed
     if room < MIN_COLUMNS * column:
-        v.check_within(least * max(solves, 1), memory_limit, f"a support vector machine's solve over {rows} samples",
-                       "give it a larger memory_limit")
+        v.check_within(least * max(solves, 1) + held, memory_limit,
+                       f"a support vector machine's solve over {rows} samples", "give it a larger memory_limit")
     room = max(room, MIN_COLUMNS * column)
-    wanted = room if cache_size is None else max(int(cache_size * 2**20), MIN_COLUMNS * column)
+    if cache_size is None:
+        wanted = max(DEFAULT_CACHE, REUSE * q * column)
+    else:
+        wanted = max(int(cache_size * 2**20), MIN_COLUMNS * column)
     return int(min(wanted, room, column * max(rows, MIN_COLUMNS)))
+
+
+def planned(sources, settings, rows: int, variables: int, memory_limit: int, cache_size: float | None,
+            solves: int = 1):
+    """(columns, settings) of a problem: its cache sized, and the columns it reads (fitted.ColumnSources: exact for a
+    problem the solver takes whole, fast otherwise)."""
+    cache = cache_bytes(sources.exact, rows, variables, settings.working_set, memory_limit, cache_size, solves)
+    if whole_problem(variables, rows, cache, settings.whole_below):
+        return sources.exact, dataclasses.replace(settings, cache_bytes=cache)
+    fast = sources.fast
+    cache = cache_bytes(fast, rows, variables, settings.working_set, memory_limit, cache_size, solves, sources.held)
+    return fast, dataclasses.replace(settings, cache_bytes=cache)
