@@ -199,6 +199,31 @@ def test_dtypes_layouts_and_weights_match_libsvm(seed, dtype, order, C, weighted
     assert _relative(ours.decision_function(X), theirs.decision_function(X.astype(np.float64))) < tolerance
 
 
+def test_batched_float32_columns_match_libsvm():
+    """A problem too large to be taken whole (6,000 samples): working sets, shrinking and columns evaluated in
+    float32 from a copy of the float64 samples; at tol 1e-6 the decision function is still LIBSVM's."""
+    X, y = make_classification(6500, 32, n_informative=16, flip_y=0.05, random_state=0)
+    X = (X - X.mean(0)) / X.std(0)
+    ours = fastkpca.SVC(tol=TIGHT).fit(X[:6000], y[:6000])
+    theirs = sk.SVC(tol=TIGHT).fit(X[:6000], y[:6000])
+    info = ours.solver_info_["pairs"][0]
+    assert info["columns_dtype"] == "float32" and info["working_set"] < 6000 and info["reconstructions"] >= 1
+    assert _relative(ours.decision_function(X[6000:]), theirs.decision_function(X[6000:])) < 1e-4
+    assert set(ours.support_) == set(theirs.support_)
+
+
+def test_progress_reports_and_verbose(capsys):
+    X, y = _classification(5000, 4, seed=18)
+    seen = []
+    model = fastkpca.SVC(verbose=True)
+    model.callback = lambda stage, info: seen.append((stage, info))
+    model.fit(X, y)
+    assert "[LibSVM]" in capsys.readouterr().out
+    steps = [info for stage, info in seen if stage == "iteration"]
+    assert steps and steps[-1]["passes"] == model.solver_info_["pairs"][0]["outer_steps"]
+    assert seen[-1][0] == "done" and seen[-1][1]["support_vectors"] == len(model.support_)
+
+
 def test_zero_weights_leave_samples_out_and_support_indexes_the_input():
     X, y = _classification(100, 3, seed=11)
     w = np.ones(100)

@@ -487,8 +487,9 @@ class SVC(_BaseSVC):
         Stopping tolerance: the maximal violating pair's gap.
     cache_size : float, default=None
         Megabytes of kernel columns kept between working sets (LIBSVM's cache), within ``memory_limit``. None:
-        LIBSVM's 200 MB, or four working sets of columns where that is more (a column evicted before its variable
-        comes back is evaluated again).
+        every column of a problem of up to 4,096 variables, three working sets of columns of a larger one (on
+        the machines measured, fresh memory cost more than evaluating the columns again; LIBSVM's default is
+        200).
     class_weight : dict or "balanced", default=None
         Per-class factors of C.
     verbose : bool, default=False

@@ -77,8 +77,13 @@ class ColumnSources:
     def __init__(self, kernel, samples, memory_limit: int):
         self.kernel, self.memory_limit = kernel, memory_limit
         self._X = _training(samples)
-        self.exact = kernel.column_source(self._X, memory_limit=memory_limit)
-        self._fast = None
+        self._exact = self._fast = None
+
+    @property
+    def exact(self):
+        if self._exact is None:
+            self._exact = self.kernel.column_source(self._X, memory_limit=self.memory_limit)
+        return self._exact
 
     @property
     def fast(self):
@@ -89,7 +94,7 @@ class ColumnSources:
     @property
     def held(self) -> int:
         """Bytes of the float32 copy the fast columns read (0 where they are the exact ones)."""
-        if self._fast is None or self._fast.dtype == self.exact.dtype:
+        if self._fast is None or self._fast.dtype == getattr(self._X, "dtype", None):
             return 0
         return int(getattr(self._X, "size", 0)) * 4
 

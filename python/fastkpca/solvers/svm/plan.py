@@ -2,14 +2,16 @@
 and its column cache sized from what is left.
 
 A solve over l variables and n rows holds: its working copy of the rows (the column source's ``session_bytes``:
-the prepared operand of dense rows, about (2d + 4)·n values), about 80 bytes a variable (α, the gradient, the
-bounds, the linear term, indices), the working set's q × q block, and the column cache (float, n entries a
-column). The cache takes ``cache_size`` megabytes (LIBSVM's parameter) or, when that is None, LIBSVM's default
-200 MB or room for REUSE working sets of columns, whichever is more: a column evicted before its variable comes
-back is evaluated again. Either way within what the memory limit leaves, at least four columns (a working set
-needs them), and never more than the n columns of the whole problem. (A larger cache than that does not pay on
-the machines this was measured on: the first touch of fresh memory costs more than evaluating the columns
-again, 0.5-1 s a GB against about 1 ns a float32 kernel entry.)
+the prepared operand of dense rows, about (2d + 4)·n values), about 160 bytes a variable (α, the gradient, the
+bounds, the linear term, indices, in the core and in Python), the working set's q × q block, 64 MB for the
+passes' temporaries, and the column cache (float, n entries a
+column). The cache takes ``cache_size`` megabytes (LIBSVM's parameter) or, when that is None, every column of a
+problem small enough to be taken whole (WHOLE_BELOW variables), else room for REUSE working sets of columns.
+Either way within what the memory limit leaves, at least four columns (a working set needs them), and never
+more than the n columns of the whole problem. A larger cache does not pay on the machines this was measured on:
+touching fresh memory costs 0.5-1 s a GB, against about 1 ns to evaluate a float32 kernel entry again (issue's
+data, N = 20,000, medians of 7 alternated solves: 0.51 s with 3 working sets of columns (61 MB), 0.56 s with
+LIBSVM's default 200 MB; at 50,000: 2.63 s with 100 MB, 2.85 s with 200 MB, 2.61 s with 400 MB).
 """
 
 from __future__ import annotations
@@ -20,14 +22,15 @@ from ... import _validation as v
 
 __all__ = ["VARIABLE_BYTES", "MIN_COLUMNS", "cache_bytes", "whole_problem", "planned"]
 
-#: Bytes the solver keeps per variable.
-VARIABLE_BYTES = 80
+#: Bytes a solve keeps per variable: the core's (α, the gradient, bounds, linear term, signs, indices, scores:
+#: about 100) and the Python layer's arrays of the problem (about 60).
+VARIABLE_BYTES = 160
+#: Bytes set aside for the passes' temporaries (a product's gathered rows, the threads' tiles) and the allocator.
+SLACK = 64 * 2**20
 #: The fewest kernel columns a cache holds (a working set of ν-problems needs four).
 MIN_COLUMNS = 4
-#: cache_size=None: the default cache holds at least this many working sets of columns.
-REUSE = 4
-#: cache_size=None: and at least LIBSVM's default, in bytes.
-DEFAULT_CACHE = 200 * 2**20
+#: cache_size=None: the default cache of a batched problem holds this many working sets of columns.
+REUSE = 3
 
 
 def whole_problem(variables: int, rows: int, cache: int, whole_below: int) -> bool:
@@ -37,7 +40,7 @@ def whole_problem(variables: int, rows: int, cache: int, whole_below: int) -> bo
 
 
 def cache_bytes(columns, rows: int, variables: int, working_set: int, memory_limit: int,
-                cache_size: float | None, solves: int = 1, held: int = 0) -> int:
+                cache_size: float | None, solves: int = 1, held: int = 0, whole_below: int = 4096) -> int:
     """Bytes of each of ``solves`` concurrent solves' column cache.
 
     Parameters
@@ -57,6 +60,8 @@ def cache_bytes(columns, rows: int, variables: int, working_set: int, memory_lim
         Solves run side by side, sharing the limit.
     held : int
         Bytes already held for all of them (a float32 copy of the samples).
+    whole_below : int
+        Problems of at most this many variables are taken whole when every column fits.
 
     Returns
     -------
@@ -70,7 +75,7 @@ def cache_bytes(columns, rows: int, variables: int, working_set: int, memory_lim
     """
     column = 4 * max(rows, 1)
     q = min(working_set, variables)
-    fixed = int(columns.session_bytes(rows)) + VARIABLE_BYTES * variables + 4 * q * q + 48 * q
+    fixed = int(columns.session_bytes(rows)) + VARIABLE_BYTES * variables + 4 * q * q + 48 * q + SLACK
     least = fixed + MIN_COLUMNS * column
     room = (memory_limit - held) // max(solves, 1) - fixed
     if room < MIN_COLUMNS * column:
@@ -78,9 +83,10 @@ def cache_bytes(columns, rows: int, variables: int, working_set: int, memory_lim
                        f"a support vector machine's solve over {rows} samples", "give it a larger memory_limit")
     room = max(room, MIN_COLUMNS * column)
     if cache_size is None:
-        wanted = max(DEFAULT_CACHE, REUSE * q * column)
+        wanted = column * rows if variables <= whole_below else REUSE * q * column
     else:
-        wanted = max(int(cache_size * 2**20), MIN_COLUMNS * column)
+        wanted = int(cache_size * 2**20)
+    wanted = max(wanted, MIN_COLUMNS * column)
     return int(min(wanted, room, column * max(rows, MIN_COLUMNS)))
 
 
@@ -88,9 +94,11 @@ def planned(sources, settings, rows: int, variables: int, memory_limit: int, cac
             solves: int = 1):
     """(columns, settings) of a problem: its cache sized, and the columns it reads (fitted.ColumnSources: exact for a
     problem the solver takes whole, fast otherwise)."""
-    cache = cache_bytes(sources.exact, rows, variables, settings.working_set, memory_limit, cache_size, solves)
+    cache = cache_bytes(sources.exact, rows, variables, settings.working_set, memory_limit, cache_size, solves,
+                        whole_below=settings.whole_below)
     if whole_problem(variables, rows, cache, settings.whole_below):
         return sources.exact, dataclasses.replace(settings, cache_bytes=cache)
     fast = sources.fast
-    cache = cache_bytes(fast, rows, variables, settings.working_set, memory_limit, cache_size, solves, sources.held)
+    cache = cache_bytes(fast, rows, variables, settings.working_set, memory_limit, cache_size, solves, sources.held,
+                        settings.whole_below)
     return fast, dataclasses.replace(settings, cache_bytes=cache)
