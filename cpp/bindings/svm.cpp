@@ -84,6 +84,7 @@ py::dict stats_dict(const svm::SolveStats& s) {
   d["columns"] = s.columns;
   d["column_entries"] = s.column_entries;
   d["product_entries"] = s.product_entries;
+  d["update_entries"] = s.update_entries;
   d["reconstructions"] = s.reconstructions;
   d["working_set"] = s.working_set;
   d["cache_slots"] = s.cache_slots;

@@ -51,21 +51,31 @@ namespace detail {
 inline bool in_up(std::int8_t y, double alpha, double upper) { return y > 0 ? alpha < upper : alpha > 0; }
 inline bool in_low(std::int8_t y, double alpha, double upper) { return y > 0 ? alpha > 0 : alpha < upper; }
 
-// The pair (i, j) to move, or i = -1 when the gap is below eps (or no pair can move).
-inline void select_pair(const LocalProblem& p, double eps, Index& out_i, Index& out_j, double& gap) {
+// i: the largest s in I_up, per sign of y for ν (class 0 is y = +1; without ν both entries are the one maximum).
+struct Tops {
+  double top[2];
+  Index arg[2];
+};
+
+inline void reset(Tops& tops) {
+  constexpr double inf = std::numeric_limits<double>::infinity();
+  tops.top[0] = tops.top[1] = -inf;
+  tops.arg[0] = tops.arg[1] = -1;
+}
+
+inline void consider(const LocalProblem& p, Index t, Tops& tops) {
+  if (!in_up(p.y[t], p.alpha[t], p.upper[t])) return;
+  const int c = p.nu && p.y[t] < 0 ? 1 : 0;
+  const double s = -p.y[t] * p.grad[t];
+  if (s >= tops.top[c]) tops.top[c] = s, tops.arg[c] = t;
+}
+
+// j: the best second-order decrease among I_low with s_j < s_i (i of j's sign for ν), and the gap; i = -1 when
+// the gap is below eps (or no pair can move).
+inline void select_pair(const LocalProblem& p, Tops tops, double eps, Index& out_i, Index& out_j, double& gap) {
   constexpr double inf = std::numeric_limits<double>::infinity();
   const Index m = p.m;
-  // i: the largest s in I_up (per sign of y for ν).
-  double top[2] = {-inf, -inf};
-  Index arg[2] = {-1, -1};
-  for (Index t = 0; t < m; ++t) {
-    if (!in_up(p.y[t], p.alpha[t], p.upper[t])) continue;
-    const int c = p.nu && p.y[t] < 0 ? 1 : 0;
-    const double s = -p.y[t] * p.grad[t];
-    if (s >= top[c]) top[c] = s, arg[c] = t;
-  }
-  if (!p.nu) top[1] = top[0], arg[1] = arg[0];
-  // j: the best second-order decrease among I_low with s_j < s_i (i of j's sign for ν); -min s over I_low.
+  if (!p.nu) tops.top[1] = tops.top[0], tops.arg[1] = tops.arg[0];
   double low[2] = {-inf, -inf}, best = inf;
   Index j = -1;
   for (Index t = 0; t < m; ++t) {
@@ -73,18 +83,18 @@ inline void select_pair(const LocalProblem& p, double eps, Index& out_i, Index& 
     const int c = p.nu && p.y[t] < 0 ? 1 : 0;
     const double s = -p.y[t] * p.grad[t];
     if (-s >= low[c]) low[c] = -s;
-    const double b = top[c] - s;
+    const double b = tops.top[c] - s;
     if (b <= 0) continue;
-    const Index i = arg[c];
+    const Index i = tops.arg[c];
     const float q_it = static_cast<float>(p.y[i] * p.y[t]) * p.k[i * m + t];
     double a = p.diag[i] + p.diag[t] - 2.0 * p.y[i] * p.y[t] * static_cast<double>(q_it);
     if (a <= 0) a = kTau;
     const double decrease = -(b * b) / a;
     if (decrease <= best) best = decrease, j = t;
   }
-  gap = p.nu ? std::max(top[0] + low[0], top[1] + low[1]) : top[0] + low[0];
+  gap = p.nu ? std::max(tops.top[0] + low[0], tops.top[1] + low[1]) : tops.top[0] + low[0];
   out_j = j;
-  out_i = (gap < eps || j < 0) ? -1 : arg[p.nu && p.y[j] < 0 ? 1 : 0];
+  out_i = (gap < eps || j < 0) ? -1 : tops.arg[p.nu && p.y[j] < 0 ? 1 : 0];
 }
 
 // The exact minimiser of the objective along the pair's direction, clipped to the box; α_i, α_j updated.
@@ -133,13 +143,17 @@ inline void pair_step(const LocalProblem& p, Index i, Index j) {
 
 }  // namespace detail
 
-// Iterates until the subproblem's gap is below eps or `max_iterations` steps (< 0: no limit) were taken.
+// Iterates until the subproblem's gap is below eps or `max_iterations` steps (< 0: no limit) were taken. Each step
+// is two sweeps: j's selection, then the gradient's update fused with the next i's.
 inline LocalResult solve_local(const LocalProblem& p, double eps, long long max_iterations, Interrupt& interrupt) {
   LocalResult result;
   const Index m = p.m;
+  detail::Tops tops;
+  detail::reset(tops);
+  for (Index t = 0; t < m; ++t) detail::consider(p, t, tops);
   while (true) {
     Index i, j;
-    detail::select_pair(p, eps, i, j, result.gap);
+    detail::select_pair(p, tops, eps, i, j, result.gap);
     if (i < 0) {
       result.optimal = true;
       break;
@@ -153,9 +167,11 @@ inline LocalResult solve_local(const LocalProblem& p, double eps, long long max_
     const float yi = p.y[i], yj = p.y[j];
     const float* ki = p.k + i * m;
     const float* kj = p.k + j * m;
+    detail::reset(tops);
     for (Index t = 0; t < m; ++t) {
       const float yt = p.y[t];
       p.grad[t] += static_cast<double>(yi * yt * ki[t]) * di + static_cast<double>(yj * yt * kj[t]) * dj;
+      detail::consider(p, t, tops);
     }
   }
   interrupt.throw_if_stopped();
