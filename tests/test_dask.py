@@ -415,6 +415,23 @@ def test_gaussian_process_cg_matches_the_single_process_fit(client):
     assert restored.log_marginal_likelihood(theta) == pytest.approx(value, rel=1e-9)
 
 
+def test_svc_on_a_dask_array_matches_the_single_process_fit(client):
+    """A support vector machine's solver reads kernel columns of every row: its samples are brought into this
+    process; predictions on a dask array are a dask array, the fitted row map applied on the workers."""
+    X, X_new = data(), data(250, seed=3)
+    y = np.where(X[:, 0] + 0.5 * X[:, 1] > 0, "yes", "no")
+    dist = fastkpca.SVC(tol=1e-6).fit(da.from_array(X, chunks=(600, D)), y)
+    local = fastkpca.SVC(tol=1e-6).fit(X, y)
+    np.testing.assert_array_equal(dist.support_, local.support_)
+    np.testing.assert_allclose(dist.dual_coef_, local.dual_coef_, rtol=0, atol=1e-12)
+    lazy = dist.decision_function(da.from_array(X_new, chunks=(100, D)))
+    assert isinstance(lazy, da.Array)
+    np.testing.assert_allclose(lazy.compute(), local.decision_function(X_new), rtol=0, atol=1e-10)
+    labels = dist.predict(da.from_array(X_new, chunks=(100, D)))
+    assert isinstance(labels, da.Array)
+    np.testing.assert_array_equal(labels.compute(), local.predict(X_new))
+
+
 def test_gaussian_process_on_a_cluster_needs_cg(client):
     from sklearn.gaussian_process.kernels import RBF
 

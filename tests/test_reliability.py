@@ -58,6 +58,10 @@ INTERRUPT_CASES = {
     "matrix_free": ("import fastkpca.operators; X = rng.standard_normal((40000, 256)); "
                     "op = fastkpca.kernel_operator(X, kernel='rbf', storage='matrix_free')",
                     "fastkpca.eigsh(op, 10, tol=0.0, maxiter=100000)"),
+    # Random labels: nearly every sample a support vector, a solve of minutes; the interrupt lands in its
+    # working sets (column passes, the subproblem's SMO, the gradient's update).
+    "svc": ("import fastkpca.estimators; X = rng.standard_normal((60000, 32)); y = rng.random(60000) < 0.5",
+            "fastkpca.SVC().fit(X, y)"),
 }
 
 

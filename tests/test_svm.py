@@ -286,6 +286,53 @@ def test_columns_equal_numpy_on_any_rows():
             assert np.abs(out - expected).max() <= 1e-6 * max(1.0, np.abs(expected).max())
 
 
+def test_nu_problem_with_a_tiny_working_set_still_converges():
+    """A ν problem needs both ends of both signs' violations in its working set: asked for 2 variables, the solver
+    takes 4, and converges (a working set without them would make no progress)."""
+    X, y = _classification(400, 4, seed=21)
+    columns = _native.core.svm_dense_columns(np.ascontiguousarray(X), "rbf", 0.3, 3, 0, 0)
+    settings = solvers.DualSettings(tol=1e-6, working_set=2, whole_below=0, cache_bytes=16 * 400 * 4)
+    small = solvers.solve(columns, "nu_svc", np.arange(400), settings, y=np.where(y > 0, 1, -1), upper=np.ones(400),
+                          nu=0.3)
+    whole = solvers.solve(columns, "nu_svc", np.arange(400), solvers.DualSettings(tol=1e-6), y=np.where(y > 0, 1, -1),
+                          upper=np.ones(400), nu=0.3)
+    assert small.stats["working_set"] == 4 and small.status == 0
+    assert abs(small.rho - whole.rho) < 1e-4 * max(1.0, abs(whole.rho))
+
+
+def test_a_python_kernel_is_evaluated_once():
+    """A callable (and any kernel evaluated in Python) gives its whole matrix once, also for a problem too large to be
+    taken whole: its columns are read from it, never evaluated again in float32."""
+    X, y = _classification(4500, 3, seed=22)
+    calls = []
+
+    def linear(a, b):
+        calls.append((len(a), len(b)))
+        return a @ b.T
+
+    model = fastkpca.SVC(kernel=linear, C=0.1).fit(X, y)
+    assert calls == [(4500, 4500)]
+    assert model.solver_info_["pairs"][0]["columns_dtype"] == "float64"
+
+
+def test_weights_that_empty_a_class_are_refused_by_name():
+    X, y = _classification(120, 3, classes=3, seed=23)
+    w = np.where(y == 2, 0.0, 1.0)
+    with pytest.raises(ValueError, match="class 2 has no sample with a positive weight"):
+        fastkpca.SVC().fit(X, y, sample_weight=w)
+    Xb, yb = _classification(80, 3, seed=24)
+    with pytest.raises(ValueError, match="belong to the same class"):
+        fastkpca.SVC(class_weight={0: 0.0}).fit(Xb, yb)
+
+
+def test_a_callable_on_sparse_samples_keeps_dense_coefficients():
+    """scikit-learn's convention: a callable kernel's model is not a sparse model, whatever X is."""
+    X, y = _classification(60, 4, seed=25)
+    model = fastkpca.SVC(kernel=lambda a, b: (a @ b.T).toarray()).fit(sparse.csr_matrix(X), y)
+    assert isinstance(model.dual_coef_, np.ndarray)
+    assert np.array_equal(model.predict(sparse.csr_matrix(X)), fastkpca.SVC(kernel="linear").fit(X, y).predict(X))
+
+
 def test_max_iter_warns_and_reports():
     from sklearn.exceptions import ConvergenceWarning
 

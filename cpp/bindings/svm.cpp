@@ -1,6 +1,7 @@
 // The support vector machine's dual solver (svm/dual_solver.hpp): kernel column sources over dense, sparse or
 // precomputed samples, and one solve. The Python layer (fastkpca.solvers.svm) builds the dual's arrays and
 // validates them; here only shapes and the invariants the core relies on are checked.
+#include <cmath>
 #include <cstdint>
 #include <memory>
 #include <string>
@@ -122,7 +123,10 @@ py::dict svm_solve(const PyKernelColumns& columns, const Input<std::int64_t>& sa
       throw py::value_error("the bounds must be > 0 and alpha within them");
   }
   if (!(tol > 0)) throw py::value_error("tol must be > 0");
-  if (!(cache_bytes > 0)) throw py::value_error("cache_bytes must be > 0");
+  if (!(cache_bytes > 0) || !std::isfinite(cache_bytes)) throw py::value_error("cache_bytes must be finite and > 0");
+  if (!(local_steps > 0) || !(local_ratio >= 0) || !(local_ratio < 1) || !(shrink_fraction > 0) || !(fresh_share > 0) ||
+      !(fresh_share <= 1) || working_set < 2)
+    throw py::value_error("the solver's settings are out of range");
   static_assert(sizeof(Index) == sizeof(std::int64_t), "sample indices cross as int64");
   svm::DualProblem problem;
   problem.l = l;

@@ -3,6 +3,7 @@ answers, their duals solved by the native core's batched SMO (solvers/svm) on an
 
 from __future__ import annotations
 
+import functools
 import numbers
 import warnings
 from typing import Any, Callable
@@ -165,8 +166,9 @@ class _BaseSVM(Reporting, BaseEstimator):
         """The decision functions' coefficients over the support vectors, (n_SV, k)."""
         return fitted.dense(self._dual_coef_).T
 
-    def _decision_values(self, X) -> np.ndarray:
-        """LIBSVM's decision values (n, k): K(X, SV)·V + intercept, by one fused pass."""
+    def _decision_values(self, X, finish=None):
+        """LIBSVM's decision values (n, k): K(X, SV)·V + intercept, by one fused pass, then ``finish`` of them (a
+        picklable function: an engine applies the whole map to its chunks)."""
         check_is_fitted(self)
         vectors = kernels.takes_vectors(self.kernel, callable_of_sets=True)
         engine = engines.select(X)
@@ -179,7 +181,7 @@ class _BaseSVM(Reporting, BaseEstimator):
         if V.shape[0] != support.shape[0]:
             raise ValueError(f"The internal representation of {type(self).__name__} was altered")
         rowmap = fitted.DecisionMap(self._support_set, support, V, self._intercept_, type(self).__name__,
-                                    v.memory_limit(self.memory_limit))
+                                    v.memory_limit(self.memory_limit), finish)
         return engine.apply(rowmap, X)
 
     @property
@@ -238,7 +240,8 @@ class _BaseSVC(ClassifierMixin, _BaseSVM):
         samples, labels, kernel, n = self._validate_training(X, y, classifier=True)
         w = np.ones(n) if sample_weight is None else v.check_sample_weight(sample_weight, n)  # <= 0: left out
         k = self.classes_.shape[0]
-        keep = w > 0
+        c_svc = self._formulation == "c_svc"
+        keep = w * (self.class_weight_[labels] if c_svc else 1.0) > 0  # LIBSVM leaves out bounds of 0
         one_class_left = keep.any() and np.unique(labels[keep]).shape[0] < 2
         if self._formulation == "nu_svc" and not one_vs_one.nu_feasible(self.nu, labels, w, k):
             raise ValueError("specified nu is infeasible" + (": all samples with positive weights belong to the same "
@@ -247,12 +250,15 @@ class _BaseSVC(ClassifierMixin, _BaseSVM):
             raise ValueError("Invalid input - all samples have zero or negative weights.")
         if self._formulation == "c_svc" and one_class_left:
             raise ValueError("Invalid input - all samples with positive weights belong to the same class.")
+        empty = [c for c in range(k) if not keep[labels == c].any()]
+        if empty:
+            raise ValueError(f"class {self.classes_[empty[0]].item()!r} has no sample with a positive weight "
+                             "(sample_weight times class_weight): every class needs one")
         labels = np.where(keep, labels, -1)
         if self.verbose:
             print("[LibSVM]", end="")
         limit = v.memory_limit(self.memory_limit)
         sources = fitted.ColumnSources(kernel, samples, limit)
-        c_svc = self._formulation == "c_svc"
         problem = one_vs_one.Pairs(sources, labels, k, self._formulation, upper=w * (self.C if c_svc else 1.0),
                                    class_scale=self.class_weight_ if c_svc else np.ones(k),
                                    nu=getattr(self, "nu", None))
@@ -307,13 +313,9 @@ class _BaseSVC(ClassifierMixin, _BaseSVM):
             them (``"ovr"``, more than two classes), or for two classes one value per sample, positive for the
             second class.
         """
-        dec = self._decision_values(X)
-        k = self.classes_.shape[0]
-        if k == 2:
-            return -dec.ravel()
-        if self.decision_function_shape == "ovr":
-            return one_vs_one.ovr_decision(dec, k)
-        return dec
+        check_is_fitted(self)
+        return self._decision_values(X, functools.partial(one_vs_one.decision_shape, n_classes=self.classes_.shape[0],
+                                                          shape=self.decision_function_shape))
 
     def predict(self, X):
         """Perform classification on samples in X.
@@ -332,12 +334,9 @@ class _BaseSVC(ClassifierMixin, _BaseSVM):
         check_is_fitted(self)
         if self.break_ties and self.decision_function_shape == "ovo":
             raise ValueError("break_ties must be False when decision_function_shape is 'ovo'")
-        k = self.classes_.shape[0]
-        if self.break_ties and self.decision_function_shape == "ovr" and k > 2:
-            index = np.argmax(self.decision_function(X), axis=1)
-        else:
-            index = one_vs_one.votes(self._decision_values(X), k)
-        return self.classes_.take(np.asarray(index, dtype=np.intp))
+        return self._decision_values(X, functools.partial(one_vs_one.labels, classes=self.classes_,
+                                                          break_ties=self.break_ties,
+                                                          shape=self.decision_function_shape))
 
     def _check_proba(self):
         if (isinstance(self.probability, str) and self.probability == _DEPRECATED) or not self.probability:
@@ -362,9 +361,8 @@ class _BaseSVC(ClassifierMixin, _BaseSVM):
         check_is_fitted(self)
         if self._probA.size == 0 or self._probB.size == 0:
             raise NotFittedError("predict_proba is not available when fitted with probability=False")
-        dec = self._decision_values(X)
-        k = self.classes_.shape[0]
-        return probability.couple(probability.pairwise_probabilities(dec, self._probA, self._probB, k))
+        return self._decision_values(X, functools.partial(probability.class_probabilities, prob_a=self._probA,
+                                                          prob_b=self._probB, n_classes=self.classes_.shape[0]))
 
     @available_if(_check_proba)
     def predict_log_proba(self, X):
@@ -446,7 +444,7 @@ class _BaseSingle(_BaseSVM):
         -------
         y_pred : ndarray of shape (n_samples,)
         """
-        return self._decision_values(X).ravel()
+        return self._decision_values(X, np.ravel)
 
 
 _CLASSIFIER = {**_COMMON, "class_weight": _class_weight, "probability": _probability,
@@ -820,7 +818,7 @@ class OneClassSVM(OutlierMixin, _BaseSingle):
         -------
         dec : ndarray of shape (n_samples,)
         """
-        return self._decision_values(X).ravel()
+        return self._decision_values(X, np.ravel)
 
     def score_samples(self, X):
         """The raw scoring function of the samples: ``decision_function(X) + offset_``.
@@ -846,4 +844,4 @@ class OneClassSVM(OutlierMixin, _BaseSingle):
         -------
         y_pred : ndarray of shape (n_samples,)
         """
-        return np.where(self.decision_function(X) > 0, 1, -1).astype(np.intp)
+        return self._decision_values(X, one_vs_one.inlier)

@@ -97,6 +97,8 @@ class Kernel:
     #: New samples are evaluated against every training sample, not a subset (a function of two sets of samples
     #: may rely on seeing the whole training set, as scikit-learn's support vector machines give it).
     reads_all_fitted = False
+    #: :meth:`column_source` evaluates the columns of dense float64 samples in float32 when asked (``fast``).
+    float32_columns = False
 
     def __init__(self, threads: int = 0):
         self.threads = threads

@@ -38,6 +38,7 @@ class NativeKernel(Kernel):
 
     native = True
     distributed = True
+    float32_columns = True
 
     def __init__(self, name: str, gamma: float, degree: float, coef0: float, threads: int = 0):
         super().__init__(threads)

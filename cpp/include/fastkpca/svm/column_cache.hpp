@@ -37,7 +37,12 @@ class ColumnCache {
     for (Index s = slots() - 1; s >= 0; --s) free_.push_back(s);
   }
 
-  Index slots() const { return static_cast<Index>(capacity_ / static_cast<std::size_t>(rows_)); }
+  // Columns that fit, and never more than there are keys (shrinking to a few rows would otherwise make the
+  // bookkeeping of slots larger than the columns).
+  Index slots() const {
+    return std::min(static_cast<Index>(capacity_ / static_cast<std::size_t>(rows_)),
+                    static_cast<Index>(slot_of_.size()));
+  }
   Index rows() const { return rows_; }
   std::size_t floats() const { return capacity_; }
 

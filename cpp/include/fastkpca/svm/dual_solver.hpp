@@ -16,10 +16,10 @@
 // the cache, the first step is LIBSVM's own iteration on the whole matrix.
 //
 // Shrinking (LIBSVM's rule): a variable at a bound whose s lies beyond the current extremes cannot join a
-// violating pair soon; when at least a tenth of the rows have only such variables, those rows are dropped —
-// their columns are no longer evaluated nor their gradients updated, and the cached columns are compacted.
-// Their gradients are rebuilt from the nonzero α by one product (never stored) the first time the gap falls
-// below 10·tol and before the final check, after which every row is back.
+// violating pair soon; when at least half the rows (shrink_fraction) have only such variables, those rows are
+// dropped — their columns are no longer evaluated nor their gradients updated, and the cached columns are
+// compacted. Their gradients are rebuilt from the nonzero α by one product (never stored) before the final
+// check (with early_rebuild also when the gap first falls below 10·tol, as LIBSVM does), and every row is back.
 #pragma once
 
 #include <algorithm>
@@ -186,9 +186,10 @@ class DualSolver {
     // q: no more than the cache holds at the full rows, nor the variables; the whole problem when it fits.
     const std::size_t floats = opt_.cache_bytes / sizeof(float);
     const Index slots = static_cast<Index>(floats / static_cast<std::size_t>(n_ps()));
-    if (slots < 2)
-      throw std::invalid_argument("the column cache holds fewer than two kernel columns: give it more memory");
-    Index q = std::min<Index>({std::max<Index>(opt_.working_set, 2), l, slots});
+    if (slots < 4)
+      throw std::invalid_argument("the column cache holds fewer than four kernel columns: give it more memory");
+    // At least four variables (both ends of both signs' violations for ν), as far as there are.
+    Index q = std::min<Index>({std::max<Index>(opt_.working_set, 4), l, slots});
     if (l <= opt_.whole_below && slots >= n_ps()) q = l;
     q_ = q;
     stats_.working_set = q_;
@@ -200,6 +201,8 @@ class DualSolver {
     row_of_ = rows_;
     set_rows();
     in_set_.assign(static_cast<std::size_t>(l), 0);
+    column_of_.assign(static_cast<std::size_t>(n_ps()), nullptr);
+    w_.assign(static_cast<std::size_t>(n_ps()), 0.0);
     score_.assign(static_cast<std::size_t>(l), 0.0);
     side_.assign(static_cast<std::size_t>(l), 0);
   }
@@ -409,7 +412,14 @@ class DualSolver {
     const Index take = std::min<Index>(fresh, q_ - static_cast<Index>(set_.size()));
     if (take <= 0) return;
     const Index count = maintained();
+    // Every thread's lists emptied and reserved before the region (a smaller team must not merge stale lists, and
+    // no list grows past 4·take, so nothing allocates inside it).
     thread_lists_.resize(static_cast<std::size_t>(omp_get_max_threads()));
+    for (auto& lists_of_thread : thread_lists_)
+      for (auto& l : lists_of_thread) {
+        l.clear();
+        l.reserve(static_cast<std::size_t>(4 * take + 1));
+      }
 #pragma omp parallel
     {
       // Each thread its share of the rows, its lists cut to their `take` best before they are merged.
@@ -417,10 +427,7 @@ class DualSolver {
       // kept: the work stays linear in the rows, the memory a few working sets.
       auto& mine = thread_lists_[static_cast<std::size_t>(omp_get_thread_num())];
       std::pair<double, Index> bar[4];
-      for (int k = 0; k < 4; ++k) {
-        mine[k].clear();
-        bar[k] = {kInf, std::numeric_limits<Index>::max()};
-      }
+      for (int k = 0; k < 4; ++k) bar[k] = {kInf, std::numeric_limits<Index>::max()};
       const auto keep = [&](int k, double key, Index t) {
         auto& v = mine[k];
         if (!(std::make_pair(key, t) < bar[k])) return;
@@ -490,7 +497,7 @@ class DualSolver {
     for (Index t : set_) set_ps.push_back(ps_of_[static_cast<std::size_t>(t)]);
     std::sort(set_ps.begin(), set_ps.end());
     set_ps.erase(std::unique(set_ps.begin(), set_ps.end()), set_ps.end());
-    std::vector<const float*> column_of(static_cast<std::size_t>(n_ps()), nullptr);
+    std::vector<const float*>& column_of = column_of_;
     fetch_columns(set_ps, column_of);
     stats_.seconds_columns += seconds_since(t0);
 
@@ -519,7 +526,8 @@ class DualSolver {
     }
     LocalProblem local{m, y.data(), upper.data(), diag.data(), block_.data(), alpha.data(), grad.data(), pr_.nu};
     const double eps = whole ? opt_.tol : std::max(opt_.tol, opt_.local_ratio * e.gap());
-    long long cap = whole ? -1 : static_cast<long long>(opt_.local_steps * static_cast<double>(m));
+    long long cap =
+        whole ? -1 : std::max<long long>(1, static_cast<long long>(opt_.local_steps * static_cast<double>(m)));
     if (opt_.max_iter >= 0) {
       const long long left = opt_.max_iter - stats_.iterations;
       cap = cap < 0 ? left : std::min(cap, left);
@@ -527,11 +535,15 @@ class DualSolver {
     const LocalResult result = solve_local(local, eps, cap, interrupt_);
     stats_.iterations += result.iterations;
     stats_.seconds_local += seconds_since(t0);
+    // A step that moves nothing while the whole problem's gap is above tol would repeat forever: the selection
+    // always holds both ends of the largest violation, so this is a defect, reported rather than looped on.
+    stalled_ = result.iterations == 0 ? stalled_ + 1 : 0;
+    if (stalled_ > 2) throw std::logic_error("the SVM solver made no progress in three working sets");
 
     // G += Q[:, B]·Δα_B over every row, from the cached columns (one weight per sample); the whole problem's
     // gradient is the subproblem's own.
     t0 = Clock::now();
-    std::vector<double> w(static_cast<std::size_t>(n_ps()), 0.0);
+    std::vector<double>& w = w_;
     std::vector<Index> moved;
     for (Index b = 0; b < m; ++b) {
       const Index t = set_[static_cast<std::size_t>(b)];
@@ -547,7 +559,11 @@ class DualSolver {
       update_gradient(moved, w, column_of);
       stats_.update_entries += static_cast<double>(moved.size()) * static_cast<double>(n_rows());
     }
-    for (Index ps : set_ps) cache_->pin(ps, false);
+    for (Index ps : set_ps) {
+      cache_->pin(ps, false);
+      column_of[static_cast<std::size_t>(ps)] = nullptr;
+    }
+    for (Index ps : moved) w[static_cast<std::size_t>(ps)] = 0.0;
     stats_.seconds_update += seconds_since(t0);
   }
 
@@ -657,6 +673,9 @@ class DualSolver {
   std::vector<double> score_;
   std::vector<std::uint8_t> side_;
   std::vector<float> block_;
+  std::vector<const float*> column_of_;  // the working set's columns (null elsewhere: reset after each step)
+  std::vector<double> w_;                // the update's weight per sample (zero elsewhere: reset after each step)
+  int stalled_ = 0;
   std::unique_ptr<ColumnCache> cache_;
   std::unique_ptr<ColumnSession> session_;
 };

@@ -35,7 +35,8 @@ class ColumnSession {
   virtual Index rows() const = 0;
   // out[c][r] = k(x_rows[r], x_cols[c]) for c < n_cols, r < rows().
   virtual void columns(const Index* cols, Index n_cols, float* const* out, Interrupt& interrupt) = 0;
-  // out[t] = Σ_c k(x_targets[t], x_cols[c])·w[c], in float64, nothing stored.
+  // out[t] = Σ_c k(x_targets[t], x_cols[c])·w[c]: the entries in the source's dtype, the sums in float64, nothing
+  // stored (targets and columns taken in chunks of bounded bytes).
   virtual void product(const Index* targets, Index n_targets, const Index* cols, Index n_cols, const double* w,
                        double* out, Interrupt& interrupt) = 0;
 };
@@ -51,8 +52,15 @@ class KernelColumns {
   virtual std::size_t session_bytes(Index rows) const = 0;
 };
 
-// Targets of a product are taken in chunks of this many rows: its working copies stay bounded.
-constexpr Index kProductChunk = 16384;
+// A product's targets and columns are taken in chunks of at most this many bytes of rows (and at least 256 rows):
+// its working copies (the gathered rows, their prepared operands) stay bounded whatever n and d.
+constexpr std::size_t kProductChunkBytes = std::size_t(16) << 20;
+// Rows of d values of `bytes` each in one chunk.
+inline Index product_chunk(Index d, std::size_t bytes) {
+  return std::max<Index>(256, static_cast<Index>(kProductChunkBytes / (std::max<Index>(d, 1) * bytes)));
+}
+// Rows of a diagonal computed at once.
+constexpr Index kDiagonalChunk = 16384;
 
 namespace detail {
 
@@ -93,7 +101,22 @@ void tiles_product(const KernelTiles<S>& tiles, const double* w, double* out, In
   RowMatrix<double> wa(tiles.n(), 1);
   RowMatrixMap<double> wa_map(wa.data(), wa.rows(), 1);
   kernel_block_product(tiles, static_cast<const S*>(nullptr), 0, nullptr, &vb, wa_map, nullptr, interrupt);
-  for (Index t = 0; t < tiles.n(); ++t) out[t] = wa(t, 0);
+  for (Index t = 0; t < tiles.n(); ++t) out[t] += wa(t, 0);
+}
+
+// out[t] = Σ_c K(targets[t], cols[c])·w[c] over chunks of targets and of columns, from `tiles_of(targets, n_t,
+// cols, n_c)` (a block's tiles made from the rows given).
+template <class S, class TilesOf>
+void chunked_product(const Index* targets, Index n_targets, const Index* cols, Index n_cols, const double* w,
+                     double* out, Index chunk, TilesOf&& tiles_of, Interrupt& interrupt) {
+  std::fill(out, out + n_targets, 0.0);
+  for (Index c0 = 0; c0 < n_cols; c0 += chunk) {
+    const Index nc = std::min(chunk, n_cols - c0);
+    for (Index t0 = 0; t0 < n_targets; t0 += chunk) {
+      const Index nt = std::min(chunk, n_targets - t0);
+      tiles_product(*tiles_of(targets + t0, nt, cols + c0, nc), w + c0, out + t0, interrupt);
+    }
+  }
 }
 
 // Dense samples, one kernel functor: the rows' operand prepared once per set_rows (kernels.hpp's
@@ -108,6 +131,8 @@ class DenseSession final : public ColumnSession {
   }
 
   void set_rows(const std::vector<Index>& rows, Interrupt&) override {
+    op_ = fastkpca::Operands<S>();  // the old rows' operand gone before the new one is made
+    op_.has_y = true;
     op_.y = gather_rows(x_, rows.data(), static_cast<Index>(rows.size()));
     op_.x.resize(0, x_.cols());
     kernel_.prepare_right(op_, bound_);
@@ -141,14 +166,15 @@ class DenseSession final : public ColumnSession {
 
   void product(const Index* targets, Index n_targets, const Index* cols, Index n_cols, const double* w, double* out,
                Interrupt& interrupt) override {
-    const RowMatrix<S> xc = gather_rows(x_, cols, n_cols);
-    const ConstRowMatrixMap<S> yc(xc.data(), xc.rows(), xc.cols());
-    for (Index t0 = 0; t0 < n_targets; t0 += kProductChunk) {
-      const Index nt = std::min(kProductChunk, n_targets - t0);
-      const RowMatrix<S> xt = gather_rows(x_, targets + t0, nt);
-      const ConstRowMatrixMap<S> xm(xt.data(), xt.rows(), xt.cols());
-      tiles_product(*make_kernel_tiles<S>(xm, params_, &yc), w, out + t0, interrupt);
-    }
+    RowMatrix<S> xt, xc;  // the chunks' gathered rows, kept alive while their tiles read them
+    const auto tiles_of = [&](const Index* t, Index nt, const Index* c, Index nc) {
+      xt = gather_rows(x_, t, nt);
+      xc = gather_rows(x_, c, nc);
+      const ConstRowMatrixMap<S> xm(xt.data(), xt.rows(), xt.cols()), ym(xc.data(), xc.rows(), xc.cols());
+      return make_kernel_tiles<S>(xm, params_, &ym);
+    };
+    chunked_product<S>(targets, n_targets, cols, n_cols, w, out, product_chunk(x_.cols(), sizeof(S)), tiles_of,
+                       interrupt);
   }
 
  private:
@@ -194,14 +220,17 @@ class SparseSession final : public ColumnSession {
 
   void product(const Index* targets, Index n_targets, const Index* cols, Index n_cols, const double* w, double* out,
                Interrupt& interrupt) override {
-    const SparseRows<S> xc = gather_sparse(x_, cols, n_cols);
-    const SparseView<S> right = view_of(xc);
-    for (Index t0 = 0; t0 < n_targets; t0 += kProductChunk) {
-      const Index nt = std::min(kProductChunk, n_targets - t0);
-      const SparseRows<S> xt = gather_sparse(x_, targets + t0, nt);
-      const SparseView<S> left = view_of(xt);
-      tiles_product(*make_sparse_kernel_tiles<S>(left, params_, &right), w, out + t0, interrupt);
-    }
+    SparseRows<S> xt, xc;
+    const auto tiles_of = [&](const Index* t, Index nt, const Index* c, Index nc) {
+      xt = gather_sparse(x_, t, nt);
+      xc = gather_sparse(x_, c, nc);
+      const SparseView<S> left = view_of(xt), right = view_of(xc);
+      return make_sparse_kernel_tiles<S>(left, params_, &right);
+    };
+    const Index nnz = x_.indptr[x_.rows] - x_.indptr[0];
+    const Index per_row = std::max<Index>(1, nnz / std::max<Index>(x_.rows, 1));
+    chunked_product<S>(targets, n_targets, cols, n_cols, w, out, product_chunk(per_row, sizeof(S) + 4), tiles_of,
+                       interrupt);
   }
 
  private:
@@ -233,7 +262,7 @@ class MatrixSession final : public ColumnSession {
 #pragma omp parallel for schedule(static)
     for (Index t = 0; t < n_targets; ++t) {
       if (interrupt.poll()) continue;
-      double sum = 0;
+      double sum = 0;  // the entries in the matrix's dtype, the sum in float64
       for (Index c = 0; c < n_cols; ++c) sum += static_cast<double>(k_[cols[c] * n_ + targets[t]]) * w[c];
       out[t] = sum;
     }
@@ -256,10 +285,19 @@ class DenseColumns final : public KernelColumns {
     bound_ = x_.size() ? static_cast<double>(x_.cwiseAbs().maxCoeff()) : 0.0;
   }
   Index samples() const override { return x_.rows(); }
+  // k(x_s, x_s): 1 for a unit-diagonal kernel, else chunk by chunk (kernel_diagonal copies the rows it reads).
   void diagonal(double* out, Interrupt& interrupt) const override {
-    std::vector<S> d(static_cast<std::size_t>(x_.rows()));
-    kernel_diagonal<S>(x_, params_, d.data(), interrupt);
-    for (Index i = 0; i < x_.rows(); ++i) out[i] = static_cast<double>(d[static_cast<std::size_t>(i)]);
+    if (kernel_info(params_.kind).unit_diagonal) {
+      std::fill(out, out + x_.rows(), 1.0);
+      return;
+    }
+    std::vector<S> d(static_cast<std::size_t>(kDiagonalChunk));
+    for (Index i0 = 0; i0 < x_.rows(); i0 += kDiagonalChunk) {
+      const Index n = std::min(kDiagonalChunk, x_.rows() - i0);
+      const ConstRowMatrixMap<S> part(x_.data() + i0 * x_.cols(), n, x_.cols());
+      kernel_diagonal<S>(part, params_, d.data(), interrupt);
+      for (Index i = 0; i < n; ++i) out[i0 + i] = static_cast<double>(d[static_cast<std::size_t>(i)]);
+    }
   }
   std::unique_ptr<ColumnSession> session() const override {
     return with_kernel<S>(params_, [&](auto kernel, bool unit_diagonal) -> std::unique_ptr<ColumnSession> {
@@ -283,9 +321,13 @@ class SparseColumns final : public KernelColumns {
   SparseColumns(const SparseView<S>& x, const KernelParams& params) : x_(x), params_(params) {}
   Index samples() const override { return x_.rows; }
   void diagonal(double* out, Interrupt&) const override {
-    std::vector<S> d(static_cast<std::size_t>(x_.rows));
-    sparse_kernel_diagonal<S>(x_, params_, d.data());
-    for (Index i = 0; i < x_.rows; ++i) out[i] = static_cast<double>(d[static_cast<std::size_t>(i)]);
+    std::vector<S> d(static_cast<std::size_t>(kDiagonalChunk));
+    for (Index i0 = 0; i0 < x_.rows; i0 += kDiagonalChunk) {
+      const Index n = std::min(kDiagonalChunk, x_.rows - i0);
+      const SparseView<S> part{x_.indptr + i0, x_.indices, x_.values, n, x_.cols};
+      sparse_kernel_diagonal<S>(part, params_, d.data());
+      for (Index i = 0; i < n; ++i) out[i0 + i] = static_cast<double>(d[static_cast<std::size_t>(i)]);
+    }
   }
   std::unique_ptr<ColumnSession> session() const override {
     return std::make_unique<detail::SparseSession<S>>(x_, params_);

@@ -51,13 +51,28 @@ def gamma_of(spec, gamma, samples) -> float:
         if v.is_sparse(X):
             variance = float(X.multiply(X).mean() - X.mean() ** 2)
         else:
-            variance = float(np.asarray(X, dtype=np.float64).var())
+            variance = _variance(X)
     if not np.isfinite(variance):
         # LIBSVM would go on with gamma = 0 and squared norms that overflow, and fail on the coefficients.
         raise ValueError("The dual coefficients or intercepts are not finite: X.var() overflows float64, so "
                          "gamma='scale' cannot be computed. The input data may contain large values and need to be "
                          "preprocessed.")
     return 1.0 / (d * variance) if variance != 0 else 1.0
+
+
+def _variance(X, rows: int = 65536) -> float:
+    """The variance of every entry of a dense X, in float64, chunk by chunk (no float64 copy of X): the mean first,
+    then the mean square deviation from it."""
+    n = X.shape[0]
+    total = 0.0
+    for start in range(0, n, rows):
+        total += float(np.sum(X[start:start + rows], dtype=np.float64))
+    mean = total / X.size
+    squares = 0.0
+    for start in range(0, n, rows):
+        part = np.asarray(X[start:start + rows], dtype=np.float64) - mean
+        squares += float(np.einsum("ij,ij->", part, part))
+    return squares / X.size
 
 
 class ColumnSources:
@@ -86,7 +101,16 @@ class ColumnSources:
         return self._exact
 
     @property
+    def copies(self) -> bool:
+        """Whether the fast columns are another source (a float32 copy of dense float64 samples of a kernel that
+        evaluates its columns in float32), not the exact one."""
+        return (self.kernel.float32_columns and not v.is_sparse(self._X)
+                and getattr(self._X, "dtype", None) == np.float64)
+
+    @property
     def fast(self):
+        if not self.copies:
+            return self.exact
         if self._fast is None:
             self._fast = self.kernel.column_source(self._X, memory_limit=self.memory_limit, fast=True)
         return self._fast
@@ -94,9 +118,7 @@ class ColumnSources:
     @property
     def held(self) -> int:
         """Bytes of the float32 copy the fast columns read (0 where they are the exact ones)."""
-        if self._fast is None or self._fast.dtype == getattr(self._X, "dtype", None):
-            return 0
-        return int(getattr(self._X, "size", 0)) * 4
+        return int(self._X.size) * 4 if self.copies else 0
 
     def for_problem(self, variables: int, rows: int, cache: int, whole_below: int):
         """The columns a problem of ``variables`` variables over ``rows`` samples reads with this cache."""
@@ -119,7 +141,7 @@ class SupportSet:
         X = _training(samples)
         self.kernel = kernel
         self.n_fit = X.shape[0] if hasattr(X, "shape") else len(X)
-        self.sparse = v.is_sparse(X) and not kernel.precomputed
+        self.sparse = v.is_sparse(X) and not kernel.precomputed and not kernel.reads_all_fitted
         self.all_fitted = bool(kernel.reads_all_fitted)
         if kernel.precomputed:
             self.samples = None
@@ -206,16 +228,18 @@ class SupportSet:
 
 
 class DecisionMap:
-    """The fitted row map x ↦ K(x, SV)·V + intercept (picklable, so an engine can apply it to its chunks)."""
+    """The fitted row map x ↦ finish(K(x, SV)·V + intercept) (picklable, so an engine can apply it to its chunks;
+    ``finish``, a picklable function of the decision values, or None)."""
 
     def __init__(self, support_set: SupportSet, support: np.ndarray, V: np.ndarray, intercept: np.ndarray,
-                 model: str, memory_limit: int | None = None):
+                 model: str, memory_limit: int | None = None, finish=None):
         self.support_set, self.support, self.V, self.intercept = support_set, support, V, intercept
-        self.model, self.memory_limit = model, memory_limit
+        self.model, self.memory_limit, self.finish = model, memory_limit, finish
 
     def __call__(self, X) -> np.ndarray:
         X = self.support_set.check_new(X, self.model)
-        return self.support_set.products(X, self.support, self.V, self.memory_limit) + self.intercept
+        values = self.support_set.products(X, self.support, self.V, self.memory_limit) + self.intercept
+        return values if self.finish is None else self.finish(values)
 
 
 def _rows(X, support: np.ndarray):

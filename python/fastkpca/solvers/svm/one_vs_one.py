@@ -17,6 +17,7 @@ support vectors sit in row j - 1, those of class j's in row i.
 from __future__ import annotations
 
 import dataclasses
+import threading
 from concurrent.futures import ThreadPoolExecutor
 
 import numpy as np
@@ -25,7 +26,8 @@ from ... import _validation as v
 from . import plan
 from .dual import DualSettings, DualSolution, solve
 
-__all__ = ["PairModel", "Pairs", "pairs_of", "nu_feasible", "pack", "pair_weights", "votes", "ovr_decision"]
+__all__ = ["PairModel", "Pairs", "pairs_of", "nu_feasible", "pack", "pair_weights", "votes", "ovr_decision",
+           "decision_shape", "labels", "inlier"]
 
 #: Pairs with fewer variables than this run side by side, one thread each.
 PARALLEL_BELOW = 4000
@@ -90,29 +92,52 @@ class Pairs:
     def fit(self, settings: DualSettings, memory_limit: int, cache_size, parallel_below: int = PARALLEL_BELOW
             ) -> list[PairModel]:
         """Every pair's solution, in LIBSVM's order: pairs of fewer than ``parallel_below`` variables side by side
-        (one thread each, the memory limit shared), then the others one by one with every thread."""
+        (one thread each, the memory limit shared: as many side by side as it holds), then the others one by one
+        with every thread."""
         threads = settings.threads if settings.threads > 0 else v.cpu_count()
         small = [k for k, t in enumerate(self.tasks) if t[2].size < parallel_below]
-        workers = min(threads, len(small)) if threads > 1 and len(small) > 1 else 1
-        self.side_by_side = workers
         results: list[PairModel | None] = [None] * len(self.tasks)
+        workers = min(threads, len(small)) if threads > 1 and len(small) > 1 else 1
+        rows = max((self.tasks[k][2].size for k in small), default=0)
+        while workers > 1:
+            try:
+                _, shared = self._planned(settings, memory_limit, cache_size, workers, rows)
+                break
+            except MemoryError:
+                workers -= 1
+        self.side_by_side = workers
         if workers > 1:
-            columns, shared = self._planned(settings, memory_limit, cache_size, workers,
-                                            max(self.tasks[k][2].size for k in small))
-            shared = dataclasses.replace(shared, threads=1)
-            with ThreadPoolExecutor(max_workers=workers) as pool:
-                for k, model in zip(small, pool.map(lambda k: self._solve(self.tasks[k], columns, shared), small)):
-                    results[k] = model
+            self._side_by_side(small, dataclasses.replace(shared, threads=1, progress=None), workers, results)
         rest = [k for k in range(len(self.tasks)) if results[k] is None]
         if rest:
-            columns, alone = self._planned(settings, memory_limit, cache_size, 1,
-                                           max(self.tasks[k][2].size for k in rest))
+            _, alone = self._planned(settings, memory_limit, cache_size, 1, max(self.tasks[k][2].size for k in rest))
             for k in rest:
-                results[k] = self._solve(self.tasks[k], columns, alone)
+                results[k] = self._solve(self.tasks[k], alone)
         return [r for r in results if r is not None]
 
-    def _solve(self, task, columns, settings: DualSettings) -> PairModel:
+    def _side_by_side(self, small: list[int], settings: DualSettings, workers: int, results: list) -> None:
+        """The small pairs on `workers` threads. Only the main thread sees Ctrl-C: the workers' solves stop at their
+        next step once it is raised (their progress hook raises), and the pairs not started are cancelled."""
+        stop = threading.Event()
+
+        def halt(_figures):
+            if stop.is_set():
+                raise KeyboardInterrupt
+
+        watched = dataclasses.replace(settings, progress=halt)
+        pool = ThreadPoolExecutor(max_workers=workers)
+        try:
+            for k, model in zip(small, pool.map(lambda k: self._solve(self.tasks[k], watched), small)):
+                results[k] = model
+        except BaseException:
+            stop.set()
+            pool.shutdown(wait=True, cancel_futures=True)
+            raise
+        pool.shutdown(wait=True)
+
+    def _solve(self, task, settings: DualSettings) -> PairModel:
         i, j, samples, y, bounds = task
+        columns = self.sources.for_problem(samples.size, samples.size, settings.cache_bytes, settings.whole_below)
         return PairModel(i, j, samples, solve(columns, self.formulation, samples, settings, y=y, upper=bounds,
                                               nu=self.nu))
 
@@ -121,11 +146,11 @@ class Pairs:
         one seed per pair drawn from ``rng``)."""
         from . import probability
 
-        columns, planned = self._planned(settings, memory_limit, cache_size, 1, max(t[2].size for t in self.tasks))
+        _, planned = self._planned(settings, memory_limit, cache_size, 1, max(t[2].size for t in self.tasks))
         prob_a, prob_b = [], []
         for _, _, samples, y, bounds in self.tasks:
             seed = rng.randint(np.iinfo(np.int32).max)
-            decisions = probability.cross_validated_decisions(columns, self.formulation, samples, y, bounds,
+            decisions = probability.cross_validated_decisions(self.sources, self.formulation, samples, y, bounds,
                                                               planned, np.random.RandomState(seed), nu=self.nu)
             a, b = probability.sigmoid_fit(decisions, y > 0)
             prob_a.append(a)
@@ -201,3 +226,29 @@ def ovr_decision(decisions: np.ndarray, n_classes: int) -> np.ndarray:
         confidence[:, i] += decisions[:, p]
         confidence[:, j] -= decisions[:, p]
     return count + confidence / (3 * (np.abs(confidence) + 1))
+
+
+# What a fitted model's row map finishes its decision values with (picklable, as functools.partial of these).
+
+def decision_shape(decisions: np.ndarray, n_classes: int, shape: str) -> np.ndarray:
+    """scikit-learn's ``decision_function``: for two classes one value per sample, positive for the second class;
+    else every pair's values ("ovo") or their one-vs-rest shape ("ovr")."""
+    if n_classes == 2:
+        return -decisions.ravel()
+    return ovr_decision(decisions, n_classes) if shape == "ovr" else decisions
+
+
+def labels(decisions: np.ndarray, classes: np.ndarray, break_ties: bool, shape: str) -> np.ndarray:
+    """The predicted classes: LIBSVM's vote, or with ``break_ties`` (one-vs-rest, more than two classes) the largest
+    one-vs-rest value."""
+    k = classes.shape[0]
+    if break_ties and shape == "ovr" and k > 2:
+        index = np.argmax(ovr_decision(decisions, k), axis=1)
+    else:
+        index = votes(decisions, k)
+    return classes.take(np.asarray(index, dtype=np.intp))
+
+
+def inlier(decisions: np.ndarray) -> np.ndarray:
+    """A one-class model's prediction: +1 where the decision value is positive, else -1."""
+    return np.where(decisions.ravel() > 0, 1, -1).astype(np.intp)

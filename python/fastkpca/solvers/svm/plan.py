@@ -74,7 +74,7 @@ def cache_bytes(columns, rows: int, variables: int, working_set: int, memory_lim
         needs.
     """
     column = 4 * max(rows, 1)
-    q = min(working_set, variables)
+    q = variables if variables <= whole_below else min(working_set, variables)  # the block a step solves
     fixed = int(columns.session_bytes(rows)) + VARIABLE_BYTES * variables + 4 * q * q + 48 * q + SLACK
     least = fixed + MIN_COLUMNS * column
     room = (memory_limit - held) // max(solves, 1) - fixed
@@ -92,8 +92,9 @@ def cache_bytes(columns, rows: int, variables: int, working_set: int, memory_lim
 
 def planned(sources, settings, rows: int, variables: int, memory_limit: int, cache_size: float | None,
             solves: int = 1):
-    """(columns, settings) of a problem: its cache sized, and the columns it reads (fitted.ColumnSources: exact for a
-    problem the solver takes whole, fast otherwise)."""
+    """(columns, settings) of problems of up to ``rows`` samples and ``variables`` variables, ``solves`` side by
+    side: the cache sized, and the columns the largest reads (fitted.ColumnSources: exact for a problem the solver
+    takes whole, fast otherwise; a smaller one asks ``sources.for_problem``)."""
     cache = cache_bytes(sources.exact, rows, variables, settings.working_set, memory_limit, cache_size, solves,
                         whole_below=settings.whole_below)
     if whole_problem(variables, rows, cache, settings.whole_below):

@@ -18,7 +18,7 @@ import numpy as np
 from ... import _native
 from .dual import DualSettings, solve
 
-__all__ = ["FOLDS", "cross_validated_decisions", "sigmoid_fit", "sigmoid_predict", "couple"]
+__all__ = ["FOLDS", "cross_validated_decisions", "sigmoid_fit", "sigmoid_predict", "couple", "class_probabilities"]
 
 FOLDS = 5
 #: Pairwise probabilities are kept within [MIN_PROBABILITY, 1 - MIN_PROBABILITY] before coupling.
@@ -38,11 +38,12 @@ def decision_values(columns, targets: np.ndarray, support: np.ndarray, coef: np.
     return out - rho
 
 
-def cross_validated_decisions(columns, formulation: str, samples: np.ndarray, y: np.ndarray, upper: np.ndarray,
+def cross_validated_decisions(sources, formulation: str, samples: np.ndarray, y: np.ndarray, upper: np.ndarray,
                               settings: DualSettings, rng: np.random.RandomState, nu: float | None = None
                               ) -> np.ndarray:
     """Held-out decision values of a binary problem from a 5-fold cross-validation (LIBSVM's folds: one random
-    permutation cut in five). A fold whose training rows are of one class predicts ±1 (0 with none)."""
+    permutation cut in five), each fold's problem on the columns of ``sources`` (fitted.ColumnSources) its size
+    calls for. A fold whose training rows are of one class predicts ±1 (0 with none)."""
     n = samples.shape[0]
     perm = rng.permutation(n)
     out = np.empty(n)
@@ -54,6 +55,7 @@ def cross_validated_decisions(columns, formulation: str, samples: np.ndarray, y:
         if positive == 0 or negative == 0:
             out[held] = 0.0 if positive == negative else (1.0 if positive else -1.0)
             continue
+        columns = sources.for_problem(train.size, train.size, settings.cache_bytes, settings.whole_below)
         solution = solve(columns, formulation, samples[train], settings, y=y[train], upper=upper[train], nu=nu)
         sv = solution.coef != 0
         out[held] = decision_values(columns, samples[held], samples[train][sv], solution.coef[sv], solution.rho,
@@ -151,3 +153,8 @@ def pairwise_probabilities(decisions: np.ndarray, prob_a: np.ndarray, prob_b: np
             r[:, i, j], r[:, j, i] = rij, 1 - rij
             p += 1
     return r
+
+
+def class_probabilities(decisions: np.ndarray, prob_a: np.ndarray, prob_b: np.ndarray, n_classes: int) -> np.ndarray:
+    """A fitted classifier's ``predict_proba`` from its pairs' decision values."""
+    return couple(pairwise_probabilities(decisions, prob_a, prob_b, n_classes))
