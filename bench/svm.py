@@ -9,8 +9,8 @@
 
 Every fit runs in a fresh child process (its own peak RSS, reset after the data is made, so figures are "above
 X"); the libraries alternate (ABC, CBA, ...) and the tables give medians. Prints the CPU, markdown tables and
-PASS/FAIL lines; --out writes svm.json. scikit-learn-intelex is optional (the ``bench`` extra does not install
-it: ``pip install scikit-learn-intelex``, Linux x86-64); without it its columns say "not measured".
+PASS/FAIL lines; --out writes svm.json. scikit-learn-intelex comes with the ``bench`` extra on Linux x86-64 (its
+only platform); where it is not installed its columns say "not measured".
 
 Data (the issue's): ``make_classification(n + 2000, n_features=32, n_informative=16, n_classes=2,
 flip_y=0.05, random_state=0)``, standardized, the last 2,000 rows held out; ``SVC(C=1.0, kernel="rbf",

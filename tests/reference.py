@@ -7,16 +7,26 @@ import numpy as np
 
 def sq_distances(X, Y):
     """Exact squared Euclidean distances by explicit differences (no expansion, no cancellation)."""
-    X = np.asarray(X, dtype=np.float64)
-    Y = np.asarray(Y, dtype=np.float64)
-    diff = X[:, None, :] - Y[None, :, :]
-    return np.einsum("ijk,ijk->ij", diff, diff)
+    def block(Xb, Y):
+        diff = Xb[:, None, :] - Y[None, :, :]
+        return np.einsum("ijk,ijk->ij", diff, diff)
+
+    return _by_row_blocks(block, X, Y)
 
 
 def l1_distances(X, Y):
+    return _by_row_blocks(lambda Xb, Y: np.abs(Xb[:, None, :] - Y[None, :, :]).sum(axis=2), X, Y)
+
+
+def _by_row_blocks(f, X, Y):
+    """f(X[rows], Y) stacked over blocks of X's rows, each block's differences at most 2²² doubles (32 MiB)."""
     X = np.asarray(X, dtype=np.float64)
     Y = np.asarray(Y, dtype=np.float64)
-    return np.abs(X[:, None, :] - Y[None, :, :]).sum(axis=2)
+    rows = max(1, 2**22 // max(1, Y.shape[0] * X.shape[1]))
+    out = np.empty((X.shape[0], Y.shape[0]))
+    for start in range(0, X.shape[0], rows):
+        out[start:start + rows] = f(X[start:start + rows], Y)
+    return out
 
 
 def unit_rows(X):

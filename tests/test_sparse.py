@@ -70,10 +70,16 @@ def test_kernels_equal_scikit_learns_sparse_path(kernel):
     np.testing.assert_allclose(got32, expected, rtol=0, atol=3e-6 * scale)
 
 
-@pytest.mark.parametrize("storage", ["packed", "cached", "matrix_free", "full"])
-def test_every_storage_multiplies_by_the_same_kernel(storage):
+@pytest.fixture(scope="module")
+def storage_problem():
+    """Samples of 5,000 sparse features and their rbf kernel by the reference (10 s: made once)."""
     X = text_like(700, 5000, density=0.004, seed=3)
-    K = ref.kernel(X.toarray(), None, "rbf", 0.5)
+    return X, ref.kernel(X.toarray(), None, "rbf", 0.5)
+
+
+@pytest.mark.parametrize("storage", ["packed", "cached", "matrix_free", "full"])
+def test_every_storage_multiplies_by_the_same_kernel(storage, storage_problem):
+    X, K = storage_problem
     V = np.random.default_rng(0).standard_normal((700, 5))
     limit = None if storage != "cached" else 64 * 2**20 + 2_400_000
     op = kernel_operator(X, kernel="rbf", gamma=0.5, storage="auto" if storage == "cached" else storage,

@@ -64,7 +64,7 @@ if importlib.util.find_spec("sklearnex") is not None:
 sizes = [1000, 2000, 5000, 10000]
 Xb, yb = make_classification(sizes[-1], n_features=32, n_informative=16, flip_y=0.05, random_state=0)
 Xb = (Xb - Xb.mean(0)) / Xb.std(0)
-seconds = {name: [] for name in libraries}
+seconds: dict[str, list[float]] = {name: [] for name in libraries}
 for n in sizes:
     for name, cls in libraries.items():
         start = time.perf_counter()
