@@ -562,9 +562,10 @@ class NuSVC(_BaseSVC):
     nu : float, default=0.5
         An upper bound on the fraction of margin errors and a lower bound on the fraction of support vectors, in
         (0, 1]; "specified nu is infeasible" when a pair of classes cannot meet it.
-    kernel, degree, gamma, coef0, shrinking, probability, tol, cache_size, class_weight, verbose, max_iter,
-    decision_function_shape, break_ties, random_state, memory_limit, n_jobs :
+    kernel, degree, gamma, coef0, shrinking, probability, tol, cache_size, class_weight, verbose, max_iter :
         As :class:`SVC` (``class_weight`` is accepted and, as in LIBSVM's ν-SVC, does not enter the dual).
+    decision_function_shape, break_ties, random_state, memory_limit, n_jobs :
+        As :class:`SVC`.
 
     Attributes
     ----------
@@ -618,12 +619,14 @@ class SVR(RegressorMixin, _BaseSingle):
 
     Parameters
     ----------
-    kernel, degree, gamma, coef0, tol, shrinking, cache_size, verbose, max_iter, memory_limit, n_jobs :
+    kernel, degree, gamma, coef0, tol :
         As :class:`SVC`.
     C : float, default=1.0
         Regularization (> 0).
     epsilon : float, default=0.1
         The half-width of the tube with no loss (>= 0).
+    shrinking, cache_size, verbose, max_iter, memory_limit, n_jobs :
+        As :class:`SVC`.
 
     Attributes
     ----------
@@ -687,6 +690,7 @@ class NuSVR(RegressorMixin, _BaseSingle):
     nu : float, default=0.5
         A bound on the fraction of support vectors and of training errors, in (0, 1]; ε is learned.
     C : float, default=1.0
+        Regularization (> 0).
     kernel, degree, gamma, coef0, shrinking, tol, cache_size, verbose, max_iter, memory_limit, n_jobs :
         As :class:`SVC`.
 
@@ -749,11 +753,13 @@ class OneClassSVM(OutlierMixin, _BaseSingle):
 
     Parameters
     ----------
-    kernel, degree, gamma, coef0, tol, shrinking, cache_size, verbose, max_iter, memory_limit, n_jobs :
+    kernel, degree, gamma, coef0, tol :
         As :class:`SVC`.
     nu : float, default=0.5
         An upper bound on the fraction of training errors and a lower bound on the fraction of support vectors,
         in (0, 1].
+    shrinking, cache_size, verbose, max_iter, memory_limit, n_jobs :
+        As :class:`SVC`.
 
     Attributes
     ----------
