@@ -19,7 +19,7 @@ def l1_distances(X, Y):
 
 
 def _by_row_blocks(f, X, Y):
-    """f(X[rows], Y) stacked over blocks of X's rows, each block's differences at most 2²² doubles (32 MiB)."""
+    """f(X[rows], Y) stacked over blocks of X's rows, each block's differences 2²² doubles (32 MiB) or one row's."""
     X = np.asarray(X, dtype=np.float64)
     Y = np.asarray(Y, dtype=np.float64)
     rows = max(1, 2**22 // max(1, Y.shape[0] * X.shape[1]))

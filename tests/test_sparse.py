@@ -72,7 +72,7 @@ def test_kernels_equal_scikit_learns_sparse_path(kernel):
 
 @pytest.fixture(scope="module")
 def storage_problem():
-    """Samples of 5,000 sparse features and their rbf kernel by the reference (10 s: made once)."""
+    """Samples of 5,000 sparse features and their rbf kernel by the reference (seconds of NumPy: made once)."""
     X = text_like(700, 5000, density=0.004, seed=3)
     return X, ref.kernel(X.toarray(), None, "rbf", 0.5)
 
