@@ -386,7 +386,6 @@ def test_probabilities_log_loss_within_five_percent(classes):
     from sklearn.metrics import log_loss
 
     X, y = _classification(600, 6, classes=classes, seed=17)
-    Xt, yt = _classification(600, 6, classes=classes, seed=17)
     Xt, yt = X[400:], y[400:]
     X, y = X[:400], y[:400]
     ours = fastkpca.SVC(probability=True, random_state=0).fit(X, y)
