@@ -85,9 +85,10 @@ class Pairs:
             self.tasks.append((i, j, samples, y, bounds))
         self.side_by_side = 1
 
-    def _planned(self, settings: DualSettings, memory_limit: int, cache_size, solves: int, rows: int):
-        """(columns, settings) for pairs of up to ``rows`` samples, ``solves`` side by side."""
-        return plan.planned(self.sources, settings, rows, rows, memory_limit, cache_size, solves)
+    def _planned(self, settings: DualSettings, memory_limit: int, cache_size, solves: int, rows: int) -> DualSettings:
+        """The settings (the cache sized) for pairs of up to ``rows`` samples, ``solves`` side by side; each pair asks
+        ``sources.for_problem`` for the columns its own size calls for."""
+        return plan.planned(self.sources, settings, rows, rows, memory_limit, cache_size, solves)[1]
 
     def fit(self, settings: DualSettings, memory_limit: int, cache_size, parallel_below: int = PARALLEL_BELOW
             ) -> list[PairModel]:
@@ -101,7 +102,7 @@ class Pairs:
         rows = max((self.tasks[k][2].size for k in small), default=0)
         while workers > 1:
             try:
-                _, shared = self._planned(settings, memory_limit, cache_size, workers, rows)
+                shared = self._planned(settings, memory_limit, cache_size, workers, rows)
                 break
             except MemoryError:
                 workers -= 1
@@ -110,7 +111,7 @@ class Pairs:
             self._side_by_side(small, dataclasses.replace(shared, threads=1, progress=None), workers, results)
         rest = [k for k in range(len(self.tasks)) if results[k] is None]
         if rest:
-            _, alone = self._planned(settings, memory_limit, cache_size, 1, max(self.tasks[k][2].size for k in rest))
+            alone = self._planned(settings, memory_limit, cache_size, 1, max(self.tasks[k][2].size for k in rest))
             for k in rest:
                 results[k] = self._solve(self.tasks[k], alone)
         return [r for r in results if r is not None]
@@ -146,7 +147,7 @@ class Pairs:
         one seed per pair drawn from ``rng``)."""
         from . import probability
 
-        _, planned = self._planned(settings, memory_limit, cache_size, 1, max(t[2].size for t in self.tasks))
+        planned = self._planned(settings, memory_limit, cache_size, 1, max(t[2].size for t in self.tasks))
         prob_a, prob_b = [], []
         for _, _, samples, y, bounds in self.tasks:
             seed = rng.randint(np.iinfo(np.int32).max)
