@@ -62,18 +62,6 @@ inline Index product_chunk(Index d, std::size_t bytes) {
 // Rows of a diagonal computed at once.
 constexpr Index kDiagonalChunk = 16384;
 
-// out[i] = k(x_i, x_i) for i < rows, from chunk_diagonal(i0, n, d) (d[i] = k(x_{i0+i}, x_{i0+i}) in S), a chunk at a
-// time: the kernels' diagonal routines copy the rows they read.
-template <class S, class ChunkDiagonal>
-void diagonal_by_chunks(Index rows, double* out, ChunkDiagonal&& chunk_diagonal) {
-  std::vector<S> d(static_cast<std::size_t>(std::min(rows, kDiagonalChunk)));
-  for (Index i0 = 0; i0 < rows; i0 += kDiagonalChunk) {
-    const Index n = std::min(kDiagonalChunk, rows - i0);
-    chunk_diagonal(i0, n, d.data());
-    for (Index i = 0; i < n; ++i) out[i0 + i] = static_cast<double>(d[static_cast<std::size_t>(i)]);
-  }
-}
-
 namespace detail {
 
 template <class S>
@@ -303,10 +291,13 @@ class DenseColumns final : public KernelColumns {
       std::fill(out, out + x_.rows(), 1.0);
       return;
     }
-    diagonal_by_chunks<S>(x_.rows(), out, [&](Index i0, Index n, S* d) {
+    std::vector<S> d(static_cast<std::size_t>(kDiagonalChunk));
+    for (Index i0 = 0; i0 < x_.rows(); i0 += kDiagonalChunk) {
+      const Index n = std::min(kDiagonalChunk, x_.rows() - i0);
       const ConstRowMatrixMap<S> part(x_.data() + i0 * x_.cols(), n, x_.cols());
-      kernel_diagonal<S>(part, params_, d, interrupt);
-    });
+      kernel_diagonal<S>(part, params_, d.data(), interrupt);
+      for (Index i = 0; i < n; ++i) out[i0 + i] = static_cast<double>(d[static_cast<std::size_t>(i)]);
+    }
   }
   std::unique_ptr<ColumnSession> session() const override {
     return with_kernel<S>(params_, [&](auto kernel, bool unit_diagonal) -> std::unique_ptr<ColumnSession> {
@@ -330,10 +321,13 @@ class SparseColumns final : public KernelColumns {
   SparseColumns(const SparseView<S>& x, const KernelParams& params) : x_(x), params_(params) {}
   Index samples() const override { return x_.rows; }
   void diagonal(double* out, Interrupt&) const override {
-    diagonal_by_chunks<S>(x_.rows, out, [&](Index i0, Index n, S* d) {
+    std::vector<S> d(static_cast<std::size_t>(kDiagonalChunk));
+    for (Index i0 = 0; i0 < x_.rows; i0 += kDiagonalChunk) {
+      const Index n = std::min(kDiagonalChunk, x_.rows - i0);
       const SparseView<S> part{x_.indptr + i0, x_.indices, x_.values, n, x_.cols};
-      sparse_kernel_diagonal<S>(part, params_, d);
-    });
+      sparse_kernel_diagonal<S>(part, params_, d.data());
+      for (Index i = 0; i < n; ++i) out[i0 + i] = static_cast<double>(d[static_cast<std::size_t>(i)]);
+    }
   }
   std::unique_ptr<ColumnSession> session() const override {
     return std::make_unique<detail::SparseSession<S>>(x_, params_);
