@@ -35,22 +35,23 @@ the same distribution.
   all and of those y depends on (C, the length scales of x₀…x₃, the noise), the exact likelihood at the cg
   fit's θ below that at the Cholesky fit's (relative), test RMSE against the noiseless function and the
   standard deviations' largest relative difference. ``--control-variate on,off`` fits cg with and without the
-  gradient's control variate (solvers/gp_control_variate.py). ``--reference FILE`` takes the Cholesky fit of a
-  form and N from a record of an earlier run (bench/reference/gp_cholesky_fits.json: θ, seconds, evaluations,
-  peak) instead of fitting it again: the model at the recorded θ is made and predicts here (a warning if its
-  likelihood differs from the recorded one), and the table marks its seconds "(recorded)". ``--exact-from-cg``
-  starts the Cholesky fit's L-BFGS-B from the first cg fit's θ instead of the kernel's initial θ: the exact
-  optimum near cg's, in a fraction of a whole exact fit's time (another basin, if the whole fit would have found
-  one, goes unseen); its seconds are marked "(from cg's θ)". ``--record FILE`` adds a whole Cholesky fit run
-  here to FILE in the format ``--reference`` reads; with ``--log``, each fit's evaluations are written as they
-  end (a fit of hours shows its progress, and its best θ survives an interrupted run).
+  gradient's control variate (solvers/gaussian_process/control_variate.py). ``--reference FILE`` takes the
+  Cholesky fit of a form and N from a record of an earlier run (bench/reference/gp_cholesky_fits.json: θ,
+  seconds, evaluations, peak) instead of fitting it again: the model at the recorded θ is made and predicts
+  here (a warning if its likelihood differs from the recorded one), and the table marks its seconds "(recorded)".
+  ``--exact-from-cg`` starts the Cholesky fit's L-BFGS-B from the first cg fit's θ instead of the kernel's initial θ:
+  the exact optimum near cg's, in a fraction of a whole exact fit's time (another basin, if the whole fit would have
+  found one, goes unseen); its seconds are marked "(from cg's θ)". ``--record FILE`` adds a whole Cholesky fit run here
+  to FILE in the format ``--reference`` reads; with ``--log``, each fit's evaluations are written as they end (a fit of
+  hours shows its progress, and its best θ survives an interrupted run).
 - **cg products**: at a fixed θ (C·RBF(ARD) + White, noise 0.01 of normalised targets), for each N and
   preconditioner rank: the block products (and the largest column's iterations) of one likelihood + gradient
   evaluation at the training tolerance, and of a final solve to 1e-6 from zero; and the floor, the mean residual
   diagonal of the rank-r factor over the noise (the iterations stay high while it is well above 1).
 - **rank search**: at the products table's θ, the kernel recomputed by every product (matrix-free), eight
-  likelihood + gradient evaluations at the same θ with the rank fixed at 1024 and searched (solvers/gp_rank.py;
-  the first six evaluations may move it): each evaluation's rank and products, and the seconds of the last two.
+  likelihood + gradient evaluations at the same θ with the rank fixed at 1024 and searched
+  (solvers/gaussian_process/rank.py; the first six evaluations may move it): each evaluation's rank and
+  products, and the seconds of the last two.
 - **scale**: the fit the issue times at N = 50,000 and 100,000, each in a fresh process: θ₀ from an exact
   (Cholesky) fit on the first ``--pretrain`` samples, then ``solver="cg"`` on all N from θ₀ with the
   estimator's default optimizer (L-BFGS-B to its convergence) within ``--memory-limit`` (2GB); the total
@@ -216,15 +217,15 @@ def cg_agreement(n: int, probe_counts: list) -> list[dict]:
             a, ga = exact.log_marginal_likelihood(theta, eval_gradient=True)
             t1 = time.perf_counter()
             for probes, cg in cgs.items():
-                before = cg._iterative.figures["products"]
+                before = cg._solver.figures["products"]
                 t2 = time.perf_counter()
                 b, gb = cg.log_marginal_likelihood(theta, eval_gradient=True)
                 t3 = time.perf_counter()
                 rows.append({"form": name, "probes": probes, "value_rel": abs(a - b) / abs(a),
-                             "standard_error_rel": cg._iterative.figures["standard_error"] / abs(a),
+                             "standard_error_rel": cg._solver.figures["standard_error"] / abs(a),
                              "cosine": float(ga @ gb / np.linalg.norm(ga) / np.linalg.norm(gb)),
                              "gradient_rel": float(np.max(np.abs(ga - gb)) / np.max(np.abs(ga))),
-                             "products": cg._iterative.figures["products"] - before,
+                             "products": cg._solver.figures["products"] - before,
                              "seconds": {"cholesky": t1 - t0, "cg": t3 - t2}})
     return rows
 
@@ -435,28 +436,30 @@ def _products_solver(n: int, rank, storage: str):
     solver)."""
     from fastkpca import kernels
     from fastkpca.engines.local import LOCAL
-    from fastkpca.solvers.gaussian_process_cg import IterativeGaussianProcess, IterativeSettings
+    from fastkpca.solvers.gaussian_process import IterativeSettings, IterativeSolver
 
     warnings.simplefilter("ignore")
     X, y = data(n)
     y = (y - y.mean()) / y.std()
     kernel = kernels.make(products_kernel(), n_features=0)
     settings = IterativeSettings(rank=rank, storage=storage)
-    return kernel, IterativeGaussianProcess(LOCAL.samples(X), y[:, None], 1e-10, settings, memory_limit=2**31,
-                                            random_state=0)
+    return kernel, IterativeSolver(LOCAL.samples(X), y[:, None], 1e-10, settings, memory_limit=2**31,
+                                   random_state=0)
 
 
 def child_products(spec: dict) -> dict:
     """One likelihood + gradient evaluation (training tolerance) and one final solve at a given N and
     preconditioner rank: block products of each, seconds, and the preconditioner's floor."""
+    from fastkpca.solvers import gaussian_process as gp
+
     kernel, solver = _products_solver(spec["n"], spec["rank"], spec.get("storage", "auto"))
     start = time.perf_counter()
-    solver.log_marginal_likelihood(kernel, True)
+    gp.log_marginal_likelihood(solver, kernel, solver.Y, True)
     evaluation = {"products": solver.figures["products"], "seconds": time.perf_counter() - start,
                   "iterations": solver.figures["iterations"][-1]}
     solver.warm = None  # the final solve from zero: its products alone
     start = time.perf_counter()
-    solver.solve(kernel)
+    solver.solve(kernel, solver.Y)
     final = {"products": solver.figures["products"] - evaluation["products"], "seconds": time.perf_counter() - start}
     pre = solver.preconditioner
     noise = 0.01 + 1e-10
@@ -471,21 +474,22 @@ def child_rank_search(spec: dict) -> dict:
     """SEARCH_EVALUATIONS + 2 likelihood + gradient evaluations at the products table's θ, the kernel recomputed
     by every product (matrix-free, as past the Cholesky wall), the rank fixed or searched: each evaluation's
     rank, products and seconds."""
-    from fastkpca.solvers.gp_rank import SEARCH_EVALUATIONS
+    from fastkpca.solvers import gaussian_process as gp
+    from fastkpca.solvers.gaussian_process.rank import SEARCH_EVALUATIONS
 
     kernel, solver = _products_solver(spec["n"], spec["rank"], "matrix_free")
     rows = []
     for _ in range(SEARCH_EVALUATIONS + 2):
         rank, products = solver.rank, solver.figures["products"]
         start = time.perf_counter()
-        solver.log_marginal_likelihood(kernel, True)
+        gp.log_marginal_likelihood(solver, kernel, solver.Y, True)
         rows.append({"rank": rank, "products": solver.figures["products"] - products,
                      "seconds": time.perf_counter() - start})
     return {"evaluations": rows}
 
 
 def rank_search_table(sizes: list) -> list[dict]:
-    from fastkpca.solvers.gp_rank import DEFAULT_RANK
+    from fastkpca.solvers.gaussian_process.rank import DEFAULT_RANK
 
     rows = []
     print(f"\n## The rank search against a fixed rank {DEFAULT_RANK} ({PRODUCTS_FORM} at the products table's θ, "

@@ -45,14 +45,14 @@ def one_theta(X: np.ndarray, y: np.ndarray, kobj, theta: np.ndarray, probes: int
 
     from fastkpca import kernels
     from fastkpca.engines.local import LOCAL
-    from fastkpca.solvers.gaussian_process_cg import IterativeGaussianProcess, IterativeSettings
+    from fastkpca.solvers.gaussian_process import IterativeSettings, IterativeSolver
     from fastkpca.solvers.cg import pcg
     from fastkpca.solvers.lanczos_cg import quadrature_log
 
     n = X.shape[0]
     kernel = kernels.make(kobj.clone_with_theta(theta), n_features=0)
-    solver = IterativeGaussianProcess(LOCAL.samples(X), y[:, None], 1e-10,
-                                      IterativeSettings(probes=probes), memory_limit=2**34, random_state=seed)
+    solver = IterativeSolver(LOCAL.samples(X), y[:, None], 1e-10, IterativeSettings(probes=probes),
+                             memory_limit=2**34, random_state=seed)
     pre = solver._preconditioner(kernel)
     Z = pre.sample(solver.signs)
     K = kobj.clone_with_theta(theta)(X)

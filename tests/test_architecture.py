@@ -1,6 +1,7 @@
 """The structure the layers contract (pyproject.toml, `lint-imports` in CI) does not check by itself: no
-import cycle anywhere in the package, no engine-specific word in an estimator module, and estimators that
-stay small (solver code belongs in the solvers layer)."""
+import cycle anywhere in the package, no engine-specific word in an estimator module, no estimator on a solver
+interface that decides its solver or asks where its samples live, and estimators that stay small (solver code
+belongs in the solvers layer)."""
 
 from __future__ import annotations
 
@@ -144,6 +145,78 @@ def test_the_kind_check_finds_what_it_looks_for(tmp_path):
     found = kind_decisions(probe)
     for spelling in ("callable", "native", "local", "registry", "is_native", "'precomputed'", "('chi2',)"):
         assert any(spelling in line for line in found), (spelling, found)
+
+
+#: Estimator modules on a solver interface: the solver layer chooses (solvers/gaussian_process/choice.py) and the
+#: estimator calls the interface, never asking which solver it got. (kernel_ridge.py and decomposition.py
+#: still choose theirs in the estimator.)
+ON_A_SOLVER_INTERFACE = ["gaussian_process.py", "svm.py"]
+#: Solver names a decision would compare with.
+SOLVER_NAMES = {"cg", "cholesky", "exact", "iterative", "lanczos", "arpack", "dense", "nystrom"}
+
+
+def _solver_like(node: ast.AST) -> bool:
+    """A name or attribute that holds a solver or its choice (``self._solver``, ``solver``, ``_iterative``)."""
+    name = node.id if isinstance(node, ast.Name) else node.attr if isinstance(node, ast.Attribute) else ""
+    return "solver" in name.lower() or "iterative" in name.lower()
+
+
+def solver_decisions(path: Path) -> list[str]:
+    """Where an estimator module branches on its solver or on where its samples live: ``holds_matrix``
+    anywhere; a comparison with a solver's name or of a solver (``self._solver is None``, ``solver == "cg"``,
+    ``self._solver.name != ...``); a test on a solver itself (``if self._iterative:``); an isinstance test
+    against a solver class."""
+    tree = ast.parse(path.read_text())
+    found = []
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Attribute) and node.attr == "holds_matrix":
+            found.append(f"line {node.lineno}: holds_matrix")
+        if isinstance(node, ast.Compare):
+            sides = [node.left, *node.comparators]
+            named = any(isinstance(s, ast.Constant) and s.value in SOLVER_NAMES for s in sides)
+            of_a_solver = any(_solver_like(sub) or (isinstance(sub, ast.Attribute) and sub.attr == "name"
+                                                    and _solver_like(sub.value))
+                              for s in sides for sub in [s] + ([s.value] if isinstance(s, ast.Attribute) else []))
+            if named or of_a_solver:
+                found.append(f"line {node.lineno}: {ast.unparse(node)}")
+        if isinstance(node, (ast.If, ast.IfExp, ast.While)) and _solver_like(node.test):
+            found.append(f"line {node.lineno}: a test on {ast.unparse(node.test)}")
+        if isinstance(node, ast.Call) and getattr(node.func, "id", None) == "isinstance" and len(node.args) == 2 \
+                and "Solver" in ast.unparse(node.args[1]):
+            found.append(f"line {node.lineno}: {ast.unparse(node)}")
+    return found
+
+
+@pytest.mark.parametrize("path", [PACKAGE / "estimators" / name for name in ON_A_SOLVER_INTERFACE],
+                         ids=lambda p: p.name)
+def test_no_estimator_on_a_solver_interface_decides_its_solver(path):
+    """The Gaussian process regressor (and the SVMs) call their solver layer's interface: which solver runs,
+    and where the samples are, is the solver's and the engine's business."""
+    assert solver_decisions(path) == []
+
+
+@pytest.mark.parametrize("path", ESTIMATORS, ids=lambda p: p.name)
+def test_no_estimator_asks_where_its_samples_live(path):
+    assert [line for line in solver_decisions(path) if "holds_matrix" in line] == []
+
+
+def test_the_solver_check_finds_what_it_looks_for(tmp_path):
+    """The check above is not vacuous: each spelling it must catch, it catches (and reading a solver's
+    property is no decision)."""
+    probe = tmp_path / "probe.py"
+    probe.write_text("def f(self, samples):\n"
+                     "    if self._iterative is None or samples.holds_matrix:\n"
+                     "        pass\n"
+                     "    a = 1 if self.solver == 'cg' else 2\n"
+                     "    b = 1 if self._solver.name != 'x' else isinstance(self._solver, ExactSolver)\n"
+                     "    if self._iterative:\n"
+                     "        pass\n"
+                     "    return len(a) if self._solver.per_sample_objective else b\n")
+    found = solver_decisions(probe)
+    for spelling in ("self._iterative is None", "holds_matrix", "self.solver == 'cg'", "self._solver.name != 'x'",
+                     "isinstance(self._solver, ExactSolver)", "a test on self._iterative"):
+        assert any(spelling in line for line in found), (spelling, found)
+    assert not any("per_sample_objective" in line for line in found), found
 
 
 @pytest.mark.parametrize("path", ESTIMATORS, ids=lambda p: p.name)

@@ -14,10 +14,11 @@ from sklearn.gaussian_process.kernels import RBF, ConstantKernel as C, DotProduc
 
 from fastkpca import GaussianProcessRegressor, kernels
 from fastkpca.engines.local import LOCAL
-from fastkpca.solvers import gaussian_process as exact
-from fastkpca.solvers.gaussian_process_cg import IterativeGaussianProcess, IterativeSettings, preconditioner_rank
-from fastkpca.solvers.gp_preconditioner import NystromDiagonalPreconditioner, gp_preconditioner
-from fastkpca.solvers.gp_rank import SEARCH_EVALUATIONS, RankSearch
+from fastkpca.solvers import gaussian_process as gp
+from fastkpca.solvers.gaussian_process import ExactSolver, IterativeSettings, IterativeSolver
+from fastkpca.solvers.gaussian_process.iterative import preconditioner_rank
+from fastkpca.solvers.gaussian_process.preconditioner import NystromDiagonalPreconditioner, build_preconditioner
+from fastkpca.solvers.gaussian_process.rank import SEARCH_EVALUATIONS, RankSearch
 from fastkpca.solvers.cg import pcg
 from fastkpca.solvers.lanczos_cg import quadrature_log
 
@@ -36,6 +37,17 @@ def dense(kernel_object, X, noise=1e-10):
     K = kernel_object(X)
     K[np.diag_indices_from(K)] += noise
     return K
+
+
+def likelihood(solver, kernel, eval_gradient):
+    """The regression's likelihood from a solver, for the targets it was made with."""
+    return gp.log_marginal_likelihood(solver, kernel, solver.Y, eval_gradient)
+
+
+def exact_likelihood(kernel, X, y, noise, eval_gradient):
+    """The exact solver's (value, gradient, 0.0): the reference."""
+    return gp.log_marginal_likelihood(ExactSolver(LOCAL.samples(X), noise, memory_limit=2**30), kernel, y[:, None],
+                                      eval_gradient)
 
 
 def root_of(pre: NystromDiagonalPreconditioner) -> np.ndarray:
@@ -61,15 +73,15 @@ def test_preconditioner_against_dense(dtype):
     np.testing.assert_allclose(M @ M.T, P, rtol=1e-10, atol=1e-10)
 
 
-def test_gp_preconditioner_keeps_the_diagonal_and_is_exact_at_full_rank():
+def test_the_preconditioner_keeps_the_diagonal_and_is_exact_at_full_rank():
     X, _ = data(80)
     kobj = KERNELS[0]
     kernel = kernels.make(kobj, n_features=0)
     K = dense(kobj, X, 1e-3)
-    pre = gp_preconditioner(kernel, LOCAL.samples(X), 1e-3, 20, seed=0)
+    pre = build_preconditioner(kernel, LOCAL.samples(X), 1e-3, 20, seed=0)
     P = pre.F @ pre.F.T + np.diag(pre.d)
     np.testing.assert_allclose(np.diag(P), np.diag(K), rtol=1e-10)
-    full = gp_preconditioner(kernel, LOCAL.samples(X), 1e-3, 80, seed=0)
+    full = build_preconditioner(kernel, LOCAL.samples(X), 1e-3, 80, seed=0)
     np.testing.assert_allclose(full.F @ full.F.T + np.diag(full.d), K, atol=1e-8)
 
 
@@ -136,15 +148,14 @@ def test_likelihood_and_gradient_within_their_standard_errors(kobj):
     noise = 1e-6
     p = 24
     kernel = kernels.make(kobj, n_features=0)
-    solver = IterativeGaussianProcess(LOCAL.samples(X), y[:, None], noise,
+    solver = IterativeSolver(LOCAL.samples(X), y[:, None], noise,
                                       IterativeSettings(probes=p, tol=1e-10, rank=20), memory_limit=2**30,
                                       random_state=3)
-    value, gradient, error = solver.log_marginal_likelihood(kernel, True)
+    value, gradient, error = likelihood(solver, kernel, True)
     K = dense(kobj, X, noise)
-    ref_value, ref_gradient, _ = exact.log_marginal_likelihood(K.copy(), y[:, None], 0.0,
-                                                              lambda W: kernel.gradient_traces(X, W))
+    ref_value, ref_gradient, _ = exact_likelihood(kernel, X, y, noise, True)
     assert abs(value - ref_value) <= 4 * error
-    pre = gp_preconditioner(kernel, LOCAL.samples(X), noise, 20, seed=solver.seed)
+    pre = build_preconditioner(kernel, LOCAL.samples(X), noise, 20, seed=solver.seed)
     M = root_of(pre)
     M_inv = np.linalg.inv(M)
     K_inv = np.linalg.inv(K)
@@ -160,11 +171,11 @@ def test_likelihood_and_gradient_within_their_standard_errors(kobj):
 def test_warm_start_starts_the_targets_from_the_last_solution():
     X, y = data(200)
     kernel = kernels.make(KERNELS[0], n_features=0)
-    solver = IterativeGaussianProcess(LOCAL.samples(X), y[:, None], 1e-6, IterativeSettings(probes=4, tol=1e-8),
+    solver = IterativeSolver(LOCAL.samples(X), y[:, None], 1e-6, IterativeSettings(probes=4, tol=1e-8),
                                       memory_limit=2**30, random_state=0)
-    first = solver.log_marginal_likelihood(kernel, False)[0]
+    first = likelihood(solver, kernel, False)[0]
     products = solver.figures["products"]
-    second = solver.log_marginal_likelihood(kernel, False)[0]
+    second = likelihood(solver, kernel, False)[0]
     assert second == pytest.approx(first, rel=1e-8)
     # the targets' column starts at its solution: it needs no iteration, only the probes do
     assert solver.figures["products"] - products <= products + 1
@@ -223,16 +234,16 @@ def test_variances_in_chunks_under_a_small_limit(monkeypatch):
     """Where the limit leaves room for a few test points at a time (the kernel recomputed: its packed triangle
     does not fit beside them), the variances come chunk by chunk and equal the Cholesky fit's."""
     from fastkpca.operators.storage import PLAN_SLACK_BYTES
-    from fastkpca.solvers import gaussian_process_cg as gpcg
+    from fastkpca.solvers.gaussian_process import iterative as gpcg
 
     X, y, Xt = split(1500)
     kobj = KERNELS[0]
     std = GaussianProcessRegressor(kobj, optimizer=None, solver="cholesky").fit(X, y).predict(Xt, return_std=True)[1]
     fit = GaussianProcessRegressor(kobj, optimizer=None, solver="cg", random_state=0,
                                    memory_limit=PLAN_SLACK_BYTES + 12 * 2**20).fit(X, y)
-    widths, plans, solve, prediction_plan = [], [], gpcg.pcg, gpcg.IterativeGaussianProcess._prediction_plan
+    widths, plans, solve, prediction_plan = [], [], gpcg.pcg, gpcg.IterativeSolver._prediction_plan
     monkeypatch.setattr(gpcg, "pcg", lambda matmat, B, **kw: (widths.append(B.shape[1]), solve(matmat, B, **kw))[1])
-    monkeypatch.setattr(gpcg.IterativeGaussianProcess, "_prediction_plan",
+    monkeypatch.setattr(gpcg.IterativeSolver, "_prediction_plan",
                         lambda self, *a: (plans.append(prediction_plan(self, *a)), plans[-1])[1])
     np.testing.assert_allclose(fit.predict(Xt, return_std=True)[1], std, rtol=1e-5)
     assert len(widths) > 2 and sum(widths) == len(Xt) and len(set(widths[:-1])) == 1, widths
@@ -366,6 +377,42 @@ def test_auto_chooses_by_memory():
     assert fit.solver_info_["solver"] == "cg"
 
 
+def test_auto_chooses_by_cost_within_memory():
+    """The cost model (choice.py): the exact evaluation's n³ against cg's products, whatever the machine's
+    rate (it divides both): the exact solver at 5,000 samples, cg at 40,000 where its 12.8 GB array fits."""
+    from fastkpca.solvers.gaussian_process.choice import evaluation_seconds, prefers_cg
+
+    assert not prefers_cg(5000, 8, 17)[0] and prefers_cg(40_000, 8, 17)[0]
+    for n in (5000, 40_000):
+        slow, fast = evaluation_seconds(n, 8, 17, rate=1e9), evaluation_seconds(n, 8, 17, rate=1e11)
+        assert slow["cholesky"] / slow["cg"] == pytest.approx(fast["cholesky"] / fast["cg"])
+    settings = IterativeSettings()
+    for n, limit, chosen in ((5000, 10**9, "cholesky"), (40_000, 20 * 10**9, "cg"), (40_000, 10**10, "cg")):
+        solver, choice = gp.make_solver("auto", LOCAL.samples(np.zeros((n, 8))), np.zeros((n, 1)), 0.1, settings,
+                                        memory_limit=limit)
+        assert solver.name == chosen and choice["requested"] == "auto"
+        assert ("model_seconds" in choice) == (n * n * 8 <= limit)
+
+
+def test_a_cg_fit_starts_from_an_exact_fit_on_a_subset():
+    """solver="cg" with the default optimizer: L-BFGS-B starts from an exact fit on ``subset_start`` samples
+    drawn from random_state (solver_info_["start"] reports it), the same every time; none where the subset
+    would be all the samples, with subset_start=0, or with the exact solver."""
+    X, y, _ = split(700)
+    kobj = C(1.0) * RBF(np.ones(4)) + WhiteKernel(0.1)
+    fits = [GaussianProcessRegressor(kobj, solver="cg", subset_start=250, random_state=0).fit(X, y) for _ in range(2)]
+    start = fits[0].solver_info_["start"]
+    assert start["samples"] == 250 and start["evaluations"] > 1 and start["seconds"] > 0
+    assert not np.allclose(start["theta"], kobj.theta, atol=0.1)  # it moved from the kernel's θ
+    assert fits[1].solver_info_["start"]["theta"] == start["theta"]
+    np.testing.assert_array_equal(fits[0].kernel_.theta, fits[1].kernel_.theta)
+    assert fits[0].solver_info_["evaluations"] < 40
+    for params in ({"solver": "cg", "subset_start": 0}, {"solver": "cg", "subset_start": 700},
+                   {"solver": "cholesky", "subset_start": 250}):
+        fit = GaussianProcessRegressor(kobj, random_state=0, **params).fit(X[:700], y[:700])
+        assert fit.solver_info_["start"] is None, params
+
+
 def test_preconditioner_rank_counts_the_float64_build():
     """The default rank fits half the limit beyond the plan's slack at 8 bytes an entry (the float64 build),
     12 with a float32 copy beside it; a rank asked for is kept (at most n − 1)."""
@@ -378,7 +425,7 @@ def test_preconditioner_rank_counts_the_float64_build():
     assert preconditioner_rank(None, 500, 8, limit) == 499
     assert preconditioner_rank(3000, 100_000, 8, 10**8) == 3000
     with pytest.raises(MemoryError, match="conjugate gradients"):  # and the rank asked for must fit the limit
-        IterativeGaussianProcess(LOCAL.samples(np.zeros((100_000, 2))), np.zeros((100_000, 1)), 0.1,
+        IterativeSolver(LOCAL.samples(np.zeros((100_000, 2))), np.zeros((100_000, 1)), 0.1,
                                  IterativeSettings(rank=3000), memory_limit=10**9)
 
 
@@ -414,26 +461,26 @@ def test_the_rank_search_runs_when_products_recompute_the_kernel():
     freezes the rank; a plan holding the kernel keeps it."""
     X, y = data(1500)
     kernel = kernels.make(KERNELS[0], n_features=0)
-    ref, _, _ = exact.log_marginal_likelihood(dense(KERNELS[0], X, 1e-6), y[:, None], 0.0, None)
+    ref, _, _ = exact_likelihood(kernel, X, y, 1e-6, False)
 
     def solver(storage):
-        return IterativeGaussianProcess(LOCAL.samples(X), y[:, None], 1e-6, IterativeSettings(storage=storage),
+        return IterativeSolver(LOCAL.samples(X), y[:, None], 1e-6, IterativeSettings(storage=storage),
                                         memory_limit=2**30, random_state=0)
 
     free = solver("matrix_free")
     for _ in range(3):
-        value, _, error = free.log_marginal_likelihood(kernel, False)
+        value, _, error = likelihood(free, kernel, False)
         assert abs(value - ref) <= 4 * error
     assert free.ranks.held == 0.0
     ranks = [rank for rank, _ in free.ranks.history]
     assert ranks[:2] == [1024, 512] and free.rank < 512
-    alpha = free.solve(kernel)
+    alpha = free.solve(kernel, free.Y)
     assert free.ranks.frozen and free.preconditioner.rank == free.rank
     assert np.linalg.norm(dense(KERNELS[0], X, 1e-6) @ alpha[:, 0] - y) <= 1.01e-6 * np.linalg.norm(y)
     assert free.info()["preconditioner"]["ranks"] == ranks + [free.rank] * (len(free.ranks.history) - len(ranks))
     kept = solver("auto")
     for _ in range(2):
-        kept.log_marginal_likelihood(kernel, False)
+        likelihood(kept, kernel, False)
     assert kept.ranks.held == 1.0 and [rank for rank, _ in kept.ranks.history] == [1024, 1024]
 
 
@@ -569,14 +616,14 @@ def test_cross_and_diagonal_gradient_traces_against_finite_differences(kobj):
 def test_control_variate_against_dense(rank, dtype):
     """tr(Ŵ ∂P̃_j), Ŵ = P⁻¹ − ΩΩᵀ/p, against the dense matrices: P̃(θ) = Q + diag(K̂ − Q) with
     Q = K_nS K_SS⁻¹ K_Sn at the preconditioner's pivots S, differentiated by central differences."""
-    from fastkpca.solvers.gp_control_variate import control_variate_traces
+    from fastkpca.solvers.gaussian_process.control_variate import control_variate_traces
 
     rng = np.random.default_rng(1)
     n, p, noise = 250, 7, 1e-3
     X = rng.standard_normal((n, 3))
     kobj = C(1.3) * Matern([1.5, 0.7, 2.0], nu=2.5) + WhiteKernel(0.05)
     k = kernels.make(kobj, n_features=0)
-    pre = gp_preconditioner(k, LOCAL.samples(X), noise, rank, seed=5, dtype=dtype)
+    pre = build_preconditioner(k, LOCAL.samples(X), noise, rank, seed=5, dtype=dtype)
     S = pre.pivots
     assert S.shape == (rank,)
     Omega = rng.standard_normal((n, p))
@@ -606,12 +653,12 @@ def test_control_variate_against_dense(rank, dtype):
 def test_control_variate_sums_its_chunks(monkeypatch):
     """The pass over several row chunks (each adding its share of Fᵀ diag(Δ) F, upper triangle) gives the one
     chunk's traces."""
-    from fastkpca.solvers import gp_control_variate as cv
+    from fastkpca.solvers.gaussian_process import control_variate as cv
 
     rng = np.random.default_rng(1)
     X = rng.standard_normal((250, 3))
     k = kernels.make(C(1.3) * Matern([1.5, 0.7, 2.0], nu=2.5) + WhiteKernel(0.05), n_features=0)
-    pre = gp_preconditioner(k, LOCAL.samples(X), 1e-3, 25, seed=5)
+    pre = build_preconditioner(k, LOCAL.samples(X), 1e-3, 25, seed=5)
     Omega = rng.standard_normal((250, 7))
     whole = cv.control_variate_traces(k, LOCAL.samples(X), pre, Omega)
     monkeypatch.setattr(cv, "CONTROL_VARIATE_ROWS", 64)  # 4 chunks, the last short
@@ -628,14 +675,13 @@ def test_the_control_variate_cuts_the_gradients_noise_and_keeps_it_unbiased():
     X, y = data(600)
     kobj = C(5.0) * RBF([3.0, 5.0, 10.0, 10.0]) + WhiteKernel(0.01)
     kernel = kernels.make(kobj, n_features=0)
-    K = dense(kobj, X, 1e-6)
-    _, ref, _ = exact.log_marginal_likelihood(K.copy(), y[:, None], 0.0, lambda W: kernel.gradient_traces(X, W))
+    _, ref, _ = exact_likelihood(kernel, X, y, 1e-6, True)
     spread = {}
     for control_variate in (False, True):
         settings = IterativeSettings(probes=8, tol=1e-8, rank=60, control_variate=control_variate)
         gradients = np.array([
-            IterativeGaussianProcess(LOCAL.samples(X), y[:, None], 1e-6, settings, memory_limit=2**30,
-                                     random_state=seed).log_marginal_likelihood(kernel, True)[1]
+            likelihood(IterativeSolver(LOCAL.samples(X), y[:, None], 1e-6, settings, memory_limit=2**30,
+                                       random_state=seed), kernel, True)[1]
             for seed in range(24)])
         spread[control_variate] = gradients.std(axis=0, ddof=1)
         np.testing.assert_array_less(np.abs(gradients.mean(axis=0) - ref), 4 * spread[control_variate] / np.sqrt(24))

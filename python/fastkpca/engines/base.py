@@ -95,8 +95,9 @@ class Samples(Protocol):
                       memory_limit=None):
         """The fitted row map ``x ↦ correction(K(x, X)·V)`` (see kernels.CrossProduct)."""
 
-    def fitted(self) -> Any:
-        """What the estimator keeps as ``X_fit_``."""
+    def fitted(self, copy: bool = False) -> Any:
+        """What the estimator keeps as ``X_fit_`` (``copy``: a copy where the samples are in this process's
+        memory, for an estimator's ``copy_X_train``; samples kept elsewhere are never written to)."""
 
     def gradient_traces(self, kernel, A: np.ndarray, B: np.ndarray) -> np.ndarray:
         """The kernel's tr(W ∂K/∂θ_j) for W = ½(A Bᵀ + B Aᵀ) (A, B: n × m here), by passes over the pairs of

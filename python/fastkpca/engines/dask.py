@@ -376,8 +376,8 @@ class DaskSamples:
     def cross_product(self, kernel, V, correction=None, *, promote=False, out_dtype=None, memory_limit=None):
         return DaskKernelProduct(self, kernel, V, correction, promote=promote, out_dtype=out_dtype)
 
-    def fitted(self):
-        return self.array
+    def fitted(self, copy=False):
+        return self.array  # never written to where it is kept: nothing to copy
 
     def gradient_traces(self, kernel, A, B):
         """The kernel's gradient traces by distributed passes: per radial term, one task per pair of row blocks

@@ -69,8 +69,8 @@ class LocalSamples(ArrayRows):
         return kernel.cross_product(self.X, V, correction, promote=promote, out_dtype=out_dtype,
                                     memory_limit=memory_limit)
 
-    def fitted(self):
-        return self.X
+    def fitted(self, copy=False):
+        return np.copy(self.X) if copy else self.X
 
     def gradient_traces(self, kernel, A, B):
         return kernel.gradient_traces_low_rank(self.X, A, B)

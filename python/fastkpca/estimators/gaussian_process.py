@@ -1,5 +1,5 @@
 """GaussianProcessRegressor: scikit-learn's estimator with the kernel work and the likelihood's gradient in the
-native core (solvers/gaussian_process.py says what is computed)."""
+native core (solvers/gaussian_process/ says what is computed)."""
 
 from __future__ import annotations
 
@@ -13,7 +13,6 @@ from sklearn.base import BaseEstimator, MultiOutputMixin, RegressorMixin, clone
 from .. import engines, kernels
 from .. import _validation as v
 from ..solvers import gaussian_process as gp
-from ..solvers.gaussian_process_cg import IterativeGaussianProcess, IterativeSettings
 from ._base import EngineFitted
 
 __all__ = ["GaussianProcessRegressor"]
@@ -52,6 +51,7 @@ def _check_constructor(est) -> None:
         v.check_int(est.preconditioner_rank, "preconditioner_rank", minimum=0)
     v.check_int(est.max_iter, "max_iter", minimum=1)
     v.check_choice(est.preconditioner_dtype, "preconditioner_dtype", ("float64", "float32"))
+    v.check_int(est.subset_start, "subset_start", minimum=0)
 
 
 class GaussianProcessRegressor(EngineFitted, MultiOutputMixin, RegressorMixin, BaseEstimator):
@@ -98,7 +98,10 @@ class GaussianProcessRegressor(EngineFitted, MultiOutputMixin, RegressorMixin, B
         "cholesky": the exact likelihood from one n × n factor (scikit-learn's answers to rounding). "cg": by
         products with the kernel only (preconditioned conjugate gradients, stochastic Lanczos quadrature and
         Hutchinson probes; see Notes): memory O(n·(n_probes + rank)), no n × n array, the likelihood an
-        estimate. "auto": "cholesky" while its n × n array fits ``memory_limit``, else "cg".
+        estimate. "auto": "cg" where the cost model of an evaluation (the exact factor's n³ against cg's block
+        products, solvers/gaussian_process/choice.py) says it is at least twice as cheap or the n × n array
+        does not fit ``memory_limit``, else "cholesky": on the 2-core machines measured, "cholesky" up to about
+        6,000 samples. ``solver_info_["choice"]`` says what the model found.
     n_probes : int, default=16
         cg: random probes of the log determinant and the gradient's traces (drawn once per fit). The
         likelihood's standard error falls as 1/√n_probes (``solver_info_["standard_error"]``): at N = 5,000
@@ -122,8 +125,8 @@ class GaussianProcessRegressor(EngineFitted, MultiOutputMixin, RegressorMixin, B
         kernel pass's working memory do not fit beside it) and, while its products evaluate the
         kernel (a plan holding at most half the kernel's entries), the first six evaluations move it by
         doubling or halving, between 64 and 4096 and within the limit, as a work model fed with their
-        iteration counts says pays (solvers/gp_rank.py); ``solver_info_["preconditioner"]["ranks"]`` lists
-        each evaluation's.
+        iteration counts says pays (solvers/gaussian_process/rank.py); ``solver_info_["preconditioner"]["ranks"]``
+        lists each evaluation's.
     max_iter : int, default=1000
         cg: products by K̂ per solve at most (a warm start's and the final check of the true residual's
         included).
@@ -131,6 +134,11 @@ class GaussianProcessRegressor(EngineFitted, MultiOutputMixin, RegressorMixin, B
         cg: storage of the preconditioner's factor between evaluations and for the predictions ("float32": half
         that memory). The factor is built in float64 at every evaluation either way (a float32 build is too
         inaccurate when the signal is many times the noise), so float32 lowers the rank the limit allows.
+    subset_start : int, default=3000
+        cg with the default optimizer: L-BFGS-B starts from the θ of an exact fit on this many samples drawn
+        from ``random_state`` (where that is fewer than the training samples), which costs a few cg evaluations
+        at tens of thousands of samples and saves most of the path from the kernel's initial θ;
+        ``solver_info_["start"]`` reports it. 0: start from the kernel's θ.
 
     Attributes
     ----------
@@ -141,7 +149,7 @@ class GaussianProcessRegressor(EngineFitted, MultiOutputMixin, RegressorMixin, B
     kernel_ : sklearn.gaussian_process.kernels.Kernel
         The kernel with the fitted hyperparameters.
     L_ : ndarray of shape (n_samples, n_samples)
-        The lower Cholesky factor of ``kernel_(X_train_) + diag(alpha)`` (solver "cholesky" only).
+        The lower Cholesky factor of ``kernel_(X_train_) + diag(alpha)`` (the exact solver only).
     alpha_ : ndarray of shape (n_samples,) or (n_samples, n_targets)
         Its solution against ``y_train_``: the dual coefficients of the posterior mean.
     log_marginal_likelihood_value_ : float
@@ -149,8 +157,10 @@ class GaussianProcessRegressor(EngineFitted, MultiOutputMixin, RegressorMixin, B
     n_iter_ : int
         Likelihood evaluations of the fit (at least 1).
     solver_info_ : dict
-        How the fit went: ``solver``, ``evaluations`` (likelihood evaluations), ``kernel`` ("native", or
-        "python": the object's own ``__call__``) and ``seconds``; with cg also ``products`` (block products by
+        How the fit went: ``solver``, ``choice`` (the solver asked for and, with "auto", the cost model's
+        seconds per evaluation), ``evaluations`` (likelihood evaluations), ``kernel`` ("native", or "python":
+        the object's own ``__call__``), ``seconds`` and ``start`` (the subset fit L-BFGS-B started from: its
+        samples, θ, evaluations, likelihood and seconds; None without one); with cg also ``products`` (block products by
         the kernel, gradient passes included), ``iterations`` (per solve), ``probes``, ``preconditioner``,
         ``standard_error`` (of the last likelihood estimate), the residuals reached and ``stages`` (seconds).
     n_features_in_ : int
@@ -180,9 +190,9 @@ class GaussianProcessRegressor(EngineFitted, MultiOutputMixin, RegressorMixin, B
     0.05 nats, 4e-7 of the likelihood).
 
     At tens of thousands of samples each evaluation is a few passes over the kernel, and L-BFGS-B from a poor
-    start takes fifty evaluations or more. What scales: an exact fit on a random subset of a few thousand
-    samples, then ``solver="cg"`` on all of them from that fit's ``kernel_`` (``bench/gaussian_process.py
-    --scale``; the performance page of the user guide has its times). With cg the default optimizer divides the
+    start takes fifty evaluations or more: with cg the default optimizer starts from an exact fit on a random
+    subset (``subset_start``; ``bench/gaussian_process.py --scale``, and the performance page of the user
+    guide, have its times). With cg the default optimizer divides the
     likelihood by n: L-BFGS-B's first trial point is θ minus the gradient, projected on the bounds, which for
     the sum over many samples is a corner of the box, where cg pays hundreds of products for nothing. CG's
     iterations grow when the kernel has more eigenvalues above the noise than the preconditioner's rank (short
@@ -207,7 +217,7 @@ class GaussianProcessRegressor(EngineFitted, MultiOutputMixin, RegressorMixin, B
                  random_state: int | np.random.RandomState | None = None, memory_limit: int | str | None = None,
                  n_jobs: int | None = None, solver: str = "auto", n_probes: int = 16, tol: float = 1e-2,
                  final_tol: float = 1e-6, preconditioner_rank: int | None = None, max_iter: int = 1000,
-                 preconditioner_dtype: str = "float64"):
+                 preconditioner_dtype: str = "float64", subset_start: int = 3000):
         self.kernel = kernel
         self.alpha = alpha
         self.optimizer = optimizer
@@ -225,6 +235,7 @@ class GaussianProcessRegressor(EngineFitted, MultiOutputMixin, RegressorMixin, B
         self.preconditioner_rank = preconditioner_rank
         self.max_iter = max_iter
         self.preconditioner_dtype = preconditioner_dtype
+        self.subset_start = subset_start
 
     # --------------------------------------------------------------------------------------------- fit
 
@@ -263,13 +274,11 @@ class GaussianProcessRegressor(EngineFitted, MultiOutputMixin, RegressorMixin, B
                                  f"({self.alpha.shape[0]} != {n})")
             self.alpha = self.alpha[0]  # scikit-learn's behaviour
         self._kernel = samples.bind(kernels.make(self.kernel_, n_features=0, n_jobs=self.n_jobs))
-        X_fit = samples.fitted()
-        # (samples an engine keeps elsewhere are never written to: nothing to copy)
-        self.X_train_ = np.copy(X_fit) if self.copy_X_train and samples.holds_matrix else X_fit
+        self.X_train_ = samples.fitted(copy=self.copy_X_train)
         self._samples, self._engine = samples.over(self.X_train_), samples.engine
         self.y_train_ = np.copy(y) if self.copy_X_train else y
-        self._limit, self._evaluations, self._mean_map = limit, 0, None
-        self._iterative = self._iterative_solver(n)
+        self._limit, self._evaluations, self._start = limit, 0, None
+        self._solver, choice = self._make_solver()
         start = time.perf_counter()
         if self.optimizer is not None and self.kernel_.n_dims > 0:
             self._optimise()
@@ -277,23 +286,31 @@ class GaussianProcessRegressor(EngineFitted, MultiOutputMixin, RegressorMixin, B
             self.log_marginal_likelihood_value_ = self.log_marginal_likelihood(self.kernel_.theta, clone_kernel=False)
         self._factor_final()
         self.n_iter_ = max(1, self._evaluations)
-        self.solver_info_ = {"solver": "cholesky" if self._iterative is None else "cg",
-                             "evaluations": self._evaluations, "kernel": self._kernel.evaluated_by,
-                             "seconds": time.perf_counter() - start, **samples.info()}
-        if self._iterative is not None:
-            self.solver_info_.update(self._iterative.info())
+        self.solver_info_ = {"solver": self._solver.name, "choice": choice, "evaluations": self._evaluations,
+                             "kernel": self._kernel.evaluated_by, "seconds": time.perf_counter() - start,
+                             "start": self._start, **samples.info(), **self._solver.info()}
         return self
 
-    def _iterative_solver(self, n: int) -> IterativeGaussianProcess | None:
-        """The cg solver's state for this fit, or None for the exact likelihood."""
-        exact_fits = n * n * 8 <= self._limit and self._samples.holds_matrix
-        if self.solver == "cholesky" or (self.solver == "auto" and exact_fits):
-            return None
-        settings = IterativeSettings(self.n_probes, self.tol, self.final_tol, self.preconditioner_rank,
-                                     self.max_iter, np.dtype(self.preconditioner_dtype).type)
-        Y = self.y_train_ if self.y_train_.ndim == 2 else self.y_train_[:, np.newaxis]
-        return IterativeGaussianProcess(self._samples, Y, self.alpha, settings, memory_limit=self._limit,
-                                        n_jobs=self.n_jobs, random_state=self._rng, copies=self._kernel.copies)
+    def _make_solver(self) -> tuple:
+        """(the solver of the training data as they are now, how it was chosen: solvers/gaussian_process)."""
+        settings = gp.IterativeSettings(self.n_probes, self.tol, self.final_tol, self.preconditioner_rank,
+                                        self.max_iter, np.dtype(self.preconditioner_dtype).type)
+        self._solver_inputs = (self.X_train_, self.y_train_, self.alpha)
+        return gp.make_solver(self.solver, self._samples, self._targets(), self.alpha, settings,
+                              memory_limit=self._limit, n_jobs=self.n_jobs, random_state=self._rng,
+                              copies=self._kernel.copies)
+
+    def _current_solver(self):
+        """The fit's solver, or one made again for X_train_, y_train_ or alpha replaced since the fit
+        (scikit-learn's likelihood reads them when it is called)."""
+        if any(now is not then for now, then in zip((self.X_train_, self.y_train_, self.alpha), self._solver_inputs)):
+            self._samples = self._samples.over(self.X_train_)
+            self._solver, _ = self._make_solver()
+        return self._solver
+
+    def _targets(self) -> np.ndarray:
+        """y_train_ as an n × t matrix."""
+        return self.y_train_ if self.y_train_.ndim == 2 else self.y_train_[:, np.newaxis]
 
     def _normalise(self, y: np.ndarray) -> np.ndarray:
         if self.normalize_y:
@@ -313,7 +330,10 @@ class GaussianProcessRegressor(EngineFitted, MultiOutputMixin, RegressorMixin, B
                 return -lml, -grad
             return -self.log_marginal_likelihood(theta, clone_kernel=False)
 
-        optima = [self._constrained_optimization(obj_func, self.kernel_.theta, self.kernel_.bounds)]
+        theta, self._start = self.kernel_.theta, None
+        if self.optimizer == "fmin_l_bfgs_b":
+            theta, self._start = self._solver.start(theta, self._fit_subset, self.subset_start, self._rng)
+        optima = [self._constrained_optimization(obj_func, theta, self.kernel_.bounds)]
         if self.n_restarts_optimizer > 0:
             if not np.isfinite(self.kernel_.bounds).all():
                 raise ValueError("Multiple optimizer restarts (n_restarts_optimizer>0) requires that all bounds are "
@@ -327,6 +347,19 @@ class GaussianProcessRegressor(EngineFitted, MultiOutputMixin, RegressorMixin, B
         self.kernel_._check_bounds_params()
         self.log_marginal_likelihood_value_ = -np.min(values)
 
+    def _fit_subset(self, index: np.ndarray) -> tuple[np.ndarray, dict]:
+        """θ of an exact fit on the training rows ``index`` from the kernel's θ (the solver's start), and its
+        figures. Its warnings are about that fit, not the model: kept out."""
+        alpha = self.alpha[index] if np.iterable(self.alpha) else self.alpha
+        subset = clone(self).set_params(kernel=self.kernel_, alpha=alpha, solver="cholesky", n_restarts_optimizer=0,
+                                        normalize_y=False, copy_X_train=False, subset_start=0,
+                                        random_state=self._rng.randint(2**31 - 1))
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            subset.fit(self._samples.rows(index), self.y_train_[index])
+        return subset.kernel_.theta, {"theta": subset.kernel_.theta.tolist(), "evaluations": subset.n_iter_,
+                                      "log_marginal_likelihood": float(subset.log_marginal_likelihood_value_)}
+
     def _constrained_optimization(self, obj_func, initial_theta, bounds):
         if self.optimizer == "fmin_l_bfgs_b":
             import scipy.optimize
@@ -338,7 +371,7 @@ class GaussianProcessRegressor(EngineFitted, MultiOutputMixin, RegressorMixin, B
             # gradient's own size. gtol / n keeps scipy's test on the summed gradient, and the quasi-Newton
             # steps after the first do not depend on the scale; ftol's test, relative to max(|f|, 1), is
             # looser per sample only where |f| < 1, a likelihood below one nat per sample in magnitude.
-            per = 1 if self._iterative is None else len(self.y_train_)
+            per = len(self.y_train_) if self._solver.per_sample_objective else 1
 
             def objective(theta):
                 value, gradient = obj_func(theta)
@@ -354,35 +387,21 @@ class GaussianProcessRegressor(EngineFitted, MultiOutputMixin, RegressorMixin, B
         raise ValueError(f"Unknown optimizer {self.optimizer}.")
 
     def _factor_final(self) -> None:
-        """L_ and alpha_ of the fitted kernel (scikit-learn's message when K̂ is not positive definite)."""
+        """alpha_ (and the solver's fitted attributes, such as L_) at the fitted kernel, with scikit-learn's
+        message when K̂ is not positive definite."""
         kernel = self._kernel.with_theta(self.kernel_.theta)
-        if self._iterative is not None:
-            alpha = self._iterative.solve(kernel)
-            self.alpha_ = alpha if self.y_train_.ndim == 2 else alpha[:, 0]
-            self._kernel = kernel
-            # the mean's row map K(x, X)·α where the samples are (engines/base.py), for samples not in this process
-            self._mean_map = None if self._samples.holds_matrix else self._samples.cross_product(kernel, alpha)
-            return
-        K = self._matrix(kernel)
         try:
-            self.L_ = gp.factor(K, self.alpha)
+            alpha = self._solver.solve(kernel, self._targets())
         except np.linalg.LinAlgError as exc:
             exc.args = (f"The kernel, {self.kernel_}, is not returning a positive definite matrix. Try gradually "
                         "increasing the 'alpha' parameter of your GaussianProcessRegressor estimator.",) + exc.args
             raise
-        from scipy.linalg import cho_solve
-
-        self.alpha_ = cho_solve((self.L_, True), self.y_train_, check_finite=False)
+        for name, value in self._solver.fitted_attributes().items():
+            setattr(self, name, value)
+        self.alpha_ = alpha if self.y_train_.ndim == 2 else alpha[:, 0]
         self._kernel = kernel
-
-    def _matrix(self, kernel) -> np.ndarray:
-        n = len(self.y_train_)
-        what = f"the exact Gaussian process with {n} samples (solver='cholesky': one {n}×{n} matrix)"
-        v.check_within(n * n * 8, self._limit, what)
-        if not self._samples.holds_matrix:  # samples on a cluster: the engine says why not, and what to do
-            self._samples.kernel_matrix(kernel, what=what, memory_limit=self._limit)
-        K, _ = kernel.matrix(self.X_train_)
-        return np.array(K, dtype=np.float64, order="C", copy=True) if K.dtype != np.float64 else K
+        # the mean's row map K(x, X)·α, evaluated where the training samples are (engines/base.py)
+        self._mean_map = self._samples.cross_product(kernel, alpha)
 
     def log_marginal_likelihood(self, theta=None, eval_gradient=False, clone_kernel=True):
         """The log marginal likelihood of hyperparameters for the training data, and its gradient.
@@ -412,14 +431,7 @@ class GaussianProcessRegressor(EngineFitted, MultiOutputMixin, RegressorMixin, B
             self.kernel_.theta = theta
         kernel = self._kernel.with_theta(theta)
         self._evaluations = getattr(self, "_evaluations", 0) + 1
-        if getattr(self, "_iterative", None) is not None:
-            value, gradient, _ = self._iterative.log_marginal_likelihood(kernel, eval_gradient)
-            if not eval_gradient:
-                return value
-            return value, (np.zeros_like(theta) if gradient is None else gradient)
-        Y = self.y_train_ if self.y_train_.ndim == 2 else self.y_train_[:, np.newaxis]
-        traces = (lambda W: kernel.gradient_traces(self.X_train_, W)) if eval_gradient else None
-        value, gradient, _ = gp.log_marginal_likelihood(self._matrix(kernel), Y, self.alpha, traces)
+        value, gradient, _ = gp.log_marginal_likelihood(self._current_solver(), kernel, self._targets(), eval_gradient)
         if not eval_gradient:
             return value
         return value, (np.zeros_like(theta) if gradient is None else gradient)
@@ -456,10 +468,7 @@ class GaussianProcessRegressor(EngineFitted, MultiOutputMixin, RegressorMixin, B
         if not hasattr(self, "X_train_"):
             return self._prior(X, return_std, return_cov)
         X = self._kernel.new_rows(X, self.X_train_)
-        coefficients = self.alpha_ if self.alpha_.ndim == 2 else self.alpha_[:, np.newaxis]
-        mean_map = getattr(self, "_mean_map", None)
-        # K(X, X_train)·α, tile by tile (where the training samples are)
-        mean = self._kernel.product(X, self.X_train_, coefficients) if mean_map is None else mean_map(X)
+        mean = self._mean_map(X)  # K(X, X_train)·α, tile by tile (where the training samples are)
         if self.alpha_.ndim == 1:
             mean = mean[:, 0]
         mean = self._y_train_std * mean + self._y_train_mean
@@ -467,15 +476,11 @@ class GaussianProcessRegressor(EngineFitted, MultiOutputMixin, RegressorMixin, B
             mean = np.squeeze(mean, axis=1)
         if not (return_std or return_cov):
             return mean
-        limit = getattr(self, "_limit", v.memory_limit(self.memory_limit))
-        iterative = getattr(self, "_iterative", None)
         if return_cov:
-            cov = (gp.posterior_covariance(self._kernel, X, self.X_train_, self.L_, limit) if iterative is None else
-                   iterative.covariance(self._kernel, X))
+            cov = self._solver.covariance(self._kernel, X)
             cov = np.outer(cov, self._y_train_std**2).reshape(*cov.shape, -1)
             return mean, (np.squeeze(cov, axis=2) if cov.shape[2] == 1 else cov)
-        var = (gp.posterior_variance(self._kernel, X, self.X_train_, self.L_, limit) if iterative is None else
-               iterative.variance(self._kernel, X))
+        var = self._solver.variance(self._kernel, X)
         if np.any(var < 0):
             warnings.warn("Predicted variances smaller than 0. Setting those variances to 0.", stacklevel=2)
             var[var < 0] = 0.0

@@ -9,7 +9,7 @@ positive definite whatever the rank. With C = I_r + Fᵀ D⁻¹ F = L_C L_Cᵀ (
     P⁻¹ V = D⁻¹V − D⁻¹F C⁻¹ Fᵀ D⁻¹V,    log det P = Σ log D_ii + 2 Σ log (L_C)_ii,
 
 and z = M ξ with M Mᵀ = P (:meth:`NystromDiagonalPreconditioner.sample`) and ξ of covariance I has
-covariance P: the probes of stochastic Lanczos quadrature (gaussian_process_cg.py). Everything costs O(n·r)
+covariance P: the probes of stochastic Lanczos quadrature (iterative.py). Everything costs O(n·r)
 per column and O(n·r²) to build.
 
 F may be stored in float32 (half the memory once built; RPCholesky builds it in float64): the products with it
@@ -22,9 +22,9 @@ from typing import Any
 
 import numpy as np
 
-from .low_rank import CHUNK_ROWS, factor_product, factor_t_product, rpcholesky
+from ..low_rank import CHUNK_ROWS, factor_product, factor_t_product, rpcholesky
 
-__all__ = ["NystromDiagonalPreconditioner", "gp_preconditioner", "PRECONDITIONER_BLOCK"]
+__all__ = ["NystromDiagonalPreconditioner", "build_preconditioner", "PRECONDITIONER_BLOCK"]
 
 
 
@@ -39,7 +39,7 @@ class NystromDiagonalPreconditioner:
         d, positive.
     pivots : ndarray of shape (r,), optional
         The samples whose kernel columns span F (F Fᵀ = K_nS K_SS⁻¹ K_Sn; the control variate's derivative,
-        gp_control_variate.py, holds them fixed).
+        control_variate.py, holds them fixed).
     """
 
     def __init__(self, factor: np.ndarray, diagonal: np.ndarray, pivots: np.ndarray | None = None):
@@ -144,7 +144,7 @@ class _SignalColumns:
 PRECONDITIONER_BLOCK = 64
 
 
-def gp_preconditioner(kernel, samples, noise, rank: int, *, seed: int, dtype=np.float64,
+def build_preconditioner(kernel, samples, noise, rank: int, *, seed: int, dtype=np.float64,
                       block_size: int = PRECONDITIONER_BLOCK) -> NystromDiagonalPreconditioner:
     """P for the kernel ``kernel`` (a kernels.Kernel) of ``samples`` (an engine's, engines/base.py) and the
     noise (scalar or per sample): RPCholesky of rank ``rank`` (fewer when the kernel is exhausted; 0: P is the

@@ -6,7 +6,7 @@ I block iterations:
 
     building P          W_P(r) ≈ n r (2d + c) + q n r²        (r kernel columns; RPCholesky's updates, Fᵀ D⁻¹ F:
                                                             q = 4, and 6 more for the gradient's control
-                                                            variate, gp_control_variate.py)
+                                                            variate, control_variate.py)
     one CG iteration    W_I(r) ≈ (1 − h) n² (2d + c) + 2 n² t + 4 n r t
                         (evaluating the kernel's entries not held; the product; P⁻¹ on t columns)
 
@@ -32,7 +32,7 @@ from __future__ import annotations
 
 import math
 
-from ..operators.storage import PLAN_SLACK_BYTES
+from ...operators.storage import PLAN_SLACK_BYTES
 
 __all__ = ["DEFAULT_RANK", "HELD_AT_MOST", "RankSearch", "factor_bytes_per_entry", "preconditioner_rank", "rank_bound"]
 

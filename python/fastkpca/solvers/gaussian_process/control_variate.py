@@ -11,7 +11,7 @@ terms cancel as P approaches K̂: what is left to chance is the part of the trac
 explain. This module computes tr(Ŵ ∂P̃_j) exactly, without any n × n array.
 
 P = Q + diag(K̂ − Q) with Q = F Fᵀ = K_nS K_SS⁻¹ K_Sn, S the pivots of the randomly pivoted Cholesky factor F
-(gp_preconditioner.py), K the noise-free kernel. Its derivative with the pivots held fixed:
+(preconditioner.py), K the noise-free kernel. Its derivative with the pivots held fixed:
 
     ∂Q = E W + Wᵀ Eᵀ,    W = K_SS⁻¹ K_Sn,    E = ∂K_nS − ½ Wᵀ ∂K_SS,
     ∂P̃ = ∂Q − diag(∂Q) + diag(∂K̂)                        (P keeps K̂'s diagonal).
@@ -36,8 +36,8 @@ from __future__ import annotations
 
 import numpy as np
 
-from .gp_preconditioner import NystromDiagonalPreconditioner
-from .low_rank import factor_t_product
+from .preconditioner import NystromDiagonalPreconditioner
+from ..low_rank import factor_t_product
 
 __all__ = ["control_variate_traces", "control_variate_bytes", "CONTROL_VARIATE_ROWS", "CONTROL_VARIATE_SQUARES"]
 

@@ -1,17 +1,19 @@
-"""Gaussian process regression by products with the kernel only: no n × n array, past the Cholesky wall.
+"""The iterative Gaussian process solver: products with the kernel only, no n × n array, past the Cholesky wall.
 
-With K̂ = K + diag(a) (a: the noise ``alpha``), targets Y (n × s), a preconditioner P ≈ K̂ (gp_preconditioner.py)
+With K̂ = K + diag(a) (a: the noise ``alpha``), targets Y (n × s), a preconditioner P ≈ K̂ (preconditioner.py)
 and p probes z_i ~ N(0, P), one preconditioned CG run on the block [Y, z_1 … z_p] (cg.pcg, keeping its
 scalars: lanczos_cg.py) gives
 
     α = K̂⁻¹Y,  u_i = K̂⁻¹z_i,
     log det K̂ ≈ log det P + (1/p) Σ_i (z_iᵀP⁻¹z_i) e₁ᵀ log(T_i) e₁          (SLQ on P^-½ K̂ P^-½),
-    log p(Y | θ) ≈ −½ Σ_k y_kᵀα_k − (s/2) log det K̂ − (sn/2) log 2π,
-    ∂ log p / ∂θ_j ≈ ½ αᵀ∂K_jα − (s/2p) Σ_i (P⁻¹z_i)ᵀ ∂K_j u_i − (s/2) tr(Ŵ ∂P̃_j)   (Hutchinson: E[z zᵀ] = P),
+    quad_k = y_kᵀα_k,
+    ∇_θ[w_q Σ quad + w_l log det K̂]_j ≈ −w_q Σ_k α_kᵀ∂K_jα_k + (w_l/p) Σ_i (P⁻¹z_i)ᵀ ∂K_j u_i + w_l tr(Ŵ ∂P̃_j)
+                                                                           (Hutchinson: E[z zᵀ] = P),
 
-the first two ½ tr(W ∂K_j) for W = ½(A Bᵀ + B Aᵀ), A = [α, u], B = [α, −(s/p)P⁻¹z], which the kernel computes
+the interface's inv_quad_logdet (interface.py; the regression's weights are (−½, −s/2)): the first two terms
+are tr(W ∂K_j) for W = ½(A Bᵀ + B Aᵀ), A = [α, u], B = [−w_q α, (w_l/p)P⁻¹z], which the kernel computes
 in one pass per term with W's tiles formed where they are read (kernels.Kernel.gradient_traces_low_rank); the
-last, of expectation zero, is the preconditioner's control variate (gp_control_variate.py): with ∂P̃ the
+last, of expectation zero, is the preconditioner's control variate (control_variate.py): with ∂P̃ the
 derivative of P at its pivots it cancels most of the probes' noise, what P explains of the trace computed
 exactly. An evaluation costs the CG's block products, one gradient pass and the control variate's O(n·r²)
 pass over the factor; memory O(n·(p + s + r)).
@@ -24,8 +26,8 @@ warm start makes the value at a θ depend on the path to it, through where CG st
 is ‖α* − α‖²_K̂ from a cold start (CG's Galerkin condition), plus a first-order term αᵀK̂(α* − α) from a warm
 one (at N = 100,000 the same θ evaluated twice in one fit differed by 0.05 nats; at 5,000, 0.008).
 
-The preconditioner's rank starts at gp_rank.DEFAULT_RANK within the memory limit and may move during the first
-evaluations, as their iteration counts say pays (gp_rank.py); the final solve fixes it.
+The preconditioner's rank starts at rank.DEFAULT_RANK within the memory limit and may move during the first
+evaluations, as their iteration counts say pays (rank.py); the final solve fixes it.
 
 Predictions: the mean is K(X*, X)α; the variances k** − k*ᵀK̂⁻¹k* by block CG on the test points' kernel
 columns, in chunks, with the fit's preconditioner, each quadratic form taken as vᵀ(k* + r) from CG's
@@ -50,17 +52,18 @@ from typing import Any
 
 import numpy as np
 
-from .. import _validation as v
-from ..exceptions import ConvergenceWarning
-from ..operators.storage import DENSE_COPIES, fixed_bytes, pass_bytes
-from .gp_control_variate import CONTROL_VARIATE_SQUARES, control_variate_bytes, control_variate_traces
-from .gp_preconditioner import PRECONDITIONER_BLOCK, NystromDiagonalPreconditioner, gp_preconditioner
-from .gp_rank import RankSearch, factor_bytes_per_entry, preconditioner_rank, rank_bound
-from .cg import pcg, pcg_bytes
-from .lanczos_cg import quadrature_log
-from .low_rank import CHUNK_ROWS, rpcholesky_bytes
+from ... import _validation as v
+from ...exceptions import ConvergenceWarning
+from ...operators.storage import DENSE_COPIES, fixed_bytes, pass_bytes
+from .interface import InvQuadLogdet
+from .control_variate import CONTROL_VARIATE_SQUARES, control_variate_bytes, control_variate_traces
+from .preconditioner import PRECONDITIONER_BLOCK, NystromDiagonalPreconditioner, build_preconditioner
+from .rank import RankSearch, factor_bytes_per_entry, preconditioner_rank, rank_bound
+from ..cg import pcg, pcg_bytes
+from ..lanczos_cg import quadrature_log
+from ..low_rank import CHUNK_ROWS, rpcholesky_bytes
 
-__all__ = ["IterativeSettings", "IterativeGaussianProcess", "preconditioner_rank"]
+__all__ = ["IterativeSettings", "IterativeSolver", "preconditioner_rank"]
 
 
 def _cross_columns(rows, X_new, kernel):
@@ -81,10 +84,9 @@ def _with_residual(K_cross: np.ndarray, info: dict) -> np.ndarray:
     return K_cross
 
 
-_LOG_2PI = math.log(2.0 * math.pi)
 
 #: The predictive variances hold the kernel whole only beside chunks of at least this many test points
-#: (IterativeGaussianProcess._prediction_plan): narrower blocks waste the pass's reads of the stored kernel.
+#: (IterativeSolver._prediction_plan): narrower blocks waste the pass's reads of the stored kernel.
 PREDICTION_MIN_CHUNK = 16
 
 
@@ -108,7 +110,7 @@ class IterativeSettings:
     max_iter: int = 1000
     dtype: type = np.float64
     storage: str = "auto"  # the kernel operator's storage (operators.storage): "matrix_free" holds no tiles
-    control_variate: bool = True  # the preconditioner's control variate in the gradient (gp_control_variate.py)
+    control_variate: bool = True  # the preconditioner's control variate in the gradient (control_variate.py)
 
 
 def _not_positive_definite(info: dict) -> bool:
@@ -116,9 +118,10 @@ def _not_positive_definite(info: dict) -> bool:
     return info["indefinite"] is not None or bool(info["broken_down"].size)
 
 
-class IterativeGaussianProcess:
-    """The likelihood, its gradient, the final solve and the predictive variances of one fit (module
-    documentation). Holds the fixed draws, the warm start and the figures ``info()`` reports.
+class IterativeSolver:
+    """The interface's iterative solver (interface.py): its estimates, the final solve and the predictive
+    variances of one fit (module documentation). Holds the fixed draws, the warm start and the figures
+    ``info()`` reports.
 
     Parameters
     ----------
@@ -126,7 +129,7 @@ class IterativeGaussianProcess:
         Training samples, wherever they are: the products, the preconditioner's columns and the gradient's
         passes run there.
     Y : ndarray (n, s)
-        Targets.
+        The right-hand sides it will be asked about (the targets): its blocks are sized for them.
     noise : float or ndarray (n,)
         ``alpha``.
     settings : IterativeSettings
@@ -136,6 +139,9 @@ class IterativeGaussianProcess:
     copies : int
         The kernel's working copies of the samples (kernels.Kernel.copies), counted beside the memory limit.
     """
+
+    name = "cg"
+    per_sample_objective = True
 
     def __init__(self, samples, Y: np.ndarray, noise, settings: IterativeSettings, *, memory_limit: int,
                  n_jobs=None, random_state=None, copies: int = 1):
@@ -230,56 +236,59 @@ class IterativeGaussianProcess:
 
     def _preconditioner(self, kernel) -> NystromDiagonalPreconditioner:
         start = time.perf_counter()
-        pre = gp_preconditioner(kernel, self.samples, self.noise, self.rank, seed=self.seed,
+        pre = build_preconditioner(kernel, self.samples, self.noise, self.rank, seed=self.seed,
                                 dtype=self.settings.dtype)
         self.figures["seconds"]["preconditioner"] += time.perf_counter() - start
         return pre
 
     # ------------------------------------------------------------------------------------ likelihood
 
-    def log_marginal_likelihood(self, kernel, eval_gradient: bool):
-        """(value, gradient or None, standard error of the value) for the kernel (a kernels.Kernel with the
-        hyperparameters to evaluate). A kernel matrix CG finds not positive definite gives −inf."""
-        n, s = self.Y.shape
+    def inv_quad_logdet(self, kernel, Y: np.ndarray, eval_gradient: bool, *, quad_weight: float,
+                        logdet_weight: float) -> InvQuadLogdet:
+        """The interface's estimate (interface.py; this module's documentation says how) for the kernel (a
+        kernels.Kernel with the hyperparameters to evaluate). A kernel matrix CG finds not positive definite
+        has no answer (``positive_definite`` false)."""
+        n, s = Y.shape
         p = self.settings.probes
         pre = self._preconditioner(kernel)
         Z = pre.sample(self.signs)
         X0 = None
-        if self.warm is not None:
+        if self.warm is not None and self.warm.shape == Y.shape:
             X0 = np.zeros((n, s + p))
             X0[:, :s] = self.warm
         start = time.perf_counter()
         plan = self._plan(kernel, s + p)
         with self._operator(kernel, plan) as op:
-            solution, info = pcg(self._matmat(op), np.hstack([self.Y, Z]), precondition=pre, tol=self.settings.tol,
+            solution, info = pcg(self._matmat(op), np.hstack([Y, Z]), precondition=pre, tol=self.settings.tol,
                                  maxiter=self.settings.max_iter, x0=X0, verify=False, record=True)
         self._count(info, start, "cg")
         if _not_positive_definite(info):
-            return -np.inf, None, 0.0
+            return InvQuadLogdet(None, math.nan, None)
         self.ranks.observe(info["iterations"], held=self._held(plan))
         alpha, U = solution[:, :s], solution[:, s:]
         self.warm = alpha
         per_probe = np.array([info["start_norms"][s + i] * quadrature_log(info["steps"][s + i], info["ratios"][s + i])
                               for i in range(p)])
         logdet = pre.logdet + per_probe.mean()
-        value = float(-0.5 * np.einsum("ik,ik->", self.Y, alpha) - 0.5 * s * logdet - 0.5 * s * n * _LOG_2PI)
-        error = 0.5 * s * float(per_probe.std(ddof=1)) / math.sqrt(p) if p > 1 else math.inf
-        self.figures["standard_error"] = error
+        error = float(per_probe.std(ddof=1)) / math.sqrt(p) if p > 1 else math.inf
+        self.figures["standard_error"] = abs(logdet_weight) * error  # the weighted objective's
+        quad = np.einsum("ik,ik->k", Y, alpha)
         if not eval_gradient:
-            return value, None, error
+            return InvQuadLogdet(quad, logdet, alpha, None, error)
+        # −w_q Σ αᵀ∂Kα + w_l tr(K̂⁻¹∂K), the trace by Hutchinson: E[(P⁻¹z)ᵀ ∂K K̂⁻¹z] = tr(K̂⁻¹∂K) for z ~ N(0, P)
         start = time.perf_counter()
         Omega = pre.solve(Z)
         A = np.hstack([alpha, U])
-        B = np.hstack([alpha, Omega * (-s / p)])
-        gradient = 0.5 * self.samples.gradient_traces(kernel, A, B)
+        B = np.hstack([alpha * -quad_weight, Omega * (logdet_weight / p)])
+        gradient = self.samples.gradient_traces(kernel, A, B)
         self.figures["seconds"]["gradient"] += time.perf_counter() - start
         self.figures["products"] += 1  # the gradient's pass over the kernel's tiles
         if self.settings.control_variate and kernel.cross_gradients:
             start = time.perf_counter()
-            gradient -= 0.5 * s * control_variate_traces(kernel, self.samples, pre, Omega)
+            gradient += logdet_weight * control_variate_traces(kernel, self.samples, pre, Omega)
             seconds = self.figures["seconds"]
             seconds["control_variate"] = seconds.get("control_variate", 0.0) + time.perf_counter() - start
-        return value, gradient, error
+        return InvQuadLogdet(quad, logdet, alpha, gradient, error)
 
     def _count(self, info: dict, start: float, stage: str) -> None:
         f = self.figures
@@ -288,17 +297,36 @@ class IterativeGaussianProcess:
         f["max_residual"] = max(f["max_residual"], float(info["residuals"].max(initial=0.0)))
         f["seconds"][stage] = f["seconds"].get(stage, 0.0) + time.perf_counter() - start
 
+    # ------------------------------------------------------------------------------------------ start
+
+    def start(self, theta: np.ndarray, fit_subset, size: int, random_state) -> tuple[np.ndarray, dict | None]:
+        """θ for the optimiser to start from: that of ``fit_subset(index)``, an exact fit on ``size`` samples
+        drawn without replacement from ``random_state`` (its θ and figures returned), where that is fewer than
+        the training samples; else the kernel's θ. At tens of thousands of samples every evaluation here is a
+        few passes over the kernel, and L-BFGS-B from the kernel's initial θ takes fifty or more: an exact fit on
+        a few thousand samples finds most of the way for the price of a few of them (bench/gaussian_process.py
+        --scale)."""
+        n = self.Y.shape[0]
+        if not 0 < size < n:
+            return theta, None
+        index = np.sort(v.check_random_state(random_state).choice(n, size, replace=False))
+        begin = time.perf_counter()
+        theta, figures = fit_subset(index)
+        self.figures["seconds"]["start"] = time.perf_counter() - begin
+        return theta, {"samples": size, **figures, "seconds": self.figures["seconds"]["start"]}
+
     # ----------------------------------------------------------------------------------- final solve
 
-    def solve(self, kernel) -> np.ndarray:
+    def solve(self, kernel, Y: np.ndarray) -> np.ndarray:
         """α = K̂⁻¹Y to ``final_tol`` (warm-started from the last evaluation), its true residual checked (CG
         resumes from it if the recurrence's drifted); the preconditioner is kept for the predictive variances."""
         self.ranks.frozen = True  # the fit's rank from here on (predictions use this preconditioner)
         pre = self._preconditioner(kernel)
         start = time.perf_counter()
-        with self._operator(kernel, self._plan(kernel, self.Y.shape[1])) as op:
-            alpha, info = pcg(self._matmat(op), self.Y, precondition=pre, tol=self.settings.final_tol,
-                              maxiter=self.settings.max_iter, x0=self.warm)
+        with self._operator(kernel, self._plan(kernel, Y.shape[1])) as op:
+            alpha, info = pcg(self._matmat(op), Y, precondition=pre, tol=self.settings.final_tol,
+                              maxiter=self.settings.max_iter, x0=self.warm if self.warm is not None
+                              and self.warm.shape == Y.shape else None)
         self._count(info, start, "final_solve")
         self.figures["final_residuals"] = info["residuals"]
         self._check(info, "the final conjugate gradients", stacklevel=5)
@@ -410,7 +438,10 @@ class IterativeGaussianProcess:
         cov = np.asarray(kernel.cross(X_new), dtype=np.float64) - _with_residual(Kt, info).T @ V
         return 0.5 * (cov + cov.T)  # symmetrising also removes the first-order error (_with_residual)
 
-    def localised(self) -> IterativeGaussianProcess:
+    def fitted_attributes(self) -> dict:
+        return {}
+
+    def localised(self) -> IterativeSolver:
         """The same state over the samples brought into this process (a fitted model pickled without its
         cluster)."""
         out = copy.copy(self)

@@ -1,0 +1,173 @@
+"""The exact Gaussian process solver: everything from one Cholesky factor of the n × n kernel matrix.
+
+With K̂ = K + diag(a) = L Lᵀ (a: the system's diagonal, the regression's noise ``alpha``) and Y (n × t),
+
+    quad_k = y_kᵀ α_k,  α = K̂⁻¹ Y,   log det K̂ = 2 Σ_i log L_ii,
+    ∇_θ [w_q Σ_k quad_k + w_l log det K̂]_j = tr((−w_q α αᵀ + w_l K̂⁻¹) ∂K/∂θ_j),
+
+the interface's inv_quad_logdet (interface.py); the regression's weights (−½, −t/2) give scikit-learn's formulas
+(Rasmussen and Williams, eqs. 2.30 and 5.9). One n × n array holds K̂, then its factor (LAPACK potrf, in
+place), then K̂⁻¹ (potri, in place over the factor), then the weights W = −w_q α αᵀ + w_l K̂⁻¹; the traces
+tr(W ∂K/∂θ_j) come from the kernel (kernels.Kernel.gradient_traces), which reads W tile by tile and never holds
+∂K/∂θ_j. Memory: n²·8 bytes and O(n·(d + t)); flops: n³/3 for the factor, 2n³/3 for the inverse.
+"""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+
+from ... import _validation as v
+from ..lapack_threads import factorisation_threads
+from .interface import InvQuadLogdet
+
+__all__ = ["ExactSolver", "factor", "weights_in_place", "posterior_variance", "posterior_covariance"]
+
+#: Rows per block of the in-place passes over an n × n array.
+_BLOCK = 256
+
+
+def factor(K: np.ndarray, noise) -> np.ndarray:
+    """The lower Cholesky factor L of K + diag(noise), computed in place: K (C-contiguous, symmetric, float64,
+    the caller's to overwrite) becomes Lᵀ; L, returned, is its Fortran-ordered view, zero above the diagonal
+    (scipy.linalg.cholesky's lower factor). np.linalg.LinAlgError if K + diag(noise) is not positive definite."""
+    from scipy.linalg import lapack
+
+    K[np.diag_indices_from(K)] += noise
+    with factorisation_threads(K.shape[0]):
+        L, info = lapack.dpotrf(K.T, lower=1, clean=1, overwrite_a=1)  # K.T is Fortran-ordered: in place
+    if info > 0:
+        raise np.linalg.LinAlgError(f"{info}-th leading minor not positive definite")
+    if info < 0:  # pragma: no cover - an argument LAPACK refuses
+        raise ValueError(f"dpotrf: illegal value in argument {-info}")
+    return L
+
+
+def weights_in_place(K: np.ndarray, A: np.ndarray, outer_weight: float, inverse_weight: float) -> np.ndarray:
+    """W = outer_weight · A Aᵀ + inverse_weight · K̂⁻¹, whole and symmetric, in K's memory, where K holds K̂⁻¹ in
+    its upper triangle (row-major; the lower triangle of the Fortran-ordered factor that potri wrote). Row
+    blocks: the upper part of each is formed, its lower part copied from the rows above."""
+    n = A.shape[0]
+    for i0 in range(0, n, _BLOCK):
+        i1 = min(n, i0 + _BLOCK)
+        rows = K[i0:i1, i0:]
+        rows *= inverse_weight
+        rows += outer_weight * (A[i0:i1] @ A[i0:].T)
+        K[i0:i1, :i0] = K[:i0, i0:i1].T
+        block = K[i0:i1, i0:i1]
+        lower = np.tril_indices(i1 - i0, -1)
+        block[lower] = block.T[lower]
+    return K
+
+
+def _test_chunks(n_train: int, n_test: int, memory_limit: int) -> int:
+    """Test points per chunk of the cross kernel and its triangular solve (two n_train × chunk arrays)."""
+    return int(max(1, min(n_test, (memory_limit // 4) // max(1, 16 * n_train))))
+
+
+def posterior_variance(kernel, X_new, X_train, L: np.ndarray, memory_limit: int) -> np.ndarray:
+    """k(x, x) − v·v with v = L⁻¹ K(X_train, x) for every new point, in chunks of new points that fit a quarter
+    of the memory limit (scikit-learn's formula, without its n_train × n_new array)."""
+    from scipy.linalg import solve_triangular
+
+    n_new = X_new.shape[0]
+    rows = _test_chunks(L.shape[0], n_new, memory_limit)
+    out = kernel.diagonal(X_new).astype(np.float64)
+    for start in range(0, n_new, rows):
+        part = X_new[start:start + rows]
+        V = solve_triangular(L, kernel.cross(part, X_train).T, lower=True, check_finite=False)
+        out[start:start + part.shape[0]] -= np.einsum("ij,ij->j", V, V)
+    return out
+
+
+def posterior_covariance(kernel, X_new, X_train, L: np.ndarray, memory_limit: int) -> np.ndarray:
+    """K(X_new, X_new) − Vᵀ V, V = L⁻¹ K(X_train, X_new) (scikit-learn's formula), after a memory check."""
+    from scipy.linalg import solve_triangular
+
+    n_new, n_train = X_new.shape[0], L.shape[0]
+    v.check_within(8 * n_new * (2 * n_train + n_new), memory_limit,
+                   f"the posterior covariance of {n_new} points (a {n_train}×{n_new} solve)")
+    V = solve_triangular(L, kernel.cross(X_new, X_train).T, lower=True, check_finite=False)
+    return kernel.cross(X_new) - V.T @ V
+
+
+class ExactSolver:
+    """The interface's exact solver (interface.py): one n × n array per evaluation, the factor kept after
+    :meth:`solve` for the predictions and as ``L_``.
+
+    Parameters
+    ----------
+    samples : an engine's Samples (engines/base.py)
+        Training samples; the exact solver needs them in this process (a cluster's engine says why not).
+    noise : float or ndarray (n,)
+        The system's diagonal (the regression's ``alpha``).
+    memory_limit : int
+    """
+
+    name = "cholesky"
+    per_sample_objective = False
+
+    def __init__(self, samples, noise, *, memory_limit: int):
+        self.samples, self.noise, self.limit = samples, noise, memory_limit
+        self.X = samples.fitted()
+        self.L: np.ndarray | None = None
+
+    def _matrix(self, kernel) -> np.ndarray:
+        """K(X, X) in float64, the caller's to overwrite, after the memory check."""
+        n = self.samples.shape[0]
+        what = f"the exact Gaussian process with {n} samples (solver='cholesky': one {n}×{n} matrix)"
+        v.check_within(n * n * 8, self.limit, what)
+        if not self.samples.holds_matrix:  # samples on a cluster: the engine says why not, and what to do
+            self.samples.kernel_matrix(kernel, what=what, memory_limit=self.limit)
+        K, _ = kernel.matrix(self.X)
+        return np.array(K, dtype=np.float64, order="C", copy=True) if K.dtype != np.float64 else K
+
+    def inv_quad_logdet(self, kernel, Y: np.ndarray, eval_gradient: bool, *, quad_weight: float,
+                        logdet_weight: float) -> InvQuadLogdet:
+        from scipy.linalg import lapack
+
+        K = self._matrix(kernel)
+        try:
+            L = factor(K, self.noise)
+        except np.linalg.LinAlgError:
+            return InvQuadLogdet(None, math.nan, None)
+        alpha, _ = lapack.dpotrs(L, Y, lower=1)
+        quad = np.einsum("ik,ik->k", Y, alpha)
+        logdet = 2.0 * np.log(np.diag(L)).sum()
+        if not eval_gradient:
+            return InvQuadLogdet(quad, logdet, alpha)
+        _, info = lapack.dpotri(L, lower=1, overwrite_c=1)  # K̂⁻¹ in the factor's triangle
+        if info != 0:  # pragma: no cover - a factor with a zero diagonal entry cannot come from potrf
+            raise np.linalg.LinAlgError(f"dpotri: info {info}")
+        W = weights_in_place(K, alpha, -quad_weight, logdet_weight)
+        gradient = np.asarray(kernel.gradient_traces(self.X, W), dtype=np.float64)
+        return InvQuadLogdet(quad, logdet, alpha, gradient)
+
+    def start(self, theta: np.ndarray, fit_subset, size: int, random_state) -> tuple[np.ndarray, dict | None]:
+        """The optimiser starts from the kernel's θ: an exact evaluation costs what an exact fit on a subset's
+        would, relative to the whole fit."""
+        return theta, None
+
+    def solve(self, kernel, Y: np.ndarray) -> np.ndarray:
+        from scipy.linalg import cho_solve
+
+        self.L = factor(self._matrix(kernel), self.noise)
+        return cho_solve((self.L, True), Y, check_finite=False)
+
+    def variance(self, kernel, X_new) -> np.ndarray:
+        assert self.L is not None
+        return posterior_variance(kernel, X_new, self.X, self.L, self.limit)
+
+    def covariance(self, kernel, X_new) -> np.ndarray:
+        assert self.L is not None
+        return posterior_covariance(kernel, X_new, self.X, self.L, self.limit)
+
+    def fitted_attributes(self) -> dict:
+        return {"L_": self.L}
+
+    def info(self) -> dict:
+        return {}
+
+    def localised(self) -> ExactSolver:
+        return self
