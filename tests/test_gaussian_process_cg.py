@@ -504,25 +504,41 @@ def test_solves_that_stop_short_say_so():
 @pytest.mark.parametrize("name, value, error", [
     ("solver", "lu", ValueError), ("n_probes", 1, ValueError), ("n_probes", 2.5, TypeError), ("tol", 0.0, ValueError),
     ("final_tol", -1.0, ValueError), ("preconditioner_rank", -1, ValueError), ("max_iter", 0, ValueError),
-    ("preconditioner_dtype", "float16", ValueError)])
+    ("preconditioner_dtype", "float16", ValueError), ("subset_start", -1, ValueError),
+    ("subset_start", 1.5, TypeError)])
 def test_bad_input_names_the_argument(name, value, error):
     X, y, _ = split(20)
     with pytest.raises(error, match=name):
         GaussianProcessRegressor(**{"solver": "cg", name: value}).fit(X, y)
 
 
-def test_an_interrupt_stops_a_long_fit():
+@pytest.fixture
+def sigint_raises():
+    """SIGINT as Python's default handler makes it (KeyboardInterrupt): a process started in the background by
+    a non-interactive shell inherits SIGINT ignored, and _thread.interrupt_main() then does nothing at all."""
+    import signal
+
+    previous = signal.signal(signal.SIGINT, signal.default_int_handler)
+    yield
+    signal.signal(signal.SIGINT, previous)
+
+
+@pytest.mark.parametrize("delay", [0.3, 1.2, 2.5])
+def test_an_interrupt_stops_a_long_fit(sigint_raises, delay):
+    """Wherever it lands (the delays sweep the preconditioner's build, CG, the gradient's passes and the
+    control variate's r × r algebra at rank 1024), Ctrl-C stops a cg fit within 2 s of its request (the
+    target, 1 s on an idle machine, is the suite's bound less its load)."""
     X, y, _ = split(3000)
-    timer = threading.Timer(1.0, _thread.interrupt_main)
+    fired = []
+    timer = threading.Timer(delay, lambda: (fired.append(time.perf_counter()), _thread.interrupt_main()))
     timer.start()
-    start = time.perf_counter()
     try:
         with pytest.raises(KeyboardInterrupt):
             GaussianProcessRegressor(C(1.0) * RBF(np.ones(4)) + WhiteKernel(1e-3), solver="cg", tol=1e-10,
                                      n_restarts_optimizer=5, random_state=0).fit(X, y)
     finally:
         timer.cancel()
-    assert time.perf_counter() - start < 30
+    assert fired and time.perf_counter() - fired[0] < 2.0
     # the estimator is usable afterwards
     after = GaussianProcessRegressor(KERNELS[0], solver="cg", optimizer=None).fit(X[:100], y[:100])
     assert after.predict(X[:3]).shape == (3,)

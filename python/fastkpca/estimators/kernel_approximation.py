@@ -13,6 +13,7 @@ from sklearn.metrics.pairwise import PAIRWISE_KERNEL_FUNCTIONS
 
 from .. import engines, kernels
 from .. import _validation as v
+from ..solvers.lapack_threads import interruptible
 from ..kernels import Kernel
 from ..solvers import low_rank
 from ._base import EngineFitted
@@ -149,7 +150,8 @@ class Nystroem(EngineFitted, ClassNamePrefixFeaturesOutMixin, TransformerMixin, 
             basis, index, info = low_rank.landmarks(samples, self.landmarks, self.n_components, kernel,
                                                     random_state=self.random_state, memory_limit=limit,
                                                     name="n_components")
-        self.normalization_ = _inverse_sqrt(np.asarray(kernel.cross(basis)))
+        W = np.asarray(kernel.cross(basis))
+        self.normalization_ = interruptible(_inverse_sqrt, W, flops=12.0 * W.shape[0] ** 3)  # Ctrl-C within it
         self.components_ = basis
         self.component_indices_ = index
         self.landmark_info_ = dict(info, seconds=time.perf_counter() - start)

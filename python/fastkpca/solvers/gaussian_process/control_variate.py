@@ -37,12 +37,22 @@ from __future__ import annotations
 import numpy as np
 
 from .preconditioner import NystromDiagonalPreconditioner
+from ..lapack_threads import interruptible
 from ..low_rank import factor_t_product
 
 __all__ = ["control_variate_traces", "control_variate_bytes", "CONTROL_VARIATE_ROWS", "CONTROL_VARIATE_SQUARES"]
 
-#: Rows per chunk of the pass (N's chunk is CONTROL_VARIATE_ROWS × r).
+#: Rows per chunk of the pass at most (N's chunk is rows × r).
 CONTROL_VARIATE_ROWS = 2048
+#: Flops of a chunk's three rows × r × r products at most (about a second on one core): Ctrl-C is seen
+#: between chunks.
+CHUNK_FLOPS = 2e10
+
+
+def control_variate_rows(rank: int) -> int:
+    """Rows per chunk of the pass: CONTROL_VARIATE_ROWS, fewer where the rank makes a chunk's products long."""
+    return int(max(64, min(CONTROL_VARIATE_ROWS, CHUNK_FLOPS // (6 * max(rank, 1) ** 2))))
+
 #: Its flops are CONTROL_VARIATE_SQUARES · n · r² (three n × r × r products: F C⁻¹, T F_S⁻¹, Fᵀ T). Four would
 #: do: T F_S⁻¹ is a triangular product (r² per row), and Fᵀ T = I − C⁻¹ − Fᵀ diag(Δ) F since Fᵀ D⁻¹ F = C − I,
 #: a symmetric update (two, over the rows of either sign of Δ). Tried with OpenBLAS's dtrmm and dsyrk: 1.2×
@@ -83,14 +93,16 @@ def control_variate_traces(kernel, samples, pre: NystromDiagonalPreconditioner, 
         raise ValueError(f"the control variate needs the factor's {r} pivots, the preconditioner has "
                          f"{pre.pivots.shape[0]}")
     FS = pre.F[pre.pivots].astype(np.float64)  # lower triangular (pivots in their order: low_rank.LowRankFactor)
-    inverse_FS = solve_triangular(FS, np.eye(r), lower=True, check_finite=False) if r else FS
+    inverse_FS = interruptible(solve_triangular, FS, np.eye(r), lower=True, check_finite=False,
+                               flops=r**3 / 3) if r else FS
     del FS
-    inverse_C = cho_solve((pre.L, True), np.eye(r), check_finite=False) if r else np.zeros((0, 0))
+    inverse_C = (interruptible(cho_solve, (pre.L, True), np.eye(r), check_finite=False, flops=2 * r**3 / 3) if r
+                 else np.zeros((0, 0)))
     Omega_F = factor_t_product(pre.F, Omega)  # Fᵀ Ω, r × p
     omega_weights = inverse_FS.T @ Omega_F  # W Ω
     pivots_X = samples.rows(pre.pivots)
     traces, FT = samples.reduce(_chunk_terms, kernel, pivots_X, inverse_C, inverse_FS, omega_weights, p,
-                                row_args=(pre.F, Omega, pre.inverse_d), rows=CONTROL_VARIATE_ROWS)
+                                row_args=(pre.F, Omega, pre.inverse_d), rows=control_variate_rows(r))
     if r == 0:
         return traces
     # W N = F_S⁻ᵀ Fᵀ N with Fᵀ N = (Fᵀ T) F_S⁻¹ − (Fᵀ Ω)(W Ω)ᵀ / p

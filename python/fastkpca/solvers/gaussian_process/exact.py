@@ -19,7 +19,7 @@ import math
 import numpy as np
 
 from ... import _validation as v
-from ..lapack_threads import factorisation_threads
+from ..lapack_threads import factorisation_threads, interruptible
 from .interface import InvQuadLogdet
 
 __all__ = ["ExactSolver", "factor", "weights_in_place", "posterior_variance", "posterior_covariance"]
@@ -35,8 +35,8 @@ def factor(K: np.ndarray, noise) -> np.ndarray:
     from scipy.linalg import lapack
 
     K[np.diag_indices_from(K)] += noise
-    with factorisation_threads(K.shape[0]):
-        L, info = lapack.dpotrf(K.T, lower=1, clean=1, overwrite_a=1)  # K.T is Fortran-ordered: in place
+    with factorisation_threads(K.shape[0]):  # K.T is Fortran-ordered: in place
+        L, info = interruptible(lapack.dpotrf, K.T, lower=1, clean=1, overwrite_a=1, flops=K.shape[0] ** 3 / 3)
     if info > 0:
         raise np.linalg.LinAlgError(f"{info}-th leading minor not positive definite")
     if info < 0:  # pragma: no cover - an argument LAPACK refuses
@@ -76,7 +76,8 @@ def posterior_variance(kernel, X_new, X_train, L: np.ndarray, memory_limit: int)
     out = kernel.diagonal(X_new).astype(np.float64)
     for start in range(0, n_new, rows):
         part = X_new[start:start + rows]
-        V = solve_triangular(L, kernel.cross(part, X_train).T, lower=True, check_finite=False)
+        V = interruptible(solve_triangular, L, kernel.cross(part, X_train).T, lower=True, check_finite=False,
+                          flops=float(L.shape[0]) ** 2 * part.shape[0])
         out[start:start + part.shape[0]] -= np.einsum("ij,ij->j", V, V)
     return out
 
@@ -88,7 +89,8 @@ def posterior_covariance(kernel, X_new, X_train, L: np.ndarray, memory_limit: in
     n_new, n_train = X_new.shape[0], L.shape[0]
     v.check_within(8 * n_new * (2 * n_train + n_new), memory_limit,
                    f"the posterior covariance of {n_new} points (a {n_train}×{n_new} solve)")
-    V = solve_triangular(L, kernel.cross(X_new, X_train).T, lower=True, check_finite=False)
+    V = interruptible(solve_triangular, L, kernel.cross(X_new, X_train).T, lower=True, check_finite=False,
+                      flops=float(n_train) ** 2 * n_new)
     return kernel.cross(X_new) - V.T @ V
 
 
@@ -137,7 +139,8 @@ class ExactSolver:
         logdet = 2.0 * np.log(np.diag(L)).sum()
         if not eval_gradient:
             return InvQuadLogdet(quad, logdet, alpha)
-        _, info = lapack.dpotri(L, lower=1, overwrite_c=1)  # K̂⁻¹ in the factor's triangle
+        # K̂⁻¹ in the factor's triangle
+        _, info = interruptible(lapack.dpotri, L, lower=1, overwrite_c=1, flops=2 * L.shape[0] ** 3 / 3)
         if info != 0:  # pragma: no cover - a factor with a zero diagonal entry cannot come from potrf
             raise np.linalg.LinAlgError(f"dpotri: info {info}")
         W = weights_in_place(K, alpha, -quad_weight, logdet_weight)

@@ -44,6 +44,7 @@ nearly cancels k**.)
 from __future__ import annotations
 
 import copy
+import functools
 import math
 import time
 import warnings
@@ -60,10 +61,23 @@ from .control_variate import CONTROL_VARIATE_SQUARES, control_variate_bytes, con
 from .preconditioner import PRECONDITIONER_BLOCK, NystromDiagonalPreconditioner, build_preconditioner
 from .rank import RankSearch, factor_bytes_per_entry, preconditioner_rank, rank_bound
 from ..cg import pcg, pcg_bytes
+from ..lapack_threads import one_blas_thread
 from ..lanczos_cg import quadrature_log
 from ..low_rank import CHUNK_ROWS, rpcholesky_bytes
 
 __all__ = ["IterativeSettings", "IterativeSolver", "preconditioner_rank"]
+
+
+def _on_one_blas_thread(method):
+    """The method with NumPy's BLAS on one thread (lapack_threads.one_blas_thread): its dense algebra, beside the
+    native passes, is small; under load two BLAS threads made the preconditioner's r × r factorisations many
+    times slower, and Ctrl-C waited for them."""
+    @functools.wraps(method)
+    def wrapped(*args, **kwargs):
+        with one_blas_thread():
+            return method(*args, **kwargs)
+
+    return wrapped
 
 
 def _cross_columns(rows, X_new, kernel):
@@ -243,6 +257,7 @@ class IterativeSolver:
 
     # ------------------------------------------------------------------------------------ likelihood
 
+    @_on_one_blas_thread
     def inv_quad_logdet(self, kernel, Y: np.ndarray, eval_gradient: bool, *, quad_weight: float,
                         logdet_weight: float) -> InvQuadLogdet:
         """The interface's estimate (interface.py; this module's documentation says how) for the kernel (a
@@ -317,6 +332,7 @@ class IterativeSolver:
 
     # ----------------------------------------------------------------------------------- final solve
 
+    @_on_one_blas_thread
     def solve(self, kernel, Y: np.ndarray) -> np.ndarray:
         """α = K̂⁻¹Y to ``final_tol`` (warm-started from the last evaluation), its true residual checked (CG
         resumes from it if the recurrence's drifted); the preconditioner is kept for the predictive variances."""
@@ -396,6 +412,7 @@ class IterativeSolver:
         # not even one point beside the samples' copies: the plan's own MemoryError says what it needs
         return columns, self._plan(kernel, 1, self._prediction_bytes(1)) if chosen is None else chosen
 
+    @_on_one_blas_thread
     def variance(self, kernel, X_new) -> np.ndarray:
         """k(x, x) − k*ᵀK̂⁻¹k* for every new point, by block CG on the test points' kernel columns in chunks
         within the memory limit (_prediction_plan)."""
@@ -417,6 +434,7 @@ class IterativeSolver:
                 del Kt, V, info  # the next chunk's blocks replace these, not join them
         return out
 
+    @_on_one_blas_thread
     def covariance(self, kernel, X_new) -> np.ndarray:
         """K(X*, X*) − K*ᵀK̂⁻¹K* by block CG (a small test set: n × n_new arrays)."""
         n_new = X_new.shape[0]

@@ -22,6 +22,7 @@ from typing import Any
 
 import numpy as np
 
+from ..lapack_threads import interruptible
 from ..low_rank import CHUNK_ROWS, factor_product, factor_t_product, rpcholesky
 
 __all__ = ["NystromDiagonalPreconditioner", "build_preconditioner", "PRECONDITIONER_BLOCK"]
@@ -50,8 +51,10 @@ class NystromDiagonalPreconditioner:
         C = np.eye(r)
         for start in range(0, factor.shape[0], CHUNK_ROWS):  # Fᵀ D⁻¹ F in float64, a block of rows at a time
             block = factor[start:start + CHUNK_ROWS].astype(np.float64, copy=False)
-            C += block.T @ (block * self.inverse_d[start:start + CHUNK_ROWS, None])
-        self.L = np.asfortranarray(np.linalg.cholesky(C)) if r else C  # LAPACK's layout: cho_solve copies no r × r
+            C += interruptible(np.matmul, block.T, block * self.inverse_d[start:start + CHUNK_ROWS, None],
+                               flops=2.0 * block.shape[0] * r * r)
+        # LAPACK's layout: cho_solve copies no r × r
+        self.L = np.asfortranarray(interruptible(np.linalg.cholesky, C, flops=r**3 / 3)) if r else C
         self.logdet = float(np.log(self.d).sum() + 2.0 * np.log(np.diag(self.L)).sum())
 
     @property
@@ -105,7 +108,7 @@ class NystromDiagonalPreconditioner:
         root = np.sqrt(self.d)[:, None]
         Z = Xi * root
         if self.rank:
-            values, V = np.linalg.eigh(self.L @ self.L.T - np.eye(self.rank))
+            values, V = interruptible(_spectrum_of_gram, self.L, flops=12.0 * self.rank**3)
             values = np.maximum(values, 0.0)
             scale = np.where(values > 0, (np.sqrt(1.0 + values) - 1.0) / np.where(values > 0, values, 1.0), 0.5)
             Z += self._f(V @ (scale[:, None] * (V.T @ self._ft(Xi / root))))
@@ -117,8 +120,14 @@ class NystromDiagonalPreconditioner:
 
         if not self.rank:
             return np.zeros((self.d.shape[0], 0))
-        inverse_LT = solve_triangular(self.L, np.eye(self.rank), lower=True, check_finite=False).T
+        inverse_LT = interruptible(solve_triangular, self.L, np.eye(self.rank), lower=True, check_finite=False,
+                                   flops=self.rank**3 / 3).T
         return self._f(inverse_LT) * self.inverse_d[:, None]
+
+
+def _spectrum_of_gram(L: np.ndarray):
+    """The eigendecomposition of GᵀG = L Lᵀ − I (L: the factor of I + GᵀG)."""
+    return np.linalg.eigh(L @ L.T - np.eye(L.shape[0]))
 
 
 def _diagonals(rows, kernel) -> np.ndarray:
