@@ -22,7 +22,7 @@ from .. import _validation as v
 from ..operators import pass_bytes
 from ..operators.storage import PLAN_SLACK_BYTES, fixed_bytes
 from . import cg
-from .lapack_threads import factorisation_threads
+from .lapack_threads import factorisation_threads, one_blas_thread
 from .low_rank import RPCHOLESKY_BLOCK, landmark_whitening, nystrom_moments, rpcholesky, rpcholesky_bytes
 
 __all__ = ["solve_cholesky", "solve_cg", "solve_nystrom", "preconditioner_rank", "preconditioner_dtype", "cg_bytes",
@@ -212,13 +212,6 @@ def mixed_plans(samples, fast_samples, kernel, fast_kernel, *, block_size: int, 
                                     other_bytes=beside)
 
 
-def _one_blas_thread():
-    """Limit NumPy's BLAS to one thread until ``.restore_original_limits()``."""
-    from threadpoolctl import threadpool_limits
-
-    return threadpool_limits(1, user_api="blas")
-
-
 def solve_cg(op, columns, Y: np.ndarray, alphas: np.ndarray, root_w=None, *, rank: int, tol=None, maxiter=None,
              random_state=None, progress=None, report=None, fast_op=None,
              factor_dtype=np.float64) -> tuple[np.ndarray, dict]:
@@ -239,7 +232,7 @@ def solve_cg(op, columns, Y: np.ndarray, alphas: np.ndarray, root_w=None, *, ran
     # The dense algebra between the kernel passes (RPCholesky's updates, the preconditioner, CG's vector
     # operations) is small: on one BLAS thread. OpenBLAS's idle threads spin for a while after each call
     # and take cores from the next native pass (measured at N = 20,000: 4.2 -> 3.0 s of CG).
-    with _one_blas_thread():
+    with one_blas_thread():
         precondition, rank_used = None, 0
         if rank > 0:
             factor = rpcholesky(columns, rank, None, random_state=random_state,
