@@ -168,17 +168,28 @@ def test_likelihood_and_gradient_within_their_standard_errors(kobj):
         assert abs(gradient[j] - ref_gradient[j]) <= 4 * stderr + 1e-8 * abs(ref_gradient[j]), j
 
 
-def test_warm_start_starts_the_targets_from_the_last_solution():
-    X, y = data(200)
-    kernel = kernels.make(KERNELS[0], n_features=0)
-    solver = IterativeSolver(LOCAL.samples(X), y[:, None], 1e-6, IterativeSettings(probes=4, tol=1e-8),
-                                      memory_limit=2**30, random_state=0)
-    first = likelihood(solver, kernel, False)[0]
-    products = solver.figures["products"]
-    second = likelihood(solver, kernel, False)[0]
-    assert second == pytest.approx(first, rel=1e-8)
-    # the targets' column starts at its solution: it needs no iteration, only the probes do
-    assert solver.figures["products"] - products <= products + 1
+def test_the_estimate_is_a_function_of_theta_alone():
+    """The same θ evaluated again, after another θ, gives the same value and gradient to the last digit: the
+    targets' columns start from zero (no warm start) and the preconditioner keeps its pivots (drawn once), so
+    L-BFGS-B's line searches see one smooth surrogate. The pivots held at another θ give the preconditioner
+    on them (F_S lower triangular, FFᵀ = K_nS K_SS⁻¹ K_Sn)."""
+    X, y = data(400)
+    kobj = C(2.0) * RBF(np.full(4, 0.8)) + WhiteKernel(1e-3)
+    kernel = kernels.make(kobj, n_features=0)
+    other = kernels.make(kobj.clone_with_theta(kobj.theta + 0.3), n_features=0)
+    solver = IterativeSolver(LOCAL.samples(X), y[:, None], 1e-6, IterativeSettings(probes=4, rank=40),
+                             memory_limit=2**30, random_state=0)
+    first = likelihood(solver, kernel, True)
+    pivots = solver.pivots.copy()
+    likelihood(solver, other, True)
+    second = likelihood(solver, kernel, True)
+    assert second[0] == first[0] and np.array_equal(second[1], first[1])
+    assert np.array_equal(solver.pivots, pivots) and solver.info()["pivot_draws"] == 1
+    pre = build_preconditioner(other, LOCAL.samples(X), 1e-6, 40, seed=0, pivots=pivots)
+    assert np.array_equal(pre.pivots, pivots) and np.allclose(np.triu(pre.F[pivots], 1), 0.0)
+    K = kobj.clone_with_theta(kobj.theta + 0.3).k1(X)
+    Q = K[:, pivots] @ np.linalg.solve(K[np.ix_(pivots, pivots)], K[pivots])
+    np.testing.assert_allclose(pre.F @ pre.F.T, Q, atol=1e-8 * np.abs(K).max())
 
 
 # ------------------------------------------------------------------------------------------ estimator

@@ -99,15 +99,15 @@ class GaussianProcessRegressor(EngineFitted, MultiOutputMixin, RegressorMixin, B
         products with the kernel only (preconditioned conjugate gradients, stochastic Lanczos quadrature and
         Hutchinson probes; see Notes): memory O(n·(n_probes + rank)), no n × n array, the likelihood an
         estimate. "auto": "cg" where the cost model of an evaluation (the exact factor's n³ against cg's block
-        products, solvers/gaussian_process/choice.py) says it is at least twice as cheap or the n × n array
-        does not fit ``memory_limit``, else "cholesky": on the 2-core machines measured, "cholesky" up to about
-        6,000 samples. ``solver_info_["choice"]`` says what the model found.
+        products, solvers/gaussian_process/choice.py) says it is cheaper or the n × n array does not fit
+        ``memory_limit``, else "cholesky": "cholesky" up to about 9,000 samples. ``solver_info_["choice"]``
+        says what the model found.
     n_probes : int, default=16
         cg: random probes of the log determinant and the gradient's traces (drawn once per fit). The
         likelihood's standard error falls as 1/√n_probes (``solver_info_["standard_error"]``): at N = 5,000
         (bench/gaussian_process.py) 16 probes left it 0.1–0.2% from the exact value, 64 within 0.09% and 256
         within 0.02%, at 1.4 and 2.7 times the seconds. The probes are fixed, so the optimiser sees one estimate,
-        not fresh draws at every θ (up to the targets' warm start: see Notes); its optimum moves with the gradient
+        not fresh draws at every θ (see Notes); its optimum moves with the gradient
         estimate's error along flat directions, which the preconditioner, serving as a control variate of the
         gradient's traces, keeps small: with 16 probes the fits at N = 5,000 and 20,000 (RBF and Matern 5/2,
         ARD) found θ within 3% of the Cholesky fit's and test errors within 0.3% (without the control variate:
@@ -183,11 +183,10 @@ class GaussianProcessRegressor(EngineFitted, MultiOutputMixin, RegressorMixin, B
     pivoted Cholesky factor F plus a diagonal, P = F Fᵀ + D); log det K̂ is log det P plus stochastic Lanczos
     quadrature from the same iterations, and the gradient's traces tr(K̂⁻¹ ∂K/∂θ_j) are Hutchinson estimates
     (P⁻¹z_i)ᵀ ∂K/∂θ_j u_i, taken for every θ_j in one pass over the kernel's tiles. The probes and the
-    preconditioner's pivots are drawn once per fit from ``random_state``, so the optimiser sees one estimate
-    of the likelihood, not fresh draws at every θ; ``solver_info_["standard_error"]`` says how far it may be
-    from the exact likelihood. The targets' columns start from the previous evaluation's solution, so the
-    value at a θ depends slightly on the path to it (at N = 100,000 the same θ evaluated twice differed by
-    0.05 nats, 4e-7 of the likelihood).
+    preconditioner's pivots are drawn once per fit from ``random_state`` and every solve starts from zero, so
+    the optimiser sees one estimate of the likelihood, a smooth function of θ, not fresh draws at every θ;
+    ``solver_info_["standard_error"]`` says how far it may be from the exact likelihood. The targets' columns
+    are solved to 1e-4 (the probes' to ``tol``).
 
     At tens of thousands of samples each evaluation is a few passes over the kernel, and L-BFGS-B from a poor
     start takes fifty evaluations or more: with cg the default optimizer starts from an exact fit on a random

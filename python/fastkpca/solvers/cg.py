@@ -105,7 +105,7 @@ class LowRankPreconditioner:
         return Z
 
 
-def pcg(matmat, B: np.ndarray, alphas=None, *, tol: float, maxiter: int, precondition=None, progress=None,
+def pcg(matmat, B: np.ndarray, alphas=None, *, tol: float | np.ndarray, maxiter: int, precondition=None, progress=None,
         fast_matmat=None, refresh: float = REFRESH, x0: np.ndarray | None = None, verify: bool = True,
         record: bool = False):
     """Solve (K + α_j I) x_j = b_j for every column j of B by preconditioned CG.
@@ -117,10 +117,10 @@ def pcg(matmat, B: np.ndarray, alphas=None, *, tol: float, maxiter: int, precond
     B : ndarray (n, t)
     alphas : array (t,) or None
         Shift of each column (None: none, the system is K x = b).
-    tol : float
-        Stop a column when ‖b − (K + αI)x‖ ≤ tol·‖b‖ (the recurrence's residual; with ``verify`` the true
-        residual is recomputed at the end with one more product, and the iteration resumes from it if
-        rounding made the two drift apart by more than tol).
+    tol : float or array (t,)
+        Stop a column when ‖b − (K + αI)x‖ ≤ tol·‖b‖ (one tolerance, or one per column; the recurrence's
+        residual; with ``verify`` the true residual is recomputed at the end with one more product, and the
+        iteration resumes from it if rounding made the two drift apart by more than tol).
     maxiter : int
         Products by K at most, a start x0's included; with ``verify`` the last is kept for the final check, so
         the residuals reported are true ones whenever the iterations ran.
@@ -182,6 +182,7 @@ def pcg(matmat, B: np.ndarray, alphas=None, *, tol: float, maxiter: int, precond
             out += V * shifts[columns]
         return out
 
+    tol = np.broadcast_to(np.asarray(tol, dtype=np.float64), (t,))
     R = B.astype(np.float64, copy=True)
     if x0 is None:
         X = np.zeros((n, t))
@@ -263,7 +264,7 @@ def pcg(matmat, B: np.ndarray, alphas=None, *, tol: float, maxiter: int, precond
                     fast_matmat, fast_dropped = None, True
             if progress is not None:
                 progress(products, int(np.count_nonzero(residual <= tol)), float(residual.max()))
-            keep = np.flatnonzero(residual[active] > tol)
+            keep = np.flatnonzero(residual[active] > tol[active])
             if not keep.size:
                 break
             active, P, rz = active[keep], P[:, keep], rz[keep]

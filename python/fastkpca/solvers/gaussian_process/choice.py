@@ -10,15 +10,15 @@ r (rank.py's c ≈ KERNEL_ENTRY_FLOPS for a kernel entry beyond its distance):
             pass's rate, plus the preconditioner's n r (2d + c) + ~10 n r² (RPCholesky's updates and the
             gradient's control variate, rank.py) at DGEMM's rate,
 
-with I = PRODUCTS_PER_EVALUATION, the block products an evaluation from a cold start took at random θ
-(11–42 measured at N = 5,000 and 20,000; a fit's warm-started evaluations take fewer). The rates are this
-machine's: DGEMM's measured once per process (:func:`gemm_rate`, about 0.1 s), the kernel pass at
-KERNEL_PASS_SHARE of it (the fused micro-kernel's measured share, performance page), LAPACK's factor and inverse
-at LAPACK_SHARE of it (halved on one thread where lapack_threads.py limits the factor). The exact evaluation
-grows as n³ and the cg one as I·n², so cg wins past a crossover, which is near n ≈ 8,000 on the 2-core
-machines measured (performance page); "auto" takes cg only where the model says it costs less than the exact
-evaluation by the factor EXACT_PREFERENCE, since the exact solver's value is exact, its predictions cheap, and
-a cg fit starts with an exact fit on a subset anyway.
+with I = PRODUCTS_PER_EVALUATION, the block products an evaluation took at random θ (11–42 measured at
+N = 5,000 and 20,000). The rates are this machine's: DGEMM's measured once per process (:func:`gemm_rate`,
+a few hundredths of a second), the kernel pass at KERNEL_PASS_SHARE of it (the fused micro-kernel's measured
+share, performance page), LAPACK's factor and inverse at LAPACK_SHARE of it (halved on one thread where
+lapack_threads.py limits the factor), and the cg evaluation's flops times CG_OVERHEAD, what its block
+operations, quadrature and the control variate's r × r algebra add: with it the model gives the measured
+ratios of the two evaluations, 0.47 at N = 5,000 (1.5 s against 3.2 s) and 5.5 at 20,000 (about 100 s against
+13–24 s; the performance page's machines). The exact evaluation grows as n³ and the cg one as I·n², so cg
+wins past a crossover near n ≈ 9,000 (the model's, whatever the rate: it scales both).
 """
 
 from __future__ import annotations
@@ -38,9 +38,9 @@ PRODUCTS_PER_EVALUATION = 30
 #: The kernel pass's rate against DGEMM's.
 KERNEL_PASS_SHARE = 0.7
 #: LAPACK's potrf + potri rate against DGEMM's on the same threads.
-LAPACK_SHARE = 0.6
-#: How much cheaper the cg evaluation must be for "auto" to take it.
-EXACT_PREFERENCE = 2.0
+LAPACK_SHARE = 0.8
+#: The cg evaluation's seconds against its flops at the kernel pass's rate (see the module).
+CG_OVERHEAD = 2.6
 
 
 @functools.lru_cache(maxsize=1)
@@ -70,12 +70,12 @@ def evaluation_seconds(n: int, d: int, columns: int, rank: int = DEFAULT_RANK, r
     entry = 2 * d + KERNEL_ENTRY_FLOPS
     rank = min(rank, n)
     exact = n**3 / lapack_rate + n * n * entry / kernel_rate
-    cg = ((PRODUCTS_PER_EVALUATION * n * n * (entry + 2 * columns) + n * n * (entry + 4 * columns)) / kernel_rate
-          + (n * rank * entry + 10 * n * rank * rank) / rate)
+    cg = CG_OVERHEAD * ((PRODUCTS_PER_EVALUATION * n * n * (entry + 2 * columns) + n * n * (entry + 4 * columns))
+                        / kernel_rate + (n * rank * entry + 10 * n * rank * rank) / rate)
     return {"cholesky": exact, "cg": cg}
 
 
 def prefers_cg(n: int, d: int, columns: int, rank: int = DEFAULT_RANK) -> tuple[bool, dict]:
     """(whether "auto" takes cg by cost, the model's seconds per evaluation of each)."""
     seconds = evaluation_seconds(n, d, columns, rank)
-    return seconds["cg"] * EXACT_PREFERENCE < seconds["cholesky"], seconds
+    return seconds["cg"] < seconds["cholesky"], seconds

@@ -18,13 +18,16 @@ derivative of P at its pivots it cancels most of the probes' noise, what P expla
 exactly. An evaluation costs the CG's block products, one gradient pass and the control variate's O(n·r²)
 pass over the factor; memory O(n·(p + s + r)).
 
-The probes' standard normal draws (g₁, g₂ with z = F g₁ + D^½ g₂) and the preconditioner's pivots are drawn
-once per fit from ``random_state`` (common random numbers), so L-BFGS-B's line searches compare values of one
-surrogate instead of independent noisy estimates. The targets' columns start from the previous evaluation's α
-(a warm start); the probes' columns start at zero, since SLQ needs the Krylov space of the probe itself. The
-warm start makes the value at a θ depend on the path to it, through where CG stops at ``tol``: yᵀα's error
-is ‖α* − α‖²_K̂ from a cold start (CG's Galerkin condition), plus a first-order term αᵀK̂(α* − α) from a warm
-one (at N = 100,000 the same θ evaluated twice in one fit differed by 0.05 nats; at 5,000, 0.008).
+The estimate is a smooth function of θ alone, so that L-BFGS-B's line searches compare values of one surrogate
+instead of noisy ones. The probes' signs are drawn once per fit from ``random_state`` (common random numbers).
+The preconditioner's pivots are drawn once too, by RPCholesky at the first evaluation (and at each rank the
+rank search tries), and held: P at another θ is the Nyström factor on the same pivots (preconditioner.py).
+RPCholesky at every θ would draw its pivots from that θ's residual diagonal, and a neighbouring θ could draw
+others, moving the estimate by its own error's size; on data whose kernel keeps many eigenvalues above the
+noise (bench/gaussian_process.py --hard) that stopped L-BFGS-B's line search (ABNORMAL) away from the optimum.
+Every column starts from zero (no warm start: from the last evaluation's α the value at θ would depend on the
+path to it), the probes' at ``tol`` and the targets' at ``target_tol`` (1e-4): yᵀα's error is ‖α* − α‖²_K̂
+(CG's Galerkin condition), which at tol 1e-2 and a small noise was many nats and moved the optimum.
 
 The preconditioner's rank starts at rank.DEFAULT_RANK within the memory limit and may move during the first
 evaluations, as their iteration counts say pays (rank.py); the final solve fixes it.
@@ -71,7 +74,9 @@ __all__ = ["IterativeSettings", "IterativeSolver", "preconditioner_rank"]
 def _on_one_blas_thread(method):
     """The method with NumPy's BLAS on one thread (lapack_threads.one_blas_thread): its dense algebra, beside the
     native passes, is small; under load two BLAS threads made the preconditioner's r × r factorisations many
-    times slower, and Ctrl-C waited for them."""
+    times slower, and Ctrl-C waited for them. (Not the predictive variances: there one BLAS thread put the
+    standard deviations of tests/test_gaussian_process_cg.py's amplitude-dwarfs case 1.3e-3 off the Cholesky
+    fit's against 2e-7 on two, for a reason not found.)"""
     @functools.wraps(method)
     def wrapped(*args, **kwargs):
         with one_blas_thread():
@@ -125,6 +130,7 @@ class IterativeSettings:
     dtype: type = np.float64
     storage: str = "auto"  # the kernel operator's storage (operators.storage): "matrix_free" holds no tiles
     control_variate: bool = True  # the preconditioner's control variate in the gradient (control_variate.py)
+    target_tol: float = 1e-4  # the targets' columns in the likelihood's evaluations (the probes' stop at tol)
 
 
 def _not_positive_definite(info: dict) -> bool:
@@ -184,6 +190,7 @@ class IterativeSolver:
         self.signs = rng.choice(np.array([-1.0, 1.0]), size=(n, settings.probes))
         self.seed = int(rng.randint(2**31 - 1))
         self.warm: np.ndarray | None = None
+        self.pivots: np.ndarray | None = None
         self.figures: dict[str, Any] = {"products": 0, "iterations": [], "max_residual": 0.0,
                         "seconds": {"preconditioner": 0.0, "cg": 0.0, "gradient": 0.0}}
         self.preconditioner: NystromDiagonalPreconditioner | None = None
@@ -248,10 +255,27 @@ class IterativeSolver:
         """K(X, X_new), n × len(X_new), by row blocks where the samples are."""
         return np.asarray(self.samples.map(_cross_columns, X_new, kernel, rows=self.Y.shape[0]), dtype=np.float64)
 
-    def _preconditioner(self, kernel) -> NystromDiagonalPreconditioner:
+    def _preconditioner(self, kernel, fresh: bool = False) -> NystromDiagonalPreconditioner:
+        """P at this θ on the fit's pivots: RPCholesky's at the first evaluation (and at each rank the search
+        tries), held after it, so that P and the likelihood's estimate move smoothly with θ (preconditioner.py;
+        new pivots only where the held ones are degenerate at this θ, counted in ``info()``). ``fresh``: RPCholesky
+        at this θ, its own factor (the final solve's and the predictions' P, adapted to the fitted kernel and
+        not part of the estimate)."""
         start = time.perf_counter()
+        if fresh:
+            pre = build_preconditioner(kernel, self.samples, self.noise, self.rank, seed=self.seed,
+                                       dtype=self.settings.dtype)
+            self.figures["seconds"]["preconditioner"] += time.perf_counter() - start
+            return pre
+        held = self.pivots if self.pivots is not None and self.pivots.shape[0] == self.rank else None
         pre = build_preconditioner(kernel, self.samples, self.noise, self.rank, seed=self.seed,
-                                dtype=self.settings.dtype)
+                                   dtype=self.settings.dtype, pivots=held)
+        if held is None or not np.array_equal(pre.pivots, held):
+            self.pivots = pre.pivots
+            self.figures["pivot_draws"] = self.figures.get("pivot_draws", 0) + 1
+            if pre.rank:  # the factor by the formula every later evaluation uses (RPCholesky's rounds otherwise)
+                pre = build_preconditioner(kernel, self.samples, self.noise, self.rank, seed=self.seed,
+                                           dtype=self.settings.dtype, pivots=self.pivots)
         self.figures["seconds"]["preconditioner"] += time.perf_counter() - start
         return pre
 
@@ -267,15 +291,14 @@ class IterativeSolver:
         p = self.settings.probes
         pre = self._preconditioner(kernel)
         Z = pre.sample(self.signs)
-        X0 = None
-        if self.warm is not None and self.warm.shape == Y.shape:
-            X0 = np.zeros((n, s + p))
-            X0[:, :s] = self.warm
+        # the targets' columns to target_tol from zero: yᵀK̂⁻¹y's error is ‖α − α*‖²_K̂ (CG's Galerkin
+        # condition), and a warm start would make the estimate depend on the path to θ
+        tol = np.r_[np.full(s, min(self.settings.target_tol, self.settings.tol)), np.full(p, self.settings.tol)]
         start = time.perf_counter()
         plan = self._plan(kernel, s + p)
         with self._operator(kernel, plan) as op:
-            solution, info = pcg(self._matmat(op), np.hstack([Y, Z]), precondition=pre, tol=self.settings.tol,
-                                 maxiter=self.settings.max_iter, x0=X0, verify=False, record=True)
+            solution, info = pcg(self._matmat(op), np.hstack([Y, Z]), precondition=pre, tol=tol,
+                                 maxiter=self.settings.max_iter, verify=False, record=True)
         self._count(info, start, "cg")
         if _not_positive_definite(info):
             return InvQuadLogdet(None, math.nan, None)
@@ -332,12 +355,11 @@ class IterativeSolver:
 
     # ----------------------------------------------------------------------------------- final solve
 
-    @_on_one_blas_thread
     def solve(self, kernel, Y: np.ndarray) -> np.ndarray:
-        """α = K̂⁻¹Y to ``final_tol`` (warm-started from the last evaluation), its true residual checked (CG
+        """α = K̂⁻¹Y to ``final_tol`` (started from the last evaluation's), its true residual checked (CG
         resumes from it if the recurrence's drifted); the preconditioner is kept for the predictive variances."""
         self.ranks.frozen = True  # the fit's rank from here on (predictions use this preconditioner)
-        pre = self._preconditioner(kernel)
+        pre = self._preconditioner(kernel, fresh=True)
         start = time.perf_counter()
         with self._operator(kernel, self._plan(kernel, Y.shape[1])) as op:
             alpha, info = pcg(self._matmat(op), Y, precondition=pre, tol=self.settings.final_tol,
@@ -412,7 +434,6 @@ class IterativeSolver:
         # not even one point beside the samples' copies: the plan's own MemoryError says what it needs
         return columns, self._plan(kernel, 1, self._prediction_bytes(1)) if chosen is None else chosen
 
-    @_on_one_blas_thread
     def variance(self, kernel, X_new) -> np.ndarray:
         """k(x, x) − k*ᵀK̂⁻¹k* for every new point, by block CG on the test points' kernel columns in chunks
         within the memory limit (_prediction_plan)."""
@@ -434,7 +455,6 @@ class IterativeSolver:
                 del Kt, V, info  # the next chunk's blocks replace these, not join them
         return out
 
-    @_on_one_blas_thread
     def covariance(self, kernel, X_new) -> np.ndarray:
         """K(X*, X*) − K*ᵀK̂⁻¹K* by block CG (a small test set: n × n_new arrays)."""
         n_new = X_new.shape[0]
@@ -472,6 +492,7 @@ class IterativeSolver:
                 "preconditioner": {"kind": "rpcholesky+diagonal", "rank": self.rank,
                                    "dtype": np.dtype(self.settings.dtype).name,
                                    "ranks": [rank for rank, _ in self.ranks.history]},
-                "tol": self.settings.tol, "final_tol": self.settings.final_tol,
+                "pivot_draws": self.figures.get("pivot_draws", 0),
+                "tol": self.settings.tol, "target_tol": self.settings.target_tol, "final_tol": self.settings.final_tol,
                 "max_training_residual": f["max_residual"], "final_residuals": f.get("final_residuals"),
                 "standard_error": f.get("standard_error"), "stages": dict(f["seconds"])}

@@ -153,21 +153,46 @@ class _SignalColumns:
 PRECONDITIONER_BLOCK = 64
 
 
+def _on_pivots(source, pivots: np.ndarray) -> np.ndarray | None:
+    """The Nyström factor on fixed pivots S, F = K(X, X_S) L⁻ᵀ with L Lᵀ = K(X_S, X_S) (F_S = L, lower
+    triangular, as RPCholesky's); None where K(X_S, X_S) is not numerically positive definite at this θ."""
+    from scipy.linalg import solve_triangular
+
+    n, r = source.n, pivots.shape[0]
+    columns = source.columns(pivots, np.empty((n, r)))
+    try:
+        L = interruptible(np.linalg.cholesky, columns[pivots], flops=r**3 / 3)
+    except np.linalg.LinAlgError:
+        return None
+    if not np.all(np.diag(L) > 1e-7 * np.sqrt(max(float(np.max(np.diag(columns[pivots]))), 1e-300))):
+        return None  # a pivot the others (nearly) explain: its column of F is rounding
+    # Fᵀ = L⁻¹ K(X_S, X), in place in the columns' memory (their transpose is Fortran-ordered)
+    return interruptible(solve_triangular, L, columns.T, lower=True, overwrite_b=True, check_finite=False,
+                         flops=float(n) * r * r).T
+
+
 def build_preconditioner(kernel, samples, noise, rank: int, *, seed: int, dtype=np.float64,
-                      block_size: int = PRECONDITIONER_BLOCK) -> NystromDiagonalPreconditioner:
+                         block_size: int = PRECONDITIONER_BLOCK,
+                         pivots: np.ndarray | None = None) -> NystromDiagonalPreconditioner:
     """P for the kernel ``kernel`` (a kernels.Kernel) of ``samples`` (an engine's, engines/base.py) and the
     noise (scalar or per sample): RPCholesky of rank ``rank`` (fewer when the kernel is exhausted; 0: P is the
-    diagonal), seeded with ``seed`` so that the same hyperparameters give the same P."""
+    diagonal), seeded with ``seed``; or, with ``pivots``, the Nyström factor on those samples (RPCholesky's
+    where they do not give a positive definite K(X_S, X_S) at this θ). Fixed pivots make P, and so the
+    likelihood's estimate, a smooth function of θ: RPCholesky draws its pivots from θ's residual diagonal, and
+    a neighbouring θ may draw others, moving the estimate by its error's size."""
     n = samples.shape[0]
     signal, diagonal = (np.ascontiguousarray(c) for c in samples.map(_diagonals, kernel, rows=n).T)
     residual = signal
     factor = np.zeros((n, 0), dtype=dtype)
-    pivots = None
     if rank > 0:
         source: Any = _SignalColumns(samples.columns(kernel), signal)
-        low_rank = rpcholesky(source, min(rank, n), None, random_state=seed, block_size=min(block_size, rank))
-        F, pivots = low_rank.factor, low_rank.pivots
+        F = None if pivots is None or not pivots.size else _on_pivots(source, pivots)
+        if F is None:
+            low_rank = rpcholesky(source, min(rank, n), None, random_state=seed, block_size=min(block_size, rank))
+            F, pivots = low_rank.factor, low_rank.pivots
         residual = signal - np.einsum("ij,ij->i", F, F)
         factor = F if dtype == np.float64 else F.astype(dtype)
+    else:
+        pivots = None
     d = np.maximum(residual, 0.0) + diagonal - signal + noise
     return NystromDiagonalPreconditioner(factor, d, pivots)
