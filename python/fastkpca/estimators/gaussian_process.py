@@ -307,6 +307,11 @@ class GaussianProcessRegressor(EngineFitted, MultiOutputMixin, RegressorMixin, B
             self._solver, _ = self._make_solver()
         return self._solver
 
+    def __setstate__(self, state):
+        super().__setstate__(state)
+        if "_solver_inputs" in state:  # the training data as unpickled (a cluster's brought here) are the solver's
+            self._solver_inputs = (self.X_train_, self.y_train_, self.alpha)
+
     def _targets(self) -> np.ndarray:
         """y_train_ as an n × t matrix."""
         return self.y_train_ if self.y_train_.ndim == 2 else self.y_train_[:, np.newaxis]
