@@ -40,9 +40,10 @@ kernel = C(1.0) * RBF(np.ones(d)) + WhiteKernel(0.1)
 
 # %%
 # The cg fit: first an exact fit on 800 samples drawn from ``random_state``, then cg on all of them from its
-# θ. The probes and the preconditioner's pivots are drawn once, so the optimiser sees one estimate of the
-# likelihood, a smooth function of θ; ``solver_info_`` says what the fit did (both stages) and how far the
-# estimate may be from the exact value.
+# θ, then the optimum settled by more probes until their error in θ is within ``theta_tol``. The probes and
+# the preconditioner's pivots are drawn once, so the optimiser sees one estimate of the likelihood, a smooth
+# function of θ; ``solver_info_`` says what the fit did (every stage) and how far the estimate may be from
+# the exact value.
 start = time.perf_counter()
 with warnings.catch_warnings():
     warnings.filterwarnings("ignore", message="The optimal value found")
@@ -52,6 +53,9 @@ info = big.solver_info_
 print(f"cg fit: {seconds:.1f} s ({info['start']['seconds']:.1f} s the exact fit on {info['start']['samples']} "
       f"samples), {info['evaluations']} likelihood evaluations, {info['products']} products by the kernel, "
       f"preconditioner rank {info['preconditioner']['rank']}")
+for stage in info["settle"]["rounds"]:
+    print(f"settling: {stage['probes']} probes moved θ by {stage['theta_change']:.4f} (its error about "
+          f"{stage['error']:.4f}) in {stage['evaluations']} evaluations")
 print(f"log marginal likelihood {big.log_marginal_likelihood_value_:.3f} "
       f"(standard error {info['standard_error']:.2g})")
 

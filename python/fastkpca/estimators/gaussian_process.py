@@ -4,7 +4,6 @@ native core (solvers/gaussian_process/ says what is computed)."""
 from __future__ import annotations
 
 import warnings
-from operator import itemgetter
 from typing import Any, Callable
 
 import numpy as np
@@ -52,6 +51,8 @@ def _check_constructor(est) -> None:
     v.check_int(est.max_iter, "max_iter", minimum=1)
     v.check_choice(est.preconditioner_dtype, "preconditioner_dtype", ("float64", "float32"))
     v.check_int(est.subset_start, "subset_start", minimum=0)
+    if est.theta_tol is not None and not v.check_real(est.theta_tol, "theta_tol", minimum=0.0) > 0:
+        raise ValueError(f"theta_tol must be > 0 or None, got {est.theta_tol}")
 
 
 class GaussianProcessRegressor(EngineFitted, MultiOutputMixin, RegressorMixin, BaseEstimator):
@@ -103,15 +104,16 @@ class GaussianProcessRegressor(EngineFitted, MultiOutputMixin, RegressorMixin, B
         ``memory_limit``, else "cholesky": "cholesky" up to about 9,000 samples. ``solver_info_["choice"]``
         says what the model found.
     n_probes : int, default=16
-        cg: random probes of the log determinant and the gradient's traces (drawn once per fit). The
-        likelihood's standard error falls as 1/√n_probes (``solver_info_["standard_error"]``): at N = 5,000
-        (bench/gaussian_process.py) 16 probes left it 0.1–0.2% from the exact value, 64 within 0.09% and 256
-        within 0.02%, at 1.4 and 2.7 times the seconds. The probes are fixed, so the optimiser sees one estimate,
-        not fresh draws at every θ (see Notes); its optimum moves with the gradient
-        estimate's error along flat directions, which the preconditioner, serving as a control variate of the
-        gradient's traces, keeps small: with 16 probes the fits at N = 5,000 and 20,000 (RBF and Matern 5/2,
-        ARD) found θ within 3% of the Cholesky fit's and test errors within 0.3% (without the control variate:
-        up to 130% and 5.4%).
+        cg: random probes of the log determinant and the gradient's traces at the start (drawn once per fit;
+        ``theta_tol`` may multiply them after the first optimum). The likelihood's standard error falls as
+        1/√n_probes (``solver_info_["standard_error"]``): at N = 5,000 (bench/gaussian_process.py) 16 probes
+        left it 0.1–0.2% from the exact value, 64 within 0.09% and 256 within 0.02%, at 1.4 and 2.7 times the
+        seconds. The probes are fixed, so the optimiser sees one estimate, not fresh draws at every θ (see
+        Notes); its optimum moves with the gradient estimate's error along flat directions, which the
+        preconditioner, serving as a control variate of the gradient's traces, keeps small: with 16 probes, on
+        the code before the settling (``theta_tol``) and the integrated values (see Notes), the fits at N =
+        5,000 and 20,000 (RBF and Matern 5/2, ARD) found θ within 3% of the Cholesky fit's and test errors
+        within 0.3% (without the control variate: up to 130% and 5.4%).
     tol : float, default=1e-2
         cg: relative residual at which each column's conjugate gradients stop while the hyperparameters are
         optimised.
@@ -139,7 +141,15 @@ class GaussianProcessRegressor(EngineFitted, MultiOutputMixin, RegressorMixin, B
         from ``random_state`` (where that is fewer than the training samples), which costs a few cg evaluations
         at tens of thousands of samples and saves most of the path from the kernel's initial θ;
         ``solver_info_["start"]`` reports it. 0: start from the kernel's θ.
-
+    theta_tol : float or None, default=0.05
+        cg: the error in the fitted θ (every log-hyperparameter) the fit aims for. An estimate's optimum is off
+        the exact likelihood's by the probes' error; after the optimiser, the fit multiplies the probes
+        (keeping those it has) and finds the optimum again from there (quasi-Newton steps with L-BFGS-B's
+        curvature, a few evaluations; the optimiser again where those fail or a callable optimizer gave
+        none), until θ's move says its error is at most ``theta_tol``/4: from p to k·p probes the move is
+        √(k − 1) times a draw of the error of the optimum it ends at (solvers/gaussian_process/iterative.py).
+        Up to four rounds and 16 times ``n_probes``, within ``memory_limit``; a ConvergenceWarning says when it
+        stopped short, ``solver_info_["settle"]`` lists the rounds. None: no rounds, the first optimum kept.
     Attributes
     ----------
     X_train_ : ndarray of shape (n_samples, n_features) or list of object
@@ -160,9 +170,11 @@ class GaussianProcessRegressor(EngineFitted, MultiOutputMixin, RegressorMixin, B
         How the fit went: ``solver``, ``choice`` (the solver asked for and, with "auto", the cost model's
         seconds per evaluation), ``evaluations`` (likelihood evaluations), ``kernel`` ("native", or "python":
         the object's own ``__call__``), ``seconds`` and ``start`` (the subset fit L-BFGS-B started from: its
-        samples, θ, evaluations, likelihood and seconds; None without one); with cg also ``products`` (block products by
-        the kernel, gradient passes included), ``iterations`` (per solve), ``probes``, ``preconditioner``,
-        ``standard_error`` (of the last likelihood estimate), the residuals reached and ``stages`` (seconds).
+        samples, θ, evaluations, likelihood and seconds; None without one), ``settle`` (cg: each round's probes
+        with θ's largest move, the error it stands for, its evaluations and seconds, and whether θ settled;
+        None without any); with cg also ``products`` (block products by the kernel, gradient passes included),
+        ``iterations`` (per solve), ``probes`` (held at the end), ``preconditioner``, ``standard_error`` (of the
+        last likelihood estimate), the residuals reached and ``stages`` (seconds).
     n_features_in_ : int
         Number of features seen during fit.
     feature_names_in_ : ndarray of shape (`n_features_in_`,)
@@ -186,7 +198,11 @@ class GaussianProcessRegressor(EngineFitted, MultiOutputMixin, RegressorMixin, B
     preconditioner's pivots are drawn once per fit from ``random_state`` and every solve starts from zero, so
     the optimiser sees one estimate of the likelihood, a smooth function of θ, not fresh draws at every θ;
     ``solver_info_["standard_error"]`` says how far it may be from the exact likelihood. The targets' columns
-    are solved to 1e-4 (the probes' to ``tol``).
+    are solved to 1e-4 (the probes' to ``tol``). That value and the gradient are separate estimates, and the
+    gradient is not the value's derivative: L-BFGS-B is given values integrated from the gradient along its
+    path (solvers/gaussian_process/objective.py), so that its line searches end where the gradient says the
+    optimum is, and the optimum found is then settled by more probes (``theta_tol``);
+    ``log_marginal_likelihood_value_`` is the estimate at the fitted θ.
 
     At tens of thousands of samples each evaluation is a few passes over the kernel, and L-BFGS-B from a poor
     start takes fifty evaluations or more: with cg the default optimizer starts from an exact fit on a random
@@ -216,7 +232,7 @@ class GaussianProcessRegressor(EngineFitted, MultiOutputMixin, RegressorMixin, B
                  random_state: int | np.random.RandomState | None = None, memory_limit: int | str | None = None,
                  n_jobs: int | None = None, solver: str = "auto", n_probes: int = 16, tol: float = 1e-2,
                  final_tol: float = 1e-6, preconditioner_rank: int | None = None, max_iter: int = 1000,
-                 preconditioner_dtype: str = "float64", subset_start: int = 3000):
+                 preconditioner_dtype: str = "float64", subset_start: int = 3000, theta_tol: float | None = 0.05):
         self.kernel = kernel
         self.alpha = alpha
         self.optimizer = optimizer
@@ -235,6 +251,7 @@ class GaussianProcessRegressor(EngineFitted, MultiOutputMixin, RegressorMixin, B
         self.max_iter = max_iter
         self.preconditioner_dtype = preconditioner_dtype
         self.subset_start = subset_start
+        self.theta_tol = theta_tol
 
     # --------------------------------------------------------------------------------------------- fit
 
@@ -276,7 +293,7 @@ class GaussianProcessRegressor(EngineFitted, MultiOutputMixin, RegressorMixin, B
         self.X_train_ = samples.fitted(copy=self.copy_X_train)
         self._samples, self._engine = samples.over(self.X_train_), samples.engine
         self.y_train_ = np.copy(y) if self.copy_X_train else y
-        self._limit, self._evaluations, self._start = limit, 0, None
+        self._limit, self._evaluations, self._start, self._settled = limit, 0, None, None
         self._solver, choice = self._make_solver()
         start = time.perf_counter()
         if self.optimizer is not None and self.kernel_.n_dims > 0:
@@ -287,13 +304,14 @@ class GaussianProcessRegressor(EngineFitted, MultiOutputMixin, RegressorMixin, B
         self.n_iter_ = max(1, self._evaluations)
         self.solver_info_ = {"solver": self._solver.name, "choice": choice, "evaluations": self._evaluations,
                              "kernel": self._kernel.evaluated_by, "seconds": time.perf_counter() - start,
-                             "start": self._start, **samples.info(), **self._solver.info()}
+                             "start": self._start, "settle": self._settled, **samples.info(), **self._solver.info()}
         return self
 
     def _make_solver(self) -> tuple:
         """(the solver of the training data as they are now, how it was chosen: solvers/gaussian_process)."""
         settings = gp.IterativeSettings(self.n_probes, self.tol, self.final_tol, self.preconditioner_rank,
-                                        self.max_iter, np.dtype(self.preconditioner_dtype).type)
+                                        self.max_iter, np.dtype(self.preconditioner_dtype).type,
+                                        theta_tol=self.theta_tol)
         self._solver_inputs = (self.X_train_, self.y_train_, self.alpha)
         return gp.make_solver(self.solver, self._samples, self._targets(), self.alpha, settings,
                               memory_limit=self._limit, n_jobs=self.n_jobs, random_state=self._rng,
@@ -327,29 +345,38 @@ class GaussianProcessRegressor(EngineFitted, MultiOutputMixin, RegressorMixin, B
         return y
 
     def _optimise(self) -> None:
-        """scikit-learn's search: from the kernel's theta, then from log-uniform starts; the best one kept."""
+        """scikit-learn's search: from the kernel's theta, then from log-uniform starts; the best one kept and,
+        where the likelihood is an estimate, settled by the solver (solvers/gaussian_process)."""
         def obj_func(theta, eval_gradient=True):
             if eval_gradient:
                 lml, grad = self.log_marginal_likelihood(theta, eval_gradient=True, clone_kernel=False)
                 return -lml, -grad
             return -self.log_marginal_likelihood(theta, clone_kernel=False)
 
+        def minimise(start):
+            """(the optimum from ``start``, the solver's value there, the optimiser's inverse Hessian there or
+            None) on what the solver has the optimiser see."""
+            objective = self._solver.objective(obj_func)
+            self._inverse_hessian = None
+            theta, value = self._constrained_optimization(objective, start, self.kernel_.bounds)
+            return theta, objective.optimum_value(theta, value), self._inverse_hessian
+
         theta, self._start = self.kernel_.theta, None
         if self.optimizer == "fmin_l_bfgs_b":
             theta, self._start = self._solver.start(theta, self._fit_subset, self.subset_start, self._rng)
-        optima = [self._constrained_optimization(obj_func, theta, self.kernel_.bounds)]
+        optima = [minimise(theta)]
         if self.n_restarts_optimizer > 0:
             if not np.isfinite(self.kernel_.bounds).all():
                 raise ValueError("Multiple optimizer restarts (n_restarts_optimizer>0) requires that all bounds are "
                                  "finite.")
             bounds = self.kernel_.bounds
             for _ in range(self.n_restarts_optimizer):
-                optima.append(self._constrained_optimization(obj_func, self._rng.uniform(bounds[:, 0], bounds[:, 1]),
-                                                             bounds))
-        values = list(map(itemgetter(1), optima))
-        self.kernel_.theta = optima[int(np.argmin(values))][0]
+                optima.append(minimise(self._rng.uniform(bounds[:, 0], bounds[:, 1])))
+        best = int(np.argmin([value for _, value, _ in optima]))
+        theta, value, self._settled = self._solver.settle(optima[best], minimise, obj_func, self.kernel_.bounds)
+        self.kernel_.theta = theta
         self.kernel_._check_bounds_params()
-        self.log_marginal_likelihood_value_ = -np.min(values)
+        self.log_marginal_likelihood_value_ = -value
 
     def _fit_subset(self, index: np.ndarray) -> tuple[np.ndarray, dict]:
         """θ of an exact fit on the training rows ``index`` from the kernel's θ (the solver's start), and its
@@ -385,6 +412,8 @@ class GaussianProcessRegressor(EngineFitted, MultiOutputMixin, RegressorMixin, B
             result = scipy.optimize.minimize(objective, initial_theta, method="L-BFGS-B", jac=True, bounds=bounds,
                                              options=options)
             _check_optimize_result("lbfgs", result)
+            # its curvature pairs' inverse Hessian of the summed objective, for the solver's settling
+            self._inverse_hessian = lambda v, h=result.hess_inv, per=per: h.matvec(np.asarray(v) / per)
             return result.x, result.fun * per
         if callable(self.optimizer):
             return self.optimizer(obj_func, initial_theta, bounds=bounds)

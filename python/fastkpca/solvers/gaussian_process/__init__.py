@@ -1,13 +1,15 @@
 """Gaussian process solvers: one interface (interface.py), implemented by the exact solver (exact.py: one
 Cholesky factor) and the iterative one (iterative.py: preconditioned CG, stochastic Lanczos quadrature and
-probes, with its preconditioner.py, control_variate.py and rank.py), chosen once per fit (choice.py)."""
+probes, with its preconditioner.py, control_variate.py and rank.py), chosen once per fit (choice.py); what the
+optimiser minimises on either (objective.py)."""
 
 from .choice import exact_fits, prefers_cg
 from .exact import ExactSolver
 from .interface import GaussianProcessSolver, InvQuadLogdet, log_marginal_likelihood
 from .iterative import IterativeSettings, IterativeSolver
+from .objective import Objective
 
-__all__ = ["ExactSolver", "GaussianProcessSolver", "InvQuadLogdet", "IterativeSettings", "IterativeSolver",
+__all__ = ["ExactSolver", "GaussianProcessSolver", "InvQuadLogdet", "IterativeSettings", "IterativeSolver", "Objective",
            "exact_fits", "log_marginal_likelihood", "make_solver", "prefers_cg"]
 
 

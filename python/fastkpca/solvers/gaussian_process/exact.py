@@ -20,6 +20,7 @@ import numpy as np
 
 from ... import _validation as v
 from ..lapack_threads import factorisation_threads, interruptible
+from .objective import Objective
 from .interface import InvQuadLogdet
 
 __all__ = ["ExactSolver", "factor", "weights_in_place", "posterior_variance", "posterior_covariance"]
@@ -151,6 +152,14 @@ class ExactSolver:
         """The optimiser starts from the kernel's θ: an exact evaluation costs what an exact fit on a subset's
         would, relative to the whole fit."""
         return theta, None
+
+    def objective(self, func) -> Objective:
+        """The likelihood as it is: exact values and their gradient."""
+        return Objective(func, integrate=False)
+
+    def settle(self, optimum: tuple, minimise, func, bounds) -> tuple[np.ndarray, float, dict | None]:
+        """The optimum as found: the likelihood is exact, nothing to settle."""
+        return optimum[0], optimum[1], None
 
     def solve(self, kernel, Y: np.ndarray) -> np.ndarray:
         from scipy.linalg import cho_solve

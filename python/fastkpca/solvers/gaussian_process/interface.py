@@ -28,6 +28,8 @@ from typing import Protocol
 
 import numpy as np
 
+from .objective import Objective
+
 __all__ = ["InvQuadLogdet", "GaussianProcessSolver", "log_marginal_likelihood"]
 
 _LOG_2PI = math.log(2.0 * math.pi)
@@ -70,6 +72,18 @@ class GaussianProcessSolver(Protocol):
         """θ for the optimiser to start from, and what was done for it (None: nothing): ``theta`` (the
         kernel's), or the θ of ``fit_subset(index)``, an exact fit on ``size`` samples drawn from
         ``random_state``, where an evaluation costs much more than that fit's (the iterative solver)."""
+
+    def objective(self, func) -> Objective:
+        """What the optimiser minimises for ``func`` (the negative log marginal likelihood): ``func`` itself, or
+        a value integrated from its gradient where the solver's value and gradient are separate estimates
+        (objective.py)."""
+
+    def settle(self, optimum: tuple, minimise, func, bounds) -> tuple[np.ndarray, float, dict | None]:
+        """(θ, the objective's value there, what was done: None for nothing) once the solver trusts the optimum
+        the optimiser found. ``optimum`` is (θ, value, the optimiser's inverse Hessian there as a function of a
+        vector, or None), as ``minimise(start)`` (the optimiser from a θ) returns them; ``func(θ, eval_gradient)``
+        is the objective itself (the negative log likelihood) and ``bounds`` θ's. The exact solver returns the
+        optimum as it is; the iterative one refines its estimate until the optimum stops moving."""
 
     def solve(self, kernel, Y: np.ndarray) -> np.ndarray:
         """K̂⁻¹Y to the solver's final accuracy (LinAlgError where K̂ is not positive definite); the solver keeps
