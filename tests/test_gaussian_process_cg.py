@@ -758,8 +758,10 @@ def test_a_cg_fit_on_hard_data_follows_the_exact_one():
     assert fits[0].solver_info_["probes"] == settle["rounds"][-1]["probes"]
     assert np.abs(fits[0].kernel_.theta - exact.kernel_.theta).max() <= 0.08
     assert np.sqrt(np.mean((fits[0].predict(Xt) - exact.predict(Xt)) ** 2)) <= 0.01 * np.std(y)
-    # the likelihood reported is the solver's estimate at the fitted θ (with the probes the fit ended with)
-    assert fits[0].log_marginal_likelihood_value_ == fits[0].log_marginal_likelihood(fits[0].kernel_.theta)
+    # the likelihood reported is the solver's estimate at the fitted θ (with the probes the fit ended with; the
+    # kernel's θ read back, log(exp(θ)), may differ in the last bit, where a CG iteration count can change)
+    assert fits[0].log_marginal_likelihood_value_ == pytest.approx(
+        fits[0].log_marginal_likelihood(fits[0].kernel_.theta), rel=1e-5)
 
 
 def test_a_fit_that_cannot_settle_says_so(monkeypatch):
@@ -844,7 +846,18 @@ def test_a_custom_optimizer_settles_by_running_again():
                                    theta_tol=0.1).fit(X, y)
     rounds = est.solver_info_["settle"]["rounds"]
     assert rounds and all(r["by"] == "optimiser" for r in rounds)
-    assert est.log_marginal_likelihood_value_ == est.log_marginal_likelihood(est.kernel_.theta)
+    assert est.log_marginal_likelihood_value_ == pytest.approx(est.log_marginal_likelihood(est.kernel_.theta),
+                                                                rel=1e-5)
+
+
+def test_a_settled_cg_fit_pickles():
+    """Nothing the settling used (L-BFGS-B's inverse Hessian, a closure) stays on the fitted estimator."""
+    import pickle
+
+    X, y, Xt = split(200)
+    fit = GaussianProcessRegressor(KERNELS[0], solver="cg", random_state=0).fit(X, y)
+    assert fit.solver_info_["settle"]["rounds"][0]["by"] == "newton"
+    np.testing.assert_array_equal(pickle.loads(pickle.dumps(fit)).predict(Xt), fit.predict(Xt))
 
 
 def test_the_optimisers_value_is_the_gradients_integral():

@@ -357,9 +357,9 @@ class GaussianProcessRegressor(EngineFitted, MultiOutputMixin, RegressorMixin, B
             """(the optimum from ``start``, the solver's value there, the optimiser's inverse Hessian there or
             None) on what the solver has the optimiser see."""
             objective = self._solver.objective(obj_func)
-            self._inverse_hessian = None
             theta, value = self._constrained_optimization(objective, start, self.kernel_.bounds)
-            return theta, objective.optimum_value(theta, value), self._inverse_hessian
+            inverse_hessian = self.__dict__.pop("_inverse_hessian", None)  # L-BFGS-B's (not kept: no pickle)
+            return theta, objective.optimum_value(theta, value), inverse_hessian
 
         theta, self._start = self.kernel_.theta, None
         if self.optimizer == "fmin_l_bfgs_b":
