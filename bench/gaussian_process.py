@@ -15,6 +15,9 @@ process (its own peak RSS), the two libraries alternated:
                                                             # the preconditioner's rank searched, against 1024
     python bench/gaussian_process.py --sizes "" --agreement-n 0 --scale 50000,100000 --log scale.log
                                                             # fits past the Cholesky wall (about 1 h)
+    python bench/gaussian_process.py --sizes "" --agreement-n 0 --hard 5000
+        --hard-reference bench/reference/gp_hard_cholesky_5000.json
+                                                            # cg against the recorded Cholesky fit on hard data
 
 Data: X ~ N(0, 1) with d = 8, y = sin(2x₀) + ½x₁² − x₂x₃ + N(0, 0.1²); kernel ``C(1.0) * RBF(np.ones(8)) +
 WhiteKernel(0.1)``, ``normalize_y=True``, scikit-learn's default optimizer and ``alpha``; 500 test points from
@@ -139,7 +142,10 @@ def child_hard(spec: dict) -> dict:
     X, y = hard_data(spec["n"])
     new, truth = hard_data(N_TEST, seed=1, noise=0.0)
     start = time.perf_counter()
-    est = GaussianProcessRegressor(hard_kernel(), normalize_y=True, solver=spec["solver"], random_state=0,
+    kernel = hard_kernel()
+    if spec.get("theta") is not None:  # a recorded fit's model, made again at its θ
+        kernel.theta = np.array(spec["theta"])
+    est = GaussianProcessRegressor(kernel, normalize_y=True, solver=spec["solver"], random_state=0,
                                    optimizer="fmin_l_bfgs_b" if spec.get("fit", True) else None).fit(X, y)
     seconds = time.perf_counter() - start
     scipy.optimize.minimize = minimize
@@ -149,12 +155,22 @@ def child_hard(spec: dict) -> dict:
     return {"theta": est.kernel_.theta.tolist(), "lml": float(est.log_marginal_likelihood_value_), "seconds": seconds,
             "evaluations": info["evaluations"], "lbfgs": statuses, "rmse": float(np.sqrt(np.mean((mean - truth) ** 2))),
             "std": std.tolist(), "at_thetas": at, "products": info.get("products"),
-            "start": info.get("start"), "pivot_draws": info.get("pivot_draws")}
+            "start": info.get("start"), "pivot_draws": info.get("pivot_draws"), "settle": info.get("settle"),
+            "probes": info.get("probes")}
 
 
-def hard_table(n: int, verdicts: list) -> dict:
-    """solver="cg" against "cholesky" on the hard data at N = n (each fit in a fresh process, cg twice)."""
-    exact = C.run_child(__file__, "hard", {"n": n, "solver": "cholesky", "thetas": []}, timeout=4 * 3600)
+def hard_table(n: int, verdicts: list, reference: str | None = None) -> dict:
+    """solver="cg" against "cholesky" on the hard data at N = n (each fit in a fresh process, cg twice). With
+    ``reference`` (the gaussian_process.json of an earlier --hard run at the same N) its Cholesky fit's θ and
+    figures are taken, and the model is made again at that θ for the predictions."""
+    if reference is not None:
+        exact = json.loads(Path(reference).read_text())["hard"]["exact"]
+        exact.update({key: value for key, value in C.run_child(
+            __file__, "hard", {"n": n, "solver": "cholesky", "thetas": [], "fit": False, "theta": exact["theta"]},
+            timeout=3600).items() if key in ("std", "rmse")})
+        exact["lbfgs"] = [f"(recorded) {status}" for status in exact["lbfgs"]]
+    else:
+        exact = C.run_child(__file__, "hard", {"n": n, "solver": "cholesky", "thetas": []}, timeout=4 * 3600)
     rng = np.random.default_rng(2)
     thetas = [(np.array(exact["theta"]) + rng.uniform(-0.3, 0.3, len(exact["theta"]))).tolist() for _ in range(3)]
     exact["at_thetas"] = C.run_child(__file__, "hard", {"n": n, "solver": "cholesky", "thetas": thetas, "fit": False},
@@ -168,10 +184,14 @@ def hard_table(n: int, verdicts: list) -> dict:
     rmse_rel = cg[0]["rmse"] / exact["rmse"] - 1
     print(f"\n## Hard data (bench hard_data: short length scales on x₀, x₁, noise 1%), N = {n:,}: "
           "solver='cg' against 'cholesky'\n")
-    print("| solver | s | evaluations | L-BFGS-B | lml | θ (log) | test RMSE |\n|---|---|---|---|---|---|---|")
+    print("| solver | s | evaluations | L-BFGS-B (each run) | probes: θ's move (its error) | lml | θ (log) | "
+          "test RMSE |\n"
+          "|---|---|---|---|---|---|---|---|")
     for name, r in (("cholesky", exact), ("cg", cg[0]), ("cg again", cg[1])):
+        rounds = (r.get("settle") or {}).get("rounds", [])
+        moves = ", ".join(f"{x['probes']}: {x['theta_change']:.3f} ({x['error']:.3f})" for x in rounds) or "–"
         print(f"| {name} | {r['seconds']:.1f} | {r['evaluations']} | {'; '.join(s[:40] for s in r['lbfgs'])} | "
-              f"{r['lml']:.3f} | {np.round(r['theta'], 3).tolist()} | {r['rmse']:.5f} |")
+              f"{moves} | {r['lml']:.3f} | {np.round(r['theta'], 3).tolist()} | {r['rmse']:.5f} |")
     print(f"\nθ max abs difference (log space) {dtheta:.3f}; lml at 3 random θ: largest rel. difference "
           f"{lml_rel:.1e}; std max rel. {std_rel:.1e}; test RMSE {rmse_rel:+.2%}; the cg fit repeated: θ "
           f"{'equal' if cg[0]['theta'] == cg[1]['theta'] else 'different'}\n")
@@ -689,7 +709,7 @@ def child_scale(spec: dict) -> dict:
     peak = C.peak_rss_bytes() - before
     info = est.solver_info_
     log(f"cg fit {fit_seconds:.1f} s ({info['start']['seconds']:.1f} s its subset start), {info['evaluations']} "
-        f"evaluations, {info['products']} products")
+        f"evaluations, {info['products']} products; settling: {info['settle']}")
     start = time.perf_counter()
     mean, std = est.predict(new, return_std=True)
     predict_seconds = time.perf_counter() - start
@@ -710,7 +730,7 @@ def child_scale(spec: dict) -> dict:
             "peak_bytes": peak, "predict_peak_bytes": predict_peak, "predict_seconds": predict_seconds,
             "rmse": rmse(mean), "reference_rmse": reference_rmse, "nystrom": nystrom,
             "std_median": float(np.median(std)), "theta": est.kernel_.theta.tolist(),
-            "lml": float(est.log_marginal_likelihood_value_),
+            "lml": float(est.log_marginal_likelihood_value_), "settle": info["settle"], "probes": info["probes"],
             "lbfgs": " ".join(stopped[0]) if stopped else "converged"}
 
 
@@ -796,6 +816,8 @@ def main() -> int:
                         help="JSON file a whole Cholesky fit of --cg-fits is added to (the format --reference reads)")
     parser.add_argument("--out", default=None, help="folder for gaussian_process.json")
     parser.add_argument("--hard", type=int, default=0, help="N of cg against Cholesky on the hard data (0: none)")
+    parser.add_argument("--hard-reference", default=None,
+                        help="gaussian_process.json of an earlier --hard run at that N: its Cholesky fit is reused")
     parser.add_argument("--child", nargs=2, default=None, help=argparse.SUPPRESS)
     args = parser.parse_args()
     if args.child:
@@ -862,7 +884,7 @@ def main() -> int:
             verdicts.append((f"fitted θ at N = {n:,} equal to 1e-5", theta_diff <= 1e-5, f"{theta_diff:.1e}"))
     payload["fits"] = fits
     if args.hard:
-        payload["hard"] = hard_table(args.hard, verdicts)
+        payload["hard"] = hard_table(args.hard, verdicts, args.hard_reference)
     if args.cg_agreement:
         rows = cg_agreement(args.cg_agreement, args.probes)
         payload["cg_agreement"] = rows

@@ -150,6 +150,7 @@ class GaussianProcessRegressor(EngineFitted, MultiOutputMixin, RegressorMixin, B
         √(k − 1) times a draw of the error of the optimum it ends at (solvers/gaussian_process/iterative.py).
         Up to four rounds and 16 times ``n_probes``, within ``memory_limit``; a ConvergenceWarning says when it
         stopped short, ``solver_info_["settle"]`` lists the rounds. None: no rounds, the first optimum kept.
+
     Attributes
     ----------
     X_train_ : ndarray of shape (n_samples, n_features) or list of object
