@@ -359,8 +359,7 @@ class GaussianProcessRegressor(EngineFitted, MultiOutputMixin, RegressorMixin, B
             None) on what the solver has the optimiser see."""
             objective = self._solver.objective(obj_func)
             theta, value = self._constrained_optimization(objective, start, self.kernel_.bounds)
-            inverse_hessian = self.__dict__.pop("_inverse_hessian", None)  # L-BFGS-B's (not kept: no pickle)
-            return theta, objective.optimum_value(theta, value), inverse_hessian
+            return theta, objective.optimum_value(theta, value), objective.inverse_hessian
 
         theta, self._start = self.kernel_.theta, None
         if self.optimizer == "fmin_l_bfgs_b":
@@ -413,8 +412,9 @@ class GaussianProcessRegressor(EngineFitted, MultiOutputMixin, RegressorMixin, B
             result = scipy.optimize.minimize(objective, initial_theta, method="L-BFGS-B", jac=True, bounds=bounds,
                                              options=options)
             _check_optimize_result("lbfgs", result)
-            # its curvature pairs' inverse Hessian of the summed objective, for the solver's settling
-            self._inverse_hessian = lambda v, h=result.hess_inv, per=per: h.matvec(np.asarray(v) / per)
+            if isinstance(obj_func, gp.Objective):  # its curvature pairs, for the solver's settling: they
+                # approximate the per-sample objective's inverse Hessian, n times the sum's
+                obj_func.inverse_hessian = lambda v, h=result.hess_inv: h.matvec(np.asarray(v) / per)
             return result.x, result.fun * per
         if callable(self.optimizer):
             return self.optimizer(obj_func, initial_theta, bounds=bounds)

@@ -126,6 +126,11 @@ NEWTON_RANGE = 0.5
 NEWTON_STEPS = 8
 
 
+def _move(a, b) -> float:
+    """The largest change of one coordinate from ``a`` to ``b`` (log-hyperparameters)."""
+    return float(np.max(np.abs(np.asarray(b, dtype=np.float64) - a), initial=0.0))
+
+
 def _newton_round(theta: np.ndarray, inverse_hessian, func, bounds, tol: float):
     """(θ, the value there) where the gradient of ``func`` (the objective on the probes now held) vanishes, by
     quasi-Newton steps θ ← clip(θ − H⁻¹g(θ)) from ``theta``, H⁻¹ the optimiser's inverse Hessian, updated by
@@ -142,8 +147,8 @@ def _newton_round(theta: np.ndarray, inverse_hessian, func, bounds, tol: float):
         if not np.all(np.isfinite(gradient)):
             return None
         moved = np.clip(point - H @ gradient, lower, upper)
-        step = float(np.max(np.abs(moved - point), initial=0.0))
-        if step > last or np.max(np.abs(moved - theta), initial=0.0) > NEWTON_RANGE:
+        step = _move(point, moved)
+        if step > last or _move(theta, moved) > NEWTON_RANGE:
             return None
         new_value, new_gradient = func(moved, True)
         s_k, y_k = moved - point, np.asarray(new_gradient) - gradient
@@ -460,7 +465,7 @@ class IterativeSolver:
                 how = "optimiser"
             else:
                 moved, value = moved
-            change = float(np.max(np.abs(np.asarray(moved) - theta), initial=0.0))
+            change = _move(theta, moved)
             error = change / math.sqrt(probes / held - 1.0)
             theta = np.asarray(moved)
             rounds.append({"probes": probes, "by": how, "theta_change": change, "error": error,

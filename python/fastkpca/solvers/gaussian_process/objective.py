@@ -44,6 +44,9 @@ class Objective:
 
     def __init__(self, func, integrate: bool):
         self.func, self.integrate = func, integrate
+        #: The optimiser's inverse Hessian at the optimum it found, as a function of a vector, where it has one
+        #: (the estimator's L-BFGS-B sets it; the iterative solver's settling steps with it).
+        self.inverse_hessian = None
         self._points: list[tuple[np.ndarray, float, float, np.ndarray]] = []  # (θ, value given, v(θ), gradient)
         self._estimates: dict[bytes, float] = {}
 
