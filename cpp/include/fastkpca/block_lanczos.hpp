@@ -21,12 +21,15 @@
 #include <functional>
 #include <limits>
 #include <stdexcept>
+#include <tuple>
+#include <utility>
 #include <vector>
 
 #include <Eigen/Dense>
 
 #include "fastkpca/operator.hpp"
 #include "fastkpca/parallel.hpp"
+#include "fastkpca/polled_call.hpp"
 #include "fastkpca/types.hpp"
 
 namespace fastkpca {
@@ -80,39 +83,44 @@ using Tall = Eigen::Ref<ColMatrix<double>>;
 // rounding does not depend on the thread count). Eigen's own GEMMs run sequentially inside each chunk.
 inline Index row_chunks(Index n) { return std::max<Index>(1, std::min<Index>(64, n / 512)); }
 
-// Aᵀ B (p × q): chunk partial products, summed in chunk order.
-inline Eigen::MatrixXd tall_transpose_times(const ConstTall& a, const ConstTall& b) {
+// Aᵀ B (p × q): chunk partial products, summed in chunk order. Polls between chunks (a product with the
+// whole basis runs for a second at n = 20,000 and a basis of 1,000 columns).
+inline Eigen::MatrixXd tall_transpose_times(const ConstTall& a, const ConstTall& b, Interrupt& interrupt) {
   const Index n = a.rows(), chunks = row_chunks(n);
   std::vector<Eigen::MatrixXd> part(static_cast<size_t>(chunks));
 #pragma omp parallel for schedule(dynamic, 1)
   for (Index c = 0; c < chunks; ++c) {
+    if (interrupt.poll()) continue;
     const Index r0 = c * n / chunks, r1 = (c + 1) * n / chunks;
     part[static_cast<size_t>(c)].noalias() = a.middleRows(r0, r1 - r0).transpose() * b.middleRows(r0, r1 - r0);
   }
+  interrupt.throw_if_stopped();
   Eigen::MatrixXd sum = part[0];
   for (Index c = 1; c < chunks; ++c) sum += part[static_cast<size_t>(c)];
   return sum;
 }
 
-// out = beta · out + A M (n × q), row chunks in parallel; out must not alias A.
-inline void tall_times(const ConstTall& a, const Eigen::MatrixXd& m, Tall out, double beta) {
+// out = beta · out + A M (n × q), row chunks in parallel; out must not alias A. Polls between chunks.
+inline void tall_times(const ConstTall& a, const Eigen::MatrixXd& m, Tall out, double beta, Interrupt& interrupt) {
   const Index n = a.rows(), chunks = row_chunks(n);
 #pragma omp parallel for schedule(dynamic, 1)
   for (Index c = 0; c < chunks; ++c) {
+    if (interrupt.poll()) continue;
     const Index r0 = c * n / chunks, r1 = (c + 1) * n / chunks;
     auto rows = out.middleRows(r0, r1 - r0);
     if (beta == 0) rows.noalias() = a.middleRows(r0, r1 - r0) * m;
     else rows.noalias() += beta * (a.middleRows(r0, r1 - r0) * m);
   }
+  interrupt.throw_if_stopped();
 }
 
 // w -= Q (Qᵀ w) twice; returns the coefficients (both passes added).
-inline Eigen::MatrixXd project_out(const ConstTall& q, Tall w) {
+inline Eigen::MatrixXd project_out(const ConstTall& q, Tall w, Interrupt& interrupt) {
   Eigen::MatrixXd h = Eigen::MatrixXd::Zero(q.cols(), w.cols());
   if (q.cols() == 0) return h;
   for (int pass = 0; pass < 2; ++pass) {
-    const Eigen::MatrixXd c = tall_transpose_times(q, w);
-    tall_times(q, c, w, -1.0);
+    const Eigen::MatrixXd c = tall_transpose_times(q, w, interrupt);
+    tall_times(q, c, w, -1.0, interrupt);
     h += c;
   }
   return h;
@@ -127,7 +135,8 @@ inline Eigen::MatrixXd project_out(const ConstTall& q, Tall w) {
 // earlier columns) again, or orthogonality would be lost ("twice is enough" needs the second projection
 // after the cancellation).
 inline Eigen::MatrixXd orthonormalize_block(const Eigen::Ref<const ColMatrix<double>>& q, ColMatrix<double>& w,
-                                            const Eigen::VectorXd& before, double floor, SplitMix& rng) {
+                                            const Eigen::VectorXd& before, double floor, SplitMix& rng,
+                                            Interrupt& interrupt) {
   const Index b = w.cols(), n = w.rows();
   Eigen::MatrixXd r = Eigen::MatrixXd::Zero(b, b);
   // col -= its components along q and along the first c new columns, twice (without coefficients: used
@@ -139,6 +148,7 @@ inline Eigen::MatrixXd orthonormalize_block(const Eigen::Ref<const ColMatrix<dou
     }
   };
   for (Index c = 0; c < b; ++c) {
+    if (interrupt.poll()) throw Interrupted();
     auto col = w.col(c);
     for (int pass = 0; pass < 2; ++pass) {
       if (c == 0) break;
@@ -188,11 +198,26 @@ LanczosResult dense_eigsh(const Op& op, Index k, Interrupt& interrupt) {
     out.n_vectors += nb;
   }
   a = (a + a.transpose()).eval() * 0.5;
-  Eigen::SelfAdjointEigenSolver<Eigen::MatrixXd> eig(a);
-  if (eig.info() != Eigen::Success) throw std::runtime_error("dense eigensolver did not converge");
-  out.values = eig.eigenvalues().reverse().head(k);
-  out.vectors = eig.eigenvectors().rowwise().reverse().leftCols(k);
-  out.residuals = (a * out.vectors - out.vectors * out.values.asDiagonal()).colwise().norm().transpose();
+  // The eigensolver and the residuals' product run seconds at n of a few thousand, without a poll: on a
+  // helper thread, which owns A from here on.
+  struct Pairs {
+    Eigen::VectorXd values, residuals;
+    ColMatrix<double> vectors;
+  };
+  Pairs pairs = polled_call(
+      [a = std::move(a), k]() {
+        Eigen::SelfAdjointEigenSolver<Eigen::MatrixXd> eig(a);
+        if (eig.info() != Eigen::Success) throw std::runtime_error("dense eigensolver did not converge");
+        Pairs p;
+        p.values = eig.eigenvalues().reverse().head(k);
+        p.vectors = eig.eigenvectors().rowwise().reverse().leftCols(k);
+        p.residuals = (a * p.vectors - p.vectors * p.values.asDiagonal()).colwise().norm().transpose();
+        return p;
+      },
+      interrupt);
+  out.values = std::move(pairs.values);
+  out.vectors = std::move(pairs.vectors);
+  out.residuals = std::move(pairs.residuals);
   out.converged = true;
   return out;
 }
@@ -214,7 +239,7 @@ LanczosResult block_lanczos(const Op& op, const ColMatrix<double>& v0, const Lan
 
   // Starting block.
   ColMatrix<double> start = v0;
-  detail::orthonormalize_block(q.leftCols(0), start, start.colwise().norm().transpose(), 0.0, rng);
+  detail::orthonormalize_block(q.leftCols(0), start, start.colwise().norm().transpose(), 0.0, rng, interrupt);
   q.leftCols(b) = start;
   Index s = b, cur = 0;  // basis size; first column of the block to multiply next
 
@@ -240,21 +265,26 @@ LanczosResult block_lanczos(const Op& op, const ColMatrix<double>& v0, const Lan
     const double scale = before.maxCoeff();
 
     // Full reorthogonalization; the coefficients are column block `cur` of T = QᵀAQ.
-    Eigen::MatrixXd h = detail::project_out(q.leftCols(s), aw);
+    Eigen::MatrixXd h = detail::project_out(q.leftCols(s), aw, interrupt);
     t.block(0, cur, s, b) = h;
     t.block(cur, 0, b, s) = h.transpose();
     t.block(cur, cur, b, b) = 0.5 * (h.middleRows(cur, b) + h.middleRows(cur, b).transpose());
 
-    Eigen::MatrixXd r = detail::orthonormalize_block(q.leftCols(s), aw, before, 1e-13 * scale + 1e-300, rng);
+    Eigen::MatrixXd r = detail::orthonormalize_block(q.leftCols(s), aw, before, 1e-13 * scale + 1e-300, rng, interrupt);
 
     const bool must_restart = s + b > max_basis;
     const bool at_limit = out.passes >= opt.max_passes && s >= k;
     const double rr_flops = 9.0 * static_cast<double>(s) * static_cast<double>(s) * static_cast<double>(s);
     if (must_restart || at_limit || (s >= k && flops_since_rr >= rr_flops)) {
       // Rayleigh-Ritz on the current basis.
-      Eigen::SelfAdjointEigenSolver<Eigen::MatrixXd> eig(t.topLeftCorner(s, s));
-      theta = eig.eigenvalues().reverse();
-      y = eig.eigenvectors().rowwise().reverse();
+      // O(s³) without a poll (seconds at s above 1,000): on a helper thread, from a copy of T.
+      std::tie(theta, y) = polled_call(
+          [ts = Eigen::MatrixXd(t.topLeftCorner(s, s))]() {
+            Eigen::SelfAdjointEigenSolver<Eigen::MatrixXd> eig(ts);
+            return std::make_pair(Eigen::VectorXd(eig.eigenvalues().reverse()),
+                                  Eigen::MatrixXd(eig.eigenvectors().rowwise().reverse()));
+          },
+          interrupt);
       res = (r * y.middleRows(cur, b)).colwise().norm().transpose();
       flops_since_rr = 0;
 
@@ -287,7 +317,7 @@ LanczosResult block_lanczos(const Op& op, const ColMatrix<double>& v0, const Lan
     // [Q y_keep, Q_new], T = [diag θ, (R y_last)ᵀ; R y_last, ·].
     const Index keep = std::min(s, k + (max_basis - k - b) / 3);
     ColMatrix<double> kept(n, keep);
-    detail::tall_times(q.leftCols(s), y.leftCols(keep), kept, 0.0);
+    detail::tall_times(q.leftCols(s), y.leftCols(keep), kept, 0.0, interrupt);
     q.leftCols(keep) = kept;
     q.middleCols(keep, b) = aw;
     const Eigen::MatrixXd coupling = r * y.block(cur, 0, b, keep);
@@ -303,7 +333,7 @@ LanczosResult block_lanczos(const Op& op, const ColMatrix<double>& v0, const Lan
   const Index kk = std::min(k, s);
   out.values = theta.head(kk);
   out.vectors.resize(n, kk);
-  detail::tall_times(q.leftCols(s), y.leftCols(kk), out.vectors, 0.0);
+  detail::tall_times(q.leftCols(s), y.leftCols(kk), out.vectors, 0.0, interrupt);
   out.residuals = res.head(kk);
   return out;
 }
