@@ -7,13 +7,12 @@ import warnings
 from typing import Any, Callable
 
 import numpy as np
-from scipy import linalg as sla
 from sklearn.base import BaseEstimator, ClassNamePrefixFeaturesOutMixin, TransformerMixin
 from sklearn.metrics.pairwise import PAIRWISE_KERNEL_FUNCTIONS
 
 from .. import engines, kernels
 from .. import _validation as v
-from ..solvers.lapack_threads import interruptible
+from ..solvers.lapack_threads import interruptible, symmetric_eigh
 from ..kernels import Kernel
 from ..solvers import low_rank
 from ._base import EngineFitted
@@ -202,7 +201,8 @@ class _NystromFeatures:
         for start in range(0, n, rows):
             part = X[start:start + rows]
             C = self.kernel.cross(part, basis, out=buf[:part.shape[0]])
-            np.matmul(C, weights, out=out[start:start + part.shape[0]])
+            interruptible(np.matmul, C, weights, out=out[start:start + part.shape[0]],  # Ctrl-C within it
+                          flops=2.0 * part.shape[0] * C.shape[1] * m)
         return out
 
 
@@ -215,8 +215,8 @@ def _inverse_sqrt(W: np.ndarray) -> np.ndarray:
     """
     dtype = W.dtype if W.dtype in (np.float32, np.float64) else np.float64
     if W.ndim == 2 and W.shape[0] == W.shape[1] and np.array_equal(W, W.T):
-        values, vectors = sla.eigh(W.astype(dtype, copy=False), check_finite=False)
+        values, vectors = symmetric_eigh(W.astype(dtype, copy=False))
         scale = np.where(values < 0, -1.0, 1.0) / np.sqrt(np.maximum(np.abs(values), _SINGULAR_VALUE_FLOOR))
         return ((vectors * scale.astype(dtype)) @ vectors.T).astype(dtype, copy=False)
-    U, s, Vt = sla.svd(W.astype(dtype, copy=False), check_finite=False)
+    U, s, Vt = np.linalg.svd(W.astype(dtype, copy=False))  # NumPy's releases the GIL: Ctrl-C within it
     return ((U / np.sqrt(np.maximum(s, _SINGULAR_VALUE_FLOOR)).astype(dtype)) @ Vt).astype(dtype, copy=False)

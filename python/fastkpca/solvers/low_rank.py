@@ -39,6 +39,8 @@ from .. import _validation as v
 from ..kernels import Kernel
 from ..kernels.precomputed import MatrixColumns
 from .eigenvalues import check_psd_eigenvalues, column_signs
+from .lapack_threads import interruptible, symmetric_eigh
+from .subnormals import flush_subnormals
 from .rows import as_rows
 
 __all__ = ["LowRankFactor", "rpcholesky", "rpcholesky_bytes", "select_landmarks", "landmarks", "nystrom_moments",
@@ -172,7 +174,7 @@ def rpcholesky(X: np.ndarray, rank: int, kernel: Kernel | None, *, random_state=
         # several times faster than a triangular solve with n right-hand sides).
         L_inv = sla.solve_triangular(L, np.eye(L.shape[0]), lower=True, check_finite=False)
         a = len(keep)
-        F_new = np.matmul(G[:, keep], L_inv.T, out=update_buf[:n * a].reshape(n, a))
+        F_new = flush_subnormals(np.matmul(G[:, keep], L_inv.T, out=update_buf[:n * a].reshape(n, a)))
         factor[:, r:r + a] = F_new
         diag -= np.einsum("ij,ij->i", F_new, F_new)
         np.maximum(diag, 0.0, out=diag)
@@ -332,11 +334,14 @@ class _Moments:
         root = None if weights is None else np.sqrt(weights).astype(X.dtype)
         if root is not None:
             C *= root[:, None]  # W^½ C: its Gram is Cᵀ W C
-        gram = C.T @ C  # NumPy recognises the transpose product and runs BLAS syrk
+        # NumPy recognises the transpose product and runs BLAS syrk; a second per chunk at m = 3,000, so on a
+        # worker thread, where Ctrl-C does not wait for it
+        gram = interruptible(np.matmul, C.T, C, flops=float(C.shape[0]) * m * m)
         sums = C.sum(axis=0, dtype=np.float64) if root is None else root @ C
         cross = None
         if targets is not None:
-            cross = C.T @ (targets if root is None else targets * root[:, None])
+            cross = interruptible(np.matmul, C.T, targets if root is None else targets * root[:, None],
+                                  flops=2.0 * C.size * (targets.size // max(1, len(targets))))
         return gram.astype(np.float64, copy=False), sums.astype(np.float64, copy=False), \
             None if cross is None else cross.astype(np.float64, copy=False)
 
@@ -393,7 +398,7 @@ def whitening(W: np.ndarray, rtol: float) -> tuple[np.ndarray, int]:
     """T with ``T Tᵀ`` the pseudo-inverse of the PSD landmark kernel W, dropping the eigen-directions with
     eigenvalue at most ``rtol·λ_max`` (and the negative ones rounding leaves): Φ = K(X, S)·T are the
     Nyström features (``Φ Φᵀ = C W⁺ Cᵀ``). Returns (T, rank)."""
-    values, vectors = sla.eigh(W, check_finite=False)
+    values, vectors = symmetric_eigh(W)
     top = float(values[-1]) if values.size else 0.0
     keep = values > rtol * top if top > 0 else np.zeros(values.shape, bool)
     return vectors[:, keep] / np.sqrt(values[keep]), int(keep.sum())
@@ -438,7 +443,7 @@ def nystrom_pca(X: np.ndarray, S: np.ndarray, kernel: Kernel, k: int, rows: int)
     A = T.T @ gram @ T - n * np.outer(mean, mean)
     A = (A + A.T) / 2
     k_eff = min(k, rank)
-    values, Q = sla.eigh(A, subset_by_index=(rank - k_eff, rank - 1), check_finite=False) if rank else \
+    values, Q = symmetric_eigh(A, subset_by_index=(rank - k_eff, rank - 1)) if rank else \
         (np.zeros(0), np.zeros((0, 0)))
     values, Q = values[::-1], Q[:, ::-1]
     P = T @ Q

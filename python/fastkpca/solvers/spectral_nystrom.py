@@ -22,8 +22,8 @@ from __future__ import annotations
 import time
 
 import numpy as np
-from scipy import linalg as sla
 
+from .lapack_threads import symmetric_eigh
 from .low_rank import (DEFAULT_N_LANDMARKS, NystromProjection, landmark_whitening, landmarks, nystrom_moments,
                        stream_rows)
 from .rows import as_rows
@@ -81,7 +81,7 @@ def nystrom_embedding(samples, kernel, n_components: int, *, drop_first: bool, n
     G = T.T @ gram @ T
     G = (G + G.T) / 2
     k_eff = min(k, rank)
-    values, Q = sla.eigh(G, subset_by_index=(rank - k_eff, rank - 1), check_finite=False)
+    values, Q = symmetric_eigh(G, subset_by_index=(rank - k_eff, rank - 1))
     values, Q = values[::-1], Q[:, ::-1]
     seconds["moments"] = time.perf_counter() - start
     start = time.perf_counter()

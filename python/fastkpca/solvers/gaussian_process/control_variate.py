@@ -39,6 +39,7 @@ import numpy as np
 from .preconditioner import NystromDiagonalPreconditioner
 from ..lapack_threads import interruptible
 from ..low_rank import factor_t_product
+from ..subnormals import flush_subnormals
 
 __all__ = ["control_variate_traces", "control_variate_bytes", "CONTROL_VARIATE_ROWS", "CONTROL_VARIATE_SQUARES"]
 
@@ -93,11 +94,11 @@ def control_variate_traces(kernel, samples, pre: NystromDiagonalPreconditioner, 
         raise ValueError(f"the control variate needs the factor's {r} pivots, the preconditioner has "
                          f"{pre.pivots.shape[0]}")
     FS = pre.F[pre.pivots].astype(np.float64)  # lower triangular (pivots in their order: low_rank.LowRankFactor)
-    inverse_FS = interruptible(solve_triangular, FS, np.eye(r), lower=True, check_finite=False,
-                               flops=r**3 / 3) if r else FS
+    inverse_FS = flush_subnormals(interruptible(solve_triangular, FS, np.eye(r), lower=True, check_finite=False,
+                                                flops=r**3 / 3)) if r else FS
     del FS
-    inverse_C = (interruptible(cho_solve, (pre.L, True), np.eye(r), check_finite=False, flops=2 * r**3 / 3) if r
-                 else np.zeros((0, 0)))
+    inverse_C = (flush_subnormals(interruptible(cho_solve, (pre.L, True), np.eye(r), check_finite=False,
+                                                flops=2 * r**3 / 3)) if r else np.zeros((0, 0)))
     Omega_F = factor_t_product(pre.F, Omega)  # Fᵀ Ω, r × p
     omega_weights = inverse_FS.T @ Omega_F  # W Ω
     pivots_X = samples.rows(pre.pivots)

@@ -19,7 +19,7 @@ import math
 import numpy as np
 
 from ... import _validation as v
-from ..lapack_threads import factorisation_threads, interruptible
+from ..lapack_threads import factorisation_threads, interruptible, solve_lower_triangular
 from .objective import Objective
 from .interface import InvQuadLogdet
 
@@ -70,28 +70,22 @@ def _test_chunks(n_train: int, n_test: int, memory_limit: int) -> int:
 def posterior_variance(kernel, X_new, X_train, L: np.ndarray, memory_limit: int) -> np.ndarray:
     """k(x, x) − v·v with v = L⁻¹ K(X_train, x) for every new point, in chunks of new points that fit a quarter
     of the memory limit (scikit-learn's formula, without its n_train × n_new array)."""
-    from scipy.linalg import solve_triangular
-
     n_new = X_new.shape[0]
     rows = _test_chunks(L.shape[0], n_new, memory_limit)
     out = kernel.diagonal(X_new).astype(np.float64)
     for start in range(0, n_new, rows):
         part = X_new[start:start + rows]
-        V = interruptible(solve_triangular, L, kernel.cross(part, X_train).T, lower=True, check_finite=False,
-                          flops=float(L.shape[0]) ** 2 * part.shape[0])
+        V = solve_lower_triangular(L, kernel.cross(part, X_train).T, overwrite_b=True)
         out[start:start + part.shape[0]] -= np.einsum("ij,ij->j", V, V)
     return out
 
 
 def posterior_covariance(kernel, X_new, X_train, L: np.ndarray, memory_limit: int) -> np.ndarray:
     """K(X_new, X_new) − Vᵀ V, V = L⁻¹ K(X_train, X_new) (scikit-learn's formula), after a memory check."""
-    from scipy.linalg import solve_triangular
-
     n_new, n_train = X_new.shape[0], L.shape[0]
     v.check_within(8 * n_new * (2 * n_train + n_new), memory_limit,
                    f"the posterior covariance of {n_new} points (a {n_train}×{n_new} solve)")
-    V = interruptible(solve_triangular, L, kernel.cross(X_new, X_train).T, lower=True, check_finite=False,
-                      flops=float(n_train) ** 2 * n_new)
+    V = solve_lower_triangular(L, kernel.cross(X_new, X_train).T, overwrite_b=True)
     return kernel.cross(X_new) - V.T @ V
 
 

@@ -22,8 +22,9 @@ from typing import Any
 
 import numpy as np
 
-from ..lapack_threads import interruptible
+from ..lapack_threads import interruptible, solve_lower_triangular
 from ..low_rank import CHUNK_ROWS, factor_product, factor_t_product, rpcholesky
+from ..subnormals import flush_subnormals
 
 __all__ = ["NystromDiagonalPreconditioner", "build_preconditioner", "PRECONDITIONER_BLOCK"]
 
@@ -116,12 +117,9 @@ class NystromDiagonalPreconditioner:
 
     def quadratic_factor(self) -> np.ndarray:
         """R with kᵀ P⁻¹ k = Σ k²/d − ‖Rᵀk‖²: R = D⁻¹ F L_C⁻ᵀ (n × r, float64)."""
-        from scipy.linalg import solve_triangular
-
         if not self.rank:
             return np.zeros((self.d.shape[0], 0))
-        inverse_LT = interruptible(solve_triangular, self.L, np.eye(self.rank), lower=True, check_finite=False,
-                                   flops=self.rank**3 / 3).T
+        inverse_LT = solve_lower_triangular(self.L, np.eye(self.rank), overwrite_b=True).T
         return self._f(inverse_LT) * self.inverse_d[:, None]
 
 
@@ -156,8 +154,6 @@ PRECONDITIONER_BLOCK = 64
 def _on_pivots(source, pivots: np.ndarray) -> np.ndarray | None:
     """The Nyström factor on fixed pivots S, F = K(X, X_S) L⁻ᵀ with L Lᵀ = K(X_S, X_S) (F_S = L, lower
     triangular, as RPCholesky's); None where K(X_S, X_S) is not numerically positive definite at this θ."""
-    from scipy.linalg import solve_triangular
-
     n, r = source.n, pivots.shape[0]
     columns = source.columns(pivots, np.empty((n, r)))
     try:
@@ -167,8 +163,7 @@ def _on_pivots(source, pivots: np.ndarray) -> np.ndarray | None:
     if not np.all(np.diag(L) > 1e-7 * np.sqrt(max(float(np.max(np.diag(columns[pivots]))), 1e-300))):
         return None  # a pivot the others (nearly) explain: its column of F is rounding
     # Fᵀ = L⁻¹ K(X_S, X), in place in the columns' memory (their transpose is Fortran-ordered)
-    return interruptible(solve_triangular, L, columns.T, lower=True, overwrite_b=True, check_finite=False,
-                         flops=float(n) * r * r).T
+    return solve_lower_triangular(L, columns.T, overwrite_b=True).T
 
 
 def build_preconditioner(kernel, samples, noise, rank: int, *, seed: int, dtype=np.float64,
@@ -190,8 +185,9 @@ def build_preconditioner(kernel, samples, noise, rank: int, *, seed: int, dtype=
         if F is None:
             low_rank = rpcholesky(source, min(rank, n), None, random_state=seed, block_size=min(block_size, rank))
             F, pivots = low_rank.factor, low_rank.pivots
+        flush_subnormals(F)  # _on_pivots's (RPCholesky's are flushed already); products over them crawl
         residual = signal - np.einsum("ij,ij->i", F, F)
-        factor = F if dtype == np.float64 else F.astype(dtype)
+        factor = F if dtype == np.float64 else flush_subnormals(F.astype(dtype))
     else:
         pivots = None
     d = np.maximum(residual, 0.0) + diagonal - signal + noise
