@@ -140,8 +140,9 @@ def symmetric_eigh(A: np.ndarray, subset_by_index: tuple[int, int] | None = None
     ``subset_by_index`` = (lo, hi) inclusive, or all; such that Ctrl-C interrupts it.
 
     Small matrices go to SciPy's ``eigh`` (its subset driver), large ones (``LONG_EIGH_FLOPS``) to NumPy's
-    on a worker thread (:func:`interruptible`), which computes all pairs and keeps the subset: the reduction
-    to tridiagonal form, which dominates, is the same work either way."""
+    on a worker thread (:func:`interruptible`), which computes all pairs and keeps the subset. For all pairs
+    NumPy's is the faster (2.6–2.9 s against 3.4 s at n = 3,000, 2 cores); for a few it costs more than
+    SciPy's subset driver (against 1.1 s for 10 of 3,000): the price of a step that Ctrl-C can interrupt."""
     n = A.shape[0]
     if 9.0 * float(n) ** 3 < LONG_EIGH_FLOPS:
         from scipy.linalg import eigh
