@@ -162,8 +162,9 @@ def _on_pivots(source, pivots: np.ndarray) -> np.ndarray | None:
         return None
     if not np.all(np.diag(L) > 1e-7 * np.sqrt(max(float(np.max(np.diag(columns[pivots]))), 1e-300))):
         return None  # a pivot the others (nearly) explain: its column of F is rounding
-    # Fᵀ = L⁻¹ K(X_S, X), in place in the columns' memory (their transpose is Fortran-ordered)
-    return solve_lower_triangular(L, columns.T, overwrite_b=True).T
+    # Fᵀ = L⁻¹ K(X_S, X), in place in the columns' memory (their transpose is Fortran-ordered); subnormals
+    # flushed as RPCholesky's are (products over them crawl)
+    return flush_subnormals(solve_lower_triangular(L, columns.T, overwrite_b=True).T)
 
 
 def build_preconditioner(kernel, samples, noise, rank: int, *, seed: int, dtype=np.float64,
@@ -185,7 +186,6 @@ def build_preconditioner(kernel, samples, noise, rank: int, *, seed: int, dtype=
         if F is None:
             low_rank = rpcholesky(source, min(rank, n), None, random_state=seed, block_size=min(block_size, rank))
             F, pivots = low_rank.factor, low_rank.pivots
-        flush_subnormals(F)  # _on_pivots's (RPCholesky's are flushed already); products over them crawl
         residual = signal - np.einsum("ij,ij->i", F, F)
         factor = F if dtype == np.float64 else flush_subnormals(F.astype(dtype))
     else:
