@@ -1,5 +1,6 @@
-"""pytest plugin: run scikit-learn's own KernelPCA, Nystroem, KernelRidge, SpectralEmbedding, SpectralClustering and
-GaussianProcessRegressor tests with fastkpca's classes (and spectral_embedding, spectral_clustering) swapped in.
+"""pytest plugin: run scikit-learn's own KernelPCA, Nystroem, KernelRidge, SpectralEmbedding, SpectralClustering,
+GaussianProcessRegressor, GaussianProcessClassifier and SVM tests with fastkpca's classes (and
+spectral_embedding, spectral_clustering) swapped in.
 
 Used by tests/test_decomposition.py as ``python -m pytest -p sklearn_swap --pyargs
 sklearn.decomposition.tests.test_kernel_pca`` (and by tests/test_kernel_approximation.py and
@@ -42,6 +43,7 @@ SWAPS = (("sklearn.decomposition", "KernelPCA", "sklearn.decomposition.tests.tes
          ("sklearn.cluster", "SpectralClustering", "sklearn.cluster.tests.test_spectral"),
          ("sklearn.cluster", "spectral_clustering", "sklearn.cluster.tests.test_spectral"),
          ("sklearn.gaussian_process", "GaussianProcessRegressor", "sklearn.gaussian_process.tests.test_gpr"),
+         ("sklearn.gaussian_process", "GaussianProcessClassifier", "sklearn.gaussian_process.tests.test_gpc"),
          *(("sklearn.svm", name, test) for name in ("SVC", "NuSVC", "SVR", "NuSVR", "OneClassSVM")
            for test in ("sklearn.svm.tests.test_svm", "sklearn.svm.tests.test_sparse")))
 

@@ -11,6 +11,7 @@
 #include "common.hpp"
 #include "fastkpca/gp_gradient.hpp"
 #include "fastkpca/kernel_block.hpp"
+#include "fastkpca/laplace.hpp"
 #include "fastkpca/sum_tiles.hpp"
 #include "fastkpca/tiled_operator.hpp"
 
@@ -193,6 +194,34 @@ double symmetric_sum(const Input<double>& w, int n_threads) {
   return release_and_run(n_threads, [&](Interrupt&) { return matrix_sum(wd, n); });
 }
 
+void laplace_system_into(const Input<double>& k, const Input<double>& s, InPlace<double>& out, int n_threads) {
+  require_square(k, "k");
+  const Index n = k.shape(0);
+  if (s.ndim() != 1 || s.shape(0) != n) throw py::value_error("s must have one entry per row of k");
+  if (out.ndim() != 2 || out.shape(0) != n || out.shape(1) != n) throw py::value_error("out has the wrong shape");
+  if (out.data() == k.data()) throw py::value_error("out must not be k");
+  const double *kd = k.data(), *sd = s.data();
+  double* o = out.mutable_data();
+  release_and_run(n_threads, [&](Interrupt& interrupt) {
+    identity_plus_scaled(kd, sd, n, o, interrupt);
+    return 0;
+  });
+}
+
+void laplace_weights_in_place(InPlace<double>& w, const Input<double>& s, const Input<double>& a,
+                              const Input<double>& u, const Input<double>& v, int n_threads) {
+  require_square(w, "w");
+  const Index n = w.shape(0);
+  for (const auto* x : {&s, &a, &u, &v})
+    if (x->ndim() != 1 || x->shape(0) != n) throw py::value_error("s, a, u and v must have one entry per row of w");
+  double* wd = w.mutable_data();
+  const double *sd = s.data(), *ad = a.data(), *ud = u.data(), *vd = v.data();
+  release_and_run(n_threads, [&](Interrupt& interrupt) {
+    laplace_weights(wd, n, sd, ad, ud, vd, interrupt);
+    return 0;
+  });
+}
+
 }  // namespace
 
 void init_gaussian_process(py::module_& m) {
@@ -225,6 +254,11 @@ void init_gaussian_process(py::module_& m) {
         py::arg("want_product"),
         "The traces over the block W_xy given whole (len(x) × len(y)), on one thread: (Σ W∘κ(r), Σ W∘G(r)r², "
         "[(W∘G)·[1, y]; (W∘G)ᵀ·[1, x]] or None).");
+  m.def("laplace_system_into", &laplace_system_into, py::arg("k"), py::arg("s"), py::arg("out"), py::arg("n_threads"),
+        "out = I + diag(s) k diag(s) (the Laplace approximation's B).");
+  m.def("laplace_weights_in_place", &laplace_weights_in_place, py::arg("w"), py::arg("s"), py::arg("a"), py::arg("u"),
+        py::arg("v"), py::arg("n_threads"),
+        "w (B⁻¹ in its upper triangle) becomes (a aᵀ − diag(s) B⁻¹ diag(s))/2 + (u vᵀ + v uᵀ)/2, whole.");
   m.def("symmetric_sum", &symmetric_sum, py::arg("w"), py::arg("n_threads"), "Σ_ik w_ik, by rows in a fixed order.");
 }
 

@@ -24,6 +24,7 @@ __all__ = [
     "KernelCenterer",
     "KernelPCA",
     "GaussianProcessRegressor",
+    "GaussianProcessClassifier",
     "KernelRidge",
     "KernelRidgeCV",
     "Nystroem",
@@ -58,6 +59,7 @@ if TYPE_CHECKING:  # what type checkers and IDEs see of the names imported on fi
     from ._sklearn_patch import patch_sklearn, sklearn_patched, unpatch_sklearn
     from .estimators import (
         ClassicalMDS,
+        GaussianProcessClassifier,
         GaussianProcessRegressor,
         KernelCenterer,
         KernelPCA,
@@ -82,6 +84,7 @@ _LAZY = {
     "KernelCenterer": "estimators",
     "KernelPCA": "estimators",
     "GaussianProcessRegressor": "estimators",
+    "GaussianProcessClassifier": "estimators",
     "Nystroem": "estimators",
     "KernelRidge": "estimators",
     "KernelRidgeCV": "estimators",

@@ -1,6 +1,6 @@
 """Backend switch: run scikit-learn's KernelPCA, Nystroem, KernelRidge, KernelCenterer, SpectralEmbedding,
-SpectralClustering (and their functions), GaussianProcessRegressor, SVC, NuSVC, SVR, NuSVR, OneClassSVM and
-pairwise kernels on fastkpca.
+SpectralClustering (and their functions), GaussianProcessRegressor, GaussianProcessClassifier, SVC, NuSVC, SVR,
+NuSVR, OneClassSVM and pairwise kernels on fastkpca.
 
 ``patch_sklearn()`` rebinds the public names in scikit-learn's modules — and the copies that already
 imported scikit-learn modules hold (KernelRidge's ``pairwise_kernels``, SpectralEmbedding's ``rbf_kernel``,
@@ -70,9 +70,9 @@ def _replacement_table():
     import sklearn.gaussian_process
     import sklearn.svm
 
-    from .estimators import (SVC, SVR, GaussianProcessRegressor, KernelCenterer, KernelPCA, KernelRidge, NuSVC, NuSVR,
-                             Nystroem, OneClassSVM, SpectralClustering, SpectralEmbedding, spectral_clustering,
-                             spectral_embedding)
+    from .estimators import (SVC, SVR, GaussianProcessClassifier, GaussianProcessRegressor, KernelCenterer, KernelPCA,
+                             KernelRidge, NuSVC, NuSVR, Nystroem, OneClassSVM, SpectralClustering, SpectralEmbedding,
+                             spectral_clustering, spectral_embedding)
 
     table = {
         ("sklearn.decomposition", "KernelPCA"): KernelPCA,
@@ -84,6 +84,7 @@ def _replacement_table():
         ("sklearn.cluster", "SpectralClustering"): SpectralClustering,
         ("sklearn.cluster", "spectral_clustering"): spectral_clustering,
         ("sklearn.gaussian_process", "GaussianProcessRegressor"): GaussianProcessRegressor,
+        ("sklearn.gaussian_process", "GaussianProcessClassifier"): GaussianProcessClassifier,
         ("sklearn.svm", "SVC"): SVC,
         ("sklearn.svm", "NuSVC"): NuSVC,
         ("sklearn.svm", "SVR"): SVR,
@@ -119,8 +120,8 @@ def patch_sklearn() -> None:
     ``sklearn.preprocessing.KernelCenterer``, ``sklearn.manifold.SpectralEmbedding`` and
     ``spectral_embedding`` (also where scikit-learn's own SpectralClustering calls it),
     ``sklearn.cluster.SpectralClustering`` and ``spectral_clustering``,
-    ``sklearn.gaussian_process.GaussianProcessRegressor``, ``sklearn.svm.SVC``, ``NuSVC``, ``SVR``, ``NuSVR``
-    and ``OneClassSVM`` and, in
+    ``sklearn.gaussian_process.GaussianProcessRegressor`` and ``GaussianProcessClassifier``,
+    ``sklearn.svm.SVC``, ``NuSVC``, ``SVR``, ``NuSVR`` and ``OneClassSVM`` and, in
     ``sklearn.metrics.pairwise``, ``rbf_kernel``, ``laplacian_kernel``, ``polynomial_kernel``,
     ``linear_kernel``, ``sigmoid_kernel``, ``cosine_similarity`` and ``pairwise_kernels`` (for the metrics
     fastkpca serves), everywhere scikit-learn's modules hold them. Calling it twice is harmless.

@@ -4,6 +4,7 @@ estimator knows which engine or storage it runs on."""
 
 from .decomposition import KernelPCA
 from .gaussian_process import GaussianProcessRegressor
+from .gaussian_process_classifier import GaussianProcessClassifier
 from .kernel_approximation import Nystroem
 from .kernel_ridge import KernelRidge, KernelRidgeCV
 from .manifold import ClassicalMDS, classical_mds
@@ -12,6 +13,7 @@ from .spectral import SpectralEmbedding, spectral_embedding
 from .clustering import SpectralClustering, spectral_clustering
 from .svm import SVC, SVR, NuSVC, NuSVR, OneClassSVM
 
-__all__ = ["KernelPCA", "GaussianProcessRegressor", "Nystroem", "KernelRidge", "KernelRidgeCV", "ClassicalMDS",
-           "classical_mds", "KernelCenterer", "SpectralEmbedding", "spectral_embedding", "SpectralClustering",
-           "spectral_clustering", "SVC", "NuSVC", "SVR", "NuSVR", "OneClassSVM"]
+__all__ = ["KernelPCA", "GaussianProcessRegressor", "GaussianProcessClassifier", "Nystroem", "KernelRidge",
+           "KernelRidgeCV", "ClassicalMDS", "classical_mds", "KernelCenterer", "SpectralEmbedding",
+           "spectral_embedding", "SpectralClustering", "spectral_clustering", "SVC", "NuSVC", "SVR", "NuSVR",
+           "OneClassSVM"]

@@ -45,16 +45,24 @@ def factor(K: np.ndarray, noise) -> np.ndarray:
     return L
 
 
-def weights_in_place(K: np.ndarray, A: np.ndarray, outer_weight: float, inverse_weight: float) -> np.ndarray:
-    """W = outer_weight · A Aᵀ + inverse_weight · K̂⁻¹, whole and symmetric, in K's memory, where K holds K̂⁻¹ in
-    its upper triangle (row-major; the lower triangle of the Fortran-ordered factor that potri wrote). Row
-    blocks: the upper part of each is formed, its lower part copied from the rows above."""
+def weights_in_place(K: np.ndarray, A: np.ndarray, outer_weight: float, inverse_weight: float,
+                     B: np.ndarray | None = None, scale: np.ndarray | None = None) -> np.ndarray:
+    """W = outer_weight · ½(A Bᵀ + B Aᵀ) + inverse_weight · S K̂⁻¹ S (B None: A Aᵀ; S = diag(scale), None: I),
+    whole and symmetric, in K's memory, where K holds K̂⁻¹ in its upper triangle (row-major; the lower triangle
+    of the Fortran-ordered factor that potri wrote). Row blocks: the upper part of each is formed, its lower
+    part copied from the rows above."""
     n = A.shape[0]
     for i0 in range(0, n, _BLOCK):
         i1 = min(n, i0 + _BLOCK)
         rows = K[i0:i1, i0:]
+        if scale is not None:
+            rows *= scale[i0:i1, None]
+            rows *= scale[None, i0:]
         rows *= inverse_weight
-        rows += outer_weight * (A[i0:i1] @ A[i0:].T)
+        if B is None:
+            rows += outer_weight * (A[i0:i1] @ A[i0:].T)
+        else:
+            rows += (0.5 * outer_weight) * (A[i0:i1] @ B[i0:].T + B[i0:i1] @ A[i0:].T)
         K[i0:i1, :i0] = K[:i0, i0:i1].T
         block = K[i0:i1, i0:i1]
         lower = np.tril_indices(i1 - i0, -1)
@@ -67,15 +75,20 @@ def _test_chunks(n_train: int, n_test: int, memory_limit: int) -> int:
     return int(max(1, min(n_test, (memory_limit // 4) // max(1, 16 * n_train))))
 
 
-def posterior_variance(kernel, X_new, X_train, L: np.ndarray, memory_limit: int) -> np.ndarray:
-    """k(x, x) − v·v with v = L⁻¹ K(X_train, x) for every new point, in chunks of new points that fit a quarter
-    of the memory limit (scikit-learn's formula, without its n_train × n_new array)."""
+def posterior_variance(kernel, X_new, X_train, L: np.ndarray, memory_limit: int,
+                       scale: np.ndarray | None = None) -> np.ndarray:
+    """k(x, x) − v·v with v = L⁻¹ S K(X_train, x) for every new point (S = diag(scale), None: I), in chunks of
+    new points that fit a quarter of the memory limit (scikit-learn's formula, without its n_train × n_new
+    array)."""
     n_new = X_new.shape[0]
     rows = _test_chunks(L.shape[0], n_new, memory_limit)
     out = kernel.diagonal(X_new).astype(np.float64)
     for start in range(0, n_new, rows):
         part = X_new[start:start + rows]
-        V = solve_lower_triangular(L, kernel.cross(part, X_train).T, overwrite_b=True)
+        Kt = kernel.cross(part, X_train).T
+        if scale is not None:
+            Kt = Kt * scale[:, None]
+        V = solve_lower_triangular(L, Kt, overwrite_b=True)
         out[start:start + part.shape[0]] -= np.einsum("ij,ij->j", V, V)
     return out
 

@@ -1,0 +1,332 @@
+"""GaussianProcessClassifier: the Laplace mode, likelihood and gradient against the book's algorithms written here
+in NumPy from the formulas, against finite differences and against scikit-learn (value, every gradient entry,
+probabilities, fitted likelihood, one-vs-rest and one-vs-one); warm start; scikit-learn's test module with the
+class swapped in; check_estimator; bad input."""
+
+from __future__ import annotations
+
+import os
+import re
+import subprocess
+import sys
+import warnings
+from pathlib import Path
+
+import numpy as np
+import pytest
+from scipy.special import expit
+from sklearn.gaussian_process import GaussianProcessClassifier as SkGPC
+from sklearn.gaussian_process.kernels import (
+    RBF,
+    CompoundKernel,
+    ConstantKernel as C,
+    DotProduct,
+    Matern,
+    RationalQuadratic,
+    WhiteKernel,
+)
+
+import fastkpca
+from fastkpca import GaussianProcessClassifier
+from fastkpca.solvers.gaussian_process import laplace
+
+TESTS = Path(__file__).parent
+D = 3
+
+
+def data(n=80, d=D, seed=0, classes=2):
+    rng = np.random.default_rng(seed)
+    X = rng.uniform(-2, 2, (n, d))
+    latent = np.sin(2 * X[:, 0]) + 0.5 * X[:, 1] ** 2 - X[:, 2] + 0.3 * rng.standard_normal(n)
+    if classes == 2:
+        return X, (latent > 0.5).astype(int)
+    return X, np.digitize(latent, np.quantile(latent, np.linspace(0, 1, classes + 1)[1:-1]))
+
+
+#: The forms evaluated natively (kernels/gaussian_process.py), with every hyperparameter free.
+NATIVE = {
+    "C*RBF(ARD)": C(1.5) * RBF([0.8, 1.3, 0.6]),
+    "C*RBF+White": C(1.5) * RBF(0.8) + WhiteKernel(0.1),
+    "C*Matern12": C(0.7) * Matern(0.8, nu=0.5),
+    "C*Matern32(ARD)": C(0.7) * Matern([1.1, 0.7, 1.4], nu=1.5),
+    "C*Matern52+White": C(2.0) * Matern(1.0, nu=2.5) + WhiteKernel(0.2),
+    "C1*RBF+C2*Matern52(ARD)": C(1.0) * RBF(0.7) + C(0.5) * Matern([1.0, 2.0, 1.5], nu=2.5),
+    "RBF": RBF(1.2),
+}
+#: Forms evaluated by the object's own __call__.
+FALLBACK = {
+    "RationalQuadratic": C(1.0) * RationalQuadratic(1.0, 1.5),
+    "C*RBF*DotProduct": C(1.0) * RBF(1.5) * DotProduct(0.5),
+}
+
+
+# ------------------------------------------------------------------------- the book's algorithms in NumPy
+
+def book_laplace(K, dK, y, max_iter=100):
+    """Rasmussen and Williams, Algorithms 3.1 (mode) and 5.1 (likelihood and gradient), written from the formulas
+    with explicit inverses: a reference independent of both implementations. Newton stops when log q stops
+    rising by 1e-10 (the value of the iterate before, scikit-learn's rule)."""
+    n = len(y)
+    f = np.zeros(n)
+    value = -np.inf
+    for _ in range(max_iter):
+        pi = expit(f)
+        W = pi * (1 - pi)
+        S = np.sqrt(W)
+        B = np.eye(n) + S[:, None] * K * S[None, :]
+        b = W * f + (y - pi)
+        a = b - S * np.linalg.solve(B, S * (K @ b))
+        f = K @ a
+        step = -0.5 * a @ f - np.log1p(np.exp(-(2 * y - 1) * f)).sum() - 0.5 * np.linalg.slogdet(B)[1]
+        if step - value < 1e-10:
+            break
+        value = step
+    # gradient at the last step's quantities
+    R = S[:, None] * np.linalg.inv(B) * S[None, :]
+    Sigma = K - K @ R @ K  # (K⁻¹ + W)⁻¹
+    s2 = -0.5 * np.diag(Sigma) * (pi * (1 - pi) * (1 - 2 * pi))
+    grad = np.empty(dK.shape[2])
+    for j in range(dK.shape[2]):
+        Cj = dK[:, :, j]
+        s1 = 0.5 * a @ Cj @ a - 0.5 * np.trace(R @ Cj)
+        bj = Cj @ (y - pi)
+        s3 = bj - K @ (R @ bj)
+        grad[j] = s1 + s2 @ s3
+    return value, grad, f
+
+
+def random_thetas(kernel, count, seed):
+    rng = np.random.default_rng(seed)
+    return [kernel.theta + rng.uniform(-0.7, 0.7, kernel.theta.shape) for _ in range(count)]
+
+
+@pytest.mark.parametrize("name", [*NATIVE, *FALLBACK])
+def test_likelihood_and_gradient_equal_the_book_and_scikit_learn(name):
+    kernel = {**NATIVE, **FALLBACK}[name]
+    X, y = data()
+    ours = GaussianProcessClassifier(kernel, optimizer=None).fit(X, y)
+    assert ours.base_estimator_.solver_info_["kernel"] == ("native" if name in NATIVE else "python")
+    theirs = SkGPC(kernel, optimizer=None).fit(X, y)
+    for theta in random_thetas(kernel, 3, seed=len(name)):
+        value, gradient = ours.log_marginal_likelihood(theta, eval_gradient=True)
+        sk_value, sk_gradient = theirs.log_marginal_likelihood(theta, eval_gradient=True)
+        K, dK = kernel.clone_with_theta(theta)(X, eval_gradient=True)
+        book_value, book_gradient, _ = book_laplace(K, dK, y.astype(float))
+        np.testing.assert_allclose(value, book_value, rtol=1e-9)
+        np.testing.assert_allclose(gradient, book_gradient, rtol=1e-7, atol=1e-9 * np.abs(book_gradient).max())
+        np.testing.assert_allclose(value, sk_value, rtol=1e-9)
+        np.testing.assert_allclose(gradient, sk_gradient, rtol=1e-9, atol=1e-12 * np.abs(sk_gradient).max())
+        # the same θ, fixed: the probabilities scikit-learn's approximation gives
+        ours_at = GaussianProcessClassifier(kernel.clone_with_theta(theta), optimizer=None).fit(X, y)
+        theirs_at = SkGPC(kernel.clone_with_theta(theta), optimizer=None).fit(X, y)
+        X_new = data(40, seed=7)[0]
+        np.testing.assert_allclose(ours_at.predict_proba(X_new), theirs_at.predict_proba(X_new), atol=1e-6, rtol=0)
+        np.testing.assert_array_equal(ours_at.predict(X_new), theirs_at.predict(X_new))
+        mean, var = ours_at.latent_mean_and_variance(X_new)
+        sk_mean, sk_var = theirs_at.latent_mean_and_variance(X_new)
+        np.testing.assert_allclose(mean, sk_mean, rtol=1e-9, atol=1e-12)
+        np.testing.assert_allclose(var, sk_var, rtol=1e-8, atol=1e-12)
+
+
+@pytest.mark.parametrize("name", ["C*RBF(ARD)", "C*Matern52+White", "C1*RBF+C2*Matern52(ARD)"])
+def test_gradient_against_finite_differences(name):
+    kernel = NATIVE[name]
+    X, y = data(60, seed=3)
+    model = GaussianProcessClassifier(kernel, optimizer=None).fit(X, y)
+    theta = kernel.theta + 0.2
+    _, gradient = model.log_marginal_likelihood(theta, eval_gradient=True)
+    step = 1e-5
+    lml = model.log_marginal_likelihood
+    numeric = np.array([(lml(theta + step * e) - lml(theta - step * e)) / (2 * step) for e in np.eye(theta.size)])
+    np.testing.assert_allclose(gradient, numeric, rtol=1e-4, atol=1e-6)
+
+
+def test_mode_from_another_start_is_scikit_learns_mode():
+    """The fit's Newton (laplace.settled_mode, started at another θ's mode and halving steps) finds the mode
+    scikit-learn's iteration finds from zero, and the same likelihood."""
+    from fastkpca.solvers.gaussian_process.laplace_exact import ExactLaplace
+    from fastkpca.kernels import make
+
+    X, y = data(100, seed=5)
+    kernel = C(3.0) * RBF([0.5, 1.0, 2.0])
+    solver = ExactLaplace(X, y.astype(float), memory_limit=10**8)
+    native = make(kernel, n_features=0)
+    far = native.with_theta(kernel.theta + np.log([30.0, 0.1, 0.1, 0.1]))  # a distant θ: its mode is a poor start
+    _, _, far_mode = solver.evaluate(far, ("f", np.zeros(100)), 100, False)
+    reference, reference_gradient, ref_mode = solver.evaluate(native, ("f", np.zeros(100)), 100, True)
+    value, gradient, mode = solver.evaluate(native, ("settled", far_mode.f), 100, True)
+    np.testing.assert_allclose(mode.f, ref_mode.f, atol=1e-8)
+    np.testing.assert_allclose(value, reference, rtol=1e-10)
+    np.testing.assert_allclose(gradient, reference_gradient, rtol=1e-7, atol=1e-9)
+
+
+@pytest.mark.parametrize("name", ["C*RBF(ARD)", "C*Matern52+White"])
+def test_fit_is_at_least_as_good_as_scikit_learns(name):
+    kernel = NATIVE[name]
+    X, y = data(120, seed=11)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        ours = GaussianProcessClassifier(kernel, random_state=0).fit(X, y)
+        theirs = SkGPC(kernel, random_state=0).fit(X, y)
+    assert ours.log_marginal_likelihood_value_ >= theirs.log_marginal_likelihood_value_ - 1e-6 * abs(
+        theirs.log_marginal_likelihood_value_)
+    # the reported value is the likelihood of the fitted θ (scikit-learn's evaluation there)
+    np.testing.assert_allclose(ours.log_marginal_likelihood_value_,
+                               theirs.log_marginal_likelihood(ours.kernel_.theta), rtol=1e-8)
+    X_new = data(50, seed=12)[0]
+    np.testing.assert_allclose(ours.predict_proba(X_new), theirs.predict_proba(X_new), atol=1e-3)
+
+
+@pytest.mark.parametrize("multi_class", ["one_vs_rest", "one_vs_one"])
+def test_multi_class_as_scikit_learns(multi_class):
+    X, y = data(90, seed=2, classes=3)
+    kernel = C(1.0) * RBF(1.0)
+    ours = GaussianProcessClassifier(kernel, optimizer=None, multi_class=multi_class).fit(X, y)
+    theirs = SkGPC(kernel, optimizer=None, multi_class=multi_class).fit(X, y)
+    X_new = data(30, seed=4)[0]
+    np.testing.assert_array_equal(ours.predict(X_new), theirs.predict(X_new))
+    np.testing.assert_allclose(ours.log_marginal_likelihood_value_, theirs.log_marginal_likelihood_value_, rtol=1e-9)
+    assert isinstance(ours.kernel_, CompoundKernel) and ours.n_classes_ == 3
+    theta = ours.kernel_.theta
+    np.testing.assert_allclose(ours.log_marginal_likelihood(theta), theirs.log_marginal_likelihood(theta), rtol=1e-9)
+    if multi_class == "one_vs_rest":
+        np.testing.assert_allclose(ours.predict_proba(X_new), theirs.predict_proba(X_new), atol=1e-6, rtol=0)
+    else:
+        with pytest.raises(ValueError, match="one_vs_one multi-class mode does not support"):
+            ours.predict_proba(X_new)
+    with pytest.raises(NotImplementedError):
+        ours.log_marginal_likelihood(theta, eval_gradient=True)
+    # fitted hyperparameters, side by side (n_jobs)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        fitted = GaussianProcessClassifier(kernel, multi_class=multi_class, n_jobs=2).fit(X, y)
+        sk_fitted = SkGPC(kernel, multi_class=multi_class).fit(X, y)
+    np.testing.assert_allclose(fitted.log_marginal_likelihood_value_, sk_fitted.log_marginal_likelihood_value_,
+                               rtol=1e-6)
+
+
+def test_warm_start_reuses_the_mode():
+    """warm_start: scikit-learn's meaning, Newton from the last mode found (f_cached) at every evaluation and
+    at the start of the next fit; the same likelihood, in fewer steps near the last θ."""
+    X, y = data(100, seed=8)
+    kernel = C(1.0) * RBF([1.0, 1.0, 1.0])
+    warm = GaussianProcessClassifier(kernel, warm_start=True, random_state=0).fit(X, y)
+    cold = GaussianProcessClassifier(kernel, random_state=0).fit(X, y)
+    np.testing.assert_allclose(warm.log_marginal_likelihood_value_, cold.log_marginal_likelihood_value_, rtol=1e-8)
+    theta = cold.kernel_.theta + 0.01
+
+    def steps(model):
+        before = model.base_estimator_._newton_steps
+        value = model.log_marginal_likelihood(theta)
+        return model.base_estimator_._newton_steps - before, value
+
+    (warm_steps, warm_value), (cold_steps, cold_value) = steps(warm), steps(cold)
+    assert warm_steps < cold_steps
+    np.testing.assert_allclose(warm_value, cold_value, rtol=1e-9)
+    np.testing.assert_allclose(warm.base_estimator_.f_cached, cold.base_estimator_.f_cached, atol=1e-6)
+    # a refit starts from the last mode and finds the same model
+    binary = warm.base_estimator_
+    binary.fit(X, y)
+    np.testing.assert_allclose(binary.log_marginal_likelihood_value_, cold.log_marginal_likelihood_value_, rtol=1e-8)
+
+
+def test_bad_input_names_the_argument():
+    X, y = data(30)
+    with pytest.raises(ValueError, match="requires 2 or more distinct classes; got 1 class"):
+        GaussianProcessClassifier().fit(X, np.ones(30))
+    with pytest.raises(ValueError, match="NaN"):
+        GaussianProcessClassifier().fit(np.where(X > 1.9, np.nan, X), y)
+    with pytest.raises(ValueError, match="30 samples but y has 29|inconsistent numbers of samples"):
+        GaussianProcessClassifier().fit(X, y[:-1])
+    with pytest.raises(ValueError, match="multi_class"):
+        GaussianProcessClassifier(multi_class="crammer_singer").fit(X, y)
+    with pytest.raises(ValueError, match="solver"):
+        GaussianProcessClassifier(solver="lu").fit(X, y)
+    with pytest.raises(ValueError, match="max_iter_predict"):
+        GaussianProcessClassifier(max_iter_predict=0).fit(X, y)
+    with pytest.raises(TypeError, match="kernel"):
+        GaussianProcessClassifier(kernel="rbf").fit(X, y)
+    with pytest.raises(ValueError, match="kernel cannot be a CompoundKernel"):
+        GaussianProcessClassifier(kernel=CompoundKernel([RBF(), RBF()])).fit(X, y)
+    with pytest.raises(ValueError, match="optimizer"):
+        GaussianProcessClassifier(optimizer="bfgs").fit(X, y)
+    with pytest.raises(ValueError, match="requires that all bounds are finite"):
+        GaussianProcessClassifier(C(1.0, (1e-2, np.inf)) * RBF(), n_restarts_optimizer=1).fit(X, y)
+    with pytest.raises(MemoryError, match="the exact Laplace approximation with 30 samples"):
+        GaussianProcessClassifier(memory_limit=100).fit(X, y)
+    model = GaussianProcessClassifier(RBF(1.0, "fixed")).fit(X, y)
+    with pytest.raises(ValueError, match="Gradient can only be evaluated for theta!=None"):
+        model.log_marginal_likelihood(eval_gradient=True)
+    with pytest.raises(ValueError, match="features"):
+        model.predict(X[:, :2])
+    X0, y0 = X.copy(), y.copy()
+    model.predict_proba(X)
+    GaussianProcessClassifier(copy_X_train=False).fit(X, y)
+    np.testing.assert_array_equal(X, X0)
+    np.testing.assert_array_equal(y, y0)
+
+
+def test_restarts_and_callable_optimizer():
+    X, y = data(40, seed=9)
+    kernel = C(1.0, (1e-2, 1e2)) * RBF([1.0] * D, (1e-2, 1e2))
+    values = []
+    for restarts in range(3):
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            model = GaussianProcessClassifier(kernel, n_restarts_optimizer=restarts, random_state=0).fit(X, y)
+        values.append(model.log_marginal_likelihood_value_)
+        lower, upper = kernel.bounds.T
+        assert np.all(model.kernel_.theta >= lower - 1e-12) and np.all(model.kernel_.theta <= upper + 1e-12)
+    assert values[1] >= values[0] - 1e-7 and values[2] >= values[1] - 1e-7
+
+    calls = []
+
+    def optimizer(obj_func, initial_theta, bounds):
+        calls.append(obj_func(initial_theta))
+        return initial_theta, obj_func(initial_theta, eval_gradient=False)
+
+    model = GaussianProcessClassifier(kernel, optimizer=optimizer).fit(X, y)
+    assert calls and len(calls[0]) == 2
+    np.testing.assert_allclose(model.kernel_.theta, kernel.theta)
+
+
+def test_check_estimator():
+    from sklearn.utils.estimator_checks import check_estimator
+
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        check_estimator(GaussianProcessClassifier())
+        check_estimator(GaussianProcessClassifier(C(1.0) * Matern(1.0, nu=2.5) + WhiteKernel(0.1)))
+
+
+def test_scikit_learns_test_module_passes():
+    """sklearn/gaussian_process/tests/test_gpc.py from the installed package, GaussianProcessClassifier
+    swapped. Its test_lml_gradient cases marked xfail (scikit-learn's own gradient is off there, issue 31366)
+    pass here: reported as xpassed."""
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join(filter(None, [str(TESTS), os.environ.get("PYTHONPATH")]))}
+    out = subprocess.run([sys.executable, "-m", "pytest", "-q", "-p", "sklearn_swap", "-p", "no:cacheprovider",
+                          "--pyargs", "sklearn.gaussian_process.tests.test_gpc"],
+                         capture_output=True, text=True, env=env, cwd=TESTS.parent)
+    assert out.returncode == 0, out.stdout[-4000:] + out.stderr[-2000:]
+    assert re.search(r"\d+ passed", out.stdout) and not re.search(r"\d+ (failed|errors?)\b", out.stdout)
+
+
+def test_patch_sklearn_covers_it():
+    import sklearn.gaussian_process as skgp
+
+    with fastkpca.sklearn_patched():
+        assert skgp.GaussianProcessClassifier is GaussianProcessClassifier
+    assert skgp.GaussianProcessClassifier is SkGPC
+
+
+def test_latent_probability_is_the_integral():
+    """scikit-learn's error-function approximation of ∫ σ(z) N(z | m, v) dz, against quadrature."""
+    from scipy import integrate
+    from scipy.stats import norm
+
+    for mean, var in [(0.0, 1.0), (1.5, 0.3), (-2.0, 4.0), (0.3, 1e-4)]:
+        sd = np.sqrt(var)
+        density = norm(mean, sd).pdf
+        exact = integrate.quad(lambda z, p=density: expit(z) * p(z), mean - 12 * sd, mean + 12 * sd)[0]
+        np.testing.assert_allclose(laplace.latent_probability(np.array([mean]), np.array([var]))[0], exact,
+                                   atol=2e-3)
