@@ -45,24 +45,16 @@ def factor(K: np.ndarray, noise) -> np.ndarray:
     return L
 
 
-def weights_in_place(K: np.ndarray, A: np.ndarray, outer_weight: float, inverse_weight: float,
-                     B: np.ndarray | None = None, scale: np.ndarray | None = None) -> np.ndarray:
-    """W = outer_weight · ½(A Bᵀ + B Aᵀ) + inverse_weight · S K̂⁻¹ S (B None: A Aᵀ; S = diag(scale), None: I),
-    whole and symmetric, in K's memory, where K holds K̂⁻¹ in its upper triangle (row-major; the lower triangle
-    of the Fortran-ordered factor that potri wrote). Row blocks: the upper part of each is formed, its lower
-    part copied from the rows above."""
+def weights_in_place(K: np.ndarray, A: np.ndarray, outer_weight: float, inverse_weight: float) -> np.ndarray:
+    """W = outer_weight · A Aᵀ + inverse_weight · K̂⁻¹, whole and symmetric, in K's memory, where K holds K̂⁻¹ in
+    its upper triangle (row-major; the lower triangle of the Fortran-ordered factor that potri wrote). Row
+    blocks: the upper part of each is formed, its lower part copied from the rows above."""
     n = A.shape[0]
     for i0 in range(0, n, _BLOCK):
         i1 = min(n, i0 + _BLOCK)
         rows = K[i0:i1, i0:]
-        if scale is not None:
-            rows *= scale[i0:i1, None]
-            rows *= scale[None, i0:]
         rows *= inverse_weight
-        if B is None:
-            rows += outer_weight * (A[i0:i1] @ A[i0:].T)
-        else:
-            rows += (0.5 * outer_weight) * (A[i0:i1] @ B[i0:].T + B[i0:i1] @ A[i0:].T)
+        rows += outer_weight * (A[i0:i1] @ A[i0:].T)
         K[i0:i1, :i0] = K[:i0, i0:i1].T
         block = K[i0:i1, i0:i1]
         lower = np.tril_indices(i1 - i0, -1)
