@@ -253,7 +253,9 @@ def test_bad_input_names_the_argument():
     with pytest.raises(ValueError, match="requires that all bounds are finite"):
         GaussianProcessClassifier(C(1.0, (1e-2, np.inf)) * RBF(), n_restarts_optimizer=1).fit(X, y)
     with pytest.raises(MemoryError, match="the exact Laplace approximation with 30 samples"):
-        GaussianProcessClassifier(memory_limit=100).fit(X, y)
+        GaussianProcessClassifier(memory_limit=100, solver="cholesky").fit(X, y)
+    with pytest.raises(MemoryError, match="conjugate gradients on 30 samples"):
+        GaussianProcessClassifier(memory_limit=100).fit(X, y)  # auto: the n × n arrays do not fit
     model = GaussianProcessClassifier(RBF(1.0, "fixed")).fit(X, y)
     with pytest.raises(ValueError, match="Gradient can only be evaluated for theta!=None"):
         model.log_marginal_likelihood(eval_gradient=True)
@@ -330,3 +332,62 @@ def test_latent_probability_is_the_integral():
         exact = integrate.quad(lambda z, p=density: expit(z) * p(z), mean - 12 * sd, mean + 12 * sd)[0]
         np.testing.assert_allclose(laplace.latent_probability(np.array([mean]), np.array([var]))[0], exact,
                                    atol=2e-3)
+
+
+# ----------------------------------------------------------------------------------------- solver="cg"
+
+def test_cg_estimates_the_exact_likelihood_gradient_and_probabilities():
+    """The iterative solver against the exact one through the same interface: the likelihood within its
+    standard error's few multiples, the gradient's direction, the mode (probabilities) to CG's tolerance."""
+    X, y = data(500, seed=13)
+    kernel = C(1.0) * RBF([1.0, 1.5, 0.8])
+    exact = GaussianProcessClassifier(kernel, optimizer=None, solver="cholesky").fit(X, y)
+    cg = GaussianProcessClassifier(kernel, optimizer=None, solver="cg", random_state=0).fit(X, y)
+    assert cg.base_estimator_.solver_info_["solver"] == "cg" and not hasattr(cg.base_estimator_, "L_")
+    for theta in random_thetas(kernel, 3, seed=1):
+        value, gradient = exact.log_marginal_likelihood(theta, eval_gradient=True)
+        estimate, estimated = cg.log_marginal_likelihood(theta, eval_gradient=True)
+        error = cg.base_estimator_.solver_info_["standard_error"]
+        assert abs(estimate - value) <= max(5 * error, 1e-5 * abs(value)), (estimate, value, error)
+        cosine = gradient @ estimated / np.linalg.norm(gradient) / np.linalg.norm(estimated)
+        assert cosine > 0.995, cosine
+    X_new = data(100, seed=14)[0]
+    np.testing.assert_allclose(cg.predict_proba(X_new), exact.predict_proba(X_new), atol=1e-6)
+    np.testing.assert_array_equal(cg.predict(X_new), exact.predict(X_new))
+    mean, var = cg.latent_mean_and_variance(X_new)
+    exact_mean, exact_var = exact.latent_mean_and_variance(X_new)
+    np.testing.assert_allclose(var, exact_var, rtol=1e-5, atol=1e-8)
+
+
+def test_cg_fit_finds_the_exact_fit():
+    X, y = data(400, seed=15)
+    kernel = C(1.0) * RBF([1.0, 1.0, 1.0])
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        exact = GaussianProcessClassifier(kernel, solver="cholesky").fit(X, y)
+        cg = GaussianProcessClassifier(kernel, solver="cg", random_state=0, n_probes=64).fit(X, y)
+    np.testing.assert_allclose(cg.kernel_.theta, exact.kernel_.theta, atol=0.1)
+    X_new = data(200, seed=16)[0]
+    np.testing.assert_allclose(cg.predict_proba(X_new), exact.predict_proba(X_new), atol=0.01)
+    # the subset start: an exact fit on part of the data first
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        started = GaussianProcessClassifier(kernel, solver="cg", random_state=0, subset_start=150).fit(X, y)
+    start = started.base_estimator_.solver_info_["start"]
+    assert start["samples"] == 150 and len(start["theta"]) == kernel.theta.size
+    # the amplitude is nearly flat here (the classes almost separate): the exact likelihood at cg's θ is
+    # within a fraction of a nat of the optimum's, and the probabilities close
+    best = exact.log_marginal_likelihood_value_
+    assert exact.log_marginal_likelihood(started.kernel_.theta) >= best - 0.2
+    np.testing.assert_allclose(started.predict_proba(X_new), exact.predict_proba(X_new), atol=0.03)
+
+
+def test_auto_chooses_cg_where_the_exact_arrays_do_not_fit():
+    X, y = data(3000, seed=17)
+    model = GaussianProcessClassifier(RBF(1.0, "fixed"), memory_limit="140MB", n_probes=8).fit(X, y)
+    info = model.base_estimator_.solver_info_  # the exact solver's two 3000 × 3000 arrays: 144 MB
+    assert info["solver"] == "cg" and "do not fit" in info["choice"]["reason"]
+    small = GaussianProcessClassifier(RBF(1.0, "fixed")).fit(X[:300], y[:300])
+    assert small.base_estimator_.solver_info_["solver"] == "cholesky"
+    with pytest.raises(MemoryError, match="conjugate gradients on 300 samples"):
+        GaussianProcessClassifier(RBF(1.0, "fixed"), solver="cg", memory_limit=1000).fit(X[:300], y[:300])

@@ -4,6 +4,7 @@ computed)."""
 
 from __future__ import annotations
 
+import warnings
 from typing import Any, Callable
 
 import numpy as np
@@ -13,10 +14,14 @@ from .. import _validation as v
 from .. import kernels
 from ..solvers.gaussian_process import laplace
 from ..solvers.gaussian_process.laplace_exact import ExactLaplace
+from ..solvers.gaussian_process.objective import Objective
 
 __all__ = ["GaussianProcessClassifier"]
 
-_SOLVERS = ("auto", "cholesky")
+_SOLVERS = ("auto", "cholesky", "cg")
+#: "auto" takes cg from this many samples: the regression's measured crossover (about 9,000,
+#: solvers/gaussian_process/choice.py), not measured for classification.
+AUTO_CG_FROM = 10000
 #: Samples below which a binary model's native passes run on one thread (unless n_jobs is given).
 SMALL_PROBLEM = 512
 _MULTI_CLASS = ("one_vs_rest", "one_vs_one")
@@ -45,6 +50,10 @@ def _check_constructor(est) -> None:
     v.flag(est.copy_X_train, "copy_X_train")
     v.n_threads(est.n_jobs)
     v.check_choice(est.solver, "solver", _SOLVERS)
+    v.check_int(est.n_probes, "n_probes", minimum=2)
+    if est.preconditioner_rank is not None:
+        v.check_int(est.preconditioner_rank, "preconditioner_rank", minimum=0)
+    v.check_int(est.subset_start, "subset_start", minimum=0)
 
 
 class _BinaryLaplaceClassifier(ClassifierMixin, BaseEstimator):
@@ -53,7 +62,7 @@ class _BinaryLaplaceClassifier(ClassifierMixin, BaseEstimator):
 
     def __init__(self, kernel=None, *, optimizer="fmin_l_bfgs_b", n_restarts_optimizer=0, max_iter_predict=100,
                  warm_start=False, copy_X_train=True, random_state=None, memory_limit=None, n_jobs=None,
-                 solver="auto"):
+                 solver="auto", n_probes=32, preconditioner_rank=None, subset_start=3000):
         self.kernel = kernel
         self.optimizer = optimizer
         self.n_restarts_optimizer = n_restarts_optimizer
@@ -64,6 +73,9 @@ class _BinaryLaplaceClassifier(ClassifierMixin, BaseEstimator):
         self.memory_limit = memory_limit
         self.n_jobs = n_jobs
         self.solver = solver
+        self.n_probes = n_probes
+        self.preconditioner_rank = preconditioner_rank
+        self.subset_start = subset_start
 
     def fit(self, X, y):
         """Fit the binary model on validated samples X and labels y of exactly two classes."""
@@ -92,8 +104,8 @@ class _BinaryLaplaceClassifier(ClassifierMixin, BaseEstimator):
         kernel = kernels.make(self.kernel_, n_features=0, n_jobs=threads)
         kernel = kernel.for_samples(self.X_train_)
         self._kernel, self._labels = kernel, self.y_train_.astype(np.float64)
-        self._solver = ExactLaplace(self.X_train_, self._labels, memory_limit=limit)
-        self._evaluations, self._newton_steps = 0, 0
+        self._solver, self._choice = self._make_solver(limit)
+        self._evaluations, self._newton_steps, self._start = 0, 0, None
         # Within the fit every evaluation's Newton starts from the last one's mode, with halved steps where
         # needed and a stopping rule on f (solvers/gaussian_process/laplace.py's
         # settled_mode): the same mode (Ψ is strictly concave) in about three steps instead of five to ten
@@ -110,11 +122,34 @@ class _BinaryLaplaceClassifier(ClassifierMixin, BaseEstimator):
         for name, value in self._solver.fitted_attributes().items():
             setattr(self, name, value)
         self.n_iter_ = max(1, self._evaluations)
-        self.solver_info_ = {"solver": self._solver.name, "evaluations": self._evaluations,
+        self.solver_info_ = {"solver": self._solver.name, "choice": self._choice, "evaluations": self._evaluations,
+                             "start": self._start,
                              "newton_steps": self._newton_steps + mode.iterations,
                              "kernel": self._kernel.evaluated_by, "seconds": time.perf_counter() - start,
                              **self._solver.info()}
         return self
+
+    def _make_solver(self, limit: int):
+        """(the Laplace solver of this fit, how it was chosen): "cholesky" (laplace_exact.py) or "cg"
+        (laplace_iterative.py); "auto" is "cholesky" while its two n × n arrays fit the memory limit and n is at
+        most AUTO_CG_FROM, "cg" beyond."""
+        n = len(self._labels)
+        choice: dict = {"requested": self.solver}
+        name = self.solver
+        if name == "auto":
+            fits = 2 * 8 * n * n <= limit
+            name = "cholesky" if fits and n <= AUTO_CG_FROM else "cg"
+            if not fits:
+                choice["reason"] = "the exact solver's two n × n arrays do not fit memory_limit"
+        if name == "cholesky":
+            return ExactLaplace(self.X_train_, self._labels, memory_limit=limit), choice
+        from ..engines.local import LOCAL, LocalSamples
+        from ..solvers.gaussian_process.laplace_iterative import IterativeLaplace, LaplaceSettings
+
+        settings = LaplaceSettings(probes=self.n_probes, rank=self.preconditioner_rank)
+        samples = LocalSamples(self.X_train_, LOCAL)
+        return IterativeLaplace(samples, self._labels, settings, memory_limit=limit, n_jobs=self.n_jobs,
+                                random_state=self.rng), choice
 
     def _newton_start(self) -> tuple:
         """How Newton starts in :meth:`log_marginal_likelihood` (ExactLaplace.evaluate's ``start``): from zero
@@ -136,7 +171,19 @@ class _BinaryLaplaceClassifier(ClassifierMixin, BaseEstimator):
             lml, grad = self._evaluate(theta, eval_gradient, ("settled", self._fit_f))
             return (-lml, -grad) if eval_gradient else -lml
 
-        optima = [self._constrained_optimization(obj_func, self.kernel_.theta, self.kernel_.bounds)]
+        iterative = self._solver.name == "cg"
+
+        def minimise(start):
+            # cg: the likelihood and its gradient are separate estimates; the optimiser sees values integrated
+            # from the gradient (solvers/gaussian_process/objective.py), as the regression's does
+            objective = Objective(obj_func, integrate=iterative)
+            theta, value = self._constrained_optimization(objective, start, self.kernel_.bounds)
+            return theta, objective.optimum_value(theta, value)
+
+        theta = self.kernel_.theta
+        if iterative and self.optimizer == "fmin_l_bfgs_b" and 0 < self.subset_start < len(self._labels):
+            theta = self._subset_start()
+        optima = [minimise(theta)]
         if self.n_restarts_optimizer > 0:
             if not np.isfinite(self.kernel_.bounds).all():
                 raise ValueError("Multiple optimizer restarts (n_restarts_optimizer>0) requires that all bounds are "
@@ -145,21 +192,48 @@ class _BinaryLaplaceClassifier(ClassifierMixin, BaseEstimator):
             for _ in range(self.n_restarts_optimizer):
                 # θ and its bounds are logarithms: the start is uniform between them (scikit-learn's binary
                 # classifier exponentiates the draw, a θ far outside the bounds that L-BFGS-B clips to a corner)
-                optima.append(self._constrained_optimization(obj_func, self.rng.uniform(bounds[:, 0], bounds[:, 1]),
-                                                             bounds))
+                optima.append(minimise(self.rng.uniform(bounds[:, 0], bounds[:, 1])))
         values = [value for _, value in optima]
         self.kernel_.theta = optima[int(np.argmin(values))][0]
         self.kernel_._check_bounds_params()
         self.log_marginal_likelihood_value_ = -np.min(values)
+
+    def _subset_start(self) -> np.ndarray:
+        """θ of an exact fit on ``subset_start`` training samples drawn from the fit's random state (cg's start,
+        as the regression's: at tens of thousands of samples L-BFGS-B from the kernel's θ costs many cg
+        evaluations that the subset's exact fit saves); its figures go to ``solver_info_["start"]``."""
+        import time
+
+        n = len(self._labels)
+        index = np.sort(self.rng.choice(n, self.subset_start, replace=False))
+        begin = time.perf_counter()
+        subset = clone(self).set_params(kernel=self.kernel_, solver="cholesky", n_restarts_optimizer=0,
+                                        copy_X_train=False, warm_start=False, random_state=self.rng.randint(2**31 - 1))
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            subset.fit(self.X_train_[index], self.y_train_[index])
+        self._start = {"samples": self.subset_start, "theta": subset.kernel_.theta.tolist(),
+                       "evaluations": subset.n_iter_, "seconds": time.perf_counter() - begin,
+                       "log_marginal_likelihood": float(subset.log_marginal_likelihood_value_)}
+        return subset.kernel_.theta
 
     def _constrained_optimization(self, obj_func, initial_theta, bounds):
         if self.optimizer == "fmin_l_bfgs_b":
             import scipy.optimize
             from sklearn.utils.optimize import _check_optimize_result
 
-            result = scipy.optimize.minimize(obj_func, initial_theta, method="L-BFGS-B", jac=True, bounds=bounds)
+            # cg: the likelihood per sample, as the regression's (its _constrained_optimization says why)
+            per = len(self._labels) if self._solver.name == "cg" else 1
+
+            def objective(theta):
+                value, gradient = obj_func(theta)
+                return value / per, gradient / per
+
+            options = {} if per == 1 else {"gtol": 1e-5 / per}
+            result = scipy.optimize.minimize(objective, initial_theta, method="L-BFGS-B", jac=True, bounds=bounds,
+                                             options=options)
             _check_optimize_result("lbfgs", result)
-            return result.x, result.fun
+            return result.x, result.fun * per
         if callable(self.optimizer):
             return self.optimizer(obj_func, initial_theta, bounds=bounds)
         raise ValueError(f"Unknown optimizer {self.optimizer}.")
@@ -250,12 +324,24 @@ class GaussianProcessClassifier(ClassifierMixin, BaseEstimator):
         Binary models fitted side by side (joblib, as scikit-learn's), while their n × n arrays fit
         ``memory_limit`` together; the threads of each one's kernel evaluation otherwise follow OpenMP's
         default.
-    solver : {"auto", "cholesky"}, default="auto"
+    solver : {"auto", "cholesky", "cg"}, default="auto"
         "cholesky": Newton's iterations and the gradient from Cholesky factors of B = I + W^½ K W^½ (two n × n
-        arrays; scikit-learn's answers to rounding). "auto" is "cholesky".
+        arrays; scikit-learn's answers to rounding). "cg": by products with the kernel only (preconditioned
+        conjugate gradients for Newton's solves with B, stochastic Lanczos quadrature for log det B and
+        Hutchinson probes for the gradient's traces; see Notes): no n × n array, the likelihood an estimate.
+        "auto": "cholesky" while its two n × n arrays fit ``memory_limit`` and n ≤ 10,000, else "cg".
     memory_limit : int or str, default=None
         Bytes the fit and predictions may use beyond X and y, or a size such as ``"4GB"`` (None: 80% of the
-        memory available): a binary model needs two n × n arrays while it fits and keeps one (``L_``).
+        memory available): a binary model needs two n × n arrays while it fits and keeps one (``L_``);
+        with "cg", the preconditioner's two n × r factors, the probes' blocks and the kernel's storage.
+    n_probes : int, default=32
+        cg: random probes of log det B, of the gradient's traces and of diag B⁻¹ (drawn once per fit).
+    preconditioner_rank : int, default=None
+        cg: rank r of the randomly pivoted Cholesky factor of the kernel behind the preconditioner of B (its
+        pivots drawn at the first evaluation and held). None: up to 1024, within 40% of ``memory_limit``.
+    subset_start : int, default=3000
+        cg with the default optimizer: L-BFGS-B starts from the θ of an exact fit on this many samples drawn
+        from ``random_state`` (reported in each binary model's ``solver_info_["start"]``); 0: from the kernel's.
 
     Attributes
     ----------
@@ -311,7 +397,8 @@ class GaussianProcessClassifier(ClassifierMixin, BaseEstimator):
                  n_restarts_optimizer: int = 0, max_iter_predict: int = 100, warm_start: bool = False,
                  copy_X_train: bool = True, random_state: int | np.random.RandomState | None = None,
                  multi_class: str = "one_vs_rest", n_jobs: int | None = None, solver: str = "auto",
-                 memory_limit: int | str | None = None):
+                 memory_limit: int | str | None = None, n_probes: int = 32, preconditioner_rank: int | None = None,
+                 subset_start: int = 3000):
         self.kernel = kernel
         self.optimizer = optimizer
         self.n_restarts_optimizer = n_restarts_optimizer
@@ -323,6 +410,9 @@ class GaussianProcessClassifier(ClassifierMixin, BaseEstimator):
         self.n_jobs = n_jobs
         self.solver = solver
         self.memory_limit = memory_limit
+        self.n_probes = n_probes
+        self.preconditioner_rank = preconditioner_rank
+        self.subset_start = subset_start
 
     def _vector_input(self) -> bool:
         return self.kernel is None or self.kernel.requires_vector_input
@@ -376,7 +466,8 @@ class GaussianProcessClassifier(ClassifierMixin, BaseEstimator):
             kernel=self.kernel, optimizer=self.optimizer, n_restarts_optimizer=self.n_restarts_optimizer,
             max_iter_predict=self.max_iter_predict, warm_start=self.warm_start, copy_X_train=self.copy_X_train,
             random_state=self.random_state, memory_limit=limit // jobs, solver=self.solver,
-            n_jobs=None if jobs == 1 else 1)
+            n_jobs=None if jobs == 1 else 1, n_probes=self.n_probes, preconditioner_rank=self.preconditioner_rank,
+            subset_start=self.subset_start)
         if self.n_classes_ == 2:
             self.base_estimator_ = binary
         elif self.multi_class == "one_vs_rest":

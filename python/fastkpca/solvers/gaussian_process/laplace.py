@@ -92,7 +92,7 @@ class NewtonSystem(Protocol):
         """B⁻¹ r."""
 
     def half_logdet(self) -> float:
-        """½ log det B."""
+        """½ log det B (for the last B prepared)."""
 
 
 def log_likelihood_terms(y: np.ndarray, f: np.ndarray) -> float:
@@ -141,8 +141,10 @@ def settled_mode(system: NewtonSystem, y: np.ndarray, f0: np.ndarray | None, max
     """The Laplace mode by Newton's iteration from ``f0`` (another θ's mode; None: zero): every step after the
     first halved until it does not lower Ψ(a) = −½ aᵀK a + Σ log p(y_i | f_i) (the concave objective Newton
     climbs, f = K a; aᵀK a = aᵀf costs nothing), until a step moves no f_i by more than
-    SETTLED_TOL·max(1, max|f|) or the value by less than NEWTON_TOL. The value returned is the last step's, at
-    the a, W and B the gradient uses.
+    SETTLED_TOL·max(1, max|f|). The value returned is the last step's, at the a, W and B the gradient uses;
+    log det B is asked for once, there (an estimate of its own for an iterative system). Ψ's change is no
+    test: Ψ is stationary at the mode, and a step of 1e-5 changes it by about 1e-10, while log det B, first
+    order in W, moves the value by 1e-7 (measured at N = 100).
 
     An undamped step can overshoot, and did here from another θ's mode (100 steps without converging at
     L-BFGS-B's first trial θ, N = 2,000); the first step cannot be checked (Ψ at f0 needs K⁻¹f0), the others
@@ -154,7 +156,6 @@ def settled_mode(system: NewtonSystem, y: np.ndarray, f0: np.ndarray | None, max
     f = np.zeros(n) if f0 is None else np.array(f0, dtype=np.float64, copy=True)
     a = np.zeros(n)
     objective = -np.inf  # the first step is taken whole
-    value = -np.inf
     pi = W_sr = np.zeros(n)
     steps = 0
     for _ in range(max_iter):
@@ -168,10 +169,9 @@ def settled_mode(system: NewtonSystem, y: np.ndarray, f0: np.ndarray | None, max
             new_objective = -0.5 * float(a_new @ f_new) + log_likelihood_terms(y, f_new)
         moved = float(np.max(np.abs(f_new - f), initial=0.0))
         a, f, objective = a_new, f_new, new_objective
-        step_value = objective - system.half_logdet()
-        change, value = step_value - value, step_value
-        if abs(change) < NEWTON_TOL or moved <= SETTLED_TOL * max(1.0, float(np.max(np.abs(f), initial=0.0))):
+        if moved <= SETTLED_TOL * max(1.0, float(np.max(np.abs(f), initial=0.0))):
             break
+    value = objective - system.half_logdet()
     return LaplaceMode(np.float64(value), f, pi, W_sr, a, steps)
 
 

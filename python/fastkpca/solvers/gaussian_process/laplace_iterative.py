@@ -1,0 +1,291 @@
+"""The Laplace approximation by products with the kernel only (``solver="cg"``): no n × n array.
+
+At every θ a randomly pivoted Cholesky factor of the kernel, K ≈ F Fᵀ + D (preconditioner.py: rank r, D the
+residual diagonal, its pivots drawn at the first evaluation and held), gives for each Newton step the
+preconditioner of B = I + S K S (S = W^½)
+
+    P = (S F)(S F)ᵀ + diag(1 + W D),
+
+applied by Woodbury. Each Newton step solves with B by preconditioned CG (products x + S K (S x)), started
+from zero, to ``newton_tol`` (laplace.settled_mode runs the steps). At the mode:
+
+    log det B ≈ log det P + (1/p) Σ_i (z_iᵀP⁻¹z_i) e₁ᵀ log(T_i) e₁          (SLQ; z_i = P^½ ξ_i, ξ_i fixed signs)
+    tr(R C_j) ≈ (1/p) Σ_i (S P⁻¹z_i)ᵀ C_j (S B⁻¹z_i)                        (Hutchinson, E[z zᵀ] = P)
+    diag B⁻¹ ≈ diag P⁻¹ + (1/p) Σ_i (B⁻¹z_i − P⁻¹z_i) ∘ P⁻¹z_i              (P⁻¹ as its control variate)
+
+from one block CG run on the p probes, and u = s₂ − S B⁻¹ S K s₂ (laplace.py) by one more solve. The gradient
+is tr(Ω C_j) with Ω = ½(A Bᵀ + B Aᵀ), A = [a/2, u, S B⁻¹Z], B = [a, y − π, −S P⁻¹Z / (2p)]: one pass over the
+kernel's tiles (kernels.Kernel.gradient_traces_low_rank) forms Ω's tiles where it reads them. Memory:
+the factor (n × r, twice: F and S F), the probes' CG blocks (n × p, a few), the kernel's storage within
+what is left of ``memory_limit``.
+
+The trace is the regression's: R = (K + W⁻¹)⁻¹ = K̂⁻¹ for the noise W⁻¹, and with ẑ = S⁻¹z (covariance
+P̂ = S⁻¹ P S⁻¹ = F Fᵀ + D + W⁻¹, the regression's preconditioner for that noise) the estimate above is
+(1/p) Σ (P̂⁻¹ẑ)ᵀ C_j (K̂⁻¹ẑ). So the regression's control variate (control_variate.py) applies as it is, with
+P̂ on the same pivots: it cancels the part of the probes' noise that the factor explains.
+
+The estimate is a smooth function of θ (fixed probes and pivots), and its value and gradient are separate
+estimates, so the optimiser sees values integrated from the gradient (objective.py), as the regression's.
+
+Predictions: the latent mean K*ᵀ(y − π); its variance k** − (S k*)ᵀ B⁻¹ (S k*) by block CG on chunks of test
+points within the memory limit.
+"""
+
+from __future__ import annotations
+
+import math
+import time
+from dataclasses import dataclass
+
+import numpy as np
+
+from ... import _validation as v
+from ..cg import pcg, pcg_bytes
+from ..lanczos_cg import quadrature_log
+from ..lapack_threads import solve_lower_triangular
+from ..low_rank import CHUNK_ROWS
+from ...operators.storage import pass_bytes
+from .control_variate import control_variate_traces
+from .iterative import _on_one_blas_thread
+from .laplace import LaplaceMode, posterior_mode, second_term, settled_mode
+from .preconditioner import NystromDiagonalPreconditioner, build_preconditioner
+
+__all__ = ["LaplaceSettings", "IterativeLaplace"]
+
+#: The largest preconditioner rank chosen by default, and the share of the memory limit its two n × r
+#: factors may take.
+DEFAULT_RANK = 1024
+_RANK_SHARE = 0.4
+
+
+#: W below this is taken as this in the control variate's K̂ = K + W⁻¹ (its rows of K̂⁻¹ are then below
+#: 1e-12 of the others: the variate's bias is that small).
+_SMALLEST_W = 1e-12
+
+
+@dataclass(frozen=True)
+class LaplaceSettings:
+    """cg's controls (GaussianProcessClassifier's parameters)."""
+
+    probes: int = 32
+    tol: float = 1e-2  # the probes' CG (log det B and the traces)
+    newton_tol: float = 1e-8  # each Newton step's solve with B, and u's
+    final_tol: float = 1e-6  # the predictive variances' solves
+    rank: int | None = None
+    max_iter: int = 1000
+
+
+def _inverse_diagonal(pre: NystromDiagonalPreconditioner) -> np.ndarray:
+    """diag P⁻¹ = 1/d − Σ_k Q_ik² for Q = D⁻¹ G L_C⁻ᵀ (P = G Gᵀ + D, C = I + GᵀD⁻¹G = L_C L_Cᵀ), by blocks of
+    rows: no n × r array beside G."""
+    out = pre.inverse_d.copy()
+    if not pre.rank:
+        return out
+    for begin in range(0, out.shape[0], CHUNK_ROWS):
+        block = pre.F[begin:begin + CHUNK_ROWS] * pre.inverse_d[begin:begin + CHUNK_ROWS, None]
+        Qt = solve_lower_triangular(pre.L, block.T.copy(), overwrite_b=True)
+        out[begin:begin + CHUNK_ROWS] -= np.einsum("ij,ij->j", Qt, Qt)
+    return out
+
+
+class _IterativeNewton:
+    """laplace.NewtonSystem by products with the kernel (the module's documentation)."""
+
+    def __init__(self, matmat, F: np.ndarray, d: np.ndarray, owner: IterativeLaplace):
+        self.matmat, self.F, self.d, self.owner = matmat, F, d, owner
+        self.S = np.zeros(F.shape[0])
+        self.pre: NystromDiagonalPreconditioner | None = None
+        self.probes: tuple | None = None
+
+    def kernel_times(self, x: np.ndarray) -> np.ndarray:
+        self.owner.figures["products"] += 1
+        return self.matmat(x[:, None])[:, 0]
+
+    def b_times(self, V: np.ndarray) -> np.ndarray:
+        """B V = V + S K (S V)."""
+        return V + self.S[:, None] * self.matmat(self.S[:, None] * V)
+
+    def prepare(self, W_sr: np.ndarray) -> None:
+        self.S = np.asarray(W_sr, dtype=np.float64)
+        self.pre = self.probes = None  # the last step's S F goes before the next is made
+        self.pre = NystromDiagonalPreconditioner(self.S[:, None] * self.F, 1.0 + self.S**2 * self.d)
+
+    def solve(self, r: np.ndarray, tol: float | None = None) -> np.ndarray:
+        settings = self.owner.settings
+        x, info = pcg(self.b_times, np.asarray(r, dtype=np.float64)[:, None], precondition=self.pre,
+                      tol=settings.newton_tol if tol is None else tol, maxiter=settings.max_iter)
+        self.owner.count(info)
+        return x[:, 0]
+
+    def half_logdet(self) -> float:
+        """½ log det B by SLQ on the fixed probes (kept for the gradient)."""
+        pre = self.pre
+        assert pre is not None
+        Z = pre.sample(self.owner.signs)
+        p = Z.shape[1]
+        U, info = pcg(self.b_times, Z, precondition=pre, tol=self.owner.settings.tol,
+                      maxiter=self.owner.settings.max_iter, verify=False, record=True)
+        self.owner.count(info)
+        per_probe = np.array([info["start_norms"][i] * quadrature_log(info["steps"][i], info["ratios"][i])
+                              for i in range(p)])
+        self.probes = (Z, U)
+        self.owner.figures["standard_error"] = 0.5 * float(per_probe.std(ddof=1)) / math.sqrt(p)
+        return 0.5 * (pre.logdet + float(per_probe.mean()))
+
+
+class IterativeLaplace:
+    """The binary Laplace approximation by conjugate gradients (module documentation), for one set of
+    training samples and labels; after :meth:`fit_final` it keeps the mode's S and preconditioner for the
+    predictions.
+
+    Parameters
+    ----------
+    samples : an engine's Samples (engines/base.py)
+    y : ndarray (n,)
+        Labels, 0 or 1 (float64).
+    settings : LaplaceSettings
+    memory_limit : int
+    n_jobs : int or None
+    random_state : RandomState
+    """
+
+    name = "cg"
+
+    def __init__(self, samples, y: np.ndarray, settings: LaplaceSettings, *, memory_limit: int, n_jobs=None,
+                 random_state=None):
+        self.samples, self.y, self.settings, self.limit, self.n_jobs = samples, y, settings, memory_limit, n_jobs
+        n = y.shape[0]
+        rank = settings.rank
+        if rank is None:
+            rank = int(min(DEFAULT_RANK, n // 2, _RANK_SHARE * memory_limit // (2 * 8 * n)))
+        self.rank = max(0, min(rank, n))
+        v.check_within(self._working_bytes(), memory_limit,
+                       f"the Laplace approximation by conjugate gradients on {n} samples "
+                       f"({settings.probes} probes, preconditioner of rank {self.rank})")
+        rng = v.check_random_state(random_state)
+        self.signs = rng.choice(np.array([-1.0, 1.0]), size=(n, settings.probes))
+        self.seed = int(rng.randint(2**31 - 1))
+        self.pivots: np.ndarray | None = None
+        self.figures: dict = {"products": 0, "iterations": [], "seconds": {}}
+        self.S: np.ndarray | None = None
+        self.pi: np.ndarray | None = None
+        self.pre: NystromDiagonalPreconditioner | None = None
+        self.F: np.ndarray | None = None
+        self.d: np.ndarray | None = None
+
+    def _working_bytes(self, columns: int | None = None) -> int:
+        """The two factors (F and S F), the probes' CG blocks and their solutions beside them, and the kernel
+        pass's working memory."""
+        n, p = self.y.shape[0], self.settings.probes if columns is None else columns
+        return 2 * 8 * n * self.rank + pcg_bytes(n, p, self.rank) + 3 * 8 * n * p + pass_bytes(p, n)
+
+    def count(self, info: dict) -> None:
+        self.figures["products"] += info["iterations"]
+        self.figures["iterations"].append(int(info["column_iterations"].max(initial=0)))
+
+    def _factor(self, kernel) -> tuple[np.ndarray, np.ndarray]:
+        """(F, D) with K ≈ F Fᵀ + diag(D), on the held pivots after the first evaluation (preconditioner.py)."""
+        # a unit noise keeps build_preconditioner's diagonal positive; it is taken off again
+        pre = build_preconditioner(kernel, self.samples, 1.0, self.rank, seed=self.seed, pivots=self.pivots)
+        if self.pivots is None or not np.array_equal(pre.pivots, self.pivots):
+            self.pivots = pre.pivots
+            self.figures["pivot_draws"] = self.figures.get("pivot_draws", 0) + 1
+            if pre.rank:  # the factor by the formula every later evaluation uses
+                pre = build_preconditioner(kernel, self.samples, 1.0, self.rank, seed=self.seed, pivots=self.pivots)
+        return np.asarray(pre.F, dtype=np.float64), pre.d - 1.0
+
+    def _operator(self, kernel):
+        plan = self.samples.plan(kernel, block_size=self.settings.probes, memory_limit=self.limit,
+                                 other_bytes=self._working_bytes())
+        return self.samples.kernel_operator(kernel, plan, self.n_jobs)
+
+    @_on_one_blas_thread
+    def evaluate(self, kernel, start: tuple, max_iter: int,
+                 eval_gradient: bool) -> tuple[float, np.ndarray | None, LaplaceMode]:
+        """(log q(y | θ) estimated, its gradient estimated with ``eval_gradient`` else None, the mode); ``start``
+        as ExactLaplace.evaluate's."""
+        begin = time.perf_counter()
+        F, d = self._factor(kernel)
+        with self._operator(kernel) as op:
+            native, threads = op.native, op.threads
+            system = _IterativeNewton(lambda V: native.matmat(np.asfortranarray(V, dtype=np.float64), threads),
+                                      F, d, self)
+            kind, vector = start
+            mode = (posterior_mode if kind == "f" else settled_mode)(system, self.y, vector, max_iter)
+            if not eval_gradient:
+                self._stage("evaluations", begin)
+                return mode.log_marginal_likelihood, None, mode
+            if system.probes is None:  # scikit-learn's rule asked for log det B at every step; the last is kept
+                system.half_logdet()
+            assert system.probes is not None and system.pre is not None
+            Z, U = system.probes
+            pre, S = system.pre, mode.W_sr
+            PZ = pre.solve(Z)
+            p = Z.shape[1]
+            inverse_diagonal = _inverse_diagonal(pre) + np.mean((U - PZ) * PZ, axis=1)
+            s2, residual = second_term(mode, inverse_diagonal, self.y)
+            u = s2 - S * system.solve(S * system.kernel_times(s2))
+        Omega = S[:, None] * PZ  # P̂⁻¹ ẑ in the regression's terms (module documentation)
+        A = np.column_stack([0.5 * mode.a, u, S[:, None] * U])
+        B = np.column_stack([mode.a, residual, Omega * (-0.5 / p)])
+        gradient = np.asarray(self.samples.gradient_traces(kernel, A, B), dtype=np.float64)
+        self.figures["products"] += 1
+        if F.shape[1] and kernel.cross_gradients:
+            noise = 1.0 / np.maximum(S**2, _SMALLEST_W)
+            pre_K = NystromDiagonalPreconditioner(F, d + noise, self.pivots)
+            gradient -= 0.5 * control_variate_traces(kernel, self.samples, pre_K, Omega)
+        self._stage("evaluations", begin)
+        return mode.log_marginal_likelihood, gradient, mode
+
+    def _stage(self, name: str, begin: float) -> None:
+        seconds = self.figures["seconds"]
+        seconds[name] = seconds.get(name, 0.0) + time.perf_counter() - begin
+
+    @_on_one_blas_thread
+    def fit_final(self, kernel, start: tuple, max_iter: int) -> LaplaceMode:
+        """The mode at the fitted kernel; its S, π and B's preconditioner kept for the predictions."""
+        F, d = self._factor(kernel)
+        with self._operator(kernel) as op:
+            native, threads = op.native, op.threads
+            system = _IterativeNewton(lambda V: native.matmat(np.asfortranarray(V, dtype=np.float64), threads),
+                                      F, d, self)
+            kind, vector = start
+            mode = (posterior_mode if kind == "f" else settled_mode)(system, self.y, vector, max_iter)
+        self.S, self.pi, self.pre, self.F, self.d = mode.W_sr, mode.pi, system.pre, F, d
+        return mode
+
+    def latent_mean(self, kernel, X_new) -> np.ndarray:
+        assert self.pi is not None
+        return np.asarray(kernel.product(X_new, self.samples.fitted(), self.y - self.pi), dtype=np.float64)
+
+    def latent_variance(self, kernel, X_new) -> np.ndarray:
+        """k(x, x) − (S k*)ᵀ B⁻¹ (S k*) by block CG on chunks of test points within the memory limit."""
+        assert self.S is not None and self.pre is not None and self.F is not None and self.d is not None
+        n, n_new = self.y.shape[0], X_new.shape[0]
+        out = kernel.diagonal(X_new).astype(np.float64)
+        chunk = 1
+        while chunk < n_new and self._working_bytes(2 * chunk) + 8 * n * 2 * chunk <= self.limit:
+            chunk *= 2
+        S, X = self.S, self.samples.fitted()
+        with self._operator(kernel) as op:
+            native, threads = op.native, op.threads
+            system = _IterativeNewton(lambda V: native.matmat(np.asfortranarray(V, dtype=np.float64), threads),
+                                      self.F, self.d, self)
+            system.S, system.pre = S, self.pre
+            for begin in range(0, n_new, chunk):
+                Kt = S[:, None] * np.asarray(kernel.cross(X, X_new[begin:begin + chunk]), dtype=np.float64)
+                V, info = pcg(system.b_times, Kt, precondition=self.pre, tol=self.settings.final_tol,
+                              maxiter=self.settings.max_iter)
+                self.count(info)
+                out[begin:begin + Kt.shape[1]] -= np.einsum("ij,ij->j", Kt, V)
+        return out
+
+    def fitted_attributes(self) -> dict:
+        return {"W_sr_": self.S, "pi_": self.pi}
+
+    def info(self) -> dict:
+        f = self.figures
+        return {"products": f["products"], "iterations": list(f["iterations"]), "probes": self.settings.probes,
+                "preconditioner": {"kind": "rpcholesky+diagonal", "rank": self.rank},
+                "pivot_draws": f.get("pivot_draws", 0), "standard_error": f.get("standard_error"),
+                "stages": dict(f["seconds"])}
