@@ -22,6 +22,8 @@ _SOLVERS = ("auto", "cholesky", "cg")
 #: "auto" takes cg from this many samples: the regression's measured crossover (about 9,000,
 #: solvers/gaussian_process/choice.py), not measured for classification.
 AUTO_CG_FROM = 10000
+#: cg: L-BFGS-B runs again from where its line search ended ABNORMAL at most this many times.
+CG_RESTARTS = 3
 #: Samples below which a binary model's native passes run on one thread (unless n_jobs is given).
 SMALL_PROBLEM = 512
 _MULTI_CLASS = ("one_vs_rest", "one_vs_one")
@@ -105,7 +107,7 @@ class _BinaryLaplaceClassifier(ClassifierMixin, BaseEstimator):
         kernel = kernel.for_samples(self.X_train_)
         self._kernel, self._labels = kernel, self.y_train_.astype(np.float64)
         self._solver, self._choice = self._make_solver(limit)
-        self._evaluations, self._newton_steps, self._start = 0, 0, None
+        self._evaluations, self._newton_steps, self._start, self._restarts = 0, 0, None, 0
         # Within the fit every evaluation's Newton starts from the last one's mode, with halved steps where
         # needed and a stopping rule on f (solvers/gaussian_process/laplace.py's
         # settled_mode): the same mode (Ψ is strictly concave) in about three steps instead of five to ten
@@ -123,7 +125,7 @@ class _BinaryLaplaceClassifier(ClassifierMixin, BaseEstimator):
             setattr(self, name, value)
         self.n_iter_ = max(1, self._evaluations)
         self.solver_info_ = {"solver": self._solver.name, "choice": self._choice, "evaluations": self._evaluations,
-                             "start": self._start,
+                             "start": self._start, "optimizer_restarts": self._restarts,
                              "newton_steps": self._newton_steps + mode.iterations,
                              "kernel": self._kernel.evaluated_by, "seconds": time.perf_counter() - start,
                              **self._solver.info()}
@@ -175,9 +177,17 @@ class _BinaryLaplaceClassifier(ClassifierMixin, BaseEstimator):
 
         def minimise(start):
             # cg: the likelihood and its gradient are separate estimates; the optimiser sees values integrated
-            # from the gradient (solvers/gaussian_process/objective.py), as the regression's does
-            objective = Objective(obj_func, integrate=iterative)
-            theta, value = self._constrained_optimization(objective, start, self.kernel_.bounds)
+            # from the gradient (solvers/gaussian_process/objective.py), as the regression's does. Where
+            # L-BFGS-B's line search still ends ABNORMAL (the integrated values are a path's, not a function's),
+            # it starts again from where it stopped, with the integration begun there, up to CG_RESTARTS times
+            for _ in range(1 + (CG_RESTARTS if iterative else 0)):
+                objective = Objective(obj_func, integrate=iterative)
+                self._abnormal = False
+                theta, value = self._constrained_optimization(objective, start, self.kernel_.bounds)
+                if not self._abnormal:
+                    break
+                start = theta
+                self._restarts = getattr(self, "_restarts", 0) + 1
             return theta, objective.optimum_value(theta, value)
 
         theta = self.kernel_.theta
@@ -232,7 +242,9 @@ class _BinaryLaplaceClassifier(ClassifierMixin, BaseEstimator):
             options = {} if per == 1 else {"gtol": 1e-5 / per}
             result = scipy.optimize.minimize(objective, initial_theta, method="L-BFGS-B", jac=True, bounds=bounds,
                                              options=options)
-            _check_optimize_result("lbfgs", result)
+            self._abnormal = per > 1 and "ABNORMAL" in str(result.message)
+            if not self._abnormal:
+                _check_optimize_result("lbfgs", result)
             return result.x, result.fun * per
         if callable(self.optimizer):
             return self.optimizer(obj_func, initial_theta, bounds=bounds)
