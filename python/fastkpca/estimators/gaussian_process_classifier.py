@@ -11,7 +11,7 @@ import numpy as np
 from sklearn.base import BaseEstimator, ClassifierMixin, clone
 
 from .. import _validation as v
-from .. import kernels
+from .. import engines, kernels
 from ..solvers.gaussian_process import laplace
 from ..solvers.gaussian_process.laplace_exact import ExactLaplace
 from ..solvers.gaussian_process.objective import Objective
@@ -145,11 +145,11 @@ class _BinaryLaplaceClassifier(ClassifierMixin, BaseEstimator):
                 choice["reason"] = "the exact solver's two n × n arrays do not fit memory_limit"
         if name == "cholesky":
             return ExactLaplace(self.X_train_, self._labels, memory_limit=limit), choice
-        from ..engines.local import LOCAL, LocalSamples
         from ..solvers.gaussian_process.laplace_iterative import IterativeLaplace, LaplaceSettings
 
         settings = LaplaceSettings(probes=self.n_probes, rank=self.preconditioner_rank)
-        samples = LocalSamples(self.X_train_, LOCAL)
+        samples, _ = engines.select(self.X_train_).fit_samples(
+            self, self.X_train_, vector_input=self.kernel_.requires_vector_input)
         return IterativeLaplace(samples, self._labels, settings, memory_limit=limit, n_jobs=self.n_jobs,
                                 random_state=self.rng), choice
 
@@ -389,6 +389,17 @@ class GaussianProcessClassifier(ClassifierMixin, BaseEstimator):
     by a user keeps (from zero, with scikit-learn's rule; from the last mode with ``warm_start``, where
     scikit-learn's rule would stop at the first step and report a value computed with the curvature of the
     start, off by the step's size).
+
+    With ``solver="cg"`` nothing n × n is formed: Newton's solves with B run by preconditioned conjugate
+    gradients (a randomly pivoted Cholesky factor of K, pivots held for the fit, through Woodbury), log det B by
+    stochastic Lanczos quadrature on fixed probes, and the traces and diag B⁻¹ by the same probes, the trace
+    with the regression's preconditioner control variate (R = (K + W⁻¹)⁻¹ is the regression's K̂⁻¹ for the
+    noise W⁻¹). The likelihood is then an estimate (``solver_info_["standard_error"]``), and L-BFGS-B sees values
+    integrated from the gradient; it starts from an exact fit on ``subset_start`` samples, and again from
+    where its line search ends ABNORMAL (``solver_info_["optimizer_restarts"]``). Along directions where the
+    likelihood is flat (the length scale of a feature the labels do not depend on, near its bound) the cg
+    optimum can sit elsewhere than the exact one: bench/gaussian_process_classification.py --cg-fit has the
+    figures.
 
     scikit-learn's binary classifier draws the optimiser's restarts as exp of a uniform draw within the log
     bounds and uses that as θ (a log): a start far outside the bounds. Here the restarts are uniform within
