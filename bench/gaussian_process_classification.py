@@ -207,10 +207,10 @@ def scale_table(sizes: list, limit: str, log: str | None, verdicts: list) -> lis
     print("| N | seconds | start (samples, s) | evaluations | products | peak GiB | accuracy (cg / exact on 5,000) "
           "| log loss (cg / exact on 5,000) | lml |\n|---|---|---|---|---|---|---|---|---|")
     for n in sizes:
-        subset = C.run_child(__file__, "subset_fit", {"n": n, "size": 5000}, timeout=7200)
         fit = C.run_child(__file__, "fit", {"n": n, "lib": "fastkpca", "log": log,
                                             "params": {"solver": "cg", "memory_limit": limit, "random_state": 0}},
                           timeout=10800)
+        subset = C.run_child(__file__, "subset_fit", {"n": n, "size": 5000}, timeout=7200)
         if "failed" in fit or "failed" in subset:
             print(f"| {n:,} | failed: {fit.get('failed', '')[-300:]} {subset.get('failed', '')[-300:]} |")
             rows.append({"n": n, "fit": fit, "subset": subset})
