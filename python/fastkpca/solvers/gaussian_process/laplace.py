@@ -44,8 +44,8 @@ from typing import Protocol
 
 import numpy as np
 
-__all__ = ["LaplaceMode", "NewtonSystem", "posterior_mode", "settled_mode", "log_likelihood_terms", "second_term",
-           "latent_probability"]
+__all__ = ["LaplaceMode", "NewtonSystem", "posterior_mode", "settled_mode", "mode_from", "log_likelihood_terms",
+           "second_term", "latent_probability"]
 
 #: Newton stops when the likelihood grows by less than this (scikit-learn's criterion).
 NEWTON_TOL = 1e-10
@@ -173,6 +173,13 @@ def settled_mode(system: NewtonSystem, y: np.ndarray, f0: np.ndarray | None, max
             break
     value = objective - system.half_logdet()
     return LaplaceMode(np.float64(value), f, pi, W_sr, a, steps)
+
+
+def mode_from(system: NewtonSystem, y: np.ndarray, start: tuple, max_iter: int) -> LaplaceMode:
+    """The mode by ``start``'s rule: ("f", f0) scikit-learn's iteration from f0 (:func:`posterior_mode`), or
+    ("settled", f0 or None) :func:`settled_mode`."""
+    kind, vector = start
+    return posterior_mode(system, y, vector, max_iter) if kind == "f" else settled_mode(system, y, vector, max_iter)
 
 
 def second_term(mode: LaplaceMode, inverse_diagonal: np.ndarray, y: np.ndarray) -> tuple[np.ndarray, np.ndarray]:

@@ -16,7 +16,7 @@ import numpy as np
 from ... import _native
 from ... import _validation as v
 from .exact import factor, posterior_variance
-from .laplace import LaplaceMode, posterior_mode, second_term, settled_mode
+from .laplace import LaplaceMode, mode_from, second_term
 
 __all__ = ["ExactLaplace"]
 
@@ -27,11 +27,6 @@ def _symmetric_times(K: np.ndarray, x: np.ndarray) -> np.ndarray:
     from scipy.linalg import blas
 
     return blas.dsymv(1.0, K.T, x, lower=1)
-
-
-def _mode(system, y: np.ndarray, start: tuple, max_iter: int) -> LaplaceMode:
-    kind, vector = start
-    return posterior_mode(system, y, vector, max_iter) if kind == "f" else settled_mode(system, y, vector, max_iter)
 
 
 class _CholeskyNewton:
@@ -111,7 +106,7 @@ class ExactLaplace:
 
         K, buffer = self._arrays(kernel)
         system = _CholeskyNewton(K, buffer, kernel.threads)
-        mode = _mode(system, self.y, start, max_iter)
+        mode = mode_from(system, self.y, start, max_iter)
         if not eval_gradient:
             return mode.log_marginal_likelihood, None, mode
         L = system.L
@@ -132,7 +127,7 @@ class ExactLaplace:
         """The mode at the fitted kernel; the factor of its B kept for :meth:`latent_variance` (as ``L_``)."""
         K, buffer = self._arrays(kernel)
         system = _CholeskyNewton(K, buffer, kernel.threads)
-        mode = _mode(system, self.y, start, max_iter)
+        mode = mode_from(system, self.y, start, max_iter)
         self.L, self.pi, self.W_sr = system.L, mode.pi, mode.W_sr
         self._held = None  # K goes; the other array is L now
         return mode

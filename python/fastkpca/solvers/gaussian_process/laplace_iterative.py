@@ -47,7 +47,7 @@ from ..low_rank import CHUNK_ROWS
 from ...operators.storage import pass_bytes
 from .control_variate import control_variate_traces
 from .iterative import _on_one_blas_thread
-from .laplace import LaplaceMode, posterior_mode, second_term, settled_mode
+from .laplace import LaplaceMode, mode_from, second_term
 from .preconditioner import NystromDiagonalPreconditioner, build_preconditioner
 
 __all__ = ["LaplaceSettings", "IterativeLaplace"]
@@ -199,6 +199,11 @@ class IterativeLaplace:
                                  other_bytes=self._working_bytes())
         return self.samples.kernel_operator(kernel, plan, self.n_jobs)
 
+    def _system(self, op, F: np.ndarray, d: np.ndarray) -> _IterativeNewton:
+        """Newton's system over the kernel operator ``op`` (held by the caller) and the factor (F, d)."""
+        native, threads = op.native, op.threads
+        return _IterativeNewton(lambda V: native.matmat(np.asfortranarray(V, dtype=np.float64), threads), F, d, self)
+
     @_on_one_blas_thread
     def evaluate(self, kernel, start: tuple, max_iter: int,
                  eval_gradient: bool) -> tuple[float, np.ndarray | None, LaplaceMode]:
@@ -207,11 +212,8 @@ class IterativeLaplace:
         begin = time.perf_counter()
         F, d = self._factor(kernel)
         with self._operator(kernel) as op:
-            native, threads = op.native, op.threads
-            system = _IterativeNewton(lambda V: native.matmat(np.asfortranarray(V, dtype=np.float64), threads),
-                                      F, d, self)
-            kind, vector = start
-            mode = (posterior_mode if kind == "f" else settled_mode)(system, self.y, vector, max_iter)
+            system = self._system(op, F, d)
+            mode = mode_from(system, self.y, start, max_iter)
             if not eval_gradient:
                 self._stage("evaluations", begin)
                 return mode.log_marginal_likelihood, None, mode
@@ -246,11 +248,8 @@ class IterativeLaplace:
         """The mode at the fitted kernel; its S, π and B's preconditioner kept for the predictions."""
         F, d = self._factor(kernel)
         with self._operator(kernel) as op:
-            native, threads = op.native, op.threads
-            system = _IterativeNewton(lambda V: native.matmat(np.asfortranarray(V, dtype=np.float64), threads),
-                                      F, d, self)
-            kind, vector = start
-            mode = (posterior_mode if kind == "f" else settled_mode)(system, self.y, vector, max_iter)
+            system = self._system(op, F, d)
+            mode = mode_from(system, self.y, start, max_iter)
         self.S, self.pi, self.pre, self.F, self.d = mode.W_sr, mode.pi, system.pre, F, d
         return mode
 
@@ -268,9 +267,7 @@ class IterativeLaplace:
             chunk *= 2
         S, X = self.S, self.samples.fitted()
         with self._operator(kernel) as op:
-            native, threads = op.native, op.threads
-            system = _IterativeNewton(lambda V: native.matmat(np.asfortranarray(V, dtype=np.float64), threads),
-                                      self.F, self.d, self)
+            system = self._system(op, self.F, self.d)
             system.S, system.pre = S, self.pre
             for begin in range(0, n_new, chunk):
                 Kt = S[:, None] * np.asarray(kernel.cross(X, X_new[begin:begin + chunk]), dtype=np.float64)
