@@ -228,6 +228,8 @@ def test_warm_start_reuses_the_mode():
     binary = warm.base_estimator_
     binary.fit(X, y)
     np.testing.assert_allclose(binary.log_marginal_likelihood_value_, cold.log_marginal_likelihood_value_, rtol=1e-8)
+    binary.fit(X[:60], y[:60])  # other samples: the last mode does not fit them and is not used
+    assert binary.f_cached.shape == (60,)
 
 
 def test_bad_input_names_the_argument():

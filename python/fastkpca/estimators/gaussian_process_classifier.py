@@ -12,6 +12,7 @@ from sklearn.base import BaseEstimator, ClassifierMixin, clone
 
 from .. import _validation as v
 from .. import engines, kernels
+from ..exceptions import ConvergenceWarning
 from ..solvers.gaussian_process import laplace
 from ..solvers.gaussian_process.laplace_exact import ExactLaplace
 from ..solvers.gaussian_process.objective import Objective
@@ -112,7 +113,8 @@ class _BinaryLaplaceClassifier(ClassifierMixin, BaseEstimator):
         # needed and a stopping rule on f (solvers/gaussian_process/laplace.py's
         # settled_mode): the same mode (Ψ is strictly concave) in about three steps instead of five to ten
         # (log_marginal_likelihood called by a user keeps scikit-learn's start and rule)
-        self._fit_f = getattr(self, "_fit_f", None) if self.warm_start else None
+        last = getattr(self, "_fit_f", None)
+        self._fit_f = last if self.warm_start and last is not None and last.shape == self.y_train_.shape else None
         start = time.perf_counter()
         if self.optimizer is not None and self.kernel_.n_dims > 0:
             self._optimise()
@@ -188,6 +190,10 @@ class _BinaryLaplaceClassifier(ClassifierMixin, BaseEstimator):
                     break
                 start = theta
                 self._restarts = getattr(self, "_restarts", 0) + 1
+            else:
+                warnings.warn(f"GaussianProcessClassifier: L-BFGS-B's line search ended ABNORMAL {CG_RESTARTS + 1} "
+                              "times in a row on cg's estimate; the fit keeps where it stopped (raise n_probes)",
+                              ConvergenceWarning, stacklevel=4)
             return theta, objective.optimum_value(theta, value)
 
         theta = self.kernel_.theta
@@ -221,7 +227,8 @@ class _BinaryLaplaceClassifier(ClassifierMixin, BaseEstimator):
                                         copy_X_train=False, warm_start=False, random_state=self.rng.randint(2**31 - 1))
         with warnings.catch_warnings():
             warnings.simplefilter("ignore")
-            subset.fit(self.X_train_[index], self.y_train_[index])
+            X = self.X_train_
+            subset.fit(X[index] if isinstance(X, np.ndarray) else [X[i] for i in index], self.y_train_[index])
         self._start = {"samples": self.subset_start, "theta": subset.kernel_.theta.tolist(),
                        "evaluations": subset.n_iter_, "seconds": time.perf_counter() - begin,
                        "log_marginal_likelihood": float(subset.log_marginal_likelihood_value_)}
