@@ -413,3 +413,18 @@ def test_native_passes_equal_their_formulas(n):
     expected = 0.5 * (np.outer(a, a) - s[:, None] * inverse * s[None, :]) + 0.5 * (np.outer(u, v) + np.outer(v, u))
     np.testing.assert_allclose(W, expected, rtol=1e-13, atol=1e-15)
     assert np.array_equal(W, W.T)
+
+
+def test_cg_subset_start_with_a_rare_class():
+    """A subset that misses the rare class gives no exact fit to start from: the kernel's θ is used instead,
+    and the start says why (a crash before: 'requires 2 classes')."""
+    X, _ = data(400, seed=18)
+    y = np.zeros(400, dtype=int)
+    y[[5, 250]] = 1
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        model = GaussianProcessClassifier(C(1.0) * RBF(1.0), solver="cg", subset_start=100, random_state=0,
+                                          n_probes=8).fit(X, y)
+    start = model.base_estimator_.solver_info_["start"]
+    assert start == {"samples": 100, "skipped": "the subset holds one class"}  # random_state 0 draws no 1
+    assert np.all(np.isfinite(model.predict_proba(X)))

@@ -222,6 +222,9 @@ class _BinaryLaplaceClassifier(ClassifierMixin, BaseEstimator):
 
         n = len(self._labels)
         index = np.sort(self.rng.choice(n, self.subset_start, replace=False))
+        if np.unique(self.y_train_[index]).size < 2:  # a rare class missed: no exact fit to start from
+            self._start = {"samples": self.subset_start, "skipped": "the subset holds one class"}
+            return self.kernel_.theta
         begin = time.perf_counter()
         subset = clone(self).set_params(kernel=self.kernel_, solver="cholesky", n_restarts_optimizer=0,
                                         copy_X_train=False, warm_start=False, random_state=self.rng.randint(2**31 - 1))
@@ -329,9 +332,9 @@ class GaussianProcessClassifier(ClassifierMixin, BaseEstimator):
     max_iter_predict : int, default=100
         Newton's iterations at most per mode (every likelihood evaluation and the final fit).
     warm_start : bool, default=False
-        Start Newton's iteration from the last mode found: at the start of the next fit, and in
-        ``log_marginal_likelihood`` (faster when the hyperparameters change little). Within a fit every
-        evaluation starts from the last one's mode either way (see Notes).
+        ``log_marginal_likelihood`` starts Newton's iteration from the last mode found (faster when the
+        hyperparameters change little). Within a fit every evaluation starts from the last one's mode either
+        way (see Notes); each fit makes its binary models anew, as scikit-learn's does.
     copy_X_train : bool, default=True
         Keep a copy of X in each binary model's ``X_train_`` (else a reference).
     random_state : int, RandomState instance or None, default=None
@@ -340,9 +343,9 @@ class GaussianProcessClassifier(ClassifierMixin, BaseEstimator):
         More than two classes: one binary model per class against the others (their probabilities
         normalised), or per pair of classes (predictions by votes; no probabilities).
     n_jobs : int, default=None
-        Binary models fitted side by side (joblib, as scikit-learn's), while their n × n arrays fit
-        ``memory_limit`` together; the threads of each one's kernel evaluation otherwise follow OpenMP's
-        default.
+        More than two classes: binary models fitted side by side (joblib, as scikit-learn's), while their
+        exact solvers' n × n arrays fit ``memory_limit`` together. Models fitted one at a time take it as the
+        threads of their native passes (None: OpenMP's default, one thread below 512 samples).
     solver : {"auto", "cholesky", "cg"}, default="auto"
         "cholesky": Newton's iterations and the gradient from Cholesky factors of B = I + W^½ K W^½ (two n × n
         arrays; scikit-learn's answers to rounding). "cg": by products with the kernel only (preconditioned
@@ -490,13 +493,17 @@ class GaussianProcessClassifier(ClassifierMixin, BaseEstimator):
         models = 1 if self.n_classes_ == 2 else (self.n_classes_ if self.multi_class == "one_vs_rest"
                                                  else self.n_classes_ * (self.n_classes_ - 1) // 2)
         # side by side only while every model running at once has its two n × n arrays within the limit
-        wanted = 1 if self.n_jobs is None else (self.n_jobs if self.n_jobs > 0 else models)
-        jobs = int(max(1, min(wanted, models, limit // max(1, 2 * 8 * n * n))))
+        from joblib import effective_n_jobs
+
+        wanted = 1 if self.n_jobs is None else effective_n_jobs(self.n_jobs)
+        exact = self.solver == "cholesky" or (self.solver == "auto" and n <= AUTO_CG_FROM)
+        jobs = int(max(1, min(wanted, models, limit // max(1, 2 * 8 * n * n) if exact else models)))
         binary = _BinaryLaplaceClassifier(
             kernel=self.kernel, optimizer=self.optimizer, n_restarts_optimizer=self.n_restarts_optimizer,
             max_iter_predict=self.max_iter_predict, warm_start=self.warm_start, copy_X_train=self.copy_X_train,
             random_state=self.random_state, memory_limit=limit // jobs, solver=self.solver,
-            n_jobs=None if jobs == 1 else 1, n_probes=self.n_probes, preconditioner_rank=self.preconditioner_rank,
+            n_jobs=self.n_jobs if jobs == 1 else 1, n_probes=self.n_probes,
+            preconditioner_rank=self.preconditioner_rank,
             subset_start=self.subset_start)
         if self.n_classes_ == 2:
             self.base_estimator_ = binary

@@ -160,14 +160,14 @@ def settled_mode(system: NewtonSystem, y: np.ndarray, f0: np.ndarray | None, max
     steps = 0
     for _ in range(max_iter):
         steps += 1
-        pi, W_sr, a_new, f_new = _newton_step(system, y, f)
-        step = 1.0
+        pi, W_sr, a_full, f_full = _newton_step(system, y, f)
+        step, a_new, f_new = 1.0, a_full, f_full
         new_objective = -0.5 * float(a_new @ f_new) + log_likelihood_terms(y, f_new)
         while new_objective < objective and step > _SMALLEST_STEP:
             step *= 0.5
-            a_new, f_new = a + step * (a_new - a), f + step * (f_new - f)
+            a_new, f_new = a + step * (a_full - a), f + step * (f_full - f)
             new_objective = -0.5 * float(a_new @ f_new) + log_likelihood_terms(y, f_new)
-        moved = float(np.max(np.abs(f_new - f), initial=0.0))
+        moved = float(np.max(np.abs(f_full - f), initial=0.0))  # the whole step's: a halved one is no test
         a, f, objective = a_new, f_new, new_objective
         if moved <= SETTLED_TOL * max(1.0, float(np.max(np.abs(f), initial=0.0))):
             break

@@ -84,8 +84,9 @@ class ExactLaplace:
         time (this machine charges 1–2 s per GB: 0.6 s of an evaluation at n = 5,000)."""
         n = self.y.shape[0]
         if self._held is None:
-            v.check_within(2 * n * n * 8, self.limit, f"the exact Laplace approximation with {n} samples "
-                           f"(solver='cholesky': two {n}×{n} matrices)")
+            kept = 0 if self.L is None else 1  # a fitted model's L beside them
+            v.check_within((2 + kept) * n * n * 8, self.limit, f"the exact Laplace approximation with {n} samples "
+                           f"(solver='cholesky': two {n}×{n} matrices" + (" beside L_)" if kept else ")"))
             arrays = (np.empty((n, n)), np.empty((n, n)))
             if self.L is None:  # fitting: kept for the next evaluation (not beside a fitted model's L)
                 self._held = arrays
