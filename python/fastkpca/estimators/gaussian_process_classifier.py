@@ -394,7 +394,9 @@ class GaussianProcessClassifier(ClassifierMixin, BaseEstimator):
 
     Within a fit, Newton's iteration at each θ starts from the mode at the θ before, halves any step after
     the first that lowers its objective, and stops when a step moves f by less than 1e-9 of its largest
-    entry: the same mode as scikit-learn's iteration from zero in about half the steps. Its values agree
+    entry (or, where K's conditioning keeps f's rounding above that, when two steps in a row leave the
+    objective within its rounding): the same mode as scikit-learn's iteration from zero in about half the
+    steps. Its values agree
     with scikit-learn's to about 1e-10 relative, not to rounding, which ``log_marginal_likelihood`` called
     by a user keeps (from zero, with scikit-learn's rule; from the last mode with ``warm_start``, where
     scikit-learn's rule would stop at the first step and report a value computed with the curvature of the
