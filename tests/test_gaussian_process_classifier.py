@@ -428,3 +428,17 @@ def test_cg_subset_start_with_a_rare_class():
     start = model.base_estimator_.solver_info_["start"]
     assert start == {"samples": 100, "skipped": "the subset holds one class"}  # random_state 0 draws no 1
     assert np.all(np.isfinite(model.predict_proba(X)))
+
+
+def test_cg_predictions_at_a_large_amplitude():
+    """At a large amplitude K*ᵀ(y − π) multiplies the mode's error by the amplitude and n: the cg model's mean
+    is K*ᵀa (with y − π this case was 0.28 off the exact model in probability)."""
+    X, y = data(1500, seed=19)
+    kernel = C(5000.0, "fixed") * RBF([2.0, 3.0, 2.5], "fixed")
+    exact = GaussianProcessClassifier(kernel, solver="cholesky").fit(X, y)
+    cg = GaussianProcessClassifier(kernel, solver="cg", random_state=0).fit(X, y)
+    X_new = data(200, seed=20)[0]
+    mean, _ = cg.latent_mean_and_variance(X_new)
+    exact_mean, _ = exact.latent_mean_and_variance(X_new)
+    np.testing.assert_allclose(mean, exact_mean, atol=1e-3 * np.abs(exact_mean).max())
+    np.testing.assert_allclose(cg.predict_proba(X_new), exact.predict_proba(X_new), atol=1e-4)
