@@ -72,3 +72,20 @@ def pytest_collection_modifyitems(session, config, items):
         if held is None:
             held = getattr(importlib.import_module(source), name)
         assert held is getattr(fastkpca, name), f"the {name} swap did not take"
+
+
+def run_swapped(test_module: str):
+    """``python -m pytest -p sklearn_swap --pyargs test_module`` in a subprocess (this folder on its path): the
+    installed scikit-learn test module with fastkpca's classes swapped in; returns the CompletedProcess after
+    checking that it passed and ran tests."""
+    import re
+    import subprocess
+    from pathlib import Path
+
+    here = Path(__file__).parent
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join(filter(None, [str(here), os.environ.get("PYTHONPATH")]))}
+    out = subprocess.run([sys.executable, "-m", "pytest", "-q", "-p", "sklearn_swap", "-p", "no:cacheprovider",
+                          "--pyargs", test_module], capture_output=True, text=True, env=env, cwd=here.parent)
+    assert out.returncode == 0, out.stdout[-4000:] + out.stderr[-2000:]
+    assert re.search(r"\d+ passed", out.stdout) and not re.search(r"\d+ (failed|errors?)\b", out.stdout)
+    return out

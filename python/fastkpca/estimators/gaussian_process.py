@@ -365,13 +365,8 @@ class GaussianProcessRegressor(EngineFitted, MultiOutputMixin, RegressorMixin, B
         if self.optimizer == "fmin_l_bfgs_b":
             theta, self._start = self._solver.start(theta, self._fit_subset, self.subset_start, self._rng)
         optima = [minimise(theta)]
-        if self.n_restarts_optimizer > 0:
-            if not np.isfinite(self.kernel_.bounds).all():
-                raise ValueError("Multiple optimizer restarts (n_restarts_optimizer>0) requires that all bounds are "
-                                 "finite.")
-            bounds = self.kernel_.bounds
-            for _ in range(self.n_restarts_optimizer):
-                optima.append(minimise(self._rng.uniform(bounds[:, 0], bounds[:, 1])))
+        optima += [minimise(start) for start in gp.restart_thetas(self.kernel_.bounds, self.n_restarts_optimizer,
+                                                                   self._rng)]
         best = int(np.argmin([value for _, value, _ in optima]))
         theta, value, self._settled = self._solver.settle(optima[best], minimise, obj_func, self.kernel_.bounds)
         self.kernel_.theta = theta

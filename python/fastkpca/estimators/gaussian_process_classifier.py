@@ -15,7 +15,7 @@ from .. import engines, kernels
 from ..exceptions import ConvergenceWarning
 from ..solvers.gaussian_process import laplace
 from ..solvers.gaussian_process.laplace_exact import ExactLaplace
-from ..solvers.gaussian_process.objective import Objective
+from ..solvers.gaussian_process.objective import Objective, restart_thetas
 
 __all__ = ["GaussianProcessClassifier"]
 
@@ -199,16 +199,11 @@ class _BinaryLaplaceClassifier(ClassifierMixin, BaseEstimator):
         theta = self.kernel_.theta
         if iterative and self.optimizer == "fmin_l_bfgs_b" and 0 < self.subset_start < len(self._labels):
             theta = self._subset_start()
+        # θ and its bounds are logarithms: restarts are uniform between them (scikit-learn's binary classifier
+        # exponentiates the draw, a θ far outside the bounds that L-BFGS-B clips to a corner)
         optima = [minimise(theta)]
-        if self.n_restarts_optimizer > 0:
-            if not np.isfinite(self.kernel_.bounds).all():
-                raise ValueError("Multiple optimizer restarts (n_restarts_optimizer>0) requires that all bounds are "
-                                 "finite.")
-            bounds = self.kernel_.bounds
-            for _ in range(self.n_restarts_optimizer):
-                # θ and its bounds are logarithms: the start is uniform between them (scikit-learn's binary
-                # classifier exponentiates the draw, a θ far outside the bounds that L-BFGS-B clips to a corner)
-                optima.append(minimise(self.rng.uniform(bounds[:, 0], bounds[:, 1])))
+        optima += [minimise(start) for start in restart_thetas(self.kernel_.bounds, self.n_restarts_optimizer,
+                                                               self.rng)]
         values = [value for _, value in optima]
         self.kernel_.theta = optima[int(np.argmin(values))][0]
         self.kernel_._check_bounds_params()

@@ -7,10 +7,10 @@ from .choice import exact_fits, prefers_cg
 from .exact import ExactSolver
 from .interface import GaussianProcessSolver, InvQuadLogdet, log_marginal_likelihood
 from .iterative import IterativeSettings, IterativeSolver
-from .objective import Objective
+from .objective import Objective, restart_thetas
 
 __all__ = ["ExactSolver", "GaussianProcessSolver", "InvQuadLogdet", "IterativeSettings", "IterativeSolver", "Objective",
-           "exact_fits", "log_marginal_likelihood", "make_solver", "prefers_cg"]
+           "exact_fits", "log_marginal_likelihood", "make_solver", "prefers_cg", "restart_thetas"]
 
 
 def make_solver(requested: str, samples, Y, noise, settings: IterativeSettings, *, memory_limit: int, n_jobs=None,

@@ -30,7 +30,7 @@ from __future__ import annotations
 
 import numpy as np
 
-__all__ = ["LONG_STEP", "Objective"]
+__all__ = ["LONG_STEP", "Objective", "restart_thetas"]
 
 #: The longest step (Euclidean, in log-hyperparameters) over which the value is integrated from the
 #: gradient; beyond it the solver's values are differenced.
@@ -83,3 +83,13 @@ class Objective:
         if key not in self._estimates:
             self._estimates[key] = float(self.func(theta, False))
         return self._estimates[key]
+
+
+def restart_thetas(bounds: np.ndarray, restarts: int, rng) -> list[np.ndarray]:
+    """The optimiser's further starts (``n_restarts_optimizer``): uniform within the (log) bounds, drawn from
+    ``rng``; scikit-learn's ValueError where a bound is infinite."""
+    if restarts <= 0:
+        return []
+    if not np.isfinite(bounds).all():
+        raise ValueError("Multiple optimizer restarts (n_restarts_optimizer>0) requires that all bounds are finite.")
+    return [rng.uniform(bounds[:, 0], bounds[:, 1]) for _ in range(restarts)]
