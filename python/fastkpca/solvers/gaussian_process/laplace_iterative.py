@@ -48,7 +48,7 @@ from ...operators.storage import pass_bytes
 from .control_variate import control_variate_traces
 from .iterative import _on_one_blas_thread
 from .laplace import LaplaceMode, mode_from, second_term
-from .preconditioner import NystromDiagonalPreconditioner, build_preconditioner
+from .preconditioner import NystromDiagonalPreconditioner, kernel_factor
 
 __all__ = ["LaplaceSettings", "IterativeLaplace"]
 
@@ -186,14 +186,14 @@ class IterativeLaplace:
 
     def _factor(self, kernel) -> tuple[np.ndarray, np.ndarray]:
         """(F, D) with K ≈ F Fᵀ + diag(D), on the held pivots after the first evaluation (preconditioner.py)."""
-        # a unit noise keeps build_preconditioner's diagonal positive; it is taken off again
-        pre = build_preconditioner(kernel, self.samples, 1.0, self.rank, seed=self.seed, pivots=self.pivots)
-        if self.pivots is None or not np.array_equal(pre.pivots, self.pivots):
-            self.pivots = pre.pivots
+        F, d, drawn = kernel_factor(kernel, self.samples, self.rank, seed=self.seed, pivots=self.pivots)
+        pivots = np.zeros(0, dtype=np.int64) if drawn is None else drawn
+        if self.pivots is None or not np.array_equal(pivots, self.pivots):
+            self.pivots = pivots
             self.figures["pivot_draws"] = self.figures.get("pivot_draws", 0) + 1
-            if pre.rank:  # the factor by the formula every later evaluation uses
-                pre = build_preconditioner(kernel, self.samples, 1.0, self.rank, seed=self.seed, pivots=self.pivots)
-        return np.asarray(pre.F, dtype=np.float64), pre.d - 1.0
+            if F.shape[1]:  # the factor by the formula every later evaluation uses
+                F, d, _ = kernel_factor(kernel, self.samples, self.rank, seed=self.seed, pivots=self.pivots)
+        return np.asarray(F, dtype=np.float64), d
 
     def _operator(self, kernel):
         plan = self.samples.plan(kernel, block_size=self.settings.probes, memory_limit=self.limit,

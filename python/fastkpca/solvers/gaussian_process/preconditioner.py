@@ -167,15 +167,13 @@ def _on_pivots(source, pivots: np.ndarray) -> np.ndarray | None:
     return flush_subnormals(solve_lower_triangular(L, columns.T, overwrite_b=True).T)
 
 
-def build_preconditioner(kernel, samples, noise, rank: int, *, seed: int, dtype=np.float64,
-                         block_size: int = PRECONDITIONER_BLOCK,
-                         pivots: np.ndarray | None = None) -> NystromDiagonalPreconditioner:
-    """P for the kernel ``kernel`` (a kernels.Kernel) of ``samples`` (an engine's, engines/base.py) and the
-    noise (scalar or per sample): RPCholesky of rank ``rank`` (fewer when the kernel is exhausted; 0: P is the
-    diagonal), seeded with ``seed``; or, with ``pivots``, the Nyström factor on those samples (RPCholesky's
-    where they do not give a positive definite K(X_S, X_S) at this θ). Fixed pivots make P, and so the
-    likelihood's estimate, a smooth function of θ: RPCholesky draws its pivots from θ's residual diagonal, and
-    a neighbouring θ may draw others, moving the estimate by its error's size."""
+def kernel_factor(kernel, samples, rank: int, *, seed: int, dtype=np.float64, block_size: int = PRECONDITIONER_BLOCK,
+                  pivots: np.ndarray | None = None) -> tuple[np.ndarray, np.ndarray, np.ndarray | None]:
+    """(F, D, pivots) with K ≈ F Fᵀ + diag(D) for the kernel ``kernel`` (a kernels.Kernel) of ``samples`` (an
+    engine's, engines/base.py): RPCholesky of rank ``rank`` (fewer when the kernel is exhausted; 0: F empty, D
+    K's diagonal), seeded with ``seed``; or, with ``pivots``, the Nyström factor on those samples (RPCholesky's
+    where they do not give a positive definite K(X_S, X_S) at this θ). D is the residual diagonal, clipped at
+    zero, plus the kernel's white noise."""
     n = samples.shape[0]
     signal, diagonal = (np.ascontiguousarray(c) for c in samples.map(_diagonals, kernel, rows=n).T)
     residual = signal
@@ -190,5 +188,16 @@ def build_preconditioner(kernel, samples, noise, rank: int, *, seed: int, dtype=
         factor = F if dtype == np.float64 else flush_subnormals(F.astype(dtype))
     else:
         pivots = None
-    d = np.maximum(residual, 0.0) + diagonal - signal + noise
-    return NystromDiagonalPreconditioner(factor, d, pivots)
+    return factor, np.maximum(residual, 0.0) + diagonal - signal, pivots
+
+
+def build_preconditioner(kernel, samples, noise, rank: int, *, seed: int, dtype=np.float64,
+                         block_size: int = PRECONDITIONER_BLOCK,
+                         pivots: np.ndarray | None = None) -> NystromDiagonalPreconditioner:
+    """P = F Fᵀ + D + diag(noise) for the kernel ``kernel`` of ``samples`` and the noise (scalar or per
+    sample), F and D from :func:`kernel_factor`. Fixed pivots make P, and so the likelihood's estimate, a
+    smooth function of θ: RPCholesky draws its pivots from θ's residual diagonal, and a neighbouring θ may draw
+    others, moving the estimate by its error's size."""
+    factor, d, pivots = kernel_factor(kernel, samples, rank, seed=seed, dtype=dtype, block_size=block_size,
+                                      pivots=pivots)
+    return NystromDiagonalPreconditioner(factor, d + noise, pivots)
