@@ -25,6 +25,10 @@ _SOLVERS = ("auto", "cholesky", "cg")
 AUTO_CG_FROM = 10000
 #: cg: L-BFGS-B runs again from where its line search ended ABNORMAL at most this many times.
 CG_RESTARTS = 3
+#: cg: L-BFGS-B stops when an iteration raises the likelihood by less than this (nats, all samples together):
+#: below the estimate's own error (its standard error is about 1e-3 to 1e-2), where scikit-learn's ftol asks
+#: for 2.2e-9 relative and the flat directions of irrelevant length scales take tens of evaluations more.
+CG_STOP_NATS = 0.01
 #: Samples below which a binary model's native passes run on one thread (unless n_jobs is given).
 SMALL_PROBLEM = 512
 _MULTI_CLASS = ("one_vs_rest", "one_vs_one")
@@ -244,7 +248,9 @@ class _BinaryLaplaceClassifier(ClassifierMixin, BaseEstimator):
                 value, gradient = obj_func(theta)
                 return value / per, gradient / per
 
-            options = {} if per == 1 else {"gtol": 1e-5 / per}
+            # cg: L-BFGS-B stops once an iteration gains less than CG_STOP_NATS in all (its ftol is relative to
+            # max(|value|, 1), and the per-sample value is below 1)
+            options = {} if per == 1 else {"gtol": 1e-5 / per, "ftol": CG_STOP_NATS / per}
             result = scipy.optimize.minimize(objective, initial_theta, method="L-BFGS-B", jac=True, bounds=bounds,
                                              options=options)
             self._abnormal = per > 1 and "ABNORMAL" in str(result.message)

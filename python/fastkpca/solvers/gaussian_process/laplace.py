@@ -44,8 +44,8 @@ from typing import Protocol
 
 import numpy as np
 
-__all__ = ["LaplaceMode", "NewtonSystem", "posterior_mode", "settled_mode", "mode_from", "log_likelihood_terms",
-           "second_term", "latent_probability"]
+__all__ = ["LaplaceMode", "NewtonSystem", "update_by_solve", "posterior_mode", "settled_mode", "mode_from",
+           "log_likelihood_terms", "second_term", "latent_probability"]
 
 #: Newton stops when the likelihood grows by less than this (scikit-learn's criterion).
 NEWTON_TOL = 1e-10
@@ -93,6 +93,10 @@ class NewtonSystem(Protocol):
     def solve(self, r: np.ndarray) -> np.ndarray:
         """B⁻¹ r."""
 
+    def newton_update(self, W_sr: np.ndarray, b: np.ndarray, current: tuple | None) -> tuple:
+        """(a, K a) with a = (I + W K)⁻¹ b for the B prepared (W = W_sr²); ``current``: (a, K a) of the iterate
+        the step starts from, a solver's starting guess, or None (:func:`update_by_solve` is the direct form)."""
+
     def half_logdet(self) -> float:
         """½ log det B (for the last B prepared)."""
 
@@ -108,16 +112,22 @@ def _sigmoid(f: np.ndarray) -> np.ndarray:
     return expit(f)
 
 
-def _newton_step(system: NewtonSystem, y: np.ndarray, f: np.ndarray):
-    """(π, √W at f, Newton's a and f = K a from f): lines 4–8 of Algorithm 3.1; the system is left prepared for
-    B at f."""
+def update_by_solve(system: NewtonSystem, W_sr: np.ndarray, b: np.ndarray) -> tuple:
+    """(a, K a) with a = (I + W K)⁻¹ b = b − S B⁻¹ S K b (lines 6–8 of Algorithm 3.1): two products and a solve
+    with B."""
+    a = b - W_sr * system.solve(W_sr * system.kernel_times(b))
+    return a, system.kernel_times(a)
+
+
+def _newton_step(system: NewtonSystem, y: np.ndarray, f: np.ndarray, current: tuple | None = None):
+    """(π, √W at f, Newton's a and f = K a from f): lines 4–8 of Algorithm 3.1, a = (I + W K)⁻¹(W f + y − π)
+    (``current``: (a, f) where f = K a is known, a solver's guess); the system is left prepared for B at f."""
     pi = _sigmoid(f)
     W = pi * (1.0 - pi)
     W_sr = np.sqrt(W)
     system.prepare(W_sr)
-    b = W * f + (y - pi)
-    a = b - W_sr * system.solve(W_sr * system.kernel_times(b))
-    return pi, W_sr, a, system.kernel_times(a)
+    a, f_new = system.newton_update(W_sr, W * f + (y - pi), current)
+    return pi, W_sr, a, f_new
 
 
 def posterior_mode(system: NewtonSystem, y: np.ndarray, f0: np.ndarray, max_iter: int) -> LaplaceMode:
@@ -131,7 +141,7 @@ def posterior_mode(system: NewtonSystem, y: np.ndarray, f0: np.ndarray, max_iter
     steps = 0
     for _ in range(max_iter):
         steps += 1
-        pi, W_sr, a, f = _newton_step(system, y, f)
+        pi, W_sr, a, f = _newton_step(system, y, f, None if steps == 1 else (a, f))
         step_value = -0.5 * float(a @ f) + log_likelihood_terms(y, f) - system.half_logdet()
         if step_value - value < NEWTON_TOL:
             break
@@ -156,6 +166,7 @@ def settled_mode(system: NewtonSystem, y: np.ndarray, f0: np.ndarray | None, max
     Newton's quadratic convergence takes f from 1e-6 off the mode to 1e-11 in one step, after which
     scikit-learn's rule takes two more to see that the value has stopped moving (measured at N = 1,000)."""
     n = y.shape[0]
+    tol = getattr(system, "settled_tol", SETTLED_TOL)
     f = np.zeros(n) if f0 is None else np.array(f0, dtype=np.float64, copy=True)
     a = np.zeros(n)
     objective = -np.inf  # the first step is taken whole
@@ -164,7 +175,7 @@ def settled_mode(system: NewtonSystem, y: np.ndarray, f0: np.ndarray | None, max
     steps = 0
     for _ in range(max_iter):
         steps += 1
-        pi, W_sr, a_full, f_full = _newton_step(system, y, f)
+        pi, W_sr, a_full, f_full = _newton_step(system, y, f, None if steps == 1 else (a, f))
         step, a_new, f_new = 1.0, a_full, f_full
         new_objective = -0.5 * float(a_new @ f_new) + log_likelihood_terms(y, f_new)
         # a step is halved only where Ψ falls by more than its rounding (near the mode Ψ's gain is second order
@@ -179,7 +190,7 @@ def settled_mode(system: NewtonSystem, y: np.ndarray, f0: np.ndarray | None, max
         # settled: the step is below SETTLED_TOL, or Ψ has changed by no more than its rounding twice running
         # (where K is ill conditioned, at θ far from the optimum, f's rounding stays above SETTLED_TOL: such
         # an evaluation ran to max_iter, 100 steps, measured at N = 1,000)
-        if moved <= SETTLED_TOL * max(1.0, float(np.max(np.abs(f), initial=0.0))) or flat >= 2:
+        if moved <= tol * max(1.0, float(np.max(np.abs(f), initial=0.0))) or flat >= 2:
             break
     value = objective - system.half_logdet()
     return LaplaceMode(np.float64(value), f, pi, W_sr, a, steps)

@@ -16,7 +16,7 @@ import numpy as np
 from ... import _native
 from ... import _validation as v
 from .exact import factor, posterior_variance
-from .laplace import LaplaceMode, mode_from, second_term
+from .laplace import LaplaceMode, mode_from, second_term, update_by_solve
 
 __all__ = ["ExactLaplace"]
 
@@ -50,6 +50,9 @@ class _CholeskyNewton:
         if info != 0:  # pragma: no cover - an argument LAPACK refuses
             raise ValueError(f"dpotrs: illegal value in argument {-info}")
         return x
+
+    def newton_update(self, W_sr: np.ndarray, b: np.ndarray, current: tuple | None) -> tuple:
+        return update_by_solve(self, W_sr, b)
 
     def half_logdet(self) -> float:
         assert self.L is not None

@@ -41,13 +41,14 @@ import numpy as np
 
 from ... import _validation as v
 from ..cg import pcg, pcg_bytes
+from ..gmres import gmres, gmres_bytes
 from ..lanczos_cg import quadrature_log
 from ..lapack_threads import solve_lower_triangular
 from ..low_rank import CHUNK_ROWS
 from ...operators.storage import pass_bytes
 from .control_variate import control_variate_traces
 from .iterative import _on_one_blas_thread
-from .laplace import LaplaceMode, mode_from, second_term
+from .laplace import SETTLED_TOL, LaplaceMode, mode_from, second_term
 from .preconditioner import NystromDiagonalPreconditioner, kernel_factor
 
 __all__ = ["LaplaceSettings", "IterativeLaplace"]
@@ -57,6 +58,13 @@ __all__ = ["LaplaceSettings", "IterativeLaplace"]
 DEFAULT_RANK = 1024
 _RANK_SHARE = 0.4
 
+
+#: Newton's stopping tolerance on f within an evaluation (_IterativeNewton.settled_tol).
+EVALUATION_SETTLED_TOL = 1e-5
+
+#: GMRES's products per cycle, and cycles after the first, in a Newton step (where K̃ explains K, one does).
+GMRES_ITERATIONS = 20
+GMRES_RESTARTS = 4
 
 #: W below this is taken as this in the control variate's K̂ = K + W⁻¹ (its rows of K̂⁻¹ are then below
 #: 1e-12 of the others: the variate's bias is that small).
@@ -69,10 +77,34 @@ class LaplaceSettings:
 
     probes: int = 32
     tol: float = 1e-2  # the probes' CG (log det B and the traces)
-    newton_tol: float = 1e-8  # each Newton step's solve with B, and u's
+    newton_tol: float = 1e-3  # each Newton step's GMRES, relative to the step's gradient (inexact Newton)
+    u_tol: float = 1e-4  # u's GMRES, relative to s₂ (u enters the gradient's third term only)
     final_tol: float = 1e-6  # the predictive variances' solves
     rank: int | None = None
     max_iter: int = 1000
+
+
+#: The default rank stops where ¼ tr(K − F Fᵀ) falls below this (sufficient_rank).
+RESIDUAL_TRACE = 0.1
+#: ... in steps of this many pivots.
+RANK_STEP = 64
+
+
+def sufficient_rank(F: np.ndarray, d: np.ndarray) -> int:
+    """The fewest leading pivots of the factor K ≈ F Fᵀ + diag(d) (in RPCholesky's order each prefix is the
+    Nyström factor on its pivots) whose residual E = K − F_k F_kᵀ has ¼ tr E ≤ RESIDUAL_TRACE, a multiple of
+    RANK_STEP, else all. W ≤ ¼, so ‖S E S‖ ≤ tr(S E S) ≤ ¼ tr E: past it, B's preconditioner P = I + S K̃ S
+    leaves B P⁻¹ within RESIDUAL_TRACE of I, and a Newton step's GMRES needs one or two products. Every pivot
+    beyond costs O(n r) in each product with the factor and O(n r²) in each preconditioner (once per Newton
+    step): at N = 50,000, θ at the optimum (C ≈ 5,500), 256 pivots left ¼ tr E = 3.3, 512 left 0.04, 1,024
+    left 3e-4 (measured). tr E = Σ d + Σ_{j ≥ k} ‖F_j‖²: d's white noise, if any, counts too."""
+    r = F.shape[1]
+    tail = np.cumsum(np.einsum("ij,ij->j", F, F)[::-1])[::-1]  # Σ_{j ≥ k} ‖F_j‖² for k = 0 … r − 1
+    base = float(np.sum(d))
+    for k in range(RANK_STEP, r, RANK_STEP):
+        if 0.25 * (base + float(tail[k])) <= RESIDUAL_TRACE:
+            return k
+    return r
 
 
 def _inverse_diagonal(pre: NystromDiagonalPreconditioner) -> np.ndarray:
@@ -97,6 +129,11 @@ class _IterativeNewton:
         self.pre: NystromDiagonalPreconditioner | None = None
         self.probes: tuple | None = None
 
+    #: Newton's iteration stops when a step moves f by at most this, relative to max|f| (laplace.settled_mode):
+    #: within an evaluation EVALUATION_SETTLED_TOL (the probes' estimates carry errors of 1e-4 and more; f's
+    #: error enters the value at second order), for the fitted mode the exact solver's.
+    settled_tol = SETTLED_TOL
+
     def kernel_times(self, x: np.ndarray) -> np.ndarray:
         self.owner.figures["products"] += 1
         return self.matmat(x[:, None])[:, 0]
@@ -113,9 +150,40 @@ class _IterativeNewton:
     def solve(self, r: np.ndarray, tol: float | None = None) -> np.ndarray:
         settings = self.owner.settings
         x, info = pcg(self.b_times, np.asarray(r, dtype=np.float64)[:, None], precondition=self.pre,
-                      tol=settings.newton_tol if tol is None else tol, maxiter=settings.max_iter)
+                      tol=settings.u_tol if tol is None else tol, maxiter=settings.max_iter)
         self.owner.count(info)
         return x[:, 0]
+
+    def newton_update(self, W_sr: np.ndarray, b: np.ndarray, current: tuple | None,
+                      tol: float | None = None) -> tuple:
+        """(a, K a) with (I + W K) a = b by GMRES (solvers/gmres.py), right-preconditioned by
+        M = (I + W K̃)⁻¹ = I − S P⁻¹ S K̃ (K̃ = F Fᵀ + D: P = I + S K̃ S is B's preconditioner), from ``current``
+        = (a₀, K a₀) or zero. Each iteration is one product by K, and K a comes from the iterations' products:
+        where K̃ explains K (P ≈ B), one product per Newton step, against a solve with B and two products by
+        K for Algorithm 3.1's form."""
+        settings, pre, F, d = self.owner.settings, self.pre, self.F, self.d
+        assert pre is not None
+        W = W_sr**2
+
+        def operator(u):
+            Ku = self.kernel_times(u)
+            return u + W * Ku, Ku
+
+        def precondition(v):
+            Kv = (F @ (F.T @ v) if F.shape[1] else 0.0) + d * v
+            return v - W_sr * pre.solve((W_sr * Kv)[:, None])[:, 0]
+
+        start = {} if current is None else {"x0": current[0], "companion0": current[1],
+                                            "residual0": b - current[0] - W * current[1]}
+        if tol is None:  # from zero the residual is b's size, not the step's: the forcing term squared
+            tol = settings.newton_tol if current is not None else settings.newton_tol**2
+        a, Ka, info = gmres(operator, np.asarray(b, dtype=np.float64), precondition=precondition,
+                            tol=tol, maxiter=GMRES_ITERATIONS,
+                            restarts=GMRES_RESTARTS, **start)
+        self.owner.figures["iterations"].append(info["iterations"])
+        if not info["converged"]:
+            self.owner.figures["unconverged_steps"] = self.owner.figures.get("unconverged_steps", 0) + 1
+        return a, Ka
 
     def half_logdet(self) -> float:
         """½ log det B by SLQ on the fixed probes (kept for the gradient)."""
@@ -178,7 +246,8 @@ class IterativeLaplace:
         """The two factors (F and S F), the probes' CG blocks and their solutions beside them, and the kernel
         pass's working memory."""
         n, p = self.y.shape[0], self.settings.probes if columns is None else columns
-        return 2 * 8 * n * self.rank + pcg_bytes(n, p, self.rank) + 3 * 8 * n * p + pass_bytes(p, n)
+        return (2 * 8 * n * self.rank + max(pcg_bytes(n, p, self.rank) + 3 * 8 * n * p, gmres_bytes(n, GMRES_ITERATIONS))
+                + pass_bytes(p, n))
 
     def count(self, info: dict) -> None:
         self.figures["products"] += info["iterations"]
@@ -189,6 +258,8 @@ class IterativeLaplace:
         F, d, drawn = kernel_factor(kernel, self.samples, self.rank, seed=self.seed, pivots=self.pivots)
         pivots = np.zeros(0, dtype=np.int64) if drawn is None else drawn
         if self.pivots is None or not np.array_equal(pivots, self.pivots):
+            if self.settings.rank is None:  # the default rank: no more pivots than B's preconditioner needs
+                pivots = pivots[:sufficient_rank(F, d)]
             self.pivots = pivots
             self.figures["pivot_draws"] = self.figures.get("pivot_draws", 0) + 1
             if F.shape[1]:  # the factor by the formula every later evaluation uses
@@ -214,6 +285,7 @@ class IterativeLaplace:
         F, d = self._factor(kernel)
         with self._operator(kernel) as op:
             system = self._system(op, F, d)
+            system.settled_tol = EVALUATION_SETTLED_TOL
             mode = mode_from(system, self.y, start, max_iter)
             if not eval_gradient:
                 self._stage("evaluations", begin)
@@ -227,7 +299,7 @@ class IterativeLaplace:
             p = Z.shape[1]
             inverse_diagonal = _inverse_diagonal(pre) + np.mean((U - PZ) * PZ, axis=1)
             s2, residual = second_term(mode, inverse_diagonal, self.y)
-            u = s2 - S * system.solve(S * system.kernel_times(s2))
+            u, _ = system.newton_update(S, s2, None, tol=self.settings.u_tol)  # u = (I + W K)⁻¹ s₂ = (I − R K) s₂
         Omega = S[:, None] * PZ  # P̂⁻¹ ẑ in the regression's terms (module documentation)
         A = np.column_stack([0.5 * mode.a, u, S[:, None] * U])
         B = np.column_stack([mode.a, residual, Omega * (-0.5 / p)])
@@ -288,6 +360,7 @@ class IterativeLaplace:
     def info(self) -> dict:
         f = self.figures
         return {"products": f["products"], "iterations": list(f["iterations"]), "probes": self.settings.probes,
-                "preconditioner": {"kind": "rpcholesky+diagonal", "rank": self.rank},
+                "preconditioner": {"kind": "rpcholesky+diagonal",
+                                   "rank": self.rank if self.pivots is None else len(self.pivots)},
                 "pivot_draws": f.get("pivot_draws", 0), "standard_error": f.get("standard_error"),
                 "stages": dict(f["seconds"])}
