@@ -49,7 +49,8 @@ __all__ = ["LaplaceMode", "NewtonSystem", "update_by_solve", "posterior_mode", "
 
 #: Newton stops when the likelihood grows by less than this (scikit-learn's criterion).
 NEWTON_TOL = 1e-10
-#: settled_mode stops when a step moves no f_i by more than this, relative to max|f|.
+#: settled_mode stops when a step moves no f_i by more than this, relative to max|f| (a system's
+#: ``settled_tol`` replaces it).
 SETTLED_TOL = 1e-9
 #: ... and halves a step that lowers Newton's objective down to this fraction of it at most,
 _SMALLEST_STEP = 2.0**-10
@@ -154,7 +155,8 @@ def settled_mode(system: NewtonSystem, y: np.ndarray, f0: np.ndarray | None, max
     first halved until it does not lower Ψ(a) = −½ aᵀK a + Σ log p(y_i | f_i) (the concave objective Newton
     climbs, f = K a; aᵀK a = aᵀf costs nothing, and a fall within Ψ's rounding is no fall), until a step moves
     no f_i by more than SETTLED_TOL·max(1, max|f|), or two steps in a row change Ψ by no more than its
-    rounding. The value returned is the last step's, at the a, W and B the gradient uses;
+    rounding. SETTLED_TOL is the system's ``settled_tol`` where it has one (an iterative system's steps are no
+    finer than its solves). The value returned is the last step's, at the a, W and B the gradient uses;
     log det B is asked for once, there (an estimate of its own for an iterative system). Ψ's change is no
     test: Ψ is stationary at the mode, and a step of 1e-5 changes it by about 1e-10, while log det B, first
     order in W, moves the value by 1e-7 (measured at N = 100).

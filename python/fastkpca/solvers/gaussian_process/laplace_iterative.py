@@ -1,21 +1,28 @@
 """The Laplace approximation by products with the kernel only (``solver="cg"``): no n × n array.
 
-At every θ a randomly pivoted Cholesky factor of the kernel, K ≈ F Fᵀ + D (preconditioner.py: rank r, D the
-residual diagonal, its pivots drawn at the first evaluation and held), gives for each Newton step the
-preconditioner of B = I + S K S (S = W^½)
+At every θ a randomly pivoted Cholesky factor of the kernel, K ≈ K̃ = F Fᵀ + D (preconditioner.py: rank r, D
+the residual diagonal, its pivots drawn at the first evaluation and held; by default r stops where
+¼ tr(K − F Fᵀ) ≤ 0.1, newton_gmres.sufficient_rank), gives for each Newton step the preconditioner of
+B = I + S K S (S = W^½)
 
-    P = (S F)(S F)ᵀ + diag(1 + W D),
+    P = (S F)(S F)ᵀ + diag(1 + W D) = I + S K̃ S,
 
-applied by Woodbury. Each Newton step solves with B by preconditioned CG (products x + S K (S x)), started
-from zero, to ``newton_tol`` (laplace.settled_mode runs the steps). At the mode:
+applied by Woodbury. Each Newton step a = (I + W K)⁻¹ b, f = K a is solved by GMRES preconditioned with
+(I + W K̃)⁻¹ (newton_gmres.py: one product by K per iteration, K a from those products; one or two products
+a step where K̃ explains K), started from the current iterate (a, K a), to ``newton_tol`` times the step's
+gradient. An evaluation's first step starts from the last mode's a (one product for its K a: a θ nearby has
+its mode nearby), a fit's first from zero with the tolerance squared (relative to b). laplace.settled_mode
+runs the steps, to a step of 1e-5·max|f| within an evaluation and the exact solver's 1e-9 for the fitted
+mode. At the mode:
 
     log det B ≈ log det P + (1/p) Σ_i (z_iᵀP⁻¹z_i) e₁ᵀ log(T_i) e₁          (SLQ; z_i = P^½ ξ_i, ξ_i fixed signs)
     tr(R C_j) ≈ (1/p) Σ_i (S P⁻¹z_i)ᵀ C_j (S B⁻¹z_i)                        (Hutchinson, E[z zᵀ] = P)
     diag B⁻¹ ≈ diag P⁻¹ + (1/p) Σ_i (B⁻¹z_i − P⁻¹z_i) ∘ P⁻¹z_i              (P⁻¹ as its control variate)
 
-from one block CG run on the p probes, and u = s₂ − S B⁻¹ S K s₂ (laplace.py) by one more solve. The gradient
-is tr(Ω C_j) with Ω = ½(A Bᵀ + B Aᵀ), A = [a/2, u, S B⁻¹Z], B = [a, y − π, −S P⁻¹Z / (2p)]: one pass over the
-kernel's tiles (kernels.Kernel.gradient_traces_low_rank) forms Ω's tiles where it reads them. Memory:
+from one block CG run on the p probes, and u = (I − R K) s₂ = (I + W K)⁻¹ s₂ (laplace.py) by GMRES as a Newton
+step is. The gradient is tr(Ω C_j) with Ω = ½(A Bᵀ + B Aᵀ), A = [a/2, u, S B⁻¹Z], B = [a, y − π, −S P⁻¹Z / (2p)]:
+one pass over the kernel's tiles (kernels.Kernel.gradient_traces_low_rank) forms Ω's tiles where it reads them.
+Memory:
 the factor (n × r, twice: F and S F), the probes' CG blocks (n × p, a few), the kernel's storage within
 what is left of ``memory_limit``.
 
@@ -41,7 +48,6 @@ import numpy as np
 
 from ... import _validation as v
 from ..cg import pcg, pcg_bytes
-from ..gmres import gmres, gmres_bytes
 from ..lanczos_cg import quadrature_log
 from ..lapack_threads import solve_lower_triangular
 from ..low_rank import CHUNK_ROWS
@@ -49,6 +55,7 @@ from ...operators.storage import pass_bytes
 from .control_variate import control_variate_traces
 from .iterative import _on_one_blas_thread
 from .laplace import SETTLED_TOL, LaplaceMode, mode_from, second_term
+from .newton_gmres import newton_gmres_bytes, newton_gmres_step, sufficient_rank
 from .preconditioner import NystromDiagonalPreconditioner, kernel_factor
 
 __all__ = ["LaplaceSettings", "IterativeLaplace"]
@@ -61,10 +68,6 @@ _RANK_SHARE = 0.4
 
 #: Newton's stopping tolerance on f within an evaluation (_IterativeNewton.settled_tol).
 EVALUATION_SETTLED_TOL = 1e-5
-
-#: GMRES's products per cycle, and cycles after the first, in a Newton step (where K̃ explains K, one does).
-GMRES_ITERATIONS = 20
-GMRES_RESTARTS = 4
 
 #: W below this is taken as this in the control variate's K̂ = K + W⁻¹ (its rows of K̂⁻¹ are then below
 #: 1e-12 of the others: the variate's bias is that small).
@@ -82,29 +85,6 @@ class LaplaceSettings:
     final_tol: float = 1e-6  # the predictive variances' solves
     rank: int | None = None
     max_iter: int = 1000
-
-
-#: The default rank stops where ¼ tr(K − F Fᵀ) falls below this (sufficient_rank).
-RESIDUAL_TRACE = 0.1
-#: ... in steps of this many pivots.
-RANK_STEP = 64
-
-
-def sufficient_rank(F: np.ndarray, d: np.ndarray) -> int:
-    """The fewest leading pivots of the factor K ≈ F Fᵀ + diag(d) (in RPCholesky's order each prefix is the
-    Nyström factor on its pivots) whose residual E = K − F_k F_kᵀ has ¼ tr E ≤ RESIDUAL_TRACE, a multiple of
-    RANK_STEP, else all. W ≤ ¼, so ‖S E S‖ ≤ tr(S E S) ≤ ¼ tr E: past it, B's preconditioner P = I + S K̃ S
-    leaves B P⁻¹ within RESIDUAL_TRACE of I, and a Newton step's GMRES needs one or two products. Every pivot
-    beyond costs O(n r) in each product with the factor and O(n r²) in each preconditioner (once per Newton
-    step): at N = 50,000, θ at the optimum (C ≈ 5,500), 256 pivots left ¼ tr E = 3.3, 512 left 0.04, 1,024
-    left 3e-4 (measured). tr E = Σ d + Σ_{j ≥ k} ‖F_j‖²: d's white noise, if any, counts too."""
-    r = F.shape[1]
-    tail = np.cumsum(np.einsum("ij,ij->j", F, F)[::-1])[::-1]  # Σ_{j ≥ k} ‖F_j‖² for k = 0 … r − 1
-    base = float(np.sum(d))
-    for k in range(RANK_STEP, r, RANK_STEP):
-        if 0.25 * (base + float(tail[k])) <= RESIDUAL_TRACE:
-            return k
-    return r
 
 
 def _inverse_diagonal(pre: NystromDiagonalPreconditioner) -> np.ndarray:
@@ -156,30 +136,17 @@ class _IterativeNewton:
 
     def newton_update(self, W_sr: np.ndarray, b: np.ndarray, current: tuple | None,
                       tol: float | None = None) -> tuple:
-        """(a, K a) with (I + W K) a = b by GMRES (solvers/gmres.py), right-preconditioned by
-        M = (I + W K̃)⁻¹ = I − S P⁻¹ S K̃ (K̃ = F Fᵀ + D: P = I + S K̃ S is B's preconditioner), from ``current``
-        = (a₀, K a₀) or zero. Each iteration is one product by K, and K a comes from the iterations' products:
-        where K̃ explains K (P ≈ B), one product per Newton step, against a solve with B and two products by
-        K for Algorithm 3.1's form."""
-        settings, pre, F, d = self.owner.settings, self.pre, self.F, self.d
-        assert pre is not None
-        W = W_sr**2
-
-        def operator(u):
-            Ku = self.kernel_times(u)
-            return u + W * Ku, Ku
-
-        def precondition(v):
-            Kv = (F @ (F.T @ v) if F.shape[1] else 0.0) + d * v
-            return v - W_sr * pre.solve((W_sr * Kv)[:, None])[:, 0]
-
-        start = {} if current is None else {"x0": current[0], "companion0": current[1],
-                                            "residual0": b - current[0] - W * current[1]}
+        """(a, K a) with (I + W K) a = b by GMRES (newton_gmres.py), from ``current`` = (a₀, K a₀), else from
+        the last mode's a, else from zero (module documentation)."""
+        assert self.pre is not None
+        newton_tol = self.owner.settings.newton_tol
+        guess = self.owner.last_a if current is None and tol is None else None
+        if guess is not None and guess.shape == b.shape:  # the last mode's a, its product by this K made
+            current = (guess, self.kernel_times(guess))
         if tol is None:  # from zero the residual is b's size, not the step's: the forcing term squared
-            tol = settings.newton_tol if current is not None else settings.newton_tol**2
-        a, Ka, info = gmres(operator, np.asarray(b, dtype=np.float64), precondition=precondition,
-                            tol=tol, maxiter=GMRES_ITERATIONS,
-                            restarts=GMRES_RESTARTS, **start)
+            tol = newton_tol if current is not None else newton_tol**2
+        a, Ka, info = newton_gmres_step(self.kernel_times, W_sr, b, current, F=self.F, d=self.d, pre=self.pre,
+                                        tol=tol)
         self.owner.figures["iterations"].append(info["iterations"])
         if not info["converged"]:
             self.owner.figures["unconverged_steps"] = self.owner.figures.get("unconverged_steps", 0) + 1
@@ -241,13 +208,15 @@ class IterativeLaplace:
         self.F: np.ndarray | None = None
         self.d: np.ndarray | None = None
         self.a: np.ndarray | None = None
+        #: the last mode's a: the first Newton step's starting guess (a θ nearby has its mode nearby)
+        self.last_a: np.ndarray | None = None
 
     def _working_bytes(self, columns: int | None = None) -> int:
-        """The two factors (F and S F), the probes' CG blocks and their solutions beside them, and the kernel
-        pass's working memory."""
+        """The two factors (F and S F), the probes' CG blocks and their solutions beside them (or a Newton step's
+        GMRES vectors, which come and go before them), and the kernel pass's working memory."""
         n, p = self.y.shape[0], self.settings.probes if columns is None else columns
-        return (2 * 8 * n * self.rank + max(pcg_bytes(n, p, self.rank) + 3 * 8 * n * p, gmres_bytes(n, GMRES_ITERATIONS))
-                + pass_bytes(p, n))
+        blocks = max(pcg_bytes(n, p, self.rank) + 3 * 8 * n * p, newton_gmres_bytes(n))
+        return 2 * 8 * n * self.rank + blocks + pass_bytes(p, n)
 
     def count(self, info: dict) -> None:
         self.figures["products"] += info["iterations"]
@@ -287,6 +256,7 @@ class IterativeLaplace:
             system = self._system(op, F, d)
             system.settled_tol = EVALUATION_SETTLED_TOL
             mode = mode_from(system, self.y, start, max_iter)
+            self.last_a = mode.a
             if not eval_gradient:
                 self._stage("evaluations", begin)
                 return mode.log_marginal_likelihood, None, mode
@@ -324,6 +294,7 @@ class IterativeLaplace:
             system = self._system(op, F, d)
             mode = mode_from(system, self.y, start, max_iter)
         self.S, self.pi, self.pre, self.F, self.d, self.a = mode.W_sr, mode.pi, system.pre, F, d, mode.a
+        self.last_a = mode.a
         return mode
 
     def latent_mean(self, kernel, X_new) -> np.ndarray:
