@@ -455,6 +455,22 @@ def test_cg_subset_start_with_a_rare_class():
     assert np.all(np.isfinite(model.predict_proba(X)))
 
 
+def test_cg_subset_start_through_a_cg_subset():
+    """Where n exceeds SUBSET_CHAIN times subset_start, the start is a cg fit on √(subset_start·n) samples, itself
+    started from an exact fit on subset_start; the fit climbs from there (the exact likelihood of its θ above
+    the start's)."""
+    X, y = data(700, seed=23)
+    kernel = C(1.0) * RBF([1.0, 1.0, 1.0])
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        model = GaussianProcessClassifier(kernel, solver="cg", subset_start=60, random_state=0, n_probes=16).fit(X, y)
+    start = model.base_estimator_.solver_info_["start"]
+    assert start["samples"] == int(np.sqrt(60 * 700)) and start["solver"] == "cg"
+    assert start["start"]["samples"] == 60 and start["start"]["solver"] == "cholesky"
+    exact = GaussianProcessClassifier(kernel, solver="cholesky", optimizer=None).fit(X, y)
+    assert exact.log_marginal_likelihood(model.kernel_.theta) > exact.log_marginal_likelihood(start["theta"])
+
+
 def test_cg_predictions_at_a_large_amplitude():
     """At a large amplitude K*ᵀ(y − π) multiplies the mode's error by the amplitude and n: the cg model's mean
     is K*ᵀa (with y − π this case was 0.28 off the exact model in probability)."""

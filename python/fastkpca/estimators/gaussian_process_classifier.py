@@ -29,6 +29,9 @@ CG_RESTARTS = 3
 #: below the estimate's own error (its standard error is about 1e-3 to 1e-2), where scikit-learn's ftol asks
 #: for 2.2e-9 relative and the flat directions of irrelevant length scales take tens of evaluations more.
 CG_STOP_NATS = 0.01
+#: cg's subset start goes through a cg fit on √(subset_start·n) samples where n exceeds this many times
+#: subset_start (_BinaryLaplaceClassifier._subset_start).
+SUBSET_CHAIN = 10
 #: Samples below which a binary model's native passes run on one thread (unless n_jobs is given).
 SMALL_PROBLEM = 512
 _MULTI_CLASS = ("one_vs_rest", "one_vs_one")
@@ -214,26 +217,39 @@ class _BinaryLaplaceClassifier(ClassifierMixin, BaseEstimator):
         self.log_marginal_likelihood_value_ = -np.min(values)
 
     def _subset_start(self) -> np.ndarray:
-        """θ of an exact fit on ``subset_start`` training samples drawn from the fit's random state (cg's start,
-        as the regression's: at tens of thousands of samples L-BFGS-B from the kernel's θ costs many cg
-        evaluations that the subset's exact fit saves); its figures go to ``solver_info_["start"]``."""
+        """θ of a fit on a subset of the training samples drawn from the fit's random state (cg's start, as the
+        regression's: at tens of thousands of samples L-BFGS-B from the kernel's θ costs many cg evaluations
+        that the subset's fit saves): an exact fit on ``subset_start`` samples, or where n is more than
+        SUBSET_CHAIN times that, a cg fit on √(subset_start·n) samples, itself started from an exact fit on
+        ``subset_start`` (θ moves with n: at N = 100,000 the optimum is far from a 3,000-sample fit's, and
+        evaluations on 17,000 samples cost a thirty-fifth of those on all). Its figures go to
+        ``solver_info_["start"]``. Newton's iteration at the first θ starts from that model's latent mean at
+        every training sample instead of zero."""
+        import math
         import time
 
         n = len(self._labels)
-        index = np.sort(self.rng.choice(n, self.subset_start, replace=False))
-        if np.unique(self.y_train_[index]).size < 2:  # a rare class missed: no exact fit to start from
-            self._start = {"samples": self.subset_start, "skipped": "the subset holds one class"}
+        size, solver = self.subset_start, "cholesky"
+        if n > SUBSET_CHAIN * self.subset_start:
+            size, solver = int(math.sqrt(self.subset_start * n)), "cg"
+        index = np.sort(self.rng.choice(n, size, replace=False))
+        if np.unique(self.y_train_[index]).size < 2:  # a rare class missed: no fit to start from
+            self._start = {"samples": size, "skipped": "the subset holds one class"}
             return self.kernel_.theta
         begin = time.perf_counter()
-        subset = clone(self).set_params(kernel=self.kernel_, solver="cholesky", n_restarts_optimizer=0,
+        subset = clone(self).set_params(kernel=self.kernel_, solver=solver, n_restarts_optimizer=0,
                                         copy_X_train=False, warm_start=False, random_state=self.rng.randint(2**31 - 1))
         with warnings.catch_warnings():
             warnings.simplefilter("ignore")
             X = self.X_train_
             subset.fit(X[index] if isinstance(X, np.ndarray) else [X[i] for i in index], self.y_train_[index])
-        self._start = {"samples": self.subset_start, "theta": subset.kernel_.theta.tolist(),
+        if self._fit_f is None:  # Newton's first start: the subset model's latent mean at every training sample
+            self._fit_f = subset._solver.latent_mean(subset._kernel, self.X_train_)
+        self._start = {"samples": size, "solver": solver, "theta": subset.kernel_.theta.tolist(),
                        "evaluations": subset.n_iter_, "seconds": time.perf_counter() - begin,
                        "log_marginal_likelihood": float(subset.log_marginal_likelihood_value_)}
+        if solver == "cg":
+            self._start["start"] = subset.solver_info_["start"]
         return subset.kernel_.theta
 
     def _constrained_optimization(self, obj_func, initial_theta, bounds):
@@ -350,8 +366,8 @@ class GaussianProcessClassifier(ClassifierMixin, BaseEstimator):
     solver : {"auto", "cholesky", "cg"}, default="auto"
         "cholesky": Newton's iterations and the gradient from Cholesky factors of B = I + W^½ K W^½ (two n × n
         arrays; scikit-learn's answers to rounding). "cg": by products with the kernel only (preconditioned
-        conjugate gradients for Newton's solves with B, stochastic Lanczos quadrature for log det B and
-        Hutchinson probes for the gradient's traces; see Notes): no n × n array, the likelihood an estimate.
+        GMRES for Newton's steps, stochastic Lanczos quadrature for log det B and Hutchinson probes for the
+        gradient's traces; see Notes): no n × n array, the likelihood an estimate.
         "auto": "cholesky" while its two n × n arrays fit ``memory_limit`` and n ≤ 10,000, else "cg".
     memory_limit : int or str, default=None
         Bytes the fit and predictions may use beyond X and y, or a size such as ``"4GB"`` (None: 80% of the
@@ -360,8 +376,9 @@ class GaussianProcessClassifier(ClassifierMixin, BaseEstimator):
     n_probes : int, default=32
         cg: random probes of log det B, of the gradient's traces and of diag B⁻¹ (drawn once per fit).
     preconditioner_rank : int, default=None
-        cg: rank r of the randomly pivoted Cholesky factor of the kernel behind the preconditioner of B (its
-        pivots drawn at the first evaluation and held). None: up to 1024, within 40% of ``memory_limit``.
+        cg: rank r of the randomly pivoted Cholesky factor K ≈ F Fᵀ + D of the kernel behind the
+        preconditioners (its pivots drawn at the first evaluation and held). None: the fewest pivots, in steps
+        of 64, that leave ¼ tr(K − F Fᵀ) ≤ 0.1, up to 1024 and within 40% of ``memory_limit``.
     subset_start : int, default=3000
         cg with the default optimizer: L-BFGS-B starts from the θ of an exact fit on this many samples drawn
         from ``random_state`` (reported in each binary model's ``solver_info_["start"]``); 0: from the kernel's.
@@ -386,7 +403,8 @@ class GaussianProcessClassifier(ClassifierMixin, BaseEstimator):
     Notes
     -----
     Each binary model is Rasmussen and Williams' Algorithms 3.1, 3.2 and 5.1, as in scikit-learn, with B =
-    I + W^½ K W^½ factored at every Newton step. Its gradient needs, for every hyperparameter θ_j,
+    I + W^½ K W^½ factored at every Newton step (within a fit on 2,500 samples or more, once per
+    evaluation: the steps go by GMRES on products with K, as cg's do). Its gradient needs, for every hyperparameter θ_j,
     ½ aᵀC_j a − ½ tr(R C_j) + s₂ᵀ(I − K R) C_j v (C_j = ∂K/∂θ_j, R = W^½ B⁻¹ W^½, v = y − π); all three
     terms are tr(Ω C_j) for one symmetric Ω = ½(a aᵀ − R) + ½(u vᵀ + v uᵀ), u = (I − R K) s₂, and the
     diagonal of the posterior covariance in s₂ is (1 − diag B⁻¹)/W: one inverse of B (in place over its
@@ -403,13 +421,16 @@ class GaussianProcessClassifier(ClassifierMixin, BaseEstimator):
     scikit-learn's rule would stop at the first step and report a value computed with the curvature of the
     start, off by the step's size).
 
-    With ``solver="cg"`` nothing n × n is formed: Newton's solves with B run by preconditioned conjugate
-    gradients (a randomly pivoted Cholesky factor of K, pivots held for the fit, through Woodbury), log det B by
+    With ``solver="cg"`` nothing n × n is formed: each Newton step a = (I + W K)⁻¹ b runs by GMRES,
+    preconditioned with (I + W K̃)⁻¹ for a randomly pivoted Cholesky factor K̃ of K (pivots held for the fit,
+    applied through Woodbury), K a from the iterations' own products (one or two products by K a step where
+    K̃ explains K; an inexact Newton step, settled to 1e-5 of max|f| within an evaluation), log det B by
     stochastic Lanczos quadrature on fixed probes, and the traces and diag B⁻¹ by the same probes, the trace
     with the regression's preconditioner control variate (R = (K + W⁻¹)⁻¹ is the regression's K̂⁻¹ for the
     noise W⁻¹). The likelihood is then an estimate (``solver_info_["standard_error"]``), and L-BFGS-B sees values
     integrated from the gradient; it starts from an exact fit on ``subset_start`` samples, and again from
-    where its line search ends ABNORMAL (``solver_info_["optimizer_restarts"]``). Along directions where the
+    where its line search ends ABNORMAL (``solver_info_["optimizer_restarts"]``), and it stops once an iteration
+    gains less than 0.01 nats, below the estimate's own error. Along directions where the
     likelihood is flat (the length scale of a feature the labels do not depend on, near its bound) the cg
     optimum can sit elsewhere than the exact one: bench/gaussian_process_classification.py --cg-fit has the
     figures.

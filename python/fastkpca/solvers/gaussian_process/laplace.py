@@ -91,12 +91,10 @@ class NewtonSystem(Protocol):
     def prepare(self, W_sr: np.ndarray) -> None:
         """Make B = I + S K S for S = diag(W_sr) the matrix :meth:`solve` and :meth:`half_logdet` answer for."""
 
-    def solve(self, r: np.ndarray) -> np.ndarray:
-        """B⁻¹ r."""
-
     def newton_update(self, W_sr: np.ndarray, b: np.ndarray, current: tuple | None) -> tuple:
         """(a, K a) with a = (I + W K)⁻¹ b for the B prepared (W = W_sr²); ``current``: (a, K a) of the iterate
-        the step starts from, a solver's starting guess, or None (:func:`update_by_solve` is the direct form)."""
+        the step starts from, a solver's starting guess, or None (:func:`update_by_solve` is the direct form,
+        newton_gmres.py the one by products)."""
 
     def half_logdet(self) -> float:
         """½ log det B (for the last B prepared)."""
@@ -113,9 +111,9 @@ def _sigmoid(f: np.ndarray) -> np.ndarray:
     return expit(f)
 
 
-def update_by_solve(system: NewtonSystem, W_sr: np.ndarray, b: np.ndarray) -> tuple:
-    """(a, K a) with a = (I + W K)⁻¹ b = b − S B⁻¹ S K b (lines 6–8 of Algorithm 3.1): two products and a solve
-    with B."""
+def update_by_solve(system, W_sr: np.ndarray, b: np.ndarray) -> tuple:
+    """(a, K a) with a = (I + W K)⁻¹ b = b − S B⁻¹ S K b (lines 6–8 of Algorithm 3.1) for a system that also
+    has ``solve(r)`` = B⁻¹ r: two products and a solve with B."""
     a = b - W_sr * system.solve(W_sr * system.kernel_times(b))
     return a, system.kernel_times(a)
 

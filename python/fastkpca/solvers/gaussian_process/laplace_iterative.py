@@ -127,13 +127,6 @@ class _IterativeNewton:
         self.pre = self.probes = None  # the last step's S F goes before the next is made
         self.pre = NystromDiagonalPreconditioner(self.S[:, None] * self.F, 1.0 + self.S**2 * self.d)
 
-    def solve(self, r: np.ndarray, tol: float | None = None) -> np.ndarray:
-        settings = self.owner.settings
-        x, info = pcg(self.b_times, np.asarray(r, dtype=np.float64)[:, None], precondition=self.pre,
-                      tol=settings.u_tol if tol is None else tol, maxiter=settings.max_iter)
-        self.owner.count(info)
-        return x[:, 0]
-
     def newton_update(self, W_sr: np.ndarray, b: np.ndarray, current: tuple | None,
                       tol: float | None = None) -> tuple:
         """(a, K a) with (I + W K) a = b by GMRES (newton_gmres.py), from ``current`` = (a₀, K a₀), else from
