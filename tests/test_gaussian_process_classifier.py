@@ -157,12 +157,12 @@ def test_mode_from_another_start_is_scikit_learns_mode():
 
 
 @pytest.mark.parametrize("name", ["C*RBF(ARD)", "C*Matern52+White", "C*Matern12"])
-def test_newton_steps_by_gmres_find_the_factored_mode(monkeypatch, name):
-    """settled_mode's steps by GMRES on the held K (laplace_exact, from GMRES_FROM samples; here from 100)
+def test_newton_steps_by_cg_find_the_factored_mode(monkeypatch, name):
+    """settled_mode's steps by CG on the held K (laplace_exact, from CG_STEPS_FROM samples; here from 100)
     give the mode, likelihood and gradient the factored steps give, from another θ's mode and from the last
-    mode's a; a step whose GMRES stops short is taken by the factor."""
+    mode's a; a step whose CG stops short is taken by the factor."""
     from fastkpca.kernels import make
-    from fastkpca.solvers.gaussian_process import laplace_exact, newton_gmres
+    from fastkpca.solvers.gaussian_process import laplace_exact, newton_cg
 
     X, y = data(300, seed=21)
     kernel = NATIVE[name]
@@ -170,18 +170,18 @@ def test_newton_steps_by_gmres_find_the_factored_mode(monkeypatch, name):
     far = native.with_theta(kernel.theta + 0.3)
     results = {}
     for threshold in (10**9, 100):
-        monkeypatch.setattr(laplace_exact, "GMRES_FROM", threshold)
+        monkeypatch.setattr(laplace_exact, "CG_STEPS_FROM", threshold)
         solver = laplace_exact.ExactLaplace(X, y.astype(float), memory_limit=10**8)
         _, _, far_mode = solver.evaluate(far, ("settled", None), 100, False)
         results[threshold] = solver.evaluate(native, ("settled", far_mode.f), 100, True), solver.info()["newton"]
     (value, gradient, mode), factored = results[10**9]
     (value_g, gradient_g, mode_g), counts = results[100]
-    assert factored["gmres_steps"] == 0 and counts["gmres_steps"] > 0 and counts["factored_steps"] == 0
-    assert counts["gmres_products"] <= 3 * counts["gmres_steps"]  # the Nyström factor explains K
+    assert factored["cg_steps"] == 0 and counts["cg_steps"] > 0 and counts["factored_steps"] == 0
+    assert counts["cg_products"] <= 4 * counts["cg_steps"]  # the Nyström factor explains K
     np.testing.assert_allclose(mode_g.f, mode.f, atol=1e-8 * np.abs(mode.f).max())
     np.testing.assert_allclose(value_g, value, rtol=1e-11)
     np.testing.assert_allclose(gradient_g, gradient, rtol=1e-7, atol=1e-9)
-    monkeypatch.setattr(newton_gmres, "NEWTON_GMRES_ITERATIONS", 0)  # every GMRES stops short
+    monkeypatch.setattr(newton_cg, "NEWTON_CG_ITERATIONS", 0)  # every CG stops short
     solver = laplace_exact.ExactLaplace(X, y.astype(float), memory_limit=10**8)
     value_f, _, _ = solver.evaluate(native, ("settled", None), 100, False)
     assert solver.info()["newton"]["factored_steps"] > 0

@@ -25,10 +25,6 @@ _SOLVERS = ("auto", "cholesky", "cg")
 AUTO_CG_FROM = 10000
 #: cg: L-BFGS-B runs again from where its line search ended ABNORMAL at most this many times.
 CG_RESTARTS = 3
-#: cg: L-BFGS-B stops when an iteration raises the likelihood by less than this (nats, all samples together):
-#: below the estimate's own error (its standard error is about 1e-3 to 1e-2), where scikit-learn's ftol asks
-#: for 2.2e-9 relative and the flat directions of irrelevant length scales take tens of evaluations more.
-CG_STOP_NATS = 0.01
 #: cg's subset start goes through a cg fit on √(subset_start·n) samples where n exceeds this many times
 #: subset_start (_BinaryLaplaceClassifier._subset_start).
 SUBSET_CHAIN = 10
@@ -264,9 +260,7 @@ class _BinaryLaplaceClassifier(ClassifierMixin, BaseEstimator):
                 value, gradient = obj_func(theta)
                 return value / per, gradient / per
 
-            # cg: L-BFGS-B stops once an iteration gains less than CG_STOP_NATS in all (its ftol is relative to
-            # max(|value|, 1), and the per-sample value is below 1)
-            options = {} if per == 1 else {"gtol": 1e-5 / per, "ftol": CG_STOP_NATS / per}
+            options = {} if per == 1 else {"gtol": 1e-5 / per}
             result = scipy.optimize.minimize(objective, initial_theta, method="L-BFGS-B", jac=True, bounds=bounds,
                                              options=options)
             self._abnormal = per > 1 and "ABNORMAL" in str(result.message)
@@ -366,7 +360,7 @@ class GaussianProcessClassifier(ClassifierMixin, BaseEstimator):
     solver : {"auto", "cholesky", "cg"}, default="auto"
         "cholesky": Newton's iterations and the gradient from Cholesky factors of B = I + W^½ K W^½ (two n × n
         arrays; scikit-learn's answers to rounding). "cg": by products with the kernel only (preconditioned
-        GMRES for Newton's steps, stochastic Lanczos quadrature for log det B and Hutchinson probes for the
+        CG for Newton's steps, stochastic Lanczos quadrature for log det B and Hutchinson probes for the
         gradient's traces; see Notes): no n × n array, the likelihood an estimate.
         "auto": "cholesky" while its two n × n arrays fit ``memory_limit`` and n ≤ 10,000, else "cg".
     memory_limit : int or str, default=None
@@ -378,10 +372,12 @@ class GaussianProcessClassifier(ClassifierMixin, BaseEstimator):
     preconditioner_rank : int, default=None
         cg: rank r of the randomly pivoted Cholesky factor K ≈ F Fᵀ + D of the kernel behind the
         preconditioners (its pivots drawn at the first evaluation and held). None: the fewest pivots, in steps
-        of 64, that leave ¼ tr(K − F Fᵀ) ≤ 0.1, up to 1024 and within 40% of ``memory_limit``.
+        of 64, that leave ¼ tr(K − F Fᵀ) ≤ 1e-3, up to 1024 and within 40% of ``memory_limit``.
     subset_start : int, default=3000
         cg with the default optimizer: L-BFGS-B starts from the θ of an exact fit on this many samples drawn
-        from ``random_state`` (reported in each binary model's ``solver_info_["start"]``); 0: from the kernel's.
+        from ``random_state``, or where n is more than ten times this, of a cg fit on √(subset_start·n) samples
+        itself started so; Newton's first iteration starts from that model's latent mean (reported in each
+        binary model's ``solver_info_["start"]``). 0: from the kernel's θ.
 
     Attributes
     ----------
@@ -402,14 +398,13 @@ class GaussianProcessClassifier(ClassifierMixin, BaseEstimator):
 
     Notes
     -----
-    Each binary model is Rasmussen and Williams' Algorithms 3.1, 3.2 and 5.1, as in scikit-learn, with B =
-    I + W^½ K W^½ factored at every Newton step (within a fit on 2,500 samples or more, once per
-    evaluation: the steps go by GMRES on products with K, as cg's do). Its gradient needs, for every hyperparameter θ_j,
-    ½ aᵀC_j a − ½ tr(R C_j) + s₂ᵀ(I − K R) C_j v (C_j = ∂K/∂θ_j, R = W^½ B⁻¹ W^½, v = y − π); all three
-    terms are tr(Ω C_j) for one symmetric Ω = ½(a aᵀ − R) + ½(u vᵀ + v uᵀ), u = (I − R K) s₂, and the
-    diagonal of the posterior covariance in s₂ is (1 − diag B⁻¹)/W: one inverse of B (in place over its
-    factor) and one pass over the kernel's tiles give every θ_j. Memory: two n × n arrays during the fit,
-    one (``L_``) after it. Everything is float64.
+    Each binary model is Rasmussen and Williams' Algorithms 3.1, 3.2 and 5.1, as in scikit-learn, with B = I + W^½ K
+    W^½ factored at every Newton step (within a fit on 2,500 samples or more, once per evaluation: the steps go by
+    preconditioned CG on products with K, as cg's do). Its gradient needs, for every hyperparameter θ_j, ½ aᵀC_j a −
+    ½ tr(R C_j) + s₂ᵀ(I − K R) C_j v (C_j = ∂K/∂θ_j, R = W^½ B⁻¹ W^½, v = y − π); all three terms are tr(Ω C_j) for
+    one symmetric Ω = ½(a aᵀ − R) + ½(u vᵀ + v uᵀ), u = (I − R K) s₂, and the diagonal of the posterior covariance
+    in s₂ is (1 − diag B⁻¹)/W: one inverse of B (in place over its factor) and one pass over the kernel's tiles give
+    every θ_j. Memory: two n × n arrays during the fit, one (``L_``) after it. Everything is float64.
 
     Within a fit, Newton's iteration at each θ starts from the mode at the θ before, halves any step after
     the first that lowers its objective, and stops when a step moves f by less than 1e-9 of its largest
@@ -421,16 +416,17 @@ class GaussianProcessClassifier(ClassifierMixin, BaseEstimator):
     scikit-learn's rule would stop at the first step and report a value computed with the curvature of the
     start, off by the step's size).
 
-    With ``solver="cg"`` nothing n × n is formed: each Newton step a = (I + W K)⁻¹ b runs by GMRES,
-    preconditioned with (I + W K̃)⁻¹ for a randomly pivoted Cholesky factor K̃ of K (pivots held for the fit,
-    applied through Woodbury), K a from the iterations' own products (one or two products by K a step where
-    K̃ explains K; an inexact Newton step, settled to 1e-5 of max|f| within an evaluation), log det B by
+    With ``solver="cg"`` nothing n × n is formed: each Newton step a = (I + W K)⁻¹ b is a correction from the
+    current iterate by CG on B, preconditioned with P = I + W^½ K̃ W^½ for a randomly pivoted Cholesky factor K̃
+    of K (pivots held for the fit, applied through Woodbury), K a from the iterations' own products (two or three
+    products by K a step where K̃ explains K; an inexact Newton step, settled to 1e-5 of max|f| within an
+    evaluation), log det B by
     stochastic Lanczos quadrature on fixed probes, and the traces and diag B⁻¹ by the same probes, the trace
     with the regression's preconditioner control variate (R = (K + W⁻¹)⁻¹ is the regression's K̂⁻¹ for the
     noise W⁻¹). The likelihood is then an estimate (``solver_info_["standard_error"]``), and L-BFGS-B sees values
-    integrated from the gradient; it starts from an exact fit on ``subset_start`` samples, and again from
-    where its line search ends ABNORMAL (``solver_info_["optimizer_restarts"]``), and it stops once an iteration
-    gains less than 0.01 nats, below the estimate's own error. Along directions where the
+    integrated from the gradient; it starts from a fit on a subset (exact on ``subset_start`` samples, or beyond
+    ten times that a cg fit on √(subset_start·n) samples started so), and again from
+    where its line search ends ABNORMAL (``solver_info_["optimizer_restarts"]``). Along directions where the
     likelihood is flat (the length scale of a feature the labels do not depend on, near its bound) the cg
     optimum can sit elsewhere than the exact one: bench/gaussian_process_classification.py --cg-fit has the
     figures.

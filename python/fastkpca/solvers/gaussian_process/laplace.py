@@ -94,7 +94,7 @@ class NewtonSystem(Protocol):
     def newton_update(self, W_sr: np.ndarray, b: np.ndarray, current: tuple | None) -> tuple:
         """(a, K a) with a = (I + W K)⁻¹ b for the B prepared (W = W_sr²); ``current``: (a, K a) of the iterate
         the step starts from, a solver's starting guess, or None (:func:`update_by_solve` is the direct form,
-        newton_gmres.py the one by products)."""
+        newton_cg.py the one by products)."""
 
     def half_logdet(self) -> float:
         """½ log det B (for the last B prepared)."""

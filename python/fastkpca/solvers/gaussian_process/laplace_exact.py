@@ -6,8 +6,8 @@ every Newton step, and after the last one B⁻¹ (potri, in place over L), whose
 products give u = s₂ − S B⁻¹ S K s₂, and finally the gradient's weights Ω = ½(a aᵀ − S B⁻¹ S) + ½(u vᵀ + v uᵀ),
 formed in place; the kernel reads Ω tile by tile and returns every tr(Ω ∂K/∂θ_j) (kernels.Kernel.
 gradient_traces). Memory 2n²·8 bytes; flops n³/3 per Newton step and 2n³/3 for the inverse (scikit-learn's
-gradient adds two n³ solves, an n × n × p array and 2pn² per θ_j on top). From GMRES_FROM samples, a fit's
-Newton steps go by GMRES on products with the held K instead (newton_gmres.py, n² flops a product), and B is
+gradient adds two n³ solves, an n × n × p array and 2pn² per θ_j on top). From CG_STEPS_FROM samples, a fit's
+Newton steps go by preconditioned CG on products with the held K instead (newton_cg.py, n² flops a product), and B is
 factored once per evaluation, at the mode.
 """
 
@@ -19,18 +19,19 @@ from ... import _native
 from ... import _validation as v
 from .exact import factor, posterior_variance
 from .laplace import LaplaceMode, mode_from, second_term, update_by_solve
-from .newton_gmres import newton_gmres_step, sufficient_rank
+from .newton_cg import newton_cg_step, sufficient_rank
 from .preconditioner import NystromDiagonalPreconditioner
 
-#: settled_mode's Newton steps go by GMRES from this many samples. An evaluation on the bench's data near its
-#: optimum (bench/gaussian_process_classification.py, five θ): 0.42 s by factors and 0.41 s by GMRES at
-#: n = 2,000, 1.08 and 0.77 s at 3,000, 3.39 and 2.01 s at 5,000 (potrf's n³/3 per step against the
-#: factor K̃, a preconditioner per step and about two products by K).
-GMRES_FROM = 2500
+#: settled_mode's Newton steps go by CG (newton_cg.py) from this many samples. An evaluation on the bench's
+#: data near its optimum (bench/gaussian_process_classification.py, five θ): 0.42 s by factors and 0.41 s by
+#: products at n = 2,000, 1.08 and 0.77 s at 3,000, 3.39 and 2.01 s at 5,000 (potrf's n³/3 per step against
+#: the factor K̃, a preconditioner per step and about two products by K; measured with GMRES steps, which
+#: took as many products there as CG's).
+CG_STEPS_FROM = 2500
 #: ... with the residual falling by this from the step's gradient (inexact Newton).
 NEWTON_FORCING = 1e-3
 #: ... preconditioned by a Nyström factor of K of at most this rank (RPCholesky on the held K;
-#: newton_gmres.sufficient_rank may take fewer). At n = 5,000, rank 128 took 2.2 products a step and 2.01 s
+#: newton_cg.sufficient_rank may take fewer). At n = 5,000, rank 128 took 2.2 products a step and 2.01 s
 #: an evaluation, rank 256 1.2 products and 2.11 s (the factor and its preconditioners cost O(n r²)).
 NYSTROM_RANK = 128
 
@@ -47,9 +48,9 @@ def _symmetric_times(K: np.ndarray, x: np.ndarray) -> np.ndarray:
 
 class _CholeskyNewton:
     """laplace.NewtonSystem on K held whole: B formed into ``buffer`` and factored there when a solve or log det B
-    is asked for. With a Nyström factor (F, d) of K, Newton's steps are GMRES steps instead (newton_gmres.py:
+    is asked for. With a Nyström factor (F, d) of K, Newton's steps go by CG instead (newton_cg.py:
     products by the held K, n² flops each, against potrf's n³/3), and B is factored once, at the mode; a step
-    whose GMRES does not converge is taken by the factor."""
+    whose CG does not converge is taken by the factor."""
 
     def __init__(self, K: np.ndarray, buffer: np.ndarray, threads: int, nystrom: tuple | None = None,
                  guess: np.ndarray | None = None):
@@ -57,7 +58,7 @@ class _CholeskyNewton:
         self.L: np.ndarray | None = None
         self.W_sr = np.zeros(K.shape[0])
         self.pre: NystromDiagonalPreconditioner | None = None
-        self.figures = {"gmres_steps": 0, "gmres_products": 0, "factored_steps": 0}
+        self.figures = {"cg_steps": 0, "cg_products": 0, "factored_steps": 0}
 
     def kernel_times(self, x: np.ndarray) -> np.ndarray:
         return _symmetric_times(self.K, x)
@@ -90,16 +91,15 @@ class _CholeskyNewton:
         tol = NEWTON_FORCING
         if current is None and self.guess is not None and self.guess.shape == b.shape:
             current = (self.guess, self.kernel_times(self.guess))  # the last mode's a
-            self.figures["gmres_products"] += 1
+            self.figures["cg_products"] += 1
         elif current is None:
             tol = NEWTON_FORCING**2  # from zero: relative to b, not to the step's gradient
-        F, d = self.nystrom
-        a, Ka, info = newton_gmres_step(self.kernel_times, W_sr, b, current, F=F, d=d, pre=self.pre, tol=tol)
-        self.figures["gmres_products"] += info["iterations"]
+        a, Ka, info = newton_cg_step(self.kernel_times, W_sr, b, current, pre=self.pre, tol=tol)
+        self.figures["cg_products"] += info["iterations"]
         if not info["converged"]:
             self.figures["factored_steps"] += 1
             return update_by_solve(self, W_sr, b)
-        self.figures["gmres_steps"] += 1
+        self.figures["cg_steps"] += 1
         return a, Ka
 
     def half_logdet(self) -> float:
@@ -128,7 +128,7 @@ class ExactLaplace:
         self.W_sr: np.ndarray | None = None
         self._held: tuple[np.ndarray, np.ndarray] | None = None
         self.last_a: np.ndarray | None = None  # the last mode's a: the next evaluation's first guess
-        self.figures = {"gmres_steps": 0, "gmres_products": 0, "factored_steps": 0}
+        self.figures = {"cg_steps": 0, "cg_products": 0, "factored_steps": 0}
 
     def _arrays(self, kernel) -> tuple[np.ndarray, np.ndarray]:
         """(K(X, X) in float64, an n × n array for B), after the memory check. Until :meth:`fit_final` the two
@@ -150,10 +150,10 @@ class ExactLaplace:
         return K, B
 
     def _system(self, K: np.ndarray, buffer: np.ndarray, threads: int, start: tuple) -> _CholeskyNewton:
-        """Newton's system on the held K: steps by GMRES for settled_mode's iteration from GMRES_FROM samples,
+        """Newton's system on the held K: steps by CG for settled_mode's iteration from CG_STEPS_FROM samples,
         by the factor of B otherwise (scikit-learn's iteration, whose every step asks for log det B anyway)."""
         n = K.shape[0]
-        if start[0] != "settled" or n < GMRES_FROM:
+        if start[0] != "settled" or n < CG_STEPS_FROM:
             return _CholeskyNewton(K, buffer, threads)
         from ..low_rank import rpcholesky
 

@@ -2,25 +2,25 @@
 
 At every θ a randomly pivoted Cholesky factor of the kernel, K ≈ K̃ = F Fᵀ + D (preconditioner.py: rank r, D
 the residual diagonal, its pivots drawn at the first evaluation and held; by default r stops where
-¼ tr(K − F Fᵀ) ≤ 0.1, newton_gmres.sufficient_rank), gives for each Newton step the preconditioner of
+¼ tr(K − F Fᵀ) ≤ 1e-3, newton_cg.sufficient_rank), gives for each Newton step the preconditioner of
 B = I + S K S (S = W^½)
 
     P = (S F)(S F)ᵀ + diag(1 + W D) = I + S K̃ S,
 
-applied by Woodbury. Each Newton step a = (I + W K)⁻¹ b, f = K a is solved by GMRES preconditioned with
-(I + W K̃)⁻¹ (newton_gmres.py: one product by K per iteration, K a from those products; one or two products
-a step where K̃ explains K), started from the current iterate (a, K a), to ``newton_tol`` times the step's
-gradient. An evaluation's first step starts from the last mode's a (one product for its K a: a θ nearby has
-its mode nearby), a fit's first from zero with the tolerance squared (relative to b). laplace.settled_mode
-runs the steps, to a step of 1e-5·max|f| within an evaluation and the exact solver's 1e-9 for the fitted
-mode. At the mode:
+applied by Woodbury. Each Newton step a = (I + W K)⁻¹ b, f = K a is a correction g − S x from the current
+iterate (a, K a), g its gradient and B x = S K g solved by CG preconditioned with P (newton_cg.py: one product
+for K g, one per CG iteration, K a from those products; two or three products a step where K̃ explains K), to
+``newton_tol`` times its right-hand side. An evaluation's first step starts from the last mode's a (one
+product for its K a: a θ nearby has its mode nearby), a fit's first from zero with the tolerance squared.
+laplace.settled_mode runs the steps, to a step of 1e-5·max|f| within an evaluation and the exact solver's
+1e-9 for the fitted mode. At the mode:
 
     log det B ≈ log det P + (1/p) Σ_i (z_iᵀP⁻¹z_i) e₁ᵀ log(T_i) e₁          (SLQ; z_i = P^½ ξ_i, ξ_i fixed signs)
     tr(R C_j) ≈ (1/p) Σ_i (S P⁻¹z_i)ᵀ C_j (S B⁻¹z_i)                        (Hutchinson, E[z zᵀ] = P)
     diag B⁻¹ ≈ diag P⁻¹ + (1/p) Σ_i (B⁻¹z_i − P⁻¹z_i) ∘ P⁻¹z_i              (P⁻¹ as its control variate)
 
-from one block CG run on the p probes, and u = (I − R K) s₂ = (I + W K)⁻¹ s₂ (laplace.py) by GMRES as a Newton
-step is. The gradient is tr(Ω C_j) with Ω = ½(A Bᵀ + B Aᵀ), A = [a/2, u, S B⁻¹Z], B = [a, y − π, −S P⁻¹Z / (2p)]:
+from one block CG run on the p probes, and u = (I − R K) s₂ = (I + W K)⁻¹ s₂ (laplace.py) as a Newton step
+is. The gradient is tr(Ω C_j) with Ω = ½(A Bᵀ + B Aᵀ), A = [a/2, u, S B⁻¹Z], B = [a, y − π, −S P⁻¹Z / (2p)]:
 one pass over the kernel's tiles (kernels.Kernel.gradient_traces_low_rank) forms Ω's tiles where it reads them.
 Memory:
 the factor (n × r, twice: F and S F), the probes' CG blocks (n × p, a few), the kernel's storage within
@@ -55,7 +55,7 @@ from ...operators.storage import pass_bytes
 from .control_variate import control_variate_traces
 from .iterative import _on_one_blas_thread
 from .laplace import SETTLED_TOL, LaplaceMode, mode_from, second_term
-from .newton_gmres import newton_gmres_bytes, newton_gmres_step, sufficient_rank
+from .newton_cg import newton_cg_step, sufficient_rank
 from .preconditioner import NystromDiagonalPreconditioner, kernel_factor
 
 __all__ = ["LaplaceSettings", "IterativeLaplace"]
@@ -80,8 +80,8 @@ class LaplaceSettings:
 
     probes: int = 32
     tol: float = 1e-2  # the probes' CG (log det B and the traces)
-    newton_tol: float = 1e-3  # each Newton step's GMRES, relative to the step's gradient (inexact Newton)
-    u_tol: float = 1e-4  # u's GMRES, relative to s₂ (u enters the gradient's third term only)
+    newton_tol: float = 1e-3  # each Newton step's CG, relative to its right-hand side (inexact Newton)
+    u_tol: float = 1e-4  # u's CG, relative to its right-hand side (u enters the gradient's third term only)
     final_tol: float = 1e-6  # the predictive variances' solves
     rank: int | None = None
     max_iter: int = 1000
@@ -129,7 +129,7 @@ class _IterativeNewton:
 
     def newton_update(self, W_sr: np.ndarray, b: np.ndarray, current: tuple | None,
                       tol: float | None = None) -> tuple:
-        """(a, K a) with (I + W K) a = b by GMRES (newton_gmres.py), from ``current`` = (a₀, K a₀), else from
+        """(a, K a) with (I + W K) a = b by CG on B (newton_cg.py), from ``current`` = (a₀, K a₀), else from
         the last mode's a, else from zero (module documentation)."""
         assert self.pre is not None
         newton_tol = self.owner.settings.newton_tol
@@ -138,8 +138,7 @@ class _IterativeNewton:
             current = (guess, self.kernel_times(guess))
         if tol is None:  # from zero the residual is b's size, not the step's: the forcing term squared
             tol = newton_tol if current is not None else newton_tol**2
-        a, Ka, info = newton_gmres_step(self.kernel_times, W_sr, b, current, F=self.F, d=self.d, pre=self.pre,
-                                        tol=tol)
+        a, Ka, info = newton_cg_step(self.kernel_times, W_sr, b, current, pre=self.pre, tol=tol)
         self.owner.figures["iterations"].append(info["iterations"])
         if not info["converged"]:
             self.owner.figures["unconverged_steps"] = self.owner.figures.get("unconverged_steps", 0) + 1
@@ -205,10 +204,10 @@ class IterativeLaplace:
         self.last_a: np.ndarray | None = None
 
     def _working_bytes(self, columns: int | None = None) -> int:
-        """The two factors (F and S F), the probes' CG blocks and their solutions beside them (or a Newton step's
-        GMRES vectors, which come and go before them), and the kernel pass's working memory."""
+        """The two factors (F and S F), the probes' CG blocks and their solutions beside them, and the kernel
+        pass's working memory."""
         n, p = self.y.shape[0], self.settings.probes if columns is None else columns
-        blocks = max(pcg_bytes(n, p, self.rank) + 3 * 8 * n * p, newton_gmres_bytes(n))
+        blocks = pcg_bytes(n, p, self.rank) + 3 * 8 * n * p  # a Newton step's few vectors come and go before
         return 2 * 8 * n * self.rank + blocks + pass_bytes(p, n)
 
     def count(self, info: dict) -> None:
