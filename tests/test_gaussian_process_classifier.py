@@ -177,7 +177,7 @@ def test_newton_steps_by_cg_find_the_factored_mode(monkeypatch, name):
     (value, gradient, mode), factored = results[10**9]
     (value_g, gradient_g, mode_g), counts = results[100]
     assert factored["cg_steps"] == 0 and counts["cg_steps"] > 0 and counts["factored_steps"] == 0
-    assert counts["cg_products"] <= 4 * counts["cg_steps"]  # the Nyström factor explains K
+    assert counts["cg_products"] <= 6 * counts["cg_steps"]  # the Nyström factor explains K: few products a step
     np.testing.assert_allclose(mode_g.f, mode.f, atol=1e-8 * np.abs(mode.f).max())
     np.testing.assert_allclose(value_g, value, rtol=1e-11)
     np.testing.assert_allclose(gradient_g, gradient, rtol=1e-7, atol=1e-9)

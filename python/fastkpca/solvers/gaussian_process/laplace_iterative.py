@@ -10,7 +10,7 @@ B = I + S K S (S = W^½)
 applied by Woodbury. Each Newton step a = (I + W K)⁻¹ b, f = K a is a correction g − S x from the current
 iterate (a, K a), g its gradient and B x = S K g solved by CG preconditioned with P (newton_cg.py: one product
 for K g, one per CG iteration, K a from those products; two or three products a step where K̃ explains K), to
-``newton_tol`` times its right-hand side. An evaluation's first step starts from the last mode's a (one
+``newton_tol`` times ‖g‖. An evaluation's first step starts from the last mode's a (one
 product for its K a: a θ nearby has its mode nearby), a fit's first from zero with the tolerance squared.
 laplace.settled_mode runs the steps, to a step of 1e-5·max|f| within an evaluation and the exact solver's
 1e-9 for the fitted mode. At the mode:
@@ -326,4 +326,5 @@ class IterativeLaplace:
                 "preconditioner": {"kind": "rpcholesky+diagonal",
                                    "rank": self.rank if self.pivots is None else len(self.pivots)},
                 "pivot_draws": f.get("pivot_draws", 0), "standard_error": f.get("standard_error"),
+                "unconverged_newton_steps": f.get("unconverged_steps", 0),
                 "stages": dict(f["seconds"])}

@@ -14,7 +14,7 @@ preconditioned by P = I + S K̃ S = (S F)(S F)ᵀ + diag(1 + W D) for a Nyström
 is accumulated from them: no product after the solve. Where K̃ explains K, P⁻¹B is within ‖S(K − K̃)S‖ of I
 and CG needs one or two iterations: two or three products a step, against Algorithm 3.1's two products, a
 solve with B and (CG's) a check of its residual. The steps are inexact Newton steps (Dembo, Eisenstat and
-Steihaug 1982): CG stops when its residual has fallen by the forcing term ``tol``, and Newton's next step
+Steihaug 1982): CG stops when its residual is the forcing term ``tol`` times ‖g‖, and Newton's next step
 corrects what is left, so the iteration converges to the same mode.
 
 GMRES on (I + W K) a = b itself, right-preconditioned by (I + W K̃)⁻¹, needs no product for K g, but that
@@ -32,6 +32,8 @@ __all__ = ["NEWTON_CG_ITERATIONS", "newton_cg_step", "RESIDUAL_TRACE", "RANK_STE
 
 #: CG's iterations in a Newton step at most (where the factor explains K, one or two do).
 NEWTON_CG_ITERATIONS = 100
+#: ... and the smallest residual it asks for, relative to its start's (rounding's floor is near 1e-13).
+RESIDUAL_FLOOR = 1e-10
 
 #: A factor's default rank stops where ¼ tr(K − F Fᵀ) falls below this (sufficient_rank) ...
 RESIDUAL_TRACE = 1e-3
@@ -59,9 +61,11 @@ def sufficient_rank(F: np.ndarray, d: np.ndarray) -> int:
 def newton_cg_step(kernel_times, W_sr: np.ndarray, b: np.ndarray, start: tuple | None, *,
                    pre: NystromDiagonalPreconditioner, tol: float, maxiter: int | None = None) -> tuple:
     """(a, K a, info) with (I + W K) a = b (module documentation): from ``start`` = (a₀, K a₀), or zero;
-    ``kernel_times(u)`` = K u; ``pre`` = P for this W; CG to ``tol`` relative to its right-hand side S K g, at
-    most ``maxiter`` iterations (None: NEWTON_CG_ITERATIONS). ``info``: ``iterations`` (products by K, K g's
-    included), ``residual`` (relative), ``converged``."""
+    ``kernel_times(u)`` = K u; ``pre`` = P for this W; CG until its residual is ``tol`` times ‖g‖ (not times
+    its right-hand side S K g, which K's amplitude makes larger by orders: the correction's error S e, with
+    B e the residual, is at most half the residual, so this is the forcing term in a's own scale), at most
+    ``maxiter`` iterations (None: NEWTON_CG_ITERATIONS), and never below RESIDUAL_FLOOR of the start's.
+    ``info``: ``iterations`` (products by K, K g's included), ``residual`` (relative to ‖g‖), ``converged``."""
     n = b.shape[0]
     S = W_sr
     maxiter = NEWTON_CG_ITERATIONS if maxiter is None else maxiter
@@ -72,10 +76,12 @@ def newton_cg_step(kernel_times, W_sr: np.ndarray, b: np.ndarray, start: tuple |
         g = b - a0 - S**2 * Ka0
     Kg = kernel_times(g)
     r = S * Kg
-    norm = start_norm = float(np.linalg.norm(r))
+    norm = float(np.linalg.norm(r))
+    gradient_norm = float(np.linalg.norm(g))
+    target = max(tol * gradient_norm, RESIDUAL_FLOOR * norm)
     x, KSx = np.zeros(n), np.zeros(n)
     iterations = 0
-    if start_norm > 0.0:
+    if norm > target:
         z = pre.solve(r[:, None])[:, 0]
         p, rz = z, float(r @ z)
         while iterations < maxiter:
@@ -87,13 +93,13 @@ def newton_cg_step(kernel_times, W_sr: np.ndarray, b: np.ndarray, start: tuple |
             KSx += alpha * q
             r -= alpha * Bp
             norm = float(np.linalg.norm(r))
-            if norm <= tol * start_norm:
+            if norm <= target:
                 break
             z = pre.solve(r[:, None])[:, 0]
             rz_new = float(r @ z)
             p = z + (rz_new / rz) * p
             rz = rz_new
     delta = g - S * x
-    info = {"iterations": iterations + 1, "residual": norm / start_norm if start_norm else 0.0,
-            "converged": norm <= tol * start_norm}
+    info = {"iterations": iterations + 1, "residual": norm / gradient_norm if gradient_norm else 0.0,
+            "converged": norm <= target}
     return a0 + delta, Ka0 + (Kg - KSx), info
