@@ -19,7 +19,7 @@ from ... import _native
 from ... import _validation as v
 from .exact import factor, posterior_variance
 from .laplace import LaplaceMode, mode_from, second_term, update_by_solve
-from .newton_cg import newton_cg_step, sufficient_rank
+from .newton_cg import newton_cg_update, step_preconditioner, sufficient_rank
 from .preconditioner import NystromDiagonalPreconditioner
 
 #: settled_mode's Newton steps go by CG (newton_cg.py) from this many samples. An evaluation on the bench's
@@ -66,8 +66,7 @@ class _CholeskyNewton:
     def prepare(self, W_sr: np.ndarray) -> None:
         self.W_sr, self.L = W_sr, None
         if self.nystrom is not None:
-            F, d = self.nystrom
-            self.pre = NystromDiagonalPreconditioner(W_sr[:, None] * F, 1.0 + W_sr**2 * d)
+            self.pre = step_preconditioner(W_sr, *self.nystrom)
 
     def factored(self) -> np.ndarray:
         """The Cholesky factor of B for the W prepared (potrf in place in the buffer, once per W)."""
@@ -88,13 +87,8 @@ class _CholeskyNewton:
         if self.nystrom is None or self.pre is None:
             self.figures["factored_steps"] += 1
             return update_by_solve(self, W_sr, b)
-        tol = NEWTON_FORCING
-        if current is None and self.guess is not None and self.guess.shape == b.shape:
-            current = (self.guess, self.kernel_times(self.guess))  # the last mode's a
-            self.figures["cg_products"] += 1
-        elif current is None:
-            tol = NEWTON_FORCING**2  # from zero: relative to b, not to the step's gradient
-        a, Ka, info = newton_cg_step(self.kernel_times, W_sr, b, current, pre=self.pre, tol=tol)
+        a, Ka, info = newton_cg_update(self.kernel_times, W_sr, b, current, pre=self.pre, forcing=NEWTON_FORCING,
+                                       guess=self.guess)
         self.figures["cg_products"] += info["iterations"]
         if not info["converged"]:
             self.figures["factored_steps"] += 1

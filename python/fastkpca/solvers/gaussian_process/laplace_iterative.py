@@ -22,8 +22,7 @@ laplace.settled_mode runs the steps, to a step of 1e-5·max|f| within an evaluat
 from one block CG run on the p probes, and u = (I − R K) s₂ = (I + W K)⁻¹ s₂ (laplace.py) as a Newton step
 is. The gradient is tr(Ω C_j) with Ω = ½(A Bᵀ + B Aᵀ), A = [a/2, u, S B⁻¹Z], B = [a, y − π, −S P⁻¹Z / (2p)]:
 one pass over the kernel's tiles (kernels.Kernel.gradient_traces_low_rank) forms Ω's tiles where it reads them.
-Memory:
-the factor (n × r, twice: F and S F), the probes' CG blocks (n × p, a few), the kernel's storage within
+Memory: the factor (n × r, twice: F and S F), the probes' CG blocks (n × p, a few), the kernel's storage within
 what is left of ``memory_limit``.
 
 The trace is the regression's: R = (K + W⁻¹)⁻¹ = K̂⁻¹ for the noise W⁻¹, and with ẑ = S⁻¹z (covariance
@@ -55,7 +54,7 @@ from ...operators.storage import pass_bytes
 from .control_variate import control_variate_traces
 from .iterative import _on_one_blas_thread
 from .laplace import SETTLED_TOL, LaplaceMode, mode_from, second_term
-from .newton_cg import newton_cg_step, sufficient_rank
+from .newton_cg import newton_cg_step, newton_cg_update, step_preconditioner, sufficient_rank
 from .preconditioner import NystromDiagonalPreconditioner, kernel_factor
 
 __all__ = ["LaplaceSettings", "IterativeLaplace"]
@@ -80,8 +79,8 @@ class LaplaceSettings:
 
     probes: int = 32
     tol: float = 1e-2  # the probes' CG (log det B and the traces)
-    newton_tol: float = 1e-3  # each Newton step's CG, relative to its right-hand side (inexact Newton)
-    u_tol: float = 1e-4  # u's CG, relative to its right-hand side (u enters the gradient's third term only)
+    newton_tol: float = 1e-3  # each Newton step's CG residual, relative to the step's gradient (inexact Newton)
+    u_tol: float = 1e-4  # u's, relative to ‖s₂‖ (u enters the gradient's third term only)
     final_tol: float = 1e-6  # the predictive variances' solves
     rank: int | None = None
     max_iter: int = 1000
@@ -125,24 +124,28 @@ class _IterativeNewton:
     def prepare(self, W_sr: np.ndarray) -> None:
         self.S = np.asarray(W_sr, dtype=np.float64)
         self.pre = self.probes = None  # the last step's S F goes before the next is made
-        self.pre = NystromDiagonalPreconditioner(self.S[:, None] * self.F, 1.0 + self.S**2 * self.d)
+        self.pre = step_preconditioner(self.S, self.F, self.d)
 
-    def newton_update(self, W_sr: np.ndarray, b: np.ndarray, current: tuple | None,
-                      tol: float | None = None) -> tuple:
+    def newton_update(self, W_sr: np.ndarray, b: np.ndarray, current: tuple | None) -> tuple:
         """(a, K a) with (I + W K) a = b by CG on B (newton_cg.py), from ``current`` = (a₀, K a₀), else from
         the last mode's a, else from zero (module documentation)."""
         assert self.pre is not None
-        newton_tol = self.owner.settings.newton_tol
-        guess = self.owner.last_a if current is None and tol is None else None
-        if guess is not None and guess.shape == b.shape:  # the last mode's a, its product by this K made
-            current = (guess, self.kernel_times(guess))
-        if tol is None:  # from zero the residual is b's size, not the step's: the forcing term squared
-            tol = newton_tol if current is not None else newton_tol**2
-        a, Ka, info = newton_cg_step(self.kernel_times, W_sr, b, current, pre=self.pre, tol=tol)
+        a, Ka, info = newton_cg_update(self.kernel_times, W_sr, b, current, pre=self.pre,
+                                       forcing=self.owner.settings.newton_tol, guess=self.owner.last_a)
+        self._record(info)
+        return a, Ka
+
+    def u_solve(self, s2: np.ndarray) -> np.ndarray:
+        """u = (I + W K)⁻¹ s₂ = (I − R K) s₂ (laplace.py) by the same step from zero, to ``u_tol``·‖s₂‖."""
+        assert self.pre is not None
+        u, _, info = newton_cg_step(self.kernel_times, self.S, s2, None, pre=self.pre, tol=self.owner.settings.u_tol)
+        self._record(info)
+        return u
+
+    def _record(self, info: dict) -> None:
         self.owner.figures["iterations"].append(info["iterations"])
         if not info["converged"]:
             self.owner.figures["unconverged_steps"] = self.owner.figures.get("unconverged_steps", 0) + 1
-        return a, Ka
 
     def half_logdet(self) -> float:
         """½ log det B by SLQ on the fixed probes (kept for the gradient)."""
@@ -261,7 +264,7 @@ class IterativeLaplace:
             p = Z.shape[1]
             inverse_diagonal = _inverse_diagonal(pre) + np.mean((U - PZ) * PZ, axis=1)
             s2, residual = second_term(mode, inverse_diagonal, self.y)
-            u, _ = system.newton_update(S, s2, None, tol=self.settings.u_tol)  # u = (I + W K)⁻¹ s₂ = (I − R K) s₂
+            u = system.u_solve(s2)
         Omega = S[:, None] * PZ  # P̂⁻¹ ẑ in the regression's terms (module documentation)
         A = np.column_stack([0.5 * mode.a, u, S[:, None] * U])
         B = np.column_stack([mode.a, residual, Omega * (-0.5 / p)])

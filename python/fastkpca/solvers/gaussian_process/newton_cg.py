@@ -28,7 +28,8 @@ import numpy as np
 
 from .preconditioner import NystromDiagonalPreconditioner
 
-__all__ = ["NEWTON_CG_ITERATIONS", "newton_cg_step", "RESIDUAL_TRACE", "RANK_STEP", "sufficient_rank"]
+__all__ = ["NEWTON_CG_ITERATIONS", "newton_cg_step", "newton_cg_update", "step_preconditioner", "RESIDUAL_TRACE",
+           "RANK_STEP", "sufficient_rank"]
 
 #: CG's iterations in a Newton step at most (where the factor explains K, one or two do).
 NEWTON_CG_ITERATIONS = 100
@@ -56,6 +57,26 @@ def sufficient_rank(F: np.ndarray, d: np.ndarray) -> int:
         if 0.25 * (base + float(tail[k])) <= RESIDUAL_TRACE:
             return k
     return r
+
+
+def step_preconditioner(W_sr: np.ndarray, F: np.ndarray, d: np.ndarray) -> NystromDiagonalPreconditioner:
+    """P = I + S K̃ S = (S F)(S F)ᵀ + diag(1 + W d) for this W, K̃ = F Fᵀ + diag(d)."""
+    return NystromDiagonalPreconditioner(W_sr[:, None] * F, 1.0 + W_sr**2 * d)
+
+
+def newton_cg_update(kernel_times, W_sr: np.ndarray, b: np.ndarray, current: tuple | None, *,
+                     pre: NystromDiagonalPreconditioner, forcing: float, guess: np.ndarray | None = None) -> tuple:
+    """A Newton step (:func:`newton_cg_step`) to the forcing term ``forcing``: from ``current`` = (a₀, K a₀);
+    without it from ``guess`` (the last mode's a, one product for its K a: a θ nearby has its mode nearby),
+    else from zero, where the step's gradient is b itself and the forcing term is squared."""
+    tol, extra = forcing, 0
+    if current is None and guess is not None and guess.shape == b.shape:
+        current, extra = (guess, kernel_times(guess)), 1
+    elif current is None:
+        tol = forcing**2
+    a, Ka, info = newton_cg_step(kernel_times, W_sr, b, current, pre=pre, tol=tol)
+    info["iterations"] += extra
+    return a, Ka, info
 
 
 def newton_cg_step(kernel_times, W_sr: np.ndarray, b: np.ndarray, start: tuple | None, *,
