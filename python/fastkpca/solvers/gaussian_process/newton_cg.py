@@ -1,23 +1,32 @@
 """A Newton step of the Laplace approximation by products with K only: a = (I + W K)⁻¹ b and K a.
 
 Newton's step (laplace.py) is a = (I + W K)⁻¹ b, f = K a. From an iterate a₀ with K a₀ known, the step's
-gradient is g = b − (I + W K) a₀ (no product), and the correction δa = (I + W K)⁻¹ g = g − S x with
+gradient is g = b − (I + W K) a₀ (no product), and the correction δa = (I + W K)⁻¹ g is found by CG on
 
-    B x = S K g,    B = I + S K S,    S = W^½,
+    B = I + S K S,    S = W^½,
 
-one product for K g, then preconditioned CG on B (symmetric positive definite, eigenvalues in [1, 1 + λ_max/4]),
-preconditioned by P = I + S K̃ S = (S F)(S F)ᵀ + diag(1 + W D) for a Nyström factor K̃ = F Fᵀ + diag(D) of K
-(preconditioner.NystromDiagonalPreconditioner, Woodbury). Each CG iteration's product is q = K (S p), and
+symmetric positive definite with eigenvalues in [1, 1 + λ_max/4], preconditioned by P = I + S K̃ S =
+(S F)(S F)ᵀ + diag(1 + W D) for a Nyström factor K̃ = F Fᵀ + diag(D) of K (preconditioner.NystromDiagonalPreconditioner,
+Woodbury). Each CG iteration's product is q = K (S p), and K δa is accumulated from the q's: no product after
+the solve. Two forms of the right-hand side:
 
-    K δa = K g − K S x = K g − Σ α_k q_k
+    scaled:     δa = S x,        B x = S⁻¹ g      (S (B x) = (I + W K) S x)
+    product:    δa = g − S x,    B x = S K g      (one product more, for K g)
 
-is accumulated from them: no product after the solve. Where K̃ explains K, P⁻¹B is within ‖S(K − K̃)S‖ of I
-and CG needs one or two iterations: two or three products a step, against Algorithm 3.1's two products, a
-solve with B and (CG's) a check of its residual. The steps are inexact Newton steps (Dembo, Eisenstat and
-Steihaug 1982): CG stops when its residual is the forcing term ``tol`` times ‖g‖, and Newton's next step
-corrects what is left, so the iteration converges to the same mode.
+Both are CG on the same B with the same P, so they take the same iterations in exact arithmetic; the scaled
+form saves a product a step. It needs S⁻¹ g well scaled: where W_i underflows (π_i rounds to 0 or 1 beyond
+|f_i| ≈ 37) or falls by orders within a step, g_i / S_i can exceed the other rows' entries by orders, and CG's
+inner products, which it would dominate, lose the other rows to rounding. Near a mode g_i is of order W_i
+(b_i − a_i is the change of y − π + W f, which is W-sized where π saturates), so S⁻¹ g is of order S; the
+product form is kept for the steps where max|g_i / S_i| > SCALE_GUARD · max|g_i|, mostly a fit's first steps.
 
-GMRES on (I + W K) a = b itself, right-preconditioned by (I + W K̃)⁻¹, needs no product for K g, but that
+Where K̃ explains K, P⁻¹B is within ‖S(K − K̃)S‖ of I and CG needs one or two iterations: one or two products
+a step, against Algorithm 3.1's two products, a solve with B and (CG's) a check of its residual. The steps are
+inexact Newton steps (Dembo, Eisenstat and Steihaug 1982): CG stops when the step's own residual
+(I + W K) δa − g, which is S times CG's residual in either form, is the forcing term ``tol`` times ‖g‖, and
+Newton's next step corrects what is left, so the iteration converges to the same mode.
+
+GMRES on (I + W K) a = b itself, right-preconditioned by (I + W K̃)⁻¹, also needs no product for K g, but that
 matrix is S⁻¹ B P⁻¹ S, as far from normal as S's range (1e-5 to ½ at a large amplitude): at N = 100,000 it
 took 5–7 iterations a step where CG on B, whose residual is S-scaled, takes one or two (measured).
 """
@@ -35,6 +44,9 @@ __all__ = ["NEWTON_CG_ITERATIONS", "newton_cg_step", "newton_cg_update", "step_p
 NEWTON_CG_ITERATIONS = 100
 #: ... and the smallest residual it asks for, relative to its start's (rounding's floor is near 1e-13).
 RESIDUAL_FLOOR = 1e-10
+#: The scaled form's right-hand side S⁻¹ g is used where its largest entry is at most this times g's (module
+#: documentation): CG's inner products then keep every row to 1e-8 of rounding.
+SCALE_GUARD = 1e4
 
 #: A factor's default rank stops where ¼ tr(K − F Fᵀ) falls below this (sufficient_rank) ...
 RESIDUAL_TRACE = 1e-3
@@ -82,11 +94,11 @@ def newton_cg_update(kernel_times, W_sr: np.ndarray, b: np.ndarray, current: tup
 def newton_cg_step(kernel_times, W_sr: np.ndarray, b: np.ndarray, start: tuple | None, *,
                    pre: NystromDiagonalPreconditioner, tol: float, maxiter: int | None = None) -> tuple:
     """(a, K a, info) with (I + W K) a = b (module documentation): from ``start`` = (a₀, K a₀), or zero;
-    ``kernel_times(u)`` = K u; ``pre`` = P for this W; CG until its residual is ``tol`` times ‖g‖ (not times
-    its right-hand side S K g, which K's amplitude makes larger by orders: the correction's error S e, with
-    B e the residual, is at most half the residual, so this is the forcing term in a's own scale), at most
-    ``maxiter`` iterations (None: NEWTON_CG_ITERATIONS), and never below RESIDUAL_FLOOR of the start's.
-    ``info``: ``iterations`` (products by K, K g's included), ``residual`` (relative to ‖g‖), ``converged``."""
+    ``kernel_times(u)`` = K u; ``pre`` = P for this W; CG until the step's residual ‖(I + W K) δa − g‖ is
+    ``tol`` times ‖g‖ (the forcing term in a's own scale; not relative to CG's right-hand side, which K's
+    amplitude makes larger than g by orders in the product form), at most ``maxiter`` iterations (None:
+    NEWTON_CG_ITERATIONS), and never below RESIDUAL_FLOOR of the start's. ``info``: ``iterations`` (products
+    by K, K g's included), ``residual`` (relative to ‖g‖), ``converged``, ``form`` ("scaled" or "product")."""
     n = b.shape[0]
     S = W_sr
     maxiter = NEWTON_CG_ITERATIONS if maxiter is None else maxiter
@@ -95,16 +107,23 @@ def newton_cg_step(kernel_times, W_sr: np.ndarray, b: np.ndarray, start: tuple |
     else:
         a0, Ka0 = start
         g = b - a0 - S**2 * Ka0
-    Kg = kernel_times(g)
-    r = S * Kg
-    norm = float(np.linalg.norm(r))
     gradient_norm = float(np.linalg.norm(g))
-    target = max(tol * gradient_norm, RESIDUAL_FLOOR * norm)
+    scaled = _scaled_gradient(g, S)
+    products = 0
+    if scaled is not None:
+        r = scaled
+    else:
+        Kg = kernel_times(g)
+        products += 1
+        r = S * Kg
+    # CG's residual r is B x's; the step's is S r (both forms): it stops on ‖S r‖
+    target = max(tol * gradient_norm, RESIDUAL_FLOOR * float(np.linalg.norm(S * r)))
     x, KSx = np.zeros(n), np.zeros(n)
-    iterations = 0
+    norm = float(np.linalg.norm(S * r))
     if norm > target:
         z = pre.solve(r[:, None])[:, 0]
         p, rz = z, float(r @ z)
+        iterations = 0
         while iterations < maxiter:
             q = kernel_times(S * p)
             iterations += 1
@@ -113,14 +132,29 @@ def newton_cg_step(kernel_times, W_sr: np.ndarray, b: np.ndarray, start: tuple |
             x += alpha * p
             KSx += alpha * q
             r -= alpha * Bp
-            norm = float(np.linalg.norm(r))
+            norm = float(np.linalg.norm(S * r))
             if norm <= target:
                 break
             z = pre.solve(r[:, None])[:, 0]
             rz_new = float(r @ z)
             p = z + (rz_new / rz) * p
             rz = rz_new
-    delta = g - S * x
-    info = {"iterations": iterations + 1, "residual": norm / gradient_norm if gradient_norm else 0.0,
-            "converged": norm <= target}
-    return a0 + delta, Ka0 + (Kg - KSx), info
+        products += iterations
+    info = {"iterations": products, "residual": norm / gradient_norm if gradient_norm else 0.0,
+            "converged": norm <= target, "form": "product" if scaled is None else "scaled"}
+    if scaled is not None:
+        return a0 + S * x, Ka0 + KSx, info
+    return a0 + (g - S * x), Ka0 + (Kg - KSx), info
+
+
+def _scaled_gradient(g: np.ndarray, S: np.ndarray) -> np.ndarray | None:
+    """S⁻¹ g (0 where g_i = 0), or None where it is not well scaled: an entry beyond SCALE_GUARD·max|g|, or
+    g_i ≠ 0 where S_i = 0 (module documentation)."""
+    largest = float(np.max(np.abs(g), initial=0.0))
+    if largest == 0.0:
+        return np.zeros_like(g)
+    with np.errstate(divide="ignore", invalid="ignore"):
+        scaled = np.where(g == 0.0, 0.0, g / S)
+    if not np.all(np.isfinite(scaled)) or float(np.max(np.abs(scaled))) > SCALE_GUARD * largest:
+        return None
+    return scaled
