@@ -74,7 +74,8 @@ class LaplaceMode:
     log_marginal_likelihood: np.float64
     #: The last iterate f = K a.
     f: np.ndarray
-    #: π, √W at the iterate the last step started from, and that step's a.
+    #: π, √W at the iterate the last step started from (at the last iterate where settled_mode settled by a
+    #: predicted step), and that step's a.
     pi: np.ndarray
     W_sr: np.ndarray
     a: np.ndarray
@@ -118,13 +119,23 @@ def update_by_solve(system, W_sr: np.ndarray, b: np.ndarray) -> tuple:
     return a, system.kernel_times(a)
 
 
-def _newton_step(system: NewtonSystem, y: np.ndarray, f: np.ndarray, current: tuple | None = None):
-    """(π, √W at f, Newton's a and f = K a from f): lines 4–8 of Algorithm 3.1, a = (I + W K)⁻¹(W f + y − π)
-    (``current``: (a, f) where f = K a is known, a solver's guess); the system is left prepared for B at f."""
+def _curvature(f: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """(π, √W) at f."""
     pi = _sigmoid(f)
-    W = pi * (1.0 - pi)
-    W_sr = np.sqrt(W)
-    system.prepare(W_sr)
+    return pi, np.sqrt(pi * (1.0 - pi))
+
+
+def _newton_step(system: NewtonSystem, y: np.ndarray, f: np.ndarray, current: tuple | None = None,
+                 prepared: tuple | None = None):
+    """(π, √W at f, Newton's a and f = K a from f): lines 4–8 of Algorithm 3.1, a = (I + W K)⁻¹(W f + y − π)
+    (``current``: (a, f) where f = K a is known, a solver's guess); the system is left prepared for B at f
+    (``prepared``: (π, √W) at f for which it already is)."""
+    if prepared is None:
+        pi, W_sr = _curvature(f)
+        system.prepare(W_sr)
+    else:
+        pi, W_sr = prepared
+    W = W_sr**2
     a, f_new = system.newton_update(W_sr, W * f + (y - pi), current)
     return pi, W_sr, a, f_new
 
@@ -154,7 +165,11 @@ def settled_mode(system: NewtonSystem, y: np.ndarray, f0: np.ndarray | None, max
     climbs, f = K a; aᵀK a = aᵀf costs nothing, and a fall within Ψ's rounding is no fall), until a step moves
     no f_i by more than SETTLED_TOL·max(1, max|f|), or two steps in a row change Ψ by no more than its
     rounding. SETTLED_TOL is the system's ``settled_tol`` where it has one (an iterative system's steps are no
-    finer than its solves). The value returned is the last step's, at the a, W and B the gradient uses;
+    finer than its solves). A system with ``predicted_move(W_sr, b, (a, K a))`` (a bound on the next step's
+    largest move of f, from the preconditioner's K̃ for K: no product) also settles where that bound is below
+    the tolerance, without the step that would confirm it; W and B are then the last iterate's own, as the
+    iterative solver's log det B and gradient take them. The value returned is the last step's, at the a, W
+    and B the gradient uses;
     log det B is asked for once, there (an estimate of its own for an iterative system). Ψ's change is no
     test: Ψ is stationary at the mode, and a step of 1e-5 changes it by about 1e-10, while log det B, first
     order in W, moves the value by 1e-7 (measured at N = 100).
@@ -167,15 +182,18 @@ def settled_mode(system: NewtonSystem, y: np.ndarray, f0: np.ndarray | None, max
     scikit-learn's rule takes two more to see that the value has stopped moving (measured at N = 1,000)."""
     n = y.shape[0]
     tol = getattr(system, "settled_tol", SETTLED_TOL)
+    predicted_move = getattr(system, "predicted_move", None)
     f = np.zeros(n) if f0 is None else np.array(f0, dtype=np.float64, copy=True)
     a = np.zeros(n)
     objective = -np.inf  # the first step is taken whole
     flat = 0  # steps in a row that changed Ψ by no more than its rounding
     pi = W_sr = np.zeros(n)
+    prepared = None  # (π, √W) at f where the system is prepared for B there (a predicted step's)
     steps = 0
     for _ in range(max_iter):
         steps += 1
-        pi, W_sr, a_full, f_full = _newton_step(system, y, f, None if steps == 1 else (a, f))
+        pi, W_sr, a_full, f_full = _newton_step(system, y, f, None if steps == 1 else (a, f), prepared)
+        prepared = None
         step, a_new, f_new = 1.0, a_full, f_full
         new_objective = -0.5 * float(a_new @ f_new) + log_likelihood_terms(y, f_new)
         # a step is halved only where Ψ falls by more than its rounding (near the mode Ψ's gain is second order
@@ -190,8 +208,16 @@ def settled_mode(system: NewtonSystem, y: np.ndarray, f0: np.ndarray | None, max
         # settled: the step is below SETTLED_TOL, or Ψ has changed by no more than its rounding twice running
         # (where K is ill conditioned, at θ far from the optimum, f's rounding stays above SETTLED_TOL: such
         # an evaluation ran to max_iter, 100 steps, measured at N = 1,000)
-        if moved <= tol * max(1.0, float(np.max(np.abs(f), initial=0.0))) or flat >= 2:
+        limit = tol * max(1.0, float(np.max(np.abs(f), initial=0.0)))
+        if moved <= limit or flat >= 2:
             break
+        if predicted_move is not None:  # the next step predicted without a product: settled if it is below tol
+            prepared = _curvature(f)
+            system.prepare(prepared[1])
+            if predicted_move(prepared[1], prepared[1]**2 * f + (y - prepared[0]), (a, f)) <= limit:
+                break
+    if prepared is not None:  # B is prepared at f's W: the value, π and √W are f's
+        pi, W_sr = prepared
     value = objective - system.half_logdet()
     return LaplaceMode(np.float64(value), f, pi, W_sr, a, steps)
 

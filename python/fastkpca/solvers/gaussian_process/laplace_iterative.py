@@ -135,6 +135,24 @@ class _IterativeNewton:
         self._record(info)
         return a, Ka
 
+    def predicted_move(self, W_sr: np.ndarray, b: np.ndarray, current: tuple) -> float:
+        """A bound on the largest move of f that the next Newton step from ``current`` = (a, K a) would make,
+        without a product (laplace.settled_mode): with the step's gradient g = b − (I + W K) a, the step is
+        δf = K (I + W K)⁻¹ g; with K̃ = F Fᵀ + diag(D) for K it is δf̃ = K̃ (g − S P⁻¹ S K̃ g) (P for this W,
+        prepared: CG's first preconditioned step), and what K̃ misses adds about ‖E‖·‖g‖ ≤ tr(E)·‖g‖ (E =
+        K − F Fᵀ, positive semi-definite, tr E = Σ D; a white noise's share of D counts whole): the bound is
+        max|δf̃| + tr(E)·‖g‖."""
+        assert self.pre is not None
+        a, Ka = current
+        g = b - a - W_sr**2 * Ka
+        F, d = self.F, self.d
+
+        def approximate(v):  # K̃ v
+            return F @ (F.T @ v) + d * v
+
+        step = g - W_sr * self.pre.solve((W_sr * approximate(g))[:, None])[:, 0]
+        return float(np.max(np.abs(approximate(step)), initial=0.0)) + float(d.sum()) * float(np.linalg.norm(g))
+
     def u_solve(self, s2: np.ndarray) -> np.ndarray:
         """u = (I + W K)⁻¹ s₂ = (I − R K) s₂ (laplace.py) by the same step from zero, to ``u_tol``·‖s₂‖."""
         assert self.pre is not None
