@@ -188,6 +188,48 @@ def test_newton_steps_by_cg_find_the_factored_mode(monkeypatch, name):
     np.testing.assert_allclose(value_f, value, rtol=1e-9)  # from zero: another path to the mode
 
 
+@pytest.mark.parametrize("saturated", [False, True])
+def test_newton_cg_step_forms_solve_the_step(saturated):
+    """newton_cg_step's two right-hand sides (S⁻¹g, saving K g's product, and S K g) give (I + W K)⁻¹ b and
+    its K a as a dense solve does, from zero and from an iterate; where W underflows (|f| > 37: π rounds to
+    0 or 1) S⁻¹g is not finite and the product form is taken; the step's residual meets the forcing term."""
+    from fastkpca.solvers.gaussian_process import newton_cg
+
+    rng = np.random.default_rng(3)
+    n = 200
+    X = rng.uniform(-2, 2, (n, 3))
+    K = 300.0 * np.exp(-0.5 * ((X[:, None, :] - X[None, :, :]) ** 2).sum(-1) / 0.8**2)
+    f = rng.normal(scale=4, size=n)
+    y = (rng.random(n) < 0.5).astype(float)
+    if saturated:
+        f[:5], y[:5] = 60.0, 0.0  # π = 1 exactly, W = 0, and misclassified: g ≠ 0 there
+    pi = expit(f)
+    W = pi * (1 - pi)
+    S, b = np.sqrt(W), W * f + (y - pi)
+    pivots = rng.choice(n, 40, replace=False)
+    F = np.linalg.solve(np.linalg.cholesky(K[np.ix_(pivots, pivots)]), K[pivots]).T
+    pre = newton_cg.step_preconditioner(S, F, np.maximum(np.diag(K) - (F**2).sum(1), 0.0))
+    exact = np.linalg.solve(np.eye(n) + W[:, None] * K, b)
+    near = exact + 1e-2 * rng.standard_normal(n)
+    near[:5] += 0.5 if saturated else 0.0
+    for start in (None, (near, K @ near)):
+        g = b if start is None else b - start[0] - W * start[1]
+        products: list = []
+
+        def times(v, products=products):
+            products.append(1)
+            return K @ v
+
+        a, Ka, info = newton_cg.newton_cg_step(times, S, b, start, pre=pre, tol=1e-9)
+        assert info["form"] == ("product" if saturated else "scaled")
+        assert info["converged"] and info["iterations"] == len(products)
+        np.testing.assert_allclose(Ka, K @ a, rtol=1e-12, atol=1e-12 * np.abs(K @ a).max())
+        residual = np.linalg.norm(a + W * Ka - b)
+        floor = newton_cg.RESIDUAL_FLOOR * np.linalg.norm(W * (K @ g))  # the product form's start: S (S K g)
+        assert residual <= 1.01 * max(1e-9 * np.linalg.norm(g), floor if info["form"] == "product" else 0.0)
+        np.testing.assert_allclose(a, exact, atol=1e-6 * np.abs(exact).max())
+
+
 @pytest.mark.parametrize("name", ["C*RBF(ARD)", "C*Matern52+White"])
 def test_fit_is_at_least_as_good_as_scikit_learns(name):
     kernel = NATIVE[name]
@@ -383,6 +425,31 @@ def test_cg_estimates_the_exact_likelihood_gradient_and_probabilities():
     mean, var = cg.latent_mean_and_variance(X_new)
     exact_mean, exact_var = exact.latent_mean_and_variance(X_new)
     np.testing.assert_allclose(var, exact_var, rtol=1e-5, atol=1e-8)
+
+
+def test_cg_settles_by_the_predicted_step(monkeypatch):
+    """cg's Newton iteration settles where the next step, predicted with the preconditioner's K̃ (no product),
+    is below the tolerance: the same likelihood and gradient as the iteration that takes the confirming step,
+    in fewer steps and products, from a nearby θ's mode as the optimiser's evaluations start."""
+    from fastkpca.solvers.gaussian_process import laplace_iterative
+
+    X, y = data(600, seed=24)
+    kernel = C(50.0) * RBF([1.0, 1.5, 0.8])
+    figures = {}
+    for predicted in (True, False):
+        if not predicted:
+            monkeypatch.delattr(laplace_iterative._IterativeNewton, "predicted_move")
+        model = GaussianProcessClassifier(kernel, optimizer=None, solver="cg", random_state=0, warm_start=True)
+        binary = model.fit(X, y).base_estimator_
+        steps, products, values = binary._newton_steps, binary._solver.info()["products"], []
+        for shift in (0.02, 0.0, -0.01):  # warm_start: each from the last evaluation's mode (settled_mode)
+            values.append(model.log_marginal_likelihood(kernel.theta + shift, eval_gradient=True))
+        figures[predicted] = (values, binary._newton_steps - steps, binary._solver.info()["products"] - products)
+    (predicted_values, predicted_steps, predicted_products), (values, steps, products) = figures.values()
+    for (value, gradient), (expected, expected_gradient) in zip(predicted_values, values):
+        np.testing.assert_allclose(value, expected, rtol=1e-9)
+        np.testing.assert_allclose(gradient, expected_gradient, rtol=1e-4, atol=1e-6 * np.abs(gradient).max())
+    assert predicted_steps < steps and predicted_products < products
 
 
 def test_cg_fit_finds_the_exact_fit():
