@@ -452,6 +452,47 @@ def test_cg_settles_by_the_predicted_step(monkeypatch):
     assert predicted_steps < steps and predicted_products < products
 
 
+def test_gain_stop_skips_the_first_iteration_and_stops_a_creeping_fit():
+    """GainStop (cg's L-BFGS-B stopping rule): a first iteration whose gain is tiny only because L-BFGS-B's
+    first step on a box is the gradient itself does not stop the fit (scipy's ftol at the same level does);
+    a fit whose gains keep falling stops where two in a row are below the level."""
+    import scipy.optimize
+
+    from fastkpca.solvers.gaussian_process.gain_stop import GainStop
+
+    def minimise(func, x0, bounds, **kwargs):
+        stop = GainStop(1e-6)
+
+        def objective(x):
+            value, gradient = func(x)
+            stop.record(x, value)
+            return value, gradient
+
+        try:
+            result = scipy.optimize.minimize(objective, x0, method="L-BFGS-B", jac=True, bounds=bounds,
+                                             callback=stop, **kwargs)
+        except StopIteration:  # scipy before 1.11
+            result = None
+        return stop, result
+
+    def shallow(x):  # a minimum at 5 with a gradient of 1e-4 at the start
+        return 1e-5 * float(np.sum((x - 5.0) ** 2)), 2e-5 * (x - 5.0)
+
+    _, ftol = minimise(shallow, np.zeros(2), [(-10, 10)] * 2, options={"ftol": 1e-6})
+    assert ftol.nit == 1 and np.abs(ftol.x - 5.0).max() > 4.9  # scipy's test stops at the first step
+    stop, result = minimise(shallow, np.zeros(2), [(-10, 10)] * 2)
+    found = stop.last[0] if stop.stopped else result.x
+    np.testing.assert_allclose(found, 5.0, atol=1e-3)
+
+    def creeping(x):  # gains that fall geometrically along a flat direction, towards the bound 50
+        return float(np.exp(-x[0])), np.array([-np.exp(-x[0])])
+
+    stop, result = minimise(creeping, np.array([1.0]), [(-1.0, 50.0)], options={"gtol": 1e-12})  # cg's gtol/n
+    assert stop.stopped and stop.last[1] < 1e-5
+    gains = -np.diff(stop.values)
+    assert (gains[-2:] < 1e-6).all() and (gains[1:-2] >= 1e-6).any()
+
+
 def test_cg_fit_finds_the_exact_fit():
     X, y = data(400, seed=15)
     kernel = C(1.0) * RBF([1.0, 1.0, 1.0])

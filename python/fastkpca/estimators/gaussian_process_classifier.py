@@ -14,6 +14,7 @@ from .. import _validation as v
 from .. import engines, kernels
 from ..exceptions import ConvergenceWarning
 from ..solvers.gaussian_process import laplace
+from ..solvers.gaussian_process.gain_stop import GainStop
 from ..solvers.gaussian_process.laplace_exact import ExactLaplace
 from ..solvers.gaussian_process.objective import Objective, restart_thetas
 
@@ -25,11 +26,11 @@ _SOLVERS = ("auto", "cholesky", "cg")
 AUTO_CG_FROM = 10000
 #: cg: L-BFGS-B runs again from where its line search ended ABNORMAL at most this many times.
 CG_RESTARTS = 3
-#: cg: L-BFGS-B stops where an iteration raises the likelihood per sample by less than this (its ftol; the
-#: default, 2.2e-9, asks 0.0002 nats of an iteration at 100,000 samples, where one costs a minute or more: the
-#: 17,320-sample fit of the subset start at 100,000 spent its last 20 evaluations on 0.01 nats in all,
-#: creeping along the flat length scales of the features y does not depend on).
-CG_FTOL = 1e-6
+#: cg: L-BFGS-B stops where two iterations in a row after the first each raise the likelihood per sample by
+#: less than this (solvers/gaussian_process/gain_stop.py; scipy's ftol test with the default 2.2e-9 asks
+#: 0.0002 nats of an iteration at 100,000 samples: the 17,320-sample fit of the subset start there raised its
+#: likelihood by 0.019 nats in all over its 27th to 55th evaluations, creeping along flat length scales).
+CG_GAIN = 1e-6
 #: cg's subset start goes through a cg fit on √(subset_start·n) samples where n exceeds this many times
 #: subset_start (_BinaryLaplaceClassifier._subset_start).
 SUBSET_CHAIN = 10
@@ -261,13 +262,25 @@ class _BinaryLaplaceClassifier(ClassifierMixin, BaseEstimator):
             # cg: the likelihood per sample, as the regression's (its _constrained_optimization says why)
             per = len(self._labels) if self._solver.name == "cg" else 1
 
+            stop = GainStop(CG_GAIN) if per > 1 else None
+
             def objective(theta):
                 value, gradient = obj_func(theta)
+                if stop is not None:
+                    stop.record(theta, value / per)
                 return value / per, gradient / per
 
-            options = {} if per == 1 else {"gtol": 1e-5 / per, "ftol": CG_FTOL}
-            result = scipy.optimize.minimize(objective, initial_theta, method="L-BFGS-B", jac=True, bounds=bounds,
-                                             options=options)
+            options = {} if per == 1 else {"gtol": 1e-5 / per}
+            try:
+                result = scipy.optimize.minimize(objective, initial_theta, method="L-BFGS-B", jac=True,
+                                                 bounds=bounds, options=options, callback=stop)
+            except StopIteration:  # scipy before 1.11 passes the callback's StopIteration on
+                result = None
+            if stop is not None and stop.stopped:  # cg's rule (gain_stop.py): the last iterate
+                assert stop.last is not None
+                self._abnormal = False
+                return stop.last[0], stop.last[1] * per
+            assert result is not None
             self._abnormal = per > 1 and "ABNORMAL" in str(result.message)
             if not self._abnormal:
                 _check_optimize_result("lbfgs", result)
@@ -423,15 +436,16 @@ class GaussianProcessClassifier(ClassifierMixin, BaseEstimator):
 
     With ``solver="cg"`` nothing n × n is formed: each Newton step a = (I + W K)⁻¹ b is a correction from the
     current iterate by CG on B, preconditioned with P = I + W^½ K̃ W^½ for a randomly pivoted Cholesky factor K̃
-    of K (pivots held for the fit, applied through Woodbury), K a from the iterations' own products (two or three
+    of K (pivots held for the fit, applied through Woodbury), K a from the iterations' own products (one or two
     products by K a step where K̃ explains K; an inexact Newton step, settled to 1e-5 of max|f| within an
-    evaluation), log det B by
+    evaluation, without the last step where K̃ predicts it below that), log det B by
     stochastic Lanczos quadrature on fixed probes, and the traces and diag B⁻¹ by the same probes, the trace
     with the regression's preconditioner control variate (R = (K + W⁻¹)⁻¹ is the regression's K̂⁻¹ for the
     noise W⁻¹). The likelihood is then an estimate (``solver_info_["standard_error"]``), and L-BFGS-B sees values
-    integrated from the gradient; it starts from a fit on a subset (exact on ``subset_start`` samples, or beyond
-    ten times that a cg fit on √(subset_start·n) samples started so), and again from
-    where its line search ends ABNORMAL (``solver_info_["optimizer_restarts"]``). Along directions where the
+    integrated from the gradient, and stops where two iterations in a row after the first each gain less than
+    1e-6 of the likelihood per sample (``CG_GAIN``); it starts from a fit on a subset (exact on
+    ``subset_start`` samples, or beyond ten times that a cg fit on √(subset_start·n) samples started so), and
+    again from where its line search ends ABNORMAL (``solver_info_["optimizer_restarts"]``). Along directions where the
     likelihood is flat (the length scale of a feature the labels do not depend on, near its bound) the cg
     optimum can sit elsewhere than the exact one: bench/gaussian_process_classification.py --cg-fit has the
     figures.

@@ -7,13 +7,14 @@ B = I + S K S (S = W^½)
 
     P = (S F)(S F)ᵀ + diag(1 + W D) = I + S K̃ S,
 
-applied by Woodbury. Each Newton step a = (I + W K)⁻¹ b, f = K a is a correction g − S x from the current
-iterate (a, K a), g its gradient and B x = S K g solved by CG preconditioned with P (newton_cg.py: one product
-for K g, one per CG iteration, K a from those products; two or three products a step where K̃ explains K), to
-``newton_tol`` times ‖g‖. An evaluation's first step starts from the last mode's a (one
-product for its K a: a θ nearby has its mode nearby), a fit's first from zero with the tolerance squared.
-laplace.settled_mode runs the steps, to a step of 1e-5·max|f| within an evaluation and the exact solver's
-1e-9 for the fitted mode. At the mode:
+applied by Woodbury. Each Newton step a = (I + W K)⁻¹ b, f = K a is a correction S x from the current
+iterate (a, K a), with g its gradient and B x = S⁻¹g solved by CG preconditioned with P (newton_cg.py: one
+product per CG iteration, K a from those products; one or two products a step where K̃ explains K; B x = S K g,
+a product more, where S⁻¹g is badly scaled), to ``newton_tol`` times ‖g‖. An evaluation's first step starts
+from the last mode's a (one product for its K a: a θ nearby has its mode nearby), a fit's first from zero with
+the tolerance squared. laplace.settled_mode runs the steps, to a step of 1e-5·max|f| within an evaluation and
+the exact solver's 1e-9 for the fitted mode; it stops without the last step where :meth:`predicted_move`
+bounds that step's move below the tolerance. At the mode:
 
     log det B ≈ log det P + (1/p) Σ_i (z_iᵀP⁻¹z_i) e₁ᵀ log(T_i) e₁          (SLQ; z_i = P^½ ξ_i, ξ_i fixed signs)
     tr(R C_j) ≈ (1/p) Σ_i (S P⁻¹z_i)ᵀ C_j (S B⁻¹z_i)                        (Hutchinson, E[z zᵀ] = P)
