@@ -147,7 +147,9 @@ def test_nystrom_kernel_pca_and_nystroem_on_sparse_rows():
         nd = fastkpca.Nystroem(kernel="rbf", gamma=0.4, n_components=80, landmarks=landmarks,
                                random_state=0).fit(X.toarray())
         np.testing.assert_array_equal(ny.component_indices_, nd.component_indices_)
-        np.testing.assert_allclose(ny.transform(X[:30]), nd.transform(X[:30].toarray()), rtol=0, atol=1e-10)
+        # the same whitening (K_mm^-½): 1.1e-10 apart on a Zen 3 VM's AVX2 build (values near 0.05), under
+        # 1e-10 on AVX-512 ones
+        np.testing.assert_allclose(ny.transform(X[:30]), nd.transform(X[:30].toarray()), rtol=0, atol=1e-9)
 
 
 @pytest.mark.parametrize("solver", ["cholesky", "cg", "nystrom"])
