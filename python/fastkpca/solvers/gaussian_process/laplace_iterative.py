@@ -284,6 +284,9 @@ class IterativeLaplace:
             inverse_diagonal = _inverse_diagonal(pre) + np.mean((U - PZ) * PZ, axis=1)
             s2, residual = second_term(mode, inverse_diagonal, self.y)
             u = system.u_solve(s2)
+        # the operator's storage (the kernel's cached tiles) goes before the gradient's passes, which the plan
+        # did not leave room for beside it (the system's products hold it too)
+        del op, system
         Omega = S[:, None] * PZ  # P̂⁻¹ ẑ in the regression's terms (module documentation)
         A = np.column_stack([0.5 * mode.a, u, S[:, None] * U])
         B = np.column_stack([mode.a, residual, Omega * (-0.5 / p)])
