@@ -135,7 +135,7 @@ def _newton_step(system: NewtonSystem, y: np.ndarray, f: np.ndarray, current: tu
         system.prepare(W_sr)
     else:
         pi, W_sr = prepared
-    W = W_sr**2
+    W = pi * (1.0 - pi)  # W_sr² to rounding; this product is scikit-learn's
     a, f_new = system.newton_update(W_sr, W * f + (y - pi), current)
     return pi, W_sr, a, f_new
 
