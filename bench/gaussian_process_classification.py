@@ -23,8 +23,9 @@ Data (the issue's): X uniform on [−2, 2]⁸, y = [sin(2x₀) + ½x₁² − x�
   the fitted θ's largest difference (log), ``predict_proba``'s largest difference on the test points, and each
   one's accuracy and log loss.
 - **scale**: ``solver="cg"``, ``memory_limit="2GB"`` (``--memory-limit``), the default start (an exact fit on
-  3,000 samples, then L-BFGS-B on all of them), against an exact fit on a random 5,000-sample subset (timed
-  apart): seconds, evaluations, peak RSS growth over the data, held-out accuracy and log loss.
+  3,000 samples, beyond 30,000 samples then a cg fit on √(3,000·n), then L-BFGS-B on all of them), against an
+  exact fit on a random 5,000-sample subset (timed apart): seconds, evaluations, peak RSS growth over the
+  data, accuracy and log loss on 500 test points (N_TEST_SCALE), predict_proba's seconds.
 """
 
 from __future__ import annotations
