@@ -125,6 +125,11 @@ def _curvature(f: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     return pi, np.sqrt(pi * (1.0 - pi))
 
 
+def _newton_rhs(f: np.ndarray, y: np.ndarray, pi: np.ndarray) -> np.ndarray:
+    """b = W f + (y − π) at f (W = π(1 − π), scikit-learn's product)."""
+    return pi * (1.0 - pi) * f + (y - pi)
+
+
 def _newton_step(system: NewtonSystem, y: np.ndarray, f: np.ndarray, current: tuple | None = None,
                  prepared: tuple | None = None):
     """(π, √W at f, Newton's a and f = K a from f): lines 4–8 of Algorithm 3.1, a = (I + W K)⁻¹(W f + y − π)
@@ -135,8 +140,7 @@ def _newton_step(system: NewtonSystem, y: np.ndarray, f: np.ndarray, current: tu
         system.prepare(W_sr)
     else:
         pi, W_sr = prepared
-    W = pi * (1.0 - pi)  # W_sr² to rounding; this product is scikit-learn's
-    a, f_new = system.newton_update(W_sr, W * f + (y - pi), current)
+    a, f_new = system.newton_update(W_sr, _newton_rhs(f, y, pi), current)
     return pi, W_sr, a, f_new
 
 
@@ -214,7 +218,7 @@ def settled_mode(system: NewtonSystem, y: np.ndarray, f0: np.ndarray | None, max
         if predicted_move is not None:  # the next step predicted without a product: settled if it is below tol
             prepared = _curvature(f)
             system.prepare(prepared[1])
-            if predicted_move(prepared[1], prepared[1]**2 * f + (y - prepared[0]), (a, f)) <= limit:
+            if predicted_move(prepared[1], _newton_rhs(f, y, prepared[0]), (a, f)) <= limit:
                 break
     if prepared is not None:  # B is prepared at f's W: the value, π and √W are f's
         pi, W_sr = prepared

@@ -55,7 +55,7 @@ from ...operators.storage import pass_bytes
 from .control_variate import control_variate_traces
 from .iterative import _on_one_blas_thread
 from .laplace import SETTLED_TOL, LaplaceMode, mode_from, second_term
-from .newton_cg import newton_cg_step, newton_cg_update, step_preconditioner, sufficient_rank
+from .newton_cg import newton_cg_step, newton_cg_update, step_gradient, step_preconditioner, sufficient_rank
 from .preconditioner import NystromDiagonalPreconditioner, kernel_factor
 
 __all__ = ["LaplaceSettings", "IterativeLaplace"]
@@ -144,8 +144,7 @@ class _IterativeNewton:
         K − F Fᵀ, positive semi-definite, tr E = Σ D; a white noise's share of D counts whole): the bound is
         max|δf̃| + tr(E)·‖g‖."""
         assert self.pre is not None
-        a, Ka = current
-        g = b - a - W_sr**2 * Ka
+        g = step_gradient(W_sr, b, current)
         F, d = self.F, self.d
 
         def approximate(v):  # K̃ v

@@ -37,8 +37,8 @@ import numpy as np
 
 from .preconditioner import NystromDiagonalPreconditioner
 
-__all__ = ["NEWTON_CG_ITERATIONS", "newton_cg_step", "newton_cg_update", "step_preconditioner", "RESIDUAL_TRACE",
-           "RANK_STEP", "sufficient_rank"]
+__all__ = ["NEWTON_CG_ITERATIONS", "newton_cg_step", "newton_cg_update", "step_gradient", "step_preconditioner",
+           "RESIDUAL_TRACE", "RANK_STEP", "sufficient_rank"]
 
 #: CG's iterations in a Newton step at most (where the factor explains K, one or two do).
 NEWTON_CG_ITERATIONS = 100
@@ -102,11 +102,8 @@ def newton_cg_step(kernel_times, W_sr: np.ndarray, b: np.ndarray, start: tuple |
     n = b.shape[0]
     S = W_sr
     maxiter = NEWTON_CG_ITERATIONS if maxiter is None else maxiter
-    if start is None:
-        a0, Ka0, g = np.zeros(n), np.zeros(n), np.asarray(b, dtype=np.float64)
-    else:
-        a0, Ka0 = start
-        g = b - a0 - S**2 * Ka0
+    a0, Ka0 = (np.zeros(n), np.zeros(n)) if start is None else start
+    g = step_gradient(S, b, start)
     gradient_norm = float(np.linalg.norm(g))
     scaled = _scaled_gradient(g, S)
     products = 0
@@ -117,9 +114,9 @@ def newton_cg_step(kernel_times, W_sr: np.ndarray, b: np.ndarray, start: tuple |
         products += 1
         r = S * Kg
     # CG's residual r is B x's; the step's is S r (both forms): it stops on ‖S r‖
-    target = max(tol * gradient_norm, RESIDUAL_FLOOR * float(np.linalg.norm(S * r)))
-    x, KSx = np.zeros(n), np.zeros(n)
     norm = float(np.linalg.norm(S * r))
+    target = max(tol * gradient_norm, RESIDUAL_FLOOR * norm)
+    x, KSx = np.zeros(n), np.zeros(n)
     if norm > target:
         z = pre.solve(r[:, None])[:, 0]
         p, rz = z, float(r @ z)
@@ -145,6 +142,15 @@ def newton_cg_step(kernel_times, W_sr: np.ndarray, b: np.ndarray, start: tuple |
     if scaled is not None:
         return a0 + S * x, Ka0 + KSx, info
     return a0 + (g - S * x), Ka0 + (Kg - KSx), info
+
+
+def step_gradient(W_sr: np.ndarray, b: np.ndarray, current: tuple | None) -> np.ndarray:
+    """g = b − (I + W K) a₀, the Newton step's gradient from ``current`` = (a₀, K a₀) (b itself from zero): no
+    product."""
+    if current is None:
+        return np.asarray(b, dtype=np.float64)
+    a0, Ka0 = current
+    return b - a0 - W_sr**2 * Ka0
 
 
 def _scaled_gradient(g: np.ndarray, S: np.ndarray) -> np.ndarray | None:
