@@ -527,6 +527,44 @@ def test_auto_chooses_cg_where_the_exact_arrays_do_not_fit():
         GaussianProcessClassifier(RBF(1.0, "fixed"), solver="cg", memory_limit=1000).fit(X[:300], y[:300])
 
 
+def test_cg_kernel_plan_leaves_headroom_but_never_fails_for_it(monkeypatch):
+    """The cg Laplace's kernel storage leaves _HEADROOM_SHARE of the limit free beside its estimates where cached
+    tiles would take it, and plans without it (fewer or no cached tiles) where the limit has no more room."""
+    from fastkpca.engines.local import LocalSamples
+    from fastkpca.operators.storage import fixed_bytes
+    from fastkpca.solvers.gaussian_process import laplace_iterative
+
+    X, y = data(1200, seed=4)
+    plans = []
+    plan = LocalSamples.plan
+
+    def spy(self, kernel, **kwargs):
+        plans.append((kwargs["other_bytes"], plan(self, kernel, **kwargs)))
+        return plans[-1][1]
+
+    monkeypatch.setattr(LocalSamples, "plan", spy)
+    kernel = RBF(1.0, "fixed")
+    fixed = fixed_bytes(X.shape[0], X.shape[1], 8)
+    share = laplace_iterative._HEADROOM_SHARE
+    limit = 400 * 2**20
+    for roomy in (True, False):
+        plans.clear()
+        model = GaussianProcessClassifier(kernel, solver="cg", memory_limit=limit, n_probes=8, random_state=0)
+        model.fit(X, y)
+        working = model.base_estimator_._solver._working_bytes()
+        headroom = int(share * limit)
+        assert plans
+        for other, chosen in plans:
+            assert other == working + (headroom if roomy else 0)
+            assert chosen.kernel_bytes <= limit - fixed - other
+        if roomy:
+            assert plans[0][1].storage == "packed"
+            # next: a limit with room for half the headroom beside the estimates (the rank does not depend on it)
+            limit = int((fixed + working) / (1 - share / 2))
+        else:
+            assert plans[0][1].storage == "cached" and working + headroom + fixed > limit
+
+
 @pytest.mark.parametrize("n", [1, 63, 130])
 def test_native_passes_equal_their_formulas(n):
     """laplace_system_into: B = I + S K S; laplace_weights_in_place: Ω from B⁻¹ in the upper triangle, whole and
