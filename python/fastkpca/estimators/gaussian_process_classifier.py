@@ -446,8 +446,9 @@ class GaussianProcessClassifier(ClassifierMixin, BaseEstimator):
     1e-6 of the likelihood per sample (``CG_GAIN``); it starts from a fit on a subset (exact on
     ``subset_start`` samples, or beyond ten times that a cg fit on √(subset_start·n) samples started so), and
     again from where its line search ends ABNORMAL (``solver_info_["optimizer_restarts"]``). Along directions where the
-    likelihood is flat (the length scale of a feature the labels do not depend on, near its bound) the cg
-    optimum can sit elsewhere than the exact one: bench/gaussian_process_classification.py --cg-fit has the
+    likelihood is flat (the length scale of a feature the labels do not depend on, near its bound) where a fit
+    ends depends on its start, and the cg fit's can sit elsewhere than the exact fit's from the kernel's θ (at
+    the same θ their probabilities agree to 1e-6): bench/gaussian_process_classification.py --cg-fit has the
     figures.
 
     scikit-learn's binary classifier draws the optimiser's restarts as exp of a uniform draw within the log
