@@ -565,6 +565,58 @@ def test_cg_kernel_plan_leaves_headroom_but_never_fails_for_it(monkeypatch):
             assert plans[0][1].storage == "cached" and working + headroom + fixed > limit
 
 
+def test_cg_variances_plan_the_kernel_beside_their_own_blocks(monkeypatch):
+    """The predictive variances' kernel plan counts CG's blocks on the chunk of test points and the chunk itself
+    (the probes' blocks are the fit's), and under a limit too small for a wide chunk beside the kernel's
+    working copies the chunk narrows; the variances are the same either way."""
+    from fastkpca.engines.local import LocalSamples
+    from fastkpca.operators.storage import fixed_bytes
+    from fastkpca.solvers.gaussian_process import laplace_iterative
+
+    X, y = data(1000, seed=6)
+    X_new = data(200, seed=7)[0]
+    model = GaussianProcessClassifier(RBF(1.0, "fixed"), solver="cg", memory_limit="100MB", n_probes=8,
+                                      random_state=0).fit(X, y)
+    solver = model.base_estimator_._solver
+    reference = model.predict_proba(X_new)
+    plans, widths = [], []
+    plan, pcg = LocalSamples.plan, laplace_iterative.pcg
+
+    def plan_spy(self, kernel, **kwargs):
+        plans.append(kwargs["other_bytes"])
+        return plan(self, kernel, **kwargs)
+
+    def pcg_spy(operator, B, **kwargs):
+        widths.append(B.shape[1])
+        return pcg(operator, B, **kwargs)
+
+    monkeypatch.setattr(LocalSamples, "plan", plan_spy)
+    monkeypatch.setattr(laplace_iterative, "pcg", pcg_spy)
+    n = len(X)
+
+    def loop_chunk(limit):  # latent_variance's first choice, which does not count the samples' copies
+        chunk = 1
+        while chunk < len(X_new) and solver._working_bytes(2 * chunk) + 8 * n * 2 * chunk <= limit:
+            chunk *= 2
+        return chunk
+
+    fixed = fixed_bytes(n, X.shape[1], 8)
+    tight = next(limit for limit in range(64 * 2**20, 200 * 2**20, 2**20)
+                 if solver._working_bytes(loop_chunk(limit)) + 8 * n * loop_chunk(limit) + fixed > limit
+                 and solver._working_bytes(1) + 8 * n + fixed <= limit)
+    for limit in (solver.limit, tight):
+        plans.clear()
+        widths.clear()
+        solver.limit = limit
+        np.testing.assert_allclose(model.predict_proba(X_new), reference, atol=1e-6)
+        chunk = widths[0]
+        assert all(w <= chunk for w in widths) and sum(widths) == len(X_new)
+        assert plans[-1] >= solver._working_bytes(chunk) + 8 * n * chunk
+        assert solver._working_bytes(chunk) + 8 * n * chunk + fixed <= limit
+        if limit == tight:
+            assert chunk < loop_chunk(limit)
+
+
 @pytest.mark.parametrize("n", [1, 63, 130])
 def test_native_passes_equal_their_formulas(n):
     """laplace_system_into: B = I + S K S; laplace_weights_in_place: Ω from B⁻¹ in the upper triangle, whole and

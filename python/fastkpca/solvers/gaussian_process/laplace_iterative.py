@@ -254,10 +254,15 @@ class IterativeLaplace:
                 F, d, _ = kernel_factor(kernel, self.samples, self.rank, seed=self.seed, pivots=self.pivots)
         return np.asarray(F, dtype=np.float64), d
 
-    def _operator(self, kernel):
+    def _operator(self, kernel, columns: int | None = None):
+        """The kernel operator (a context manager) planned beside the solver's working memory: the probes' by
+        default, else that of CG on ``columns`` right-hand sides held beside it (the predictive variances)."""
+        held = 0 if columns is None else 8 * self.y.shape[0] * columns
+        width = self.settings.probes if columns is None else columns
+
         def planned(headroom: int):
-            return self.samples.plan(kernel, block_size=self.settings.probes, memory_limit=self.limit,
-                                     other_bytes=self._working_bytes() + headroom)
+            return self.samples.plan(kernel, block_size=width, memory_limit=self.limit,
+                                     other_bytes=self._working_bytes(columns) + held + headroom)
 
         try:
             plan = planned(int(_HEADROOM_SHARE * self.limit))
@@ -342,7 +347,15 @@ class IterativeLaplace:
         while chunk < n_new and self._working_bytes(2 * chunk) + 8 * n * 2 * chunk <= self.limit:
             chunk *= 2
         S, X = self.S, self.samples.fitted()
-        with self._operator(kernel) as op:
+        while True:  # the kernel's plan counts the samples' copies too: fewer columns where they do not fit
+            try:
+                operator = self._operator(kernel, chunk)
+                break
+            except MemoryError:
+                if chunk == 1:
+                    raise
+                chunk //= 2
+        with operator as op:
             system = self._system(op, self.F, self.d)
             system.S, system.pre = S, self.pre
             for begin in range(0, n_new, chunk):
