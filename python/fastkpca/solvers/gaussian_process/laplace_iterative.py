@@ -254,9 +254,10 @@ class IterativeLaplace:
                 F, d, _ = kernel_factor(kernel, self.samples, self.rank, seed=self.seed, pivots=self.pivots)
         return np.asarray(F, dtype=np.float64), d
 
-    def _operator(self, kernel, columns: int | None = None):
-        """The kernel operator (a context manager) planned beside the solver's working memory: the probes' by
-        default, else that of CG on ``columns`` right-hand sides held beside it (the predictive variances)."""
+    def _plan(self, kernel, columns: int | None = None):
+        """The kernel's storage beside the solver's working memory: the probes' by default, else that of CG on
+        ``columns`` right-hand sides held beside it (the predictive variances); MemoryError where even
+        matrix-free it does not fit."""
         held = 0 if columns is None else 8 * self.y.shape[0] * columns
         width = self.settings.probes if columns is None else columns
 
@@ -265,10 +266,13 @@ class IterativeLaplace:
                                      other_bytes=self._working_bytes(columns) + held + headroom)
 
         try:
-            plan = planned(int(_HEADROOM_SHARE * self.limit))
+            return planned(int(_HEADROOM_SHARE * self.limit))
         except MemoryError:  # the headroom only ever takes cached tiles, never the room a pass needs
-            plan = planned(0)
-        return self.samples.kernel_operator(kernel, plan, self.n_jobs)
+            return planned(0)
+
+    def _operator(self, kernel):
+        """The kernel operator as :meth:`_plan` holds it for the probes (a context manager)."""
+        return self.samples.kernel_operator(kernel, self._plan(kernel), self.n_jobs)
 
     def _system(self, op, F: np.ndarray, d: np.ndarray) -> _IterativeNewton:
         """Newton's system over the kernel operator ``op`` (held by the caller) and the factor (F, d)."""
@@ -349,13 +353,13 @@ class IterativeLaplace:
         S, X = self.S, self.samples.fitted()
         while True:  # the kernel's plan counts the samples' copies too: fewer columns where they do not fit
             try:
-                operator = self._operator(kernel, chunk)
+                plan = self._plan(kernel, chunk)
                 break
             except MemoryError:
                 if chunk == 1:
                     raise
                 chunk //= 2
-        with operator as op:
+        with self.samples.kernel_operator(kernel, plan, self.n_jobs) as op:
             system = self._system(op, self.F, self.d)
             system.S, system.pre = S, self.pre
             for begin in range(0, n_new, chunk):
