@@ -147,7 +147,7 @@ def test_the_kind_check_finds_what_it_looks_for(tmp_path):
         assert any(spelling in line for line in found), (spelling, found)
 
 
-#: Estimator modules on a solver interface: the solver layer chooses (solvers/gaussian_process/choice.py) and the
+#: Estimator modules on a solver interface: the solver layer chooses (solvers/choice.py) and the
 #: estimator calls the interface, never asking which solver it got. (kernel_ridge.py and decomposition.py
 #: still choose theirs in the estimator.)
 ON_A_SOLVER_INTERFACE = ["gaussian_process.py", "svm.py"]

@@ -389,21 +389,31 @@ def test_auto_chooses_by_memory():
     assert fit.solver_info_["solver"] == "cg"
 
 
-def test_auto_chooses_by_cost_within_memory():
-    """The cost model (choice.py): the exact evaluation's n³ against cg's products, whatever the machine's
-    rate (it divides both): the exact solver at 5,000 samples, cg at 40,000 where its 12.8 GB array fits."""
-    from fastkpca.solvers.gaussian_process.choice import evaluation_seconds, prefers_cg
+def test_auto_chooses_by_cost_within_memory(monkeypatch):
+    """The cost model (solvers/choice.py): the exact evaluation's n³ against cg's products, whatever the
+    machine's rate (it divides both): the exact solver at 5,000 samples, cg at 40,000 where its 12.8 GB array
+    fits; every candidate's predicted seconds and bytes recorded."""
+    from fastkpca.solvers import choice as model
 
-    assert not prefers_cg(5000, 8, 17)[0] and prefers_cg(40_000, 8, 17)[0]
-    for n in (5000, 40_000):
-        slow, fast = evaluation_seconds(n, 8, 17, rate=1e9), evaluation_seconds(n, 8, 17, rate=1e11)
+    def seconds(n, rate):
+        monkeypatch.setattr(model, "gemm_rate", lambda: rate)
+        picked = model.gaussian_process_regression("auto", n=n, d=8, columns=17, rank=1024, exact_possible=True,
+                                                   memory_limit=10**11)
+        return {c.name: c.seconds for c in picked.candidates}, picked.picked
+
+    for n, chosen in ((5000, "cholesky"), (40_000, "cg")):
+        (slow, picked_slow), (fast, picked_fast) = seconds(n, 1e9), seconds(n, 1e11)
+        assert picked_slow == picked_fast == chosen
         assert slow["cholesky"] / slow["cg"] == pytest.approx(fast["cholesky"] / fast["cg"])
+    monkeypatch.undo()
     settings = IterativeSettings()
     for n, limit, chosen in ((5000, 10**9, "cholesky"), (40_000, 20 * 10**9, "cg"), (40_000, 10**10, "cg")):
         solver, choice = gp.make_solver("auto", LOCAL.samples(np.zeros((n, 8))), np.zeros((n, 1)), 0.1, settings,
                                         memory_limit=limit)
-        assert solver.name == chosen and choice["requested"] == "auto"
-        assert ("model_seconds" in choice) == (n * n * 8 <= limit)
+        assert solver.name == chosen and choice["requested"] == "auto" and choice["picked"] == chosen
+        assert set(choice["candidates"]) == {"cholesky", "cg"}
+        assert choice["candidates"]["cholesky"]["fits"] == (n * n * 8 <= limit)
+        assert all(c["seconds"] > 0 and c["bytes"] > 0 for c in choice["candidates"].values())
 
 
 def test_a_cg_fit_starts_from_an_exact_fit_on_a_subset():
