@@ -344,11 +344,15 @@ def test_bad_input_names_the_argument_and_modifies_nothing(data):
     np.testing.assert_array_equal(y, y0)
 
 
-def test_kernel_pca_inverse_transform_uses_kernel_ridge(rng):
-    """Above 3000 samples the pre-image map is solved by cg on a kernel operator: same answer as
-    scikit-learn's dense solve."""
+def test_kernel_pca_inverse_transform_uses_kernel_ridge(rng, monkeypatch):
+    """The pre-image map is fastkpca.KernelRidge on the library's solver choice: where the cost model predicts
+    cg cheaper (here made so, by predicting CG to converge in one iteration) it is solved by cg on a kernel
+    operator, with the same answer as scikit-learn's dense solve."""
     from sklearn.decomposition import KernelPCA as SkKernelPCA
 
+    from fastkpca.solvers import choice
+
+    monkeypatch.setattr(choice, "RIDGE_CG_ITERATIONS", 1)
     X = rng.standard_normal((3200, 4))
     ours = KernelPCA(n_components=3, kernel="rbf", gamma=0.2, fit_inverse_transform=True, alpha=0.1,
                      random_state=0).fit(X)
@@ -419,12 +423,13 @@ def test_cv_kfold_dense_and_matrix_free_agree_with_refitting(matrix_free, rng, m
     X = rng.standard_normal((150, 3))
     Y = np.c_[np.sin(X[:, 0]), X[:, 1] ** 2]
     alphas = [0.05, 0.5, 5.0]
-    if matrix_free:  # as if three 150×150 matrices did not fit the memory limit
-        from fastkpca.solvers import ridge_cv
+    if matrix_free:  # as if the cost model predicted multi-shift CG cheaper
+        from fastkpca.solvers import choice
 
-        monkeypatch.setattr(ridge_cv, "dense_fits", lambda n, limit: False)
+        monkeypatch.setattr(choice, "MULTISHIFT_ITERATIONS", 0)
     model = KernelRidgeCV(alphas=alphas, kernel="rbf", gammas=[0.3], cv=3, tol=1e-12).fit(X, Y)
     assert model.cv_results_["method"] == ("kfold-multishift-cg" if matrix_free else "kfold-eigh")
+    assert model.solver_info_["choice"]["picked"] == ("multishift-cg" if matrix_free else "eigh")
     K = ref.kernel(X, kernel="rbf", gamma=0.3)
     folds = np.array_split(np.arange(150), 3)
     for alpha, mse in zip(alphas, model.cv_results_["mean_squared_error"]):

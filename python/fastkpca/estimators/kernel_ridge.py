@@ -3,7 +3,6 @@ KernelRidgeCV: alpha (and gamma) chosen by cross-validation from one factorisati
 
 from __future__ import annotations
 
-import contextlib
 import operator
 import time
 from typing import Any, Callable
@@ -15,14 +14,12 @@ from sklearn.utils.validation import check_is_fitted
 
 from .. import engines, kernels
 from .. import _validation as v
-from ..solvers import low_rank, ridge, ridge_cv
+from ..solvers import low_rank, ridge, ridge_cv, ridge_solvers
 from ._base import EngineFitted, Reporting
 
 __all__ = ["KernelRidge", "KernelRidgeCV"]
 
 SOLVERS = ("auto", "cholesky", "cg", "nystrom")
-#: solver="auto" solves up to this many samples by dense Cholesky (milliseconds to a second).
-AUTO_CHOLESKY_BELOW = 3000
 #: The first column of a product with a 1-D dual_coef_ (picklable, for an engine's tasks).
 _FIRST_COLUMN = operator.itemgetter((slice(None), 0))
 #: scikit-learn's kernel names (its pairwise kernels and "precomputed") and fastkpca's native ones.
@@ -61,8 +58,10 @@ class KernelRidge(Reporting, EngineFitted, MultiOutputMixin, RegressorMixin, Bas
         block product per iteration for all targets, preconditioned by a rank-r randomly pivoted Cholesky
         factor (see ``preconditioner_rank``); stops at relative residual ``tol``. ``"nystrom"``: the
         restricted problem on ``n_landmarks`` landmarks (Falkon's): approximate, O(m²) memory, one
-        streamed pass over X. ``"auto"``: cholesky up to 3000 samples (or with alpha = 0, if the kernel
-        fits the memory limit), else cg.
+        streamed pass over X. ``"auto"``: cholesky or cg, whichever the library's cost model
+        (fastkpca.solvers.choice) predicts faster among those that fit the memory limit (cholesky at small N,
+        and with alpha = 0 wherever the kernel fits, since a singular system needs its least-squares fallback);
+        ``solver_info_["choice"]`` records the prediction.
     tol : float, default=None
         Relative residual of cg (None: 1e-8).
     max_iter : int, default=None
@@ -117,9 +116,10 @@ class KernelRidge(Reporting, EngineFitted, MultiOutputMixin, RegressorMixin, Bas
     n_iter_ : int
         Products by K of cg (1 for the direct solvers, cholesky and nystrom).
     solver_info_ : dict
-        ``solver`` and, for cg: ``iterations`` (products by K), ``residuals`` (relative, per target),
-        ``converged``, ``preconditioner_rank``, ``storage``, ``kernel_bytes``, seconds per stage and, with
-        mixed precision, ``fast_products`` (those in float32), ``fast_dropped`` (float32 could not reach tol)
+        ``solver``, ``choice`` (the solver asked for, the one picked and why, and every candidate's predicted
+        seconds and bytes: fastkpca.solvers.choice) and, for cg: ``iterations`` (products by K),
+        ``residuals`` (relative, per target), ``converged``, ``preconditioner_rank``, ``storage``,
+        ``kernel_bytes``, seconds per stage and, with mixed precision, ``fast_products`` (those in float32), ``fast_dropped`` (float32 could not reach tol)
         and ``fast_storage``.
     n_features_in_, feature_names_in_
 
@@ -191,110 +191,26 @@ class KernelRidge(Reporting, EngineFitted, MultiOutputMixin, RegressorMixin, Bas
         Y = np.asarray(y, dtype=np.float64).reshape(n, -1)
         alphas = v.check_alphas(self.alpha, Y.shape[1])
         root_w = v.sample_weight_root(engine.gather(sample_weight, "sample_weight"), n)
-        solver = self._choose_solver(n, alphas, limit)
+        settings = ridge_solvers.RidgeSettings(
+            limit=limit, memory_limit=self.memory_limit, tol=self.tol, max_iter=self.max_iter,
+            preconditioner_rank=self.preconditioner_rank, preconditioner_dtype=self.preconditioner_dtype,
+            cg_precision=self.cg_precision, n_landmarks=self.n_landmarks, landmarks=self.landmarks,
+            random_state=self.random_state, n_jobs=self.n_jobs)
+        solver, choice = ridge_solvers.make_solver(self.solver, samples, Y, alphas, settings)
+        progress = None
+        if self._wants_progress():
+            def progress(iterations, converged, residual):
+                self._report("iteration", iterations=iterations, converged=converged, residual=residual)
         start = time.perf_counter()
-        first = _FIRST_COLUMN if y.ndim == 1 else None
-        if solver == "nystrom":
-            dual, info, S = self._fit_nystrom(samples, kernel.between_samples("use solver='nystrom'"), Y, alphas,
-                                              root_w, limit)
-            self.X_fit_, self._predict_map = S, kernel.cross_product(S, dual, first, promote=True)
-        else:
-            fit = self._fit_cholesky if solver == "cholesky" else self._fit_cg
-            dual, info = fit(samples, kernel, Y, alphas, root_w, limit)
-            self.X_fit_ = samples.fitted()
-            self._predict_map = samples.cross_product(kernel, dual, first, promote=True, memory_limit=limit)
-        info.update(solver=solver, seconds=time.perf_counter() - start)
-        self.solver_info_ = info
-        self.n_iter_ = int(info.get("iterations", 1))
-        self.dual_coef_ = dual.ravel() if y.ndim == 1 else dual
-        self._report("done", solver=solver, seconds=info["seconds"])
+        fit = solver.fit(samples, kernel, Y, alphas, root_w, first=_FIRST_COLUMN if y.ndim == 1 else None,
+                         report=self._report, progress=progress)
+        self.X_fit_, self._predict_map = fit.centres, fit.predict_map
+        self.solver_info_ = {**fit.info, "solver": solver.name, "choice": choice,
+                             "seconds": time.perf_counter() - start}
+        self.n_iter_ = int(fit.info.get("iterations", 1))
+        self.dual_coef_ = fit.dual.ravel() if y.ndim == 1 else fit.dual
+        self._report("done", solver=solver.name, seconds=self.solver_info_["seconds"])
         return self
-
-    def _choose_solver(self, n, alphas, limit):
-        if self.solver != "auto":
-            return self.solver
-        dense_bytes = n * n * 8
-        if n <= AUTO_CHOLESKY_BELOW and dense_bytes <= limit:
-            return "cholesky"
-        if (alphas == 0).any() and dense_bytes <= limit:
-            return "cholesky"  # a singular system needs the least-squares fallback, which needs the matrix
-        return "cg"
-
-    def _fit_cholesky(self, samples, kernel, Y, alphas, root_w, limit):
-        start = time.perf_counter()
-        K = samples.kernel_matrix(kernel, what="solver='cholesky'", memory_limit=limit, writable=True,
-                                  dtype=np.float64, hint="solver='cg' fits within any limit")
-        stages = {"kernel": time.perf_counter() - start}
-        self._report("kernel", seconds=stages["kernel"], storage="full")
-        start = time.perf_counter()
-        dual, singular = ridge.solve_cholesky(K, Y, alphas, root_w)
-        stages["solve"] = time.perf_counter() - start
-        return dual, {"storage": "full", "kernel_bytes": K.nbytes, "singular": singular, "stages": stages}
-
-    def _fit_cg(self, samples, kernel, Y, alphas, root_w, limit):
-        """Preconditioned CG on the kernel operator the engine plans within the memory limit (and, in mixed
-        precision, the float32 one beside it)."""
-        n, t = Y.shape
-        start = time.perf_counter()
-        block = max(t, 1)
-        probe = samples.plan(kernel, block_size=block, memory_limit=self.memory_limit, other_bytes=8 * n * t * 8)
-        mixed = ridge.wants_fast_products(self.cg_precision, samples, kernel, probe)
-        # The preconditioner's share is of what the two operators' fixed parts leave; where the rest could
-        # cache only a sliver of the kernel, of what the operators' and cg's working memory leave.
-        room = limit - (ridge.mixed_bytes(n, samples.shape[1]) if mixed else 0)
-        budget = {"kernel_itemsize": 4 if mixed else 8, "working": ridge.cg_working_bytes(samples, t, mixed)}
-        columns = samples.columns(kernel)
-        factor_dtype = ridge.preconditioner_dtype(self.preconditioner_dtype, self.preconditioner_rank, n, room,
-                                                  probe.stored, alphas, columns, **budget)
-        rank = ridge.preconditioner_rank(self.preconditioner_rank, n, room, probe.stored, factor_dtype.itemsize,
-                                         **budget)
-        other = ridge.cg_bytes(n, t, rank, factor_dtype.itemsize, samples.dtype.itemsize)
-        fast_samples = fast_kernel = fast_plan = None
-        if mixed:
-            fast_samples = samples.astype(np.float32)
-            fast_kernel = fast_samples.bind(kernel)
-            try:
-                plan, fast_plan = ridge.mixed_plans(samples, fast_samples, kernel, fast_kernel, block_size=block,
-                                                    memory_limit=self.memory_limit, other_bytes=other)
-            except MemoryError as error:
-                raise MemoryError(f"cg_precision={self.cg_precision!r} keeps a float32 copy of X and its operator "
-                                  f"beside the float64 one, which do not fit: {error}") from None
-        else:
-            plan = samples.plan(kernel, block_size=block, memory_limit=self.memory_limit, other_bytes=other)
-        with samples.kernel_operator(kernel, plan, self.n_jobs) as op, \
-                (fast_samples.kernel_operator(fast_kernel, fast_plan, self.n_jobs) if fast_plan
-                 else contextlib.nullcontext()) as fast_op:
-            stages = {"kernel": time.perf_counter() - start}
-            self._report("kernel", seconds=stages["kernel"], storage=op.storage, kernel_bytes=op.kernel_bytes)
-            progress = None
-            if self._wants_progress():
-                def progress(iterations, converged, residual):
-                    self._report("iteration", iterations=iterations, converged=converged, residual=residual)
-            dual, info = ridge.solve_cg(op, columns, Y, alphas, root_w, rank=rank, tol=self.tol,
-                                        maxiter=self.max_iter, random_state=self.random_state, progress=progress,
-                                        report=self._report, fast_op=fast_op, factor_dtype=factor_dtype)
-            info.update(op.info(), memory_limit=limit)
-            if fast_op is not None:
-                info.update(fast_storage=fast_op.storage, fast_kernel_bytes=fast_op.kernel_bytes)
-        info["stages"] = {**stages, **info["stages"]}
-        return dual, info
-
-    def _fit_nystrom(self, samples, kernel, Y, alphas, root_w, limit):
-        """Falkon's restricted problem on m landmarks (ridge.solve_nystrom), streamed over the samples
-        wherever the engine keeps them."""
-        n = samples.shape[0]
-        start = time.perf_counter()
-        m = min(low_rank.DEFAULT_N_LANDMARKS, n) if self.n_landmarks is None else self.n_landmarks
-        S, _, selection = low_rank.landmarks(samples, self.landmarks, m, kernel, random_state=self.random_state,
-                                             memory_limit=limit, name="n_landmarks")
-        m = S.shape[0]
-        rows = low_rank.stream_rows(n, m, samples.dtype.itemsize, limit, what=f"solver='nystrom' with {m} landmarks")
-        seconds = time.perf_counter() - start
-        dual, info = ridge.solve_nystrom(samples, S, kernel, Y, alphas, root_w, rows=rows)
-        info["stages"] = {"landmarks": seconds, **info["stages"]}
-        info.update(n_landmarks=m, landmarks=selection["method"], landmark_selection=selection, chunk_rows=rows,
-                    memory_limit=limit, **samples.info())
-        return dual, info, S
 
     # ----------------------------------------------------------------------------------------- predict
 
@@ -359,6 +275,9 @@ class KernelRidgeCV(MultiOutputMixin, RegressorMixin, BaseEstimator):
     cv_results_ : dict of arrays
         ``alpha``, ``gamma``, ``mean_squared_error`` for every pair tried, and ``method`` ("loo-eigh",
         "kfold-eigh" or "kfold-multishift-cg").
+    solver_info_ : dict
+        ``method`` and ``choice``: how the library's cost model picked it (fastkpca.solvers.choice), for the last
+        kernel tried.
     estimator_ : KernelRidge
         The refitted model; predict uses it.
     """
@@ -417,14 +336,14 @@ class KernelRidgeCV(MultiOutputMixin, RegressorMixin, BaseEstimator):
         weights = None if sample_weight is None else v.sample_weight_root(sample_weight, n) ** 2
         if self.cv is not None and self.cv > n:
             raise ValueError(f"cv={self.cv} folds need at least {self.cv} samples, got {n}")
-        rows, method = [], ""
+        rows, method, choice = [], "", {}
         for gamma in gammas:
             kernel = samples.bind(kernels.make(self.kernel, gamma=gamma, degree=self.degree, coef0=self.coef0,
                                                n_features=d, n_jobs=self.n_jobs))
             scales = dict(zip(kernel.hyperparameters, np.exp(kernel.theta)))
             if gamma is not None and "gamma" not in scales:
                 raise ValueError(f"gammas cannot be searched with {kernel.label}: it has no gamma")
-            errors, method = ridge_cv.cross_validate(samples, kernel, Y, alphas, self.cv, weights,
+            errors, method, choice = ridge_cv.cross_validate(samples, kernel, Y, alphas, self.cv, weights,
                                                      tol=self.tol, maxiter=self.max_iter, memory_limit=limit,
                                                      n_jobs=self.n_jobs)
             rows += [(alpha, scales.get("gamma", np.nan), err) for alpha, err in zip(alphas, errors)]
@@ -432,6 +351,7 @@ class KernelRidgeCV(MultiOutputMixin, RegressorMixin, BaseEstimator):
         best = int(np.argmin(table[:, 2]))
         self.cv_results_ = {"alpha": table[:, 0], "gamma": table[:, 1], "mean_squared_error": table[:, 2],
                             "method": method}
+        self.solver_info_ = {"method": method, "choice": choice}
         self.alpha_ = float(table[best, 0])
         self.gamma_ = None if np.isnan(table[best, 1]) else float(table[best, 1])
         self.best_score_ = float(table[best, 2])

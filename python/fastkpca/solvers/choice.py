@@ -164,6 +164,122 @@ def choose(family: str, requested: str, candidates, memory_limit: int) -> Choice
 #
 # Each family's candidates for one problem, in the order the estimators' documentation lists them.
 
+# ---- Kernel ridge regression: one fit -------------------------------------------------------------------
+
+#: Iterations (block products by K) of preconditioned CG on a well-posed system (bench/solver_choice.py).
+RIDGE_CG_ITERATIONS = 40
+#: Iterations CG may take on a singular system (alpha = 0), where its convergence has no bound: KernelRidge's
+#: max_iter default.
+RIDGE_SINGULAR_ITERATIONS = 1000
+#: Seconds a cg fit spends beyond its flops: the storage plan, the operator and its Python per iteration
+#: (bench/solver_choice.py).
+RIDGE_CG_SETUP_SECONDS = 0.02
+
+
+def kernel_ridge(requested: str, *, n: int, d: int, targets: int, singular: bool, rank: int,
+                 memory_limit: int) -> Choice:
+    """KernelRidge's solver: "cholesky" (the kernel matrix, factored in place: one n × n float64 array, n³/3
+    flops), "cg" (RIDGE_CG_ITERATIONS block products of ``targets`` vectors and a rank-``rank`` RPCholesky
+    preconditioner, within any memory limit; on a singular system (``singular``: an alpha of 0) as many
+    iterations as max_iter allows, so the exact factor, whose least-squares fallback answers it, is taken
+    where it fits) or "nystrom" (approximate: only when asked for)."""
+    rank = min(rank, n)
+    iterations = RIDGE_SINGULAR_ITERATIONS if singular else RIDGE_CG_ITERATIONS
+    cholesky = kernel_pass_seconds(n, n, d, 0) + cholesky_seconds(n) + 2 * n * n * targets / gemm_rate()
+    cg = (RIDGE_CG_SETUP_SECONDS + iterations * kernel_pass_seconds(n, n, d, targets)
+          + (n * rank * kernel_entry_flops(d) + 2 * n * rank * rank) / gemm_rate())
+    return choose("kernel ridge", requested, [
+        Candidate("cholesky", cholesky, 8 * n * n),
+        Candidate("cg", cg, 8 * n * (6 * targets + rank) + 24 * rank * rank),
+        Candidate("nystrom", kernel_pass_seconds(n, min(n, 1000), d, targets), 8 * 1000 * (1000 + targets),
+                  automatic=False, note="approximate: Falkon's restricted problem"),
+    ], memory_limit)
+
+
+# ---- Kernel ridge cross-validation: every alpha's validation error for one kernel ------------------------
+
+#: Iterations of the unpreconditioned multi-shift CG that solves a fold's systems for every alpha at once
+#: (bench/solver_choice.py).
+MULTISHIFT_ITERATIONS = 200
+
+
+def kernel_ridge_cv(requested: str, *, n: int, d: int, targets: int, folds: int | None, native: bool,
+                    memory_limit: int) -> Choice:
+    """KernelRidgeCV's method for one kernel: "eigh" (the kernel matrix, its eigenvectors and eigh's workspace:
+    three n × n arrays; one eigendecomposition for leave-one-out, ``folds is None``, or one per fold's training
+    block) or "multishift-cg" (each fold's systems for every alpha by one multi-shift CG run, matrix-free:
+    k-fold with one of fastkpca's native kernels only)."""
+    train = n if folds is None else n - n // folds
+    eigh = kernel_pass_seconds(n, n, d, 0) + (1 if folds is None else folds) * eigh_seconds(train)
+    note = ("leave-one-out needs the eigendecomposition" if folds is None
+            else "" if native else "needs one of fastkpca's native kernels")
+    cg = (folds or 1) * MULTISHIFT_ITERATIONS * kernel_pass_seconds(train, train, d, targets)
+    return choose("kernel ridge cross-validation", requested, [
+        Candidate("eigh", eigh, 3 * 8 * n * n),
+        Candidate("multishift-cg", cg, 8 * n * 8 * targets, folds is not None and native, note=note),
+    ], memory_limit)
+
+
+# ---- Kernel PCA: the top k eigenpairs of the centered kernel -----------------------------------------------
+
+#: Block Lanczos's passes over K for k pairs to 1e-8 (the reference's 7–19 on rbf kernels; bench/solver_choice.py).
+LANCZOS_PASSES = 15
+#: Seconds of a Lanczos solve beyond its passes' flops: the plan, the operator, the basis's algebra and the
+#: Python per pass (bench/solver_choice.py).
+LANCZOS_SETUP_SECONDS = 0.005
+#: ARPACK's products for k pairs: about ARPACK_PRODUCTS + ARPACK_PRODUCTS_PER_PAIR · k (the reference's
+#: 40 / 154 / 253 at k = 10 / 50 / 100).
+ARPACK_PRODUCTS = 15
+ARPACK_PRODUCTS_PER_PAIR = 2.5
+#: A matrix-vector product's rate against DGEMM's: two flops per entry read from memory.
+MATVEC_SHARE = 0.03
+
+
+def kernel_pca(requested: str, *, n: int, d: int, k: int, symmetric: bool, all_components: bool,
+               memory_limit: int) -> Choice:
+    """KernelPCA's eigensolver for the top ``k`` pairs: "dense" (the centered kernel matrix, LAPACK's eigh:
+    three n × n arrays), "lanczos" (block Lanczos on the implicitly centered operator, within any memory limit;
+    possible for a symmetric kernel and a number of components short of all), "arpack" (scikit-learn's, on the
+    matrix; taken by "auto" only for a kernel that is not symmetric, which Lanczos cannot solve), "randomized"
+    and "nystrom" (approximate: only when asked for)."""
+    b = k + 10
+    kernel = kernel_pass_seconds(n, n, d, 0)
+    arpack_products = ARPACK_PRODUCTS + ARPACK_PRODUCTS_PER_PAIR * k
+    lanczos_note = ("the kernel is not symmetric" if not symmetric
+                    else "all components need the dense eigendecomposition" if all_components else "")
+    return choose("kernel PCA", requested, [
+        Candidate("dense", kernel + eigh_seconds(n), 3 * 8 * n * n),
+        Candidate("lanczos", LANCZOS_SETUP_SECONDS + LANCZOS_PASSES * kernel_pass_seconds(n, n, d, b),
+                  8 * n * (8 * b + k), symmetric and not all_components, note=lanczos_note),
+        Candidate("arpack", kernel + arpack_products * 2 * n * n / (MATVEC_SHARE * gemm_rate()), 2 * 8 * n * n,
+                  automatic=not symmetric and not all_components),
+        Candidate("randomized", kernel + 2 * 7 * kernel_pass_seconds(n, n, 0, b), 2 * 8 * n * n, automatic=False,
+                  note="approximate: subspace iteration"),
+        Candidate("nystrom", kernel_pass_seconds(n, min(n, 1000), d, k), 8 * 1000 * 1000, automatic=False,
+                  note="approximate: landmarks"),
+    ], memory_limit)
+
+
+# ---- Spectral embedding and clustering: the bottom eigenvectors of a normalised Laplacian --------------------
+
+def spectral(requested: str, *, n: int, d: int, k: int, memory_limit: int) -> Choice:
+    """The spectral estimators' eigensolver: "lanczos" (block Lanczos on the Laplacian view of the affinity's
+    operator, in any storage) is the one exact solver that needs no n × n matrix; scikit-learn's "arpack",
+    "lobpcg" and "amg" solve the materialised affinity and "nystrom" is approximate: those only when asked for."""
+    b = k + 10
+    dense = 8 * n * n
+    sklearn = kernel_pass_seconds(n, n, d, 0) + (ARPACK_PRODUCTS + ARPACK_PRODUCTS_PER_PAIR * k) * 2 * n * n / (
+        MATVEC_SHARE * gemm_rate())
+    return choose("spectral embedding", "auto" if requested is None else requested, [
+        Candidate("lanczos", LANCZOS_SETUP_SECONDS + LANCZOS_PASSES * kernel_pass_seconds(n, n, d, b),
+                  8 * n * (8 * b + k)),
+        *(Candidate(name, sklearn, dense, automatic=False, note="scikit-learn's, on the materialised affinity")
+          for name in ("arpack", "lobpcg", "amg")),
+        Candidate("nystrom", kernel_pass_seconds(n, min(n, 1000), d, k), 8 * 1000 * 1000, automatic=False,
+                  note="approximate: landmarks"),
+    ], memory_limit)
+
+
 # ---- Gaussian process regression: one evaluation of the likelihood and its gradient ----------------------
 
 #: Block products by K an evaluation of the likelihood takes by cg (11–42 at random θ: bench/solver_choice.py).

@@ -8,7 +8,7 @@
   multi-shift CG run (cg.cg_shifted) on the fold's kernel operator, held-out predictions tile by tile.
 
 Errors are mean squared errors, weighted by ``weights`` (sample weights) when given. :func:`cross_validate`
-chooses among them.
+chooses among them by the library's cost model (solvers/choice.py).
 """
 
 from __future__ import annotations
@@ -21,15 +21,10 @@ from scipy import linalg as sla
 from .. import _validation as v
 from ..exceptions import ConvergenceWarning
 from ..operators import build, plan_for
-from . import cg
+from . import cg, choice
 from .rows import as_rows
 
-__all__ = ["cross_validate", "loo_errors", "kfold_errors_dense", "kfold_errors_krylov", "folds", "dense_fits"]
-
-
-def dense_fits(n: int, memory_limit: int) -> bool:
-    """Whether the eigendecomposition route fits: the kernel, its eigenvectors and eigh's workspace."""
-    return n * n * 8 * 3 <= memory_limit
+__all__ = ["cross_validate", "loo_errors", "kfold_errors_dense", "kfold_errors_krylov", "folds"]
 
 
 def mean_squared(residuals: np.ndarray, weights) -> float:
@@ -46,27 +41,30 @@ def folds(n: int, k: int) -> list[np.ndarray]:
 
 
 def cross_validate(samples, kernel, Y: np.ndarray, alphas, cv: int | None, weights=None, *, tol=None,
-                   maxiter=None, memory_limit: int, n_jobs=None) -> tuple[list[float], str]:
-    """(validation error of every alpha, the method) for the kernel of an engine's samples (engines/base.py):
-    leave-one-out (``cv=None``) from one eigendecomposition of the whole kernel matrix; k-fold from it when
-    three N×N arrays fit the memory limit, else, for a native kernel, matrix-free by multi-shift CG."""
-    n = Y.shape[0]
+                   maxiter=None, memory_limit: int, n_jobs=None) -> tuple[list[float], str, dict]:
+    """(validation error of every alpha, the method, how it was chosen) for the kernel of an engine's samples
+    (engines/base.py): leave-one-out (``cv=None``) from one eigendecomposition of the whole kernel matrix;
+    k-fold from it or, for a native kernel, matrix-free by multi-shift CG, as the library's cost model picks
+    (solvers/choice.py)."""
+    n, d = samples.shape
+    picked = choice.kernel_ridge_cv("auto", n=n, d=d, targets=Y.shape[1], folds=cv, native=kernel.native,
+                                    memory_limit=memory_limit)
     if cv is None:
         v.check_within(3 * n * n * 8, memory_limit, f"leave-one-out with three {n}×{n} matrices",
                        "use cv=k (k-fold), which runs matrix-free")
         K = samples.kernel_matrix(kernel, what="leave-one-out", memory_limit=memory_limit, writable=True,
                                   dtype=np.float64)
-        return loo_errors(K, Y, alphas, weights), "loo-eigh"
-    if dense_fits(n, memory_limit) or not kernel.native:
+        return loo_errors(K, Y, alphas, weights), "loo-eigh", picked.as_dict()
+    if picked.picked == "eigh":
         K = samples.kernel_matrix(kernel, what=f"cv={cv}", memory_limit=memory_limit, writable=True,
                                   dtype=np.float64)
-        return kfold_errors_dense(K, Y, alphas, cv, weights), "kfold-eigh"
+        return kfold_errors_dense(K, Y, alphas, cv, weights), "kfold-eigh", picked.as_dict()
     from .ridge import DEFAULT_MAX_ITER, DEFAULT_TOL
 
     errors = kfold_errors_krylov(samples, Y, kernel, alphas, cv, weights, tol=DEFAULT_TOL if tol is None else tol,
                                  maxiter=DEFAULT_MAX_ITER if maxiter is None else maxiter, memory_limit=memory_limit,
                                  n_jobs=n_jobs)
-    return errors, "kfold-multishift-cg"
+    return errors, "kfold-multishift-cg", picked.as_dict()
 
 
 def loo_errors(K: np.ndarray, Y: np.ndarray, alphas, weights=None) -> list[float]:
