@@ -119,8 +119,8 @@ class KernelRidge(Reporting, EngineFitted, MultiOutputMixin, RegressorMixin, Bas
         ``solver``, ``choice`` (the solver asked for, the one picked and why, and every candidate's predicted
         seconds and bytes: fastkpca.solvers.choice) and, for cg: ``iterations`` (products by K),
         ``residuals`` (relative, per target), ``converged``, ``preconditioner_rank``, ``storage``,
-        ``kernel_bytes``, seconds per stage and, with mixed precision, ``fast_products`` (those in float32), ``fast_dropped`` (float32 could not reach tol)
-        and ``fast_storage``.
+        ``kernel_bytes``, seconds per stage and, with mixed precision, ``fast_products`` (those in float32),
+        ``fast_dropped`` (float32 could not reach tol) and ``fast_storage``.
     n_features_in_, feature_names_in_
 
     Examples
