@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-import time
-import warnings
 from typing import Any, Callable
 
 import numpy as np
@@ -13,18 +11,13 @@ from sklearn.utils.validation import check_is_fitted
 
 from .. import engines, kernels
 from .. import _validation as v
-from ..exceptions import ConvergenceWarning
-from ..kernels import KernelCentering
-from ..solvers import dense, lanczos, low_rank
-from ..solvers.eigenvalues import finish_eigenpairs, projection
+from ..solvers import dense, kernel_pca_solvers, low_rank
 from ._base import EngineFitted, Reporting
 
 __all__ = ["KernelPCA"]
 
 _KERNELS = kernels.KERNEL_NAMES
 _SOLVERS = ("auto", "lanczos", *dense.SOLVERS, "nystrom")
-# Below this many samples a dense LAPACK solve is as fast as anything and exactly scikit-learn's path.
-_DENSE_BELOW = 200
 _CONSTRAINTS = {
     "n_components": v.integer(1, none=True), "kernel": kernels.constraint(*_KERNELS),
     "gamma": v.real(0.0, none=True), "degree": v.real(0.0), "coef0": v.real(), "kernel_params": v.optional_dict,
@@ -68,9 +61,11 @@ object, default="linear"
         Learn the pre-image map (kernel ridge from the scores back to the input space).
     eigen_solver : {"auto", "lanczos", "dense", "arpack", "randomized", "nystrom"}, default="auto"
         ``"lanczos"``: fastkpca's block Lanczos on the implicitly centered kernel; ``"dense"``,
-        ``"arpack"``, ``"randomized"``: scikit-learn's solvers on the centered kernel. ``"auto"``: dense
-        when there are at most 200 samples or all components are wanted, else lanczos (or
-        scikit-learn's rule if a precomputed kernel is not symmetric). ``"nystrom"``: approximate kernel
+        ``"arpack"``, ``"randomized"``: scikit-learn's solvers on the centered kernel. ``"auto"``: the exact
+        solver the library's cost model (fastkpca.solvers.choice) predicts fastest among those that fit the
+        memory limit: dense for few samples or when all components are wanted, else lanczos (dense or
+        arpack for a precomputed kernel that is not symmetric, which lanczos cannot solve);
+        ``solver_info_["choice"]`` records the prediction. ``"nystrom"``: approximate kernel
         PCA of the Nyström approximation on ``n_landmarks`` landmarks (see Notes), for N beyond what
         exact passes afford (not with a precomputed kernel).
     tol : float, default=0
@@ -137,8 +132,8 @@ object, default="linear"
     gamma_ : float
         The gamma used.
     solver_info_ : dict
-        What the eigensolver did: ``solver``; for lanczos also ``storage`` (full, packed, cached or
-        matrix_free), ``storage_reason``, ``kernel_bytes`` (bytes of kernel held), ``memory_limit``,
+        What the eigensolver did: ``solver``, ``choice`` (how it was chosen: fastkpca.solvers.choice); for
+        lanczos also ``storage`` (full, packed, cached or matrix_free), ``storage_reason``, ``kernel_bytes`` (bytes of kernel held), ``memory_limit``,
         ``block_size``, ``n_passes``, ``seconds_per_pass``, ``residual_norms`` and the time of each stage;
         for nystrom ``landmarks``, ``n_landmarks``, ``rank`` (directions of the landmark kernel kept),
         ``chunk_rows``, ``landmark_selection`` (for rpcholesky: rows searched, kernel columns evaluated,
@@ -222,9 +217,9 @@ object, default="linear"
         """
         v.check_params(self, _CONSTRAINTS)
         limit = v.memory_limit(self.memory_limit)
-        nystrom = self.eigen_solver == "nystrom"
-        # The Nyström fit keeps only its landmarks: no copy of X is needed.
-        samples, _ = engines.select(X).fit_samples(self, X, accept_sparse="csr", copy=self.copy_X and not nystrom)
+        # A fit that keeps only its landmarks needs no copy of X.
+        copy = self.copy_X and kernel_pca_solvers.keeps_samples(self.eigen_solver)
+        samples, _ = engines.select(X).fit_samples(self, X, accept_sparse="csr", copy=copy)
         self._engine = samples.engine
         n, d = samples.shape
         self.gamma_ = 1 / d if self.gamma is None else self.gamma
@@ -232,88 +227,23 @@ object, default="linear"
                                            kernel_params=self.kernel_params, n_features=d, n_jobs=self.n_jobs))
         pre_image = kernel.between_samples("fit_inverse_transform") if self.fit_inverse_transform else None
         n_components = n if self.n_components is None else min(n, self.n_components)
-        if nystrom:
-            S = self._fit_nystrom(samples, kernel.between_samples("use eigen_solver='nystrom'"), n_components, limit)
-            scores, targets = self.transform(S), S  # the pre-image map is learnt on the landmarks alone
-        else:
-            values, vectors, centering = self._fit_exact(samples, kernel, n_components, limit)
-            self.K_fit_rows_, self.K_fit_all_ = centering.column_means, centering.grand_mean
-            self.eigenvalues_, self.eigenvectors_ = finish_eigenpairs(values, vectors,
-                                                                      self.remove_zero_eig or self.n_components is None)
-            M = projection(self.eigenvalues_, self.eigenvectors_)
-            V, correction = centering.product_correction(M)
-            self._transform_map = samples.cross_product(kernel, V, correction, out_dtype=M.dtype, memory_limit=limit)
-            self.X_fit_ = samples.fitted()
-            if pre_image is not None:
-                scores = self.eigenvectors_ * np.sqrt(self.eigenvalues_)
-                targets = v.as_float_array(samples.engine.gather(self.X_fit_, "X"), "X")  # the ridge's targets
-        if pre_image is not None:
-            self._fit_inverse_transform(scores, targets, pre_image)
-        return self
-
-    def _fit_exact(self, samples, kernel, n_components, limit):
-        """(values, vectors, centering) of H K H, by block Lanczos on a kernel operator or by one of
-        scikit-learn's solvers on the explicitly centered matrix."""
-        n = samples.shape[0]
-        solver = self._choose_solver(n, n_components, kernel.symmetric)
-        if solver == "lanczos" and not kernel.symmetric:
-            raise ValueError(f"eigen_solver='lanczos' needs a symmetric kernel; {kernel.label} has max |K - K.T| = "
-                             f"{kernel.asymmetry:.3g}")
-        start = time.perf_counter()
-        if solver == "lanczos":
-            block, working = lanczos.memory_needs(n_components, n)
-            plan = samples.plan(kernel, block_size=block, memory_limit=self.memory_limit, other_bytes=working)
-            with samples.kernel_operator(kernel, plan, self.n_jobs) as op:
-                self._report("kernel", seconds=time.perf_counter() - start, n_samples=n, storage=op.storage,
-                             kernel_bytes=op.kernel_bytes)
-                return self._solve_lanczos(op, n_components, limit)
-        what = f"eigen_solver={solver!r}" + (" (n_components=None: all components need the dense N×N "
-                                             "eigendecomposition)" if self.n_components is None else "")
-        K = samples.kernel_matrix(kernel, what=what, memory_limit=limit, writable=True,
-                                  hint="eigen_solver='lanczos' fits within any limit")
-        self._report("kernel", seconds=time.perf_counter() - start, n_samples=n, storage="full", kernel_bytes=K.nbytes)
-        start = time.perf_counter()
-        Kc, centering, self._total_variance = dense.center_kernel(K, threads=v.n_threads(self.n_jobs))
-        self._report("center", seconds=time.perf_counter() - start, implicit=False)
-        start = time.perf_counter()
-        values, vectors = dense.top_eigenpairs(Kc, n_components, solver, tol=self.tol, maxiter=self.max_iter,
-                                               iterated_power=self.iterated_power, random_state=self.random_state)
-        seconds = time.perf_counter() - start
-        self.solver_info_ = {"method": solver, "solver": solver, "storage": "full", "kernel_bytes": Kc.nbytes,
-                             "solve_seconds": seconds}
-        self._report("done", solver=solver, seconds=seconds)
-        return values, vectors, centering
-
-    def _choose_solver(self, n, n_components, symmetric):
-        if self.eigen_solver != "auto":
-            return self.eigen_solver
-        if not symmetric:  # scikit-learn's rule: its solvers read a non-symmetric kernel as it does
-            return "arpack" if n > _DENSE_BELOW and n_components < 10 else "dense"
-        if n <= _DENSE_BELOW or self.n_components is None:
-            return "dense"
-        return "lanczos"
-
-    def _solve_lanczos(self, op, n_components, limit):
-        """(values, vectors, centering) of H K H by block Lanczos on the implicitly centered operator: K is
-        never rewritten, and its row sums (the centering means) come with the first pass."""
-        self._report("center", seconds=0.0, implicit=True)
+        settings = kernel_pca_solvers.PcaSettings(
+            limit=limit, memory_limit=self.memory_limit, all_components=self.n_components is None,
+            remove_zero=self.remove_zero_eig or self.n_components is None, tol=self.tol, max_iter=self.max_iter,
+            iterated_power=self.iterated_power, random_state=self.random_state, n_jobs=self.n_jobs,
+            n_landmarks=self.n_landmarks, landmarks=self.landmarks)
+        solver, choice = kernel_pca_solvers.make_solver(self.eigen_solver, samples, kernel, n_components, settings)
         progress = (lambda figures: self._report("pass", **figures)) if self._wants_progress() else None
-        values, vectors, info = lanczos.solve(op.centered(), n_components, tol=self.tol or None, maxiter=self.max_iter,
-                                              block_size=None, random_state=self.random_state, threads=op.threads,
-                                              progress=progress)
-        if not info["converged"]:
-            warnings.warn(f"KernelPCA: the lanczos solver stopped after {info['n_passes']} passes before every "
-                          "component converged", ConvergenceWarning, stacklevel=4)
-        sums = op.row_sums()
-        if not np.isfinite(sums).all():
-            raise ValueError("the kernel matrix contains NaN or infinity (or its sums overflow)")
-        centering = KernelCentering.from_row_sums(sums)
-        self._total_variance = op.trace() - op.shape[0] * centering.grand_mean  # trace(HKH) = trace(K) − N·m̄
-        self.solver_info_ = {**info, "solver": "lanczos", "memory_limit": limit, **op.info()}
-        self._report("done", solver="lanczos", storage=op.storage, seconds=info["solve_seconds"],
-                     passes=info["n_passes"], block_size=info["block_size"])
-        dtype = op.storage_dtype
-        return values.astype(dtype, copy=False), vectors.astype(dtype, copy=False), centering
+        fit = solver.fit(samples, kernel, n_components, report=self._report, progress=progress)
+        self.eigenvalues_, self.eigenvectors_, self._transform_map = fit.eigenvalues, fit.eigenvectors, \
+            fit.transform_map
+        self.X_fit_, self._total_variance = fit.centres, fit.total_variance
+        self.solver_info_ = {**fit.info, "solver": solver.name, "choice": choice}
+        for name, value in fit.attributes.items():  # the centering's means, or the landmarks
+            setattr(self, name, value)
+        if pre_image is not None:
+            self._fit_inverse_transform(*fit.pre_image_pairs(self.transform), pre_image)
+        return self
 
     def _fit_inverse_transform(self, X_transformed, X, kernel):
         """The pre-image map: kernel ridge regression from the scores back to X, (K(Z, Z) + αI) β = X, by
@@ -327,40 +257,6 @@ object, default="linear"
         self.dual_coef_ = ridge.dual_coef_.astype(np.result_type(X.dtype, np.float32), copy=False)
         self.inverse_solver_info_ = ridge.solver_info_
         self.X_transformed_fit_ = X_transformed
-
-    # ------------------------------------------------------------------------------------- nystrom
-
-    def _fit_nystrom(self, samples, kernel, n_components, limit):
-        """Approximate kernel PCA on the Nyström approximation (low_rank.nystrom_pca), streamed over the
-        samples wherever the engine keeps them; returns the landmarks."""
-        n = samples.shape[0]
-        start = time.perf_counter()
-        m = min(low_rank.DEFAULT_N_LANDMARKS, n) if self.n_landmarks is None else self.n_landmarks
-        S, index, selection = low_rank.landmarks(samples, self.landmarks, m, kernel, random_state=self.random_state,
-                                                 memory_limit=limit, name="n_landmarks")
-        m = S.shape[0]
-        if index is None and self.n_landmarks is not None and self.n_landmarks != m:
-            raise ValueError(f"n_landmarks={self.n_landmarks} but {m} landmarks were given")
-        if self.n_components is None:  # every component of the rank-m approximation
-            n_components = m
-        elif n_components > m:
-            raise ValueError(f"n_components={n_components} is larger than n_landmarks={m}: the Nyström "
-                             "approximation has rank at most n_landmarks")
-        self._report("landmarks", seconds=time.perf_counter() - start, n_landmarks=m, method=selection["method"])
-        rows = low_rank.stream_rows(n, m, samples.dtype.itemsize, limit, extra_bytes=2 * n * n_components * 8,
-                                    what=f"eigen_solver='nystrom' with {m} landmarks")
-        pca = low_rank.nystrom_kernel_pca(samples, S, kernel, n_components, rows,
-                                          remove_zero=self.remove_zero_eig or self.n_components is None)
-        self.eigenvalues_, self.eigenvectors_, self._transform_map = pca.eigenvalues, pca.eigenvectors, pca.projection
-        self._total_variance = pca.total_variance
-        self.landmarks_ = self.X_fit_ = S
-        self.landmark_indices_ = index
-        seconds = dict(pca.seconds, landmarks=selection["seconds"])
-        self.solver_info_ = {"solver": "nystrom", "landmarks": selection["method"], "n_landmarks": m,
-                             "rank": pca.rank, "chunk_rows": rows, "memory_limit": limit,
-                             "landmark_selection": selection, "seconds": seconds, **samples.info()}
-        self._report("done", solver="nystrom", seconds=sum(seconds.values()), n_landmarks=m, rank=pca.rank)
-        return S
 
     # ------------------------------------------------------------------------------------ transform
 
