@@ -134,10 +134,10 @@ object, default="linear"
     solver_info_ : dict
         What the eigensolver did: ``solver``, ``choice`` (how it was chosen: fastkpca.solvers.choice); for
         lanczos also ``storage`` (full, packed, cached or matrix_free), ``storage_reason``, ``kernel_bytes``
-        (bytes of kernel held), ``memory_limit``, ``block_size``, ``n_passes``, ``seconds_per_pass``, ``residual_norms`` and the time of each stage;
-        for nystrom ``landmarks``, ``n_landmarks``, ``rank`` (directions of the landmark kernel kept),
-        ``chunk_rows``, ``landmark_selection`` (for rpcholesky: rows searched, kernel columns evaluated,
-        residual trace fraction) and ``seconds`` per stage.
+        (bytes of kernel held), ``memory_limit``, ``block_size``, ``n_passes``, ``seconds_per_pass``,
+        ``residual_norms`` and the time of each stage; for nystrom ``landmarks``, ``n_landmarks``, ``rank``
+        (directions of the landmark kernel kept), ``chunk_rows``, ``landmark_selection`` (for rpcholesky: rows
+        searched, kernel columns evaluated, residual trace fraction) and ``seconds`` per stage.
     n_features_in_ : int
         Number of features seen during fit.
     feature_names_in_ : ndarray of shape (`n_features_in_`,)
