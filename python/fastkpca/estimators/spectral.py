@@ -5,69 +5,27 @@ estimators share: the fit of an affinity's embedding, with hooks for what differ
 from __future__ import annotations
 
 import time
-import warnings
 from typing import Any, Callable
 
 import numpy as np
 from sklearn.base import BaseEstimator
-from sklearn.manifold import _spectral_embedding as _sk_embedding
 from sklearn.utils.validation import check_is_fitted
 
 from .. import engines, kernels
 from .. import _validation as v
-from ..exceptions import ConvergenceWarning
-from ..solvers import low_rank, spectral
-from ..solvers.affinity import Affinity, affinity_of, matrix_affinity, warn_if_disconnected
-from ..solvers.spectral_nystrom import nystrom_embedding
-from ..solvers.spectral_start import partition_of
+from ..solvers import low_rank, spectral_solvers
+from ..solvers.affinity import matrix_affinity
 from ._base import EngineFitted, Reporting
 
-__all__ = ["SpectralEmbedding", "SpectralFit", "spectral_embedding", "embed_affinity", "SOLVERS", "SKLEARN_SOLVERS"]
+__all__ = ["SpectralEmbedding", "SpectralFit", "spectral_embedding", "SOLVERS"]
 
-#: scikit-learn's own solvers, run on the materialised affinity when asked for by name.
-SKLEARN_SOLVERS = ("arpack", "lobpcg", "amg")
-SOLVERS = ("auto", "lanczos", "nystrom", *SKLEARN_SOLVERS)
-# scikit-learn's implementation, kept before patch_sklearn replaces the module's names with ours (the public
-# function calls the private one through the module, which would then be ours again).
-_SKLEARN_SPECTRAL_EMBEDDING = getattr(_sk_embedding, "_spectral_embedding", _sk_embedding.spectral_embedding)
+SOLVERS = spectral_solvers.SOLVERS
 
 
 def _tol(eigen_tol):
     if isinstance(eigen_tol, str) and eigen_tol == "auto":
         return None
     return v.check_real(eigen_tol, "eigen_tol", minimum=0)
-
-
-def embed_affinity(affinity: Affinity, n_components: int, *, eigen_solver, random_state, eigen_tol,
-                   memory_limit: int, norm_laplacian=True, drop_first=True, progress=None, dtype=np.float64):
-    """(embedding, solver_info) of an affinity (solvers/affinity.py) by the named solver: block Lanczos on the
-    Laplacian view (any storage), or scikit-learn's solver on the materialised matrix."""
-    solver = "lanczos" if eigen_solver in (None, "auto") else eigen_solver
-    n = affinity.op.shape[0]
-    k = n_components + 1 if drop_first else n_components
-    if k > n:
-        raise ValueError(f"n_components={n_components}{' (+1 for drop_first)' if drop_first else ''} is larger "
-                         f"than the number of samples, {n}")
-    warn_if_disconnected(affinity)
-    if solver in SKLEARN_SOLVERS:
-        A = affinity.dense(f"eigen_solver={solver!r}", memory_limit)  # scikit-learn's solvers need the matrix
-        start = time.perf_counter()
-        with warnings.catch_warnings():
-            warnings.filterwarnings("ignore", "Graph is not fully connected")  # warned above
-            E = _SKLEARN_SPECTRAL_EMBEDDING(A, n_components=n_components, eigen_solver=solver,
-                                            random_state=random_state, eigen_tol=eigen_tol,
-                                            norm_laplacian=norm_laplacian, drop_first=drop_first)
-        return E, {"solver": solver, "solve_seconds": time.perf_counter() - start}
-    # A kernel affinity's samples give the solver its start: a k-means partition (solvers/spectral_start.py).
-    partition = partition_of(affinity.samples, affinity.kernel, random_state.randint(np.iinfo(np.int32).max))
-    E, info = spectral.embed(affinity.op, affinity.degrees, n_components, norm_laplacian=norm_laplacian,
-                             drop_first=drop_first, tol=_tol(eigen_tol), random_state=random_state,
-                             threads=affinity.op.threads, progress=progress, partition=partition)
-    if not info["converged"]:
-        warnings.warn(f"spectral embedding: the lanczos solver stopped after {info['n_passes']} passes before "
-                      "every eigenvector converged", ConvergenceWarning, stacklevel=3)
-    info = {**info, "solver": "lanczos", **affinity.op.info()}
-    return E.astype(dtype, copy=False), info
 
 
 def spectral_embedding(adjacency: Any, *, n_components: int = 8, eigen_solver: str | None = None,
@@ -109,17 +67,19 @@ def spectral_embedding(adjacency: Any, *, n_components: int = 8, eigen_solver: s
     divided by √d (normalised only), each signed so that its largest-magnitude entry is positive; see
     :mod:`fastkpca.solvers.spectral`.
     """
-    solver = v.check_choice("auto" if eigen_solver is None else eigen_solver, "eigen_solver",
-                            SOLVERS[:2] + SKLEARN_SOLVERS)
+    requested = v.check_choice("auto" if eigen_solver is None else eigen_solver, "eigen_solver",
+                               spectral_solvers.MATRIX_SOLVERS)
+    _tol(eigen_tol)
     n_components = v.check_int(n_components, "n_components", minimum=1)
     A = kernels.make_affinity("precomputed", n_neighbors=0, callable_is_pairwise=False, n_features=0,
                               n_jobs=n_jobs).check_samples(adjacency, "adjacency")
     dtype = np.float32 if A.dtype == np.float32 else np.float64
+    limit = v.memory_limit(None)
+    solver, _ = spectral_solvers.make_solver(requested, A.shape[0], A.shape[0], n_components, memory_limit=limit)
     with matrix_affinity(A, n_jobs) as affinity:
-        E, _ = embed_affinity(affinity, n_components, eigen_solver=solver,
-                              random_state=v.check_random_state(random_state), eigen_tol=eigen_tol,
-                              memory_limit=v.memory_limit(None), norm_laplacian=bool(norm_laplacian),
-                              drop_first=bool(drop_first), dtype=dtype)
+        E, _ = solver.solve(affinity, n_components, random_state=v.check_random_state(random_state),
+                            eigen_tol=eigen_tol, memory_limit=limit, norm_laplacian=bool(norm_laplacian),
+                            drop_first=bool(drop_first), dtype=dtype)
     return E
 
 
@@ -197,27 +157,21 @@ class SpectralFit(Reporting, EngineFitted, BaseEstimator):
         return self
 
     def _embed(self, samples, kernel, k, random_state):
-        """(embedding, solver_info): block Lanczos (or scikit-learn's solver) on the affinity's operator, or
-        the Nyström embedding."""
+        """(embedding, solver_info) by the solver the library's cost model picks (solvers/spectral_solvers.py)."""
         start = time.perf_counter()
         dtype = np.float32 if samples.dtype == np.float32 else np.float64
         limit = v.memory_limit(self.memory_limit)
-        if self.eigen_solver == "nystrom":
-            kernel = kernel.between_samples("use eigen_solver='nystrom'")
-            E, info = nystrom_embedding(samples, kernel, k, drop_first=self._DROP_FIRST, n_landmarks=self.n_landmarks,
-                                        landmarks_spec=self.landmarks, random_state=random_state, memory_limit=limit)
-            self._fitted_affinity = (kernel, None, samples.fitted())
-            self._report("done", solver="nystrom", seconds=time.perf_counter() - start)
-            return E.astype(dtype, copy=False), info
-        with affinity_of(samples, kernel, k + self._DROP_FIRST, limit, self.n_jobs) as affinity:
-            self._report("affinity", seconds=time.perf_counter() - start, storage=affinity.op.storage)
-            progress = (lambda figures: self._report("pass", **figures)) if self._wants_progress() else None
-            E, info = embed_affinity(affinity, k, eigen_solver=self.eigen_solver, random_state=random_state,
-                                     eigen_tol=self.eigen_tol, memory_limit=limit, drop_first=self._DROP_FIRST,
-                                     progress=progress, dtype=dtype)
-            self._fitted_affinity = (kernel, affinity.retained(), samples.fitted())
-        self._report("done", solver=info["solver"], seconds=time.perf_counter() - start, passes=info.get("n_passes"))
-        return E, info
+        n, d = samples.shape
+        solver, choice = spectral_solvers.make_solver(self.eigen_solver, n, d, k + self._DROP_FIRST,
+                                                      memory_limit=limit, n_landmarks=self.n_landmarks,
+                                                      landmarks=self.landmarks)
+        progress = (lambda figures: self._report("pass", **figures)) if self._wants_progress() else None
+        E, info, retained = solver.embed(samples, kernel, k, random_state=random_state, eigen_tol=self.eigen_tol,
+                                         memory_limit=limit, n_jobs=self.n_jobs, drop_first=self._DROP_FIRST,
+                                         progress=progress, report=self._report, dtype=dtype)
+        self._fitted_affinity = (kernel, retained, samples.fitted())
+        self._report("done", solver=solver.name, seconds=time.perf_counter() - start, passes=info.get("n_passes"))
+        return E, {**info, "solver": solver.name, "choice": choice}
 
     @property
     def affinity_matrix_(self):

@@ -1,0 +1,144 @@
+"""The spectral estimators' eigensolvers as peers behind one interface, picked once per fit by the library's cost
+model (solvers/choice.py): each returns the embedding of an affinity of the samples (spectral.py says exactly
+what is computed), its figures and the affinity matrix it held, so the estimators never ask which one ran.
+
+- :class:`LanczosEmbedding`: block Lanczos on the Laplacian view of the affinity's operator (any storage),
+  started from a k-means partition of the samples where the affinity is a kernel (spectral_start.py);
+- :class:`ScikitLearnEmbedding`: scikit-learn's "arpack", "lobpcg" or "amg" on the materialised affinity;
+- :class:`NystromEmbedding`: the embedding of the normalised Nyström affinity on landmarks (spectral_nystrom.py):
+  approximate.
+"""
+
+from __future__ import annotations
+
+import time
+import warnings
+from typing import Any
+
+import numpy as np
+from sklearn.manifold import _spectral_embedding as _sk_embedding
+
+from ..exceptions import ConvergenceWarning
+from . import choice, spectral
+from .affinity import Affinity, affinity_of, warn_if_disconnected
+from .spectral_nystrom import nystrom_embedding
+from .spectral_start import partition_of
+
+__all__ = ["LanczosEmbedding", "ScikitLearnEmbedding", "NystromEmbedding", "make_solver", "SKLEARN_SOLVERS",
+           "SOLVERS", "MATRIX_SOLVERS"]
+
+#: scikit-learn's own solvers, run on the materialised affinity when asked for by name.
+SKLEARN_SOLVERS = ("arpack", "lobpcg", "amg")
+#: Every solver's name, and those that solve a given affinity matrix (the Nyström one needs samples).
+SOLVERS = ("auto", "lanczos", "nystrom", *SKLEARN_SOLVERS)
+MATRIX_SOLVERS = ("auto", "lanczos", *SKLEARN_SOLVERS)
+# scikit-learn's implementation, kept before patch_sklearn replaces the module's names with ours (the public
+# function calls the private one through the module, which would then be ours again).
+_SKLEARN_SPECTRAL_EMBEDDING = getattr(_sk_embedding, "_spectral_embedding", _sk_embedding.spectral_embedding)
+
+
+def _report_nothing(stage: str, **info) -> None:
+    return None
+
+
+def _tol(eigen_tol):
+    return None if isinstance(eigen_tol, str) and eigen_tol == "auto" else eigen_tol
+
+
+def _check_size(n: int, n_components: int, drop_first: bool) -> int:
+    k = n_components + 1 if drop_first else n_components
+    if k > n:
+        raise ValueError(f"n_components={n_components}{' (+1 for drop_first)' if drop_first else ''} is larger "
+                         f"than the number of samples, {n}")
+    return k
+
+
+class _OnAnAffinity:
+    """A solver of an affinity's operator: the samples' affinity planned within the memory limit, then
+    :meth:`solve` on it."""
+
+    name = ""
+
+    def embed(self, samples, kernel, n_components: int, *, random_state, eigen_tol, memory_limit: int, n_jobs,
+              drop_first: bool, progress=None, report=_report_nothing, dtype=np.float64):
+        """(embedding, figures, the affinity matrix held or None) of the affinity ``kernel`` of ``samples``."""
+        start = time.perf_counter()
+        with affinity_of(samples, kernel, n_components + drop_first, memory_limit, n_jobs) as affinity:
+            report("affinity", seconds=time.perf_counter() - start, storage=affinity.op.storage)
+            E, info = self.solve(affinity, n_components, random_state=random_state, eigen_tol=eigen_tol,
+                                 memory_limit=memory_limit, drop_first=drop_first, progress=progress, dtype=dtype)
+            return E, info, affinity.retained()
+
+    def solve(self, affinity: Affinity, n_components: int, *, random_state, eigen_tol, memory_limit: int,
+              drop_first: bool = True, norm_laplacian: bool = True, progress=None, dtype=np.float64):
+        raise NotImplementedError
+
+
+class LanczosEmbedding(_OnAnAffinity):
+    """Block Lanczos on the Laplacian view of the affinity's operator (see the module)."""
+
+    name = "lanczos"
+
+    def solve(self, affinity: Affinity, n_components: int, *, random_state, eigen_tol, memory_limit: int,
+              drop_first: bool = True, norm_laplacian: bool = True, progress=None, dtype=np.float64):
+        _check_size(affinity.op.shape[0], n_components, drop_first)
+        warn_if_disconnected(affinity)
+        # A kernel affinity's samples give the solver its start: a k-means partition (spectral_start.py).
+        partition = partition_of(affinity.samples, affinity.kernel, random_state.randint(np.iinfo(np.int32).max))
+        E, info = spectral.embed(affinity.op, affinity.degrees, n_components, norm_laplacian=norm_laplacian,
+                                 drop_first=drop_first, tol=_tol(eigen_tol), random_state=random_state,
+                                 threads=affinity.op.threads, progress=progress, partition=partition)
+        if not info["converged"]:
+            warnings.warn(f"spectral embedding: the lanczos solver stopped after {info['n_passes']} passes before "
+                          "every eigenvector converged", ConvergenceWarning, stacklevel=4)
+        return E.astype(dtype, copy=False), {**info, **affinity.op.info()}
+
+
+class ScikitLearnEmbedding(_OnAnAffinity):
+    """scikit-learn's solver ``name`` on the materialised affinity (checked against the memory limit)."""
+
+    def __init__(self, name: str):
+        self.name = name
+
+    def solve(self, affinity: Affinity, n_components: int, *, random_state, eigen_tol, memory_limit: int,
+              drop_first: bool = True, norm_laplacian: bool = True, progress=None, dtype=np.float64):
+        _check_size(affinity.op.shape[0], n_components, drop_first)
+        warn_if_disconnected(affinity)
+        A = affinity.dense(f"eigen_solver={self.name!r}", memory_limit)
+        start = time.perf_counter()
+        with warnings.catch_warnings():
+            warnings.filterwarnings("ignore", "Graph is not fully connected")  # warned above
+            E = _SKLEARN_SPECTRAL_EMBEDDING(A, n_components=n_components, eigen_solver=self.name,
+                                            random_state=random_state, eigen_tol=eigen_tol,
+                                            norm_laplacian=norm_laplacian, drop_first=drop_first)
+        return E, {"solve_seconds": time.perf_counter() - start}
+
+
+class NystromEmbedding:
+    """The embedding of the normalised Nyström affinity on landmarks (spectral_nystrom.py), streamed over the
+    samples wherever the engine keeps them."""
+
+    name = "nystrom"
+
+    def __init__(self, n_landmarks, landmarks: Any):
+        self.n_landmarks, self.landmarks = n_landmarks, landmarks
+
+    def embed(self, samples, kernel, n_components: int, *, random_state, eigen_tol, memory_limit: int, n_jobs,
+              drop_first: bool, progress=None, report=_report_nothing, dtype=np.float64):
+        kernel = kernel.between_samples("use eigen_solver='nystrom'")
+        E, info = nystrom_embedding(samples, kernel, n_components, drop_first=drop_first, n_landmarks=self.n_landmarks,
+                                    landmarks_spec=self.landmarks, random_state=random_state,
+                                    memory_limit=memory_limit)
+        return E.astype(dtype, copy=False), info, None
+
+
+def make_solver(requested: str | None, n: int, d: int, k: int, *, memory_limit: int, n_landmarks=None,
+                landmarks: Any = "rpcholesky"):
+    """(the solver of this fit, how it was chosen: ``solver_info_["choice"]``) for ``requested`` (None, "auto"
+    or a solver's name) and an embedding of ``k`` vectors, by the library's cost model (solvers/choice.py)."""
+    picked = choice.spectral(requested, n=n, d=d, k=k, memory_limit=memory_limit)
+    name = picked.picked
+    solver = (LanczosEmbedding() if name == LanczosEmbedding.name
+              else NystromEmbedding(n_landmarks, landmarks) if name == NystromEmbedding.name
+              else ScikitLearnEmbedding(name))
+    return solver, picked.as_dict()
