@@ -147,18 +147,19 @@ def test_the_kind_check_finds_what_it_looks_for(tmp_path):
         assert any(spelling in line for line in found), (spelling, found)
 
 
-#: Estimator modules on a solver interface: the solver layer chooses (solvers/choice.py) and the
-#: estimator calls the interface, never asking which solver it got. (kernel_ridge.py and decomposition.py
-#: still choose theirs in the estimator.)
-ON_A_SOLVER_INTERFACE = ["gaussian_process.py", "svm.py"]
-#: Solver names a decision would compare with.
-SOLVER_NAMES = {"cg", "cholesky", "exact", "iterative", "lanczos", "arpack", "dense", "nystrom"}
+#: Names a decision on a solver or an SVM formulation would compare with: the solvers' and formulations' names
+#: (a solver parameter compared with "auto" is caught as a comparison of a solver: every "auto" is decided in
+#: solvers/choice.py).
+SOLVER_NAMES = {"cg", "cholesky", "exact", "iterative", "lanczos", "arpack", "dense", "nystrom", "randomized",
+                "lobpcg", "amg", "eigh", "multishift-cg", "c_svc", "nu_svc", "epsilon_svr", "nu_svr",
+                "one_class", "whole", "batched"}
 
 
 def _solver_like(node: ast.AST) -> bool:
-    """A name or attribute that holds a solver or its choice (``self._solver``, ``solver``, ``_iterative``)."""
+    """A name or attribute that holds a solver, its choice or a formulation (``self._solver``, ``solver``,
+    ``_iterative``, ``self._formulation``)."""
     name = node.id if isinstance(node, ast.Name) else node.attr if isinstance(node, ast.Attribute) else ""
-    return "solver" in name.lower() or "iterative" in name.lower()
+    return any(word in name.lower() for word in ("solver", "iterative", "formulation"))
 
 
 def solver_decisions(path: Path) -> list[str]:
@@ -187,11 +188,11 @@ def solver_decisions(path: Path) -> list[str]:
     return found
 
 
-@pytest.mark.parametrize("path", [PACKAGE / "estimators" / name for name in ON_A_SOLVER_INTERFACE],
-                         ids=lambda p: p.name)
-def test_no_estimator_on_a_solver_interface_decides_its_solver(path):
-    """The Gaussian process regressor (and the SVMs) call their solver layer's interface: which solver runs,
-    and where the samples are, is the solver's and the engine's business."""
+@pytest.mark.parametrize("path", ESTIMATORS, ids=lambda p: p.name)
+def test_no_estimator_decides_its_solver(path):
+    """Every estimator calls its solver layer's interface: which solver runs (solvers/choice.py decides every
+    "auto"), which formulation an SVM solves (a type, not a name), and where the samples are, is the solvers'
+    and the engines' business."""
     assert solver_decisions(path) == []
 
 
@@ -211,10 +212,12 @@ def test_the_solver_check_finds_what_it_looks_for(tmp_path):
                      "    b = 1 if self._solver.name != 'x' else isinstance(self._solver, ExactSolver)\n"
                      "    if self._iterative:\n"
                      "        pass\n"
+                     "    c = self.eigen_solver != 'auto' or self._formulation in ('c_svc', 'nu_svc')\n"
                      "    return len(a) if self._solver.per_sample_objective else b\n")
     found = solver_decisions(probe)
     for spelling in ("self._iterative is None", "holds_matrix", "self.solver == 'cg'", "self._solver.name != 'x'",
-                     "isinstance(self._solver, ExactSolver)", "a test on self._iterative"):
+                     "isinstance(self._solver, ExactSolver)", "a test on self._iterative",
+                     "self.eigen_solver != 'auto'", "self._formulation in ('c_svc', 'nu_svc')"):
         assert any(spelling in line for line in found), (spelling, found)
     assert not any("per_sample_objective" in line for line in found), found
 

@@ -67,15 +67,14 @@ def spectral_embedding(adjacency: Any, *, n_components: int = 8, eigen_solver: s
     divided by √d (normalised only), each signed so that its largest-magnitude entry is positive; see
     :mod:`fastkpca.solvers.spectral`.
     """
-    requested = v.check_choice("auto" if eigen_solver is None else eigen_solver, "eigen_solver",
-                               spectral_solvers.MATRIX_SOLVERS)
+    v.choice(*spectral_solvers.MATRIX_SOLVERS, none=True)(eigen_solver, "eigen_solver")
     _tol(eigen_tol)
     n_components = v.check_int(n_components, "n_components", minimum=1)
     A = kernels.make_affinity("precomputed", n_neighbors=0, callable_is_pairwise=False, n_features=0,
                               n_jobs=n_jobs).check_samples(adjacency, "adjacency")
     dtype = np.float32 if A.dtype == np.float32 else np.float64
     limit = v.memory_limit(None)
-    solver, _ = spectral_solvers.make_solver(requested, A.shape[0], A.shape[0], n_components, memory_limit=limit)
+    solver, _ = spectral_solvers.make_solver(eigen_solver, A.shape[0], A.shape[0], n_components, memory_limit=limit)
     with matrix_affinity(A, n_jobs) as affinity:
         E, _ = solver.solve(affinity, n_components, random_state=v.check_random_state(random_state),
                             eigen_tol=eigen_tol, memory_limit=limit, norm_laplacian=bool(norm_laplacian),

@@ -262,8 +262,8 @@ def kernel_pca(requested: str, *, n: int, d: int, k: int, symmetric: bool, all_c
 
 # ---- Spectral embedding and clustering: the bottom eigenvectors of a normalised Laplacian --------------------
 
-def spectral(requested: str, *, n: int, d: int, k: int, memory_limit: int) -> Choice:
-    """The spectral estimators' eigensolver: "lanczos" (block Lanczos on the Laplacian view of the affinity's
+def spectral(requested: str | None, *, n: int, d: int, k: int, memory_limit: int) -> Choice:
+    """The spectral estimators' eigensolver (``requested`` None: "auto"): "lanczos" (block Lanczos on the Laplacian view of the affinity's
     operator, in any storage) is the one exact solver that needs no n × n matrix; scikit-learn's "arpack",
     "lobpcg" and "amg" solve the materialised affinity and "nystrom" is approximate: those only when asked for."""
     b = k + 10

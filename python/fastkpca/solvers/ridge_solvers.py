@@ -121,8 +121,8 @@ class ConjugateGradientRidge:
         else:
             plan = samples.plan(kernel, block_size=block, memory_limit=s.memory_limit, other_bytes=other)
         with samples.kernel_operator(kernel, plan, s.n_jobs) as op, \
-                (fast_samples.kernel_operator(fast_kernel, fast_plan, s.n_jobs) if fast_plan
-                 else contextlib.nullcontext()) as fast_op:
+                (fast_samples.kernel_operator(fast_kernel, fast_plan, s.n_jobs)
+                 if fast_samples is not None and fast_plan else contextlib.nullcontext()) as fast_op:
             stages = {"kernel": time.perf_counter() - start}
             report("kernel", seconds=stages["kernel"], storage=op.storage, kernel_bytes=op.kernel_bytes)
             dual, info = ridge.solve_cg(op, columns, Y, alphas, root_w, rank=rank, tol=s.tol, maxiter=s.max_iter,
