@@ -263,9 +263,10 @@ def kernel_pca(requested: str, *, n: int, d: int, k: int, symmetric: bool, all_c
 # ---- Spectral embedding and clustering: the bottom eigenvectors of a normalised Laplacian --------------------
 
 def spectral(requested: str | None, *, n: int, d: int, k: int, memory_limit: int) -> Choice:
-    """The spectral estimators' eigensolver (``requested`` None: "auto"): "lanczos" (block Lanczos on the Laplacian view of the affinity's
-    operator, in any storage) is the one exact solver that needs no n × n matrix; scikit-learn's "arpack",
-    "lobpcg" and "amg" solve the materialised affinity and "nystrom" is approximate: those only when asked for."""
+    """The spectral estimators' eigensolver (``requested`` None: "auto"): "lanczos" (block Lanczos on the Laplacian
+    view of the affinity's operator, in any storage) is the one exact solver that needs no n × n matrix;
+    scikit-learn's "arpack", "lobpcg" and "amg" solve the materialised affinity and "nystrom" is approximate:
+    those only when asked for."""
     b = k + 10
     dense = 8 * n * n
     sklearn = kernel_pass_seconds(n, n, d, 0) + (ARPACK_PRODUCTS + ARPACK_PRODUCTS_PER_PAIR * k) * 2 * n * n / (
