@@ -1,0 +1,155 @@
+"""The library's one solver choice (fastkpca/solvers/choice.py) against the clock: every candidate of a family,
+forced by name, timed beside the cost model's prediction for it, at several sizes.
+
+    python bench/solver_choice.py                                   # every family at its default sizes
+    python bench/solver_choice.py --families ridge,pca --repeats 3
+    python bench/solver_choice.py --families gpr --sizes 1000,2000,4000
+
+For each family, size and candidate the table gives the measured seconds (median of ``--repeats`` runs,
+candidates alternated), the model's predicted seconds, their ratio, and the figure the model's constant for that
+candidate stands for (CG's iterations, Lanczos's passes), so that a constant of choice.py can be read off a run
+on the machine at hand. The last columns say which candidate was fastest and which one "auto" picks: where they
+differ the model's crossover is off at that size (within the noise of near-equal candidates, which the ratio
+column shows). The anchor is the library itself: each exact candidate solves the same problem.
+
+Families: ``ridge`` (KernelRidge: cholesky, cg), ``cv`` (KernelRidgeCV k-fold: eigh, multi-shift CG), ``pca``
+(KernelPCA, k = 10: dense, lanczos), ``gpr`` (one evaluation of a Gaussian process regressor's likelihood and
+gradient: cholesky, cg). rbf kernels on standard normal data of ``--dims`` features.
+"""
+
+from __future__ import annotations
+
+import argparse
+import math
+import sys
+from pathlib import Path
+
+import numpy as np
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from _common import alternate, machine_info, markdown_table, median, parse_ints, parse_list, print_machine  # noqa: E402
+
+DEFAULT_SIZES = {"ridge": [1000, 2000, 4000, 8000], "cv": [500, 1000, 2000], "pca": [100, 200, 400, 800, 1600, 3200],
+                 "gpr": [1000, 2000, 4000]}
+
+
+def _data(n: int, d: int, seed: int = 0):
+    rng = np.random.default_rng(seed)
+    X = rng.standard_normal((n, d))
+    return X, np.sin(X[:, 0]) + 0.1 * rng.standard_normal(n)
+
+
+def ridge_runs(n: int, d: int):
+    """{candidate: (fit function, reading of a fitted model)} for KernelRidge."""
+    from fastkpca import KernelRidge
+
+    X, y = _data(n, d)
+
+    def run(solver):
+        return lambda: KernelRidge(alpha=1e-2, kernel="rbf", gamma=1 / d, solver=solver, random_state=0).fit(X, y)
+
+    def read(model):
+        return model.solver_info_["choice"], {"iterations": model.solver_info_.get("iterations")}
+
+    return {"cholesky": run("cholesky"), "cg": run("cg")}, read, run("auto")
+
+
+def cv_runs(n: int, d: int):
+    """KernelRidgeCV (5 folds, 5 alphas), each method forced through the model's constant."""
+    from fastkpca import KernelRidgeCV
+    from fastkpca.solvers import choice
+
+    X, y = _data(n, d)
+    alphas = [1e-3, 1e-2, 1e-1, 1.0, 10.0]
+
+    def run(iterations):
+        def fit():
+            saved = choice.MULTISHIFT_ITERATIONS
+            choice.MULTISHIFT_ITERATIONS = saved if iterations is None else iterations
+            try:
+                return KernelRidgeCV(alphas=alphas, kernel="rbf", gammas=[1 / d], cv=5).fit(X, y)
+            finally:
+                choice.MULTISHIFT_ITERATIONS = saved
+        return fit
+
+    def read(model):
+        return model.solver_info_["choice"], {}
+
+    return {"eigh": run(10**9), "multishift-cg": run(0)}, read, run(None)
+
+
+def pca_runs(n: int, d: int):
+    """KernelPCA, 10 components."""
+    from fastkpca import KernelPCA
+
+    X, _ = _data(n, d)
+
+    def run(solver):
+        return lambda: KernelPCA(n_components=10, kernel="rbf", gamma=1 / d, eigen_solver=solver,
+                                 random_state=0).fit(X)
+
+    def read(model):
+        return model.solver_info_["choice"], {"passes": model.solver_info_.get("n_passes")}
+
+    return {"dense": run("dense"), "lanczos": run("lanczos")}, read, run("auto")
+
+
+def gpr_runs(n: int, d: int):
+    """One evaluation of the likelihood and its gradient at the kernel's θ, after a fit without optimiser."""
+    from sklearn.gaussian_process.kernels import RBF, ConstantKernel, WhiteKernel
+
+    from fastkpca import GaussianProcessRegressor
+
+    X, y = _data(n, d)
+    kernel = ConstantKernel(1.0) * RBF(np.ones(d)) + WhiteKernel(0.1)
+    models = {solver: GaussianProcessRegressor(kernel, solver=solver, optimizer=None, random_state=0).fit(X, y)
+              for solver in ("cholesky", "cg", "auto")}
+    theta = models["auto"].kernel_.theta + 0.1
+
+    def run(solver):
+        return lambda: (models[solver].log_marginal_likelihood(theta, eval_gradient=True), models[solver])[1]
+
+    def read(model):
+        return model.solver_info_["choice"], {}
+
+    return {"cholesky": run("cholesky"), "cg": run("cg")}, read, run("auto")
+
+
+FAMILIES = {"ridge": ridge_runs, "cv": cv_runs, "pca": pca_runs, "gpr": gpr_runs}
+
+
+def main(argv=None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--families", default="ridge,cv,pca,gpr")
+    parser.add_argument("--sizes", default="", help="sizes for every family asked for (default: each family's)")
+    parser.add_argument("--dims", type=int, default=16)
+    parser.add_argument("--repeats", type=int, default=3)
+    args = parser.parse_args(argv)
+    print_machine(machine_info())
+    rows = []
+    for family in parse_list(args.families):
+        for n in (parse_ints(args.sizes) if args.sizes else DEFAULT_SIZES[family]):
+            runs, read, auto = FAMILIES[family](n, args.dims)
+            results = {}
+            times = alternate(runs, args.repeats, keep=lambda name, model: results.setdefault(name, read(model)))
+            picked = read(auto())[0]["picked"]
+            measured = {name: median(t) for name, t in times.items()}
+            fastest = min(measured, key=measured.get)
+            for name, seconds in measured.items():
+                chosen, figures = results[name]
+                predicted = chosen["candidates"][name]["seconds"]
+                rows.append({"family": family, "n": n, "candidate": name, "measured": seconds,
+                             "predicted": predicted, "ratio": seconds / predicted if predicted else math.nan,
+                             "figure": ", ".join(f"{k} {v}" for k, v in figures.items() if v is not None) or "—",
+                             "fastest": fastest, "auto": picked})
+            print(f"# {family} n={n}: " + ", ".join(f"{k} {v:.3g} s" for k, v in measured.items())
+                  + f"; auto picks {picked}", flush=True)
+    print(markdown_table(rows, [("family", "family", ""), ("n", "n", ""), ("candidate", "candidate", ""),
+                                ("measured s", "measured", ".3g"), ("predicted s", "predicted", ".3g"),
+                                ("measured / predicted", "ratio", ".2f"), ("figure", "figure", ""),
+                                ("fastest", "fastest", ""), ("auto", "auto", "")]))
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
