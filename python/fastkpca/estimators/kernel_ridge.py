@@ -196,7 +196,7 @@ class KernelRidge(Reporting, EngineFitted, MultiOutputMixin, RegressorMixin, Bas
             preconditioner_rank=self.preconditioner_rank, preconditioner_dtype=self.preconditioner_dtype,
             cg_precision=self.cg_precision, n_landmarks=self.n_landmarks, landmarks=self.landmarks,
             random_state=self.random_state, n_jobs=self.n_jobs)
-        solver, choice = ridge_solvers.make_solver(self.solver, samples, Y, alphas, settings)
+        solver, choice = ridge_solvers.make_solver(self.solver, samples, kernel, Y, alphas, settings)
         progress = None
         if self._wants_progress():
             def progress(iterations, converged, residual):

@@ -70,11 +70,12 @@ def spectral_embedding(adjacency: Any, *, n_components: int = 8, eigen_solver: s
     v.choice(*spectral_solvers.MATRIX_SOLVERS, none=True)(eigen_solver, "eigen_solver")
     _tol(eigen_tol)
     n_components = v.check_int(n_components, "n_components", minimum=1)
-    A = kernels.make_affinity("precomputed", n_neighbors=0, callable_is_pairwise=False, n_features=0,
-                              n_jobs=n_jobs).check_samples(adjacency, "adjacency")
+    kernel = kernels.make_affinity("precomputed", n_neighbors=0, callable_is_pairwise=False, n_features=0,
+                                   n_jobs=n_jobs)
+    A = kernel.check_samples(adjacency, "adjacency")
     dtype = np.float32 if A.dtype == np.float32 else np.float64
     limit = v.memory_limit(None)
-    solver, _ = spectral_solvers.make_solver(eigen_solver, A.shape[0], A.shape[0], n_components, memory_limit=limit)
+    solver, _ = spectral_solvers.make_solver(eigen_solver, A.shape, kernel, n_components, memory_limit=limit)
     with matrix_affinity(A, n_jobs) as affinity:
         E, _ = solver.solve(affinity, n_components, random_state=v.check_random_state(random_state),
                             eigen_tol=eigen_tol, memory_limit=limit, norm_laplacian=bool(norm_laplacian),
@@ -160,8 +161,7 @@ class SpectralFit(Reporting, EngineFitted, BaseEstimator):
         start = time.perf_counter()
         dtype = np.float32 if samples.dtype == np.float32 else np.float64
         limit = v.memory_limit(self.memory_limit)
-        n, d = samples.shape
-        solver, choice = spectral_solvers.make_solver(self.eigen_solver, n, d, k + self._DROP_FIRST,
+        solver, choice = spectral_solvers.make_solver(self.eigen_solver, samples.shape, kernel, k + self._DROP_FIRST,
                                                       memory_limit=limit, n_landmarks=self.n_landmarks,
                                                       landmarks=self.landmarks)
         progress = (lambda figures: self._report("pass", **figures)) if self._wants_progress() else None

@@ -34,8 +34,8 @@ import numpy as np
 
 from .lapack_threads import LARGE_MATRIX_BYTES
 
-__all__ = ["Candidate", "Choice", "choose", "gemm_rate", "kernel_entry_flops", "kernel_pass_seconds",
-           "cholesky_seconds", "eigh_seconds"]
+__all__ = ["Candidate", "Choice", "choose", "gemm_rate", "kernel_entry_flops", "evaluated_features",
+           "kernel_pass_seconds", "cholesky_seconds", "eigh_seconds"]
 
 # --------------------------------------------------------------------------------------------------- rates
 
@@ -69,6 +69,12 @@ def gemm_rate() -> float:
 def kernel_entry_flops(d: int) -> float:
     """Flops of one kernel entry of d features (its distance and the function applied to it)."""
     return 2 * d + KERNEL_ENTRY_FLOPS
+
+
+def evaluated_features(kernel, d: int) -> int:
+    """The d of the model's kernel entry for a kernel of samples with d columns: 0 for a precomputed kernel,
+    whose entries are read from memory rather than evaluated (its samples' columns are the samples)."""
+    return 0 if kernel.precomputed else d
 
 
 def kernel_pass_seconds(n: int, m: int, d: int, columns: int) -> float:

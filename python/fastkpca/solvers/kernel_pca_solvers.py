@@ -209,8 +209,9 @@ def make_solver(requested: str, samples, kernel, k: int, settings: PcaSettings):
     """(the solver of this fit, how it was chosen: ``solver_info_["choice"]``) for ``requested`` ("auto" or a
     solver's name) and the top ``k`` pairs, by the library's cost model (solvers/choice.py)."""
     n, d = samples.shape
-    picked = choice.kernel_pca(requested, n=n, d=d, k=k, symmetric=bool(kernel.symmetric),
-                               all_components=settings.all_components, memory_limit=settings.limit)
+    picked = choice.kernel_pca(requested, n=n, d=choice.evaluated_features(kernel, d), k=k,
+                               symmetric=bool(kernel.symmetric), all_components=settings.all_components,
+                               memory_limit=settings.limit)
     name = picked.picked
     solver = (LanczosPca(settings) if name == LanczosPca.name else NystromPca(settings) if name == NystromPca.name
               else DensePca(settings, name))

@@ -169,10 +169,11 @@ _SOLVERS: dict[str, Callable[[RidgeSettings], Any]] = {
     "cholesky": CholeskyRidge, "cg": ConjugateGradientRidge, "nystrom": NystromRidge}
 
 
-def make_solver(requested: str, samples, Y: np.ndarray, alphas: np.ndarray, settings: RidgeSettings):
+def make_solver(requested: str, samples, kernel, Y: np.ndarray, alphas: np.ndarray, settings: RidgeSettings):
     """(the solver of this fit, how it was chosen: ``solver_info_["choice"]``) for ``requested`` ("auto" or a
     solver's name), by the library's cost model (solvers/choice.py)."""
     n, d = samples.shape
-    picked = choice.kernel_ridge(requested, n=n, d=d, targets=Y.shape[1], singular=bool((alphas == 0).any()),
-                                 rank=ridge.DEFAULT_PRECONDITIONER_RANK, memory_limit=settings.limit)
+    picked = choice.kernel_ridge(requested, n=n, d=choice.evaluated_features(kernel, d), targets=Y.shape[1],
+                                 singular=bool((alphas == 0).any()), rank=ridge.DEFAULT_PRECONDITIONER_RANK,
+                                 memory_limit=settings.limit)
     return _SOLVERS[picked.picked](settings), picked.as_dict()
