@@ -1,0 +1,86 @@
+"""The library's one solver choice (fastkpca/solvers/choice.py): the rule, and every family's fits recording it."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from fastkpca.solvers import choice
+from fastkpca.solvers.choice import Candidate, choose
+
+GB = 10**9
+
+
+def test_auto_takes_the_cheapest_automatic_candidate_that_fits():
+    candidates = [Candidate("a", 3.0, 1 * GB), Candidate("b", 1.0, 5 * GB), Candidate("c", 0.1, 1, automatic=False),
+                  Candidate("d", 0.5, 1, possible=False, note="cannot run here")]
+    assert choose("f", "auto", candidates, 10 * GB).picked == "b"
+    small = choose("f", "auto", candidates, 2 * GB)
+    assert small.picked == "a" and "fit" in small.reason
+    record = small.as_dict()
+    assert record["picked"] == "a" and record["requested"] == "auto" and record["memory_limit"] == 2 * GB
+    assert record["candidates"]["b"] == {"seconds": 1.0, "bytes": 5 * GB, "fits": False, "automatic": True}
+    assert record["candidates"]["d"]["fits"] is False and record["candidates"]["d"]["note"] == "cannot run here"
+
+
+def test_where_none_fits_auto_takes_the_one_needing_fewest_bytes():
+    candidates = [Candidate("a", 3.0, 4 * GB), Candidate("b", 1.0, 5 * GB)]
+    chosen = choose("f", "auto", candidates, GB)
+    assert chosen.picked == "a" and "none fits" in chosen.reason
+
+
+def test_a_named_solver_is_taken_as_asked_and_an_unknown_one_is_refused():
+    candidates = [Candidate("a", 3.0, 4 * GB), Candidate("b", 1.0, 5 * GB, automatic=False)]
+    assert choose("f", "b", candidates, GB).picked == "b"
+    with pytest.raises(ValueError, match="no solver 'z'"):
+        choose("f", "z", candidates, GB)
+    with pytest.raises(ValueError, match="automatically"):
+        choose("f", "auto", [Candidate("b", 1.0, 1, automatic=False)], GB)
+
+
+def test_the_families_cross_over_as_their_costs_grow(monkeypatch):
+    """Dense solvers win at small n, the n² ones at large n; what does not fit is not taken; approximate
+    solvers are never taken by "auto"."""
+    monkeypatch.setattr(choice, "gemm_rate", lambda: 5e10)
+    pca = [choice.kernel_pca("auto", n=n, d=16, k=10, symmetric=True, all_components=False, memory_limit=100 * GB)
+           for n in (50, 20_000)]
+    assert [c.picked for c in pca] == ["dense", "lanczos"]
+    assert choice.kernel_pca("auto", n=500, d=16, k=10, symmetric=True, all_components=True,
+                             memory_limit=100 * GB).picked == "dense"
+    assert choice.kernel_pca("auto", n=5000, d=16, k=5, symmetric=False, all_components=False,
+                             memory_limit=100 * GB).picked == "arpack"
+    ridge = [choice.kernel_ridge("auto", n=n, d=16, targets=1, singular=False, rank=500, memory_limit=100 * GB)
+             for n in (500, 50_000)]
+    assert [c.picked for c in ridge] == ["cholesky", "cg"]
+    assert choice.kernel_ridge("auto", n=500, d=16, targets=1, singular=False, rank=50,
+                               memory_limit=10**6).picked == "cg"  # 500² · 8 = 2 MB does not fit
+    assert choice.kernel_ridge("auto", n=20_000, d=16, targets=1, singular=True, rank=500,
+                               memory_limit=100 * GB).picked == "cholesky"  # alpha = 0: the least-squares fallback
+    assert choice.spectral(None, n=10**6, d=16, k=8, memory_limit=GB).picked == "lanczos"
+    cv = choice.kernel_ridge_cv("auto", n=20_000, d=16, targets=1, folds=None, native=True, memory_limit=100 * GB)
+    assert cv.picked == "eigh" and not cv.as_dict()["candidates"]["multishift-cg"]["fits"]
+
+
+def _recorded(info):
+    record = info["choice"]
+    assert record["picked"] == info["solver"] or record["picked"] == info.get("method")
+    assert record["candidates"] and all(c["seconds"] > 0 and c["bytes"] > 0 for c in record["candidates"].values())
+    return record
+
+
+def test_every_fit_records_its_choice(rng):
+    from sklearn.gaussian_process.kernels import RBF
+
+    from fastkpca import GaussianProcessRegressor, KernelPCA, KernelRidge, KernelRidgeCV, SpectralEmbedding
+
+    X = rng.standard_normal((120, 3))
+    y = np.sin(X[:, 0])
+    assert _recorded(KernelPCA(n_components=3, kernel="rbf").fit(X).solver_info_)["requested"] == "auto"
+    assert _recorded(KernelPCA(n_components=3, kernel="rbf", eigen_solver="lanczos").fit(X).solver_info_)[
+        "reason"] == "asked for by name"
+    assert _recorded(KernelRidge(kernel="rbf").fit(X, y).solver_info_)["family"] == "kernel ridge"
+    assert _recorded(SpectralEmbedding(n_components=2).fit(X).solver_info_)["picked"] == "lanczos"
+    assert _recorded(GaussianProcessRegressor(RBF(), optimizer=None).fit(X, y).solver_info_)["family"] == \
+        "gaussian process regression"
+    cv = KernelRidgeCV(alphas=[0.1, 1.0], kernel="rbf", cv=3).fit(X, y)
+    assert cv.solver_info_["choice"]["picked"] == "eigh" and cv.solver_info_["method"] == "kfold-eigh"
