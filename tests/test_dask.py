@@ -446,3 +446,16 @@ def test_gaussian_process_on_a_cluster_needs_cg(client):
     here = np.asarray(X.compute())
     fresh = fastkpca.GaussianProcessRegressor(RBF(3.0), alpha=0.1, optimizer=None).fit(here, y)
     np.testing.assert_allclose(auto.fit(here, y).predict(here[:20]), fresh.predict(here[:20]), rtol=1e-12)
+
+
+def test_auto_on_a_cluster_takes_a_solver_that_needs_no_matrix(client):
+    """"auto" on a small dask X: the cost model's exact dense solvers need the n × n matrix in this process, so
+    KernelRidge takes cg, KernelPCA lanczos and KernelRidgeCV's k-fold the matrix-free multi-shift CG."""
+    X = da.from_array(data(400), chunks=(200, D))
+    y = np.sin(data(400)[:, 0])
+    ridge_fit = fastkpca.KernelRidge(alpha=0.1, kernel="rbf", gamma=0.1, random_state=0).fit(X, y)
+    assert ridge_fit.solver_info_["solver"] == "cg"
+    assert not ridge_fit.solver_info_["choice"]["candidates"]["cholesky"]["fits"]
+    assert kpca().fit(X).solver_info_["solver"] == "lanczos"
+    cv = fastkpca.KernelRidgeCV(alphas=[0.1, 1.0], kernel="rbf", gammas=[0.1], cv=2).fit(X, y)
+    assert cv.cv_results_["method"] == "kfold-multishift-cg"

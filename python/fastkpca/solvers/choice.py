@@ -170,6 +170,10 @@ def choose(family: str, requested: str, candidates, memory_limit: int) -> Choice
 #
 # Each family's candidates for one problem, in the order the estimators' documentation lists them.
 
+#: Why a candidate that needs the n × n matrix in this process cannot run (samples on a cluster).
+_MATRIX_NOTE = {True: "", False: "the samples' engine does not hold an n × n matrix in this process"}
+
+
 # ---- Kernel ridge regression: one fit -------------------------------------------------------------------
 
 #: Iterations (block products by K) of preconditioned CG on a well-posed system (bench/solver_choice.py).
@@ -183,19 +187,20 @@ RIDGE_CG_SETUP_SECONDS = 0.02
 
 
 def kernel_ridge(requested: str, *, n: int, d: int, targets: int, singular: bool, rank: int,
-                 memory_limit: int) -> Choice:
+                 memory_limit: int, matrix_possible: bool = True) -> Choice:
     """KernelRidge's solver: "cholesky" (the kernel matrix, factored in place: one n × n float64 array, n³/3
     flops), "cg" (RIDGE_CG_ITERATIONS block products of ``targets`` vectors and a rank-``rank`` RPCholesky
     preconditioner, within any memory limit; on a singular system (``singular``: an alpha of 0) as many
     iterations as max_iter allows, so the exact factor, whose least-squares fallback answers it, is taken
-    where it fits) or "nystrom" (approximate: only when asked for)."""
+    where it fits) or "nystrom" (approximate: only when asked for). ``matrix_possible``: whether the samples'
+    engine can hold the n × n matrix in this process (samples on a cluster cannot)."""
     rank = min(rank, n)
     iterations = RIDGE_SINGULAR_ITERATIONS if singular else RIDGE_CG_ITERATIONS
     cholesky = kernel_pass_seconds(n, n, d, 0) + cholesky_seconds(n) + 2 * n * n * targets / gemm_rate()
     cg = (RIDGE_CG_SETUP_SECONDS + iterations * kernel_pass_seconds(n, n, d, targets)
           + (n * rank * kernel_entry_flops(d) + 2 * n * rank * rank) / gemm_rate())
     return choose("kernel ridge", requested, [
-        Candidate("cholesky", cholesky, 8 * n * n),
+        Candidate("cholesky", cholesky, 8 * n * n, matrix_possible, note=_MATRIX_NOTE[matrix_possible]),
         Candidate("cg", cg, 8 * n * (6 * targets + rank) + 24 * rank * rank),
         Candidate("nystrom", kernel_pass_seconds(n, min(n, 1000), d, targets), 8 * 1000 * (1000 + targets),
                   automatic=False, note="approximate: Falkon's restricted problem"),
@@ -210,18 +215,18 @@ MULTISHIFT_ITERATIONS = 200
 
 
 def kernel_ridge_cv(requested: str, *, n: int, d: int, targets: int, folds: int | None, native: bool,
-                    memory_limit: int) -> Choice:
+                    memory_limit: int, matrix_possible: bool = True) -> Choice:
     """KernelRidgeCV's method for one kernel: "eigh" (the kernel matrix, its eigenvectors and eigh's workspace:
     three n × n arrays; one eigendecomposition for leave-one-out, ``folds is None``, or one per fold's training
     block) or "multishift-cg" (each fold's systems for every alpha by one multi-shift CG run, matrix-free:
-    k-fold with one of fastkpca's native kernels only)."""
+    k-fold with one of fastkpca's native kernels only); ``matrix_possible`` as for :func:`kernel_ridge`."""
     train = n if folds is None else n - n // folds
     eigh = kernel_pass_seconds(n, n, d, 0) + (1 if folds is None else folds) * eigh_seconds(train)
     note = ("leave-one-out needs the eigendecomposition" if folds is None
             else "" if native else "needs one of fastkpca's native kernels")
     cg = (folds or 1) * MULTISHIFT_ITERATIONS * kernel_pass_seconds(train, train, d, targets)
     return choose("kernel ridge cross-validation", requested, [
-        Candidate("eigh", eigh, 3 * 8 * n * n),
+        Candidate("eigh", eigh, 3 * 8 * n * n, matrix_possible, note=_MATRIX_NOTE[matrix_possible]),
         Candidate("multishift-cg", cg, 8 * n * 8 * targets, folds is not None and native, note=note),
     ], memory_limit)
 
@@ -242,25 +247,26 @@ MATVEC_SHARE = 0.03
 
 
 def kernel_pca(requested: str, *, n: int, d: int, k: int, symmetric: bool, all_components: bool,
-               memory_limit: int) -> Choice:
+               memory_limit: int, matrix_possible: bool = True) -> Choice:
     """KernelPCA's eigensolver for the top ``k`` pairs: "dense" (the centered kernel matrix, LAPACK's eigh:
     three n × n arrays), "lanczos" (block Lanczos on the implicitly centered operator, within any memory limit;
     possible for a symmetric kernel and a number of components short of all), "arpack" (scikit-learn's, on the
     matrix; taken by "auto" only for a kernel that is not symmetric, which Lanczos cannot solve), "randomized"
-    and "nystrom" (approximate: only when asked for)."""
+    and "nystrom" (approximate: only when asked for); ``matrix_possible`` as for :func:`kernel_ridge`."""
     b = k + 10
     kernel = kernel_pass_seconds(n, n, d, 0)
+    note = _MATRIX_NOTE[matrix_possible]
     arpack_products = ARPACK_PRODUCTS + ARPACK_PRODUCTS_PER_PAIR * k
     lanczos_note = ("the kernel is not symmetric" if not symmetric
                     else "all components need the dense eigendecomposition" if all_components else "")
     return choose("kernel PCA", requested, [
-        Candidate("dense", kernel + eigh_seconds(n), 3 * 8 * n * n),
+        Candidate("dense", kernel + eigh_seconds(n), 3 * 8 * n * n, matrix_possible, note=note),
         Candidate("lanczos", LANCZOS_SETUP_SECONDS + LANCZOS_PASSES * kernel_pass_seconds(n, n, d, b),
                   8 * n * (8 * b + k), symmetric and not all_components, note=lanczos_note),
         Candidate("arpack", kernel + arpack_products * 2 * n * n / (MATVEC_SHARE * gemm_rate()), 2 * 8 * n * n,
-                  automatic=not symmetric and not all_components),
-        Candidate("randomized", kernel + 2 * 7 * kernel_pass_seconds(n, n, 0, b), 2 * 8 * n * n, automatic=False,
-                  note="approximate: subspace iteration"),
+                  matrix_possible, automatic=not symmetric and not all_components, note=note),
+        Candidate("randomized", kernel + 2 * 7 * kernel_pass_seconds(n, n, 0, b), 2 * 8 * n * n, matrix_possible,
+                  automatic=False, note=note or "approximate: subspace iteration"),
         Candidate("nystrom", kernel_pass_seconds(n, min(n, 1000), d, k), 8 * 1000 * 1000, automatic=False,
                   note="approximate: landmarks"),
     ], memory_limit)
@@ -309,7 +315,6 @@ def gaussian_process_regression(requested: str, *, n: int, d: int, columns: int,
     cg = GP_CG_OVERHEAD * ((GP_PRODUCTS_PER_EVALUATION + 1) * kernel_pass_seconds(n, n, d, columns)
                            + (n * rank * entry + 10 * n * rank * rank) / gemm_rate())
     return choose("gaussian process regression", requested, [
-        Candidate("cholesky", exact, 8 * n * n, exact_possible,
-                  note="" if exact_possible else "the samples' engine does not hold an n × n matrix"),
+        Candidate("cholesky", exact, 8 * n * n, exact_possible, note=_MATRIX_NOTE[exact_possible]),
         Candidate("cg", cg, 8 * n * (4 * columns + rank)),
     ], memory_limit)

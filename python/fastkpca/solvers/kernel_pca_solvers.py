@@ -211,7 +211,7 @@ def make_solver(requested: str, samples, kernel, k: int, settings: PcaSettings):
     n, d = samples.shape
     picked = choice.kernel_pca(requested, n=n, d=choice.evaluated_features(kernel, d), k=k,
                                symmetric=bool(kernel.symmetric), all_components=settings.all_components,
-                               memory_limit=settings.limit)
+                               memory_limit=settings.limit, matrix_possible=bool(samples.holds_matrix))
     name = picked.picked
     solver = (LanczosPca(settings) if name == LanczosPca.name else NystromPca(settings) if name == NystromPca.name
               else DensePca(settings, name))

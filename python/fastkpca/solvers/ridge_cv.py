@@ -48,7 +48,8 @@ def cross_validate(samples, kernel, Y: np.ndarray, alphas, cv: int | None, weigh
     (solvers/choice.py)."""
     n, d = samples.shape
     picked = choice.kernel_ridge_cv("auto", n=n, d=choice.evaluated_features(kernel, d), targets=Y.shape[1],
-                                    folds=cv, native=kernel.native, memory_limit=memory_limit)
+                                    folds=cv, native=kernel.native, memory_limit=memory_limit,
+                                    matrix_possible=bool(samples.holds_matrix))
     if cv is None:
         v.check_within(3 * n * n * 8, memory_limit, f"leave-one-out with three {n}×{n} matrices",
                        "use cv=k (k-fold), which runs matrix-free")
