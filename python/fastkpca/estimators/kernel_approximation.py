@@ -210,7 +210,7 @@ def _inverse_sqrt(W: np.ndarray) -> np.ndarray:
     """scikit-learn's normalization ``U diag(1/√max(s, 1e-12)) V`` from W = U diag(s) V.
 
     For a symmetric W (the native kernels' are exactly symmetric) it comes from the eigendecomposition
-    W = E Λ Eᵀ, several times faster than an SVD: s = |λ| and V = sign(λ)·Eᵀ, so the result is
+    W = E Λ Eᵀ, fewer flops than an SVD (one set of vectors): s = |λ| and V = sign(λ)·Eᵀ, so the result is
     ``E diag(sign(λ)/√max(|λ|, 1e-12)) Eᵀ`` (a zero eigenvalue counts as positive).
     """
     dtype = W.dtype if W.dtype in (np.float32, np.float64) else np.float64

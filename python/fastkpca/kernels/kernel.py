@@ -275,8 +275,8 @@ class Kernel:
         memory_limit : int, default=None
             Bytes the matrix may take (None: the memory available).
         fast : bool, default=False
-            Evaluate the columns of float64 samples in float32 where the kind can (about twice the rate; the
-            columns are kept in float32 either way).
+            Evaluate the columns of float64 samples in float32 where the kind can (twice the entries per
+            SIMD vector; the columns are kept in float32 either way).
 
         Returns
         -------

@@ -29,8 +29,8 @@ __all__ = ["StoragePlan", "plan_storage", "plan_for", "sample_bytes", "working_c
 STORAGES = ("auto", "full", "packed", "cached", "matrix_free")
 #: Memory kept free of the plan for the interpreter, temporaries and rounding in the estimates.
 PLAN_SLACK_BYTES = 64 * 2**20
-#: Largest block for which a pass over the packed (one-triangle) kernel is as fast as over the full matrix
-#: (measured at N = 20000 on 2 cores: equal up to 24 vectors, 1.5 times slower from 32 on).
+#: Largest block for which a pass over the packed (one-triangle) kernel was measured as fast as one over the
+#: full matrix; for wider blocks the full matrix's pass is the faster.
 PACKED_MAX_BLOCK = 24
 
 
@@ -110,7 +110,7 @@ def plan_storage(n: int, n_features: int, itemsize: int, *, block_size: int, mem
     by the rest of the computation (the solver's basis, say).
 
     The cost model: a stored pass reads the kernel from memory, a recomputed one evaluates it (GEMM + exp
-    per entry: several times slower), so the fastest mode that fits wins. Full beats packed only for blocks
+    per entry: more work than reading it), so the fastest mode that fits wins. Full beats packed only for blocks
     wider than PACKED_MAX_BLOCK; otherwise packed (half the memory, half the reads). When the packed
     triangle does not fit, as many of its tile rows as fit are cached and the rest recomputed; with no
     room for one tile row, matrix-free. ``samples``: bytes of the samples when they are not n × n_features

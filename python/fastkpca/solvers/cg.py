@@ -8,8 +8,8 @@ leave the block when they reach ``tol``; nothing of block CG's rank-deficiency h
 ``record`` it keeps those scalars, Lanczos's tridiagonal matrices in other variables: the stochastic Lanczos
 quadrature of the Gaussian process's log determinant (lanczos_cg.py) comes from the same run as its solves.
 
-With ``fast_matmat``, the products of the iterations are by K̃, the same kernel evaluated in float32 (about
-twice the rate of a float64 pass when the kernel is recomputed), and the solution is still the float64
+With ``fast_matmat``, the products of the iterations are by K̃, the same kernel evaluated in float32 (twice the
+entries per SIMD vector as a float64 pass when the kernel is recomputed), and the solution is still the float64
 system's: X accumulates in float64, and each time the recurrence's residuals have fallen by ``refresh`` the
 true residuals b − (K + αI)x replace them (one product by K), the search directions kept — the reliable
 updates of Sleijpen and van der Vorst (1996), as mixed-precision CG on GPUs uses them (Clark et al. 2010).
@@ -51,7 +51,7 @@ REFRESH = 1e-2
 
 #: n × c float64 blocks pcg holds at its peak on c columns, its right-hand sides B included: at the first
 #: preconditioning inside the loop, B, R, X, P, the last Z, R's active columns and the preconditioner's
-#: two (P⁻¹R and its low-rank correction). Measured with tracemalloc on the Gaussian process's variances: 8.4.
+#: two (P⁻¹R and its low-rank correction).
 PCG_BLOCKS = 9
 
 
@@ -67,7 +67,7 @@ class LowRankPreconditioner:
 
     F is overwritten by U (its left singular vectors) to keep one n × r array. A float32 F (half the memory
     for the same rank) is applied in float32 with float64 sums over its row blocks: P⁻¹ is then applied to
-    about 1e-6 relative (measured at n = 100,000, r = 1,600), harmless to CG, whose residuals are the
+    float32's accuracy rather than float64's, harmless to CG, whose residuals are the
     products' and which does not need the preconditioner exact, only fixed and positive definite to that
     accuracy (U's rounding ε₃₂ is far below (λ̂_r + α)/(λ̂_1 + α)).
     """

@@ -3,14 +3,13 @@ LAPACK calls that Ctrl-C can interrupt.
 
 OpenBLAS 0.3.30 (SciPy's wheels) and 0.3.31 (NumPy's) crash with a segmentation fault in their threaded
 symmetric rank-k update (``dsyrk``, which ``dpotrf`` calls) once the n × n matrix passes 2 GiB (n > 16,384 in
-float64): measured here, ``scipy.linalg.lapack.dpotrf`` of a 17,000 × 17,000 matrix and
-``numpy.linalg.cholesky`` of a 20,000 × 20,000 one died on 2 threads and factored on one, while a threaded
-``dgemm`` into a 2.3 GB matrix and a threaded ``dpotri`` of the 17,000 × 17,000 factor were fine. Until the
-libraries are fixed, the Cholesky routines run on one BLAS thread for matrices that large: correct, at about
-half the speed on 2 cores. (Both libraries ran their SkylakeX kernels on that AVX-512 machine; scikit-learn's
-``scipy.linalg.solve(assume_a="pos")`` had died the same way at N = 20,000 in an earlier session, and ran with
-``OPENBLAS_CORETYPE=Haswell``. Which kernels and thread counts are affected was not isolated further: the guard
-applies whatever the machine.)
+float64): ``scipy.linalg.lapack.dpotrf`` of a 17,000 × 17,000 matrix and ``numpy.linalg.cholesky`` of a
+20,000 × 20,000 one die on 2 threads and factor on one, while a threaded ``dgemm`` into a 2.3 GB matrix and a
+threaded ``dpotri`` of the 17,000 × 17,000 factor do not crash. Until the libraries are fixed, the Cholesky
+routines run on one BLAS thread for matrices that large: correct, on fewer threads. (The crashes were in
+OpenBLAS's SkylakeX kernels, on an AVX-512 machine; scikit-learn's ``scipy.linalg.solve(assume_a="pos")``
+crashes the same way, and bench/kernel_ridge.py reruns it with ``OPENBLAS_CORETYPE=Haswell`` where it does. Which
+kernels and thread counts are affected was not isolated further: the guard applies whatever the machine.)
 
 A LAPACK or BLAS call checks no signal: an ``eigh`` of a 4096 × 4096 matrix or the factor of an n × n one runs
 for seconds to minutes while Ctrl-C waits. :func:`interruptible` runs such a call on a worker thread while the
@@ -19,10 +18,10 @@ within a step, and the abandoned call finishes in the background (the next inter
 they never pile up).
 
 That works only for a call that releases the GIL while it computes. NumPy's do (``matmul``,
-``numpy.linalg``); SciPy's LAPACK wrappers do not (measured with SciPy 1.17: a thread ticking every millisecond
-beside ``scipy.linalg.eigh``, ``svd``, ``solve_triangular``, ``cho_solve``, ``lapack.dpotrf`` or ``dpotri`` stood
-still for the whole call, 1.4 s for a 7,000 × 7,000 ``dpotrf``; beside ``numpy.linalg.cholesky`` or ``svd``
-it never waited 25 ms). Long calls therefore go through NumPy, or are cut into pieces:
+``numpy.linalg``); SciPy's LAPACK wrappers do not (with SciPy 1.17, a Python thread beside
+``scipy.linalg.eigh``, ``svd``, ``solve_triangular``, ``cho_solve``, ``lapack.dpotrf`` or ``dpotri`` does not
+run until the call returns; beside ``numpy.linalg.cholesky`` or ``svd`` it runs). Long calls therefore go
+through NumPy, or are cut into pieces:
 :func:`symmetric_eigh` is NumPy's ``eigh`` once a matrix is large enough for SciPy's to run long, and
 :func:`solve_lower_triangular` the triangular solve by blocks, NumPy products between small SciPy solves.
 The exact solvers' n × n factorisations (``dpotrf``, ``dpotri``, in place to keep one n × n array) are not cut
@@ -39,14 +38,16 @@ import numpy as np
 __all__ = ["factorisation_threads", "interruptible", "one_blas_thread", "solve_lower_triangular", "symmetric_eigh",
            "LARGE_MATRIX_BYTES", "INTERRUPTIBLE_FLOPS"]
 
-#: Calls of at least this many flops run on a worker thread (:func:`interruptible`): about 10 ms on one core,
-#: against a thread's start of about 0.1 ms.
+#: Calls of at least this many flops run on a worker thread (:func:`interruptible`): enough work that a
+#: thread's start is a small part of it, little enough that a call below it holds Ctrl-C back no longer than
+#: about one wait step (_WAIT) on one core.
 INTERRUPTIBLE_FLOPS = 2e8
 #: The main thread's wait between signal checks, in seconds.
 _WAIT = 0.02
 _abandoned: list[threading.Thread] = []
 
-#: Symmetric eigendecompositions of at least this many flops (9 n³) go through NumPy: about 0.1 s on two cores.
+#: Symmetric eigendecompositions of at least this many flops (9 n³) go through NumPy (on a worker thread, so
+#: that Ctrl-C interrupts them); smaller ones go to SciPy, which holds the GIL for their short call.
 LONG_EIGH_FLOPS = 5e9
 #: Rows of L per diagonal block of :func:`solve_lower_triangular`.
 TRIANGULAR_BLOCK = 256
@@ -114,7 +115,7 @@ def solve_lower_triangular(L: np.ndarray, B: np.ndarray, *, overwrite_b: bool = 
     Forward substitution by blocks of rows (LAPACK's own blocked ``trsm`` does the same arithmetic): for each
     block i, X_i = L_ii⁻¹ (B_i − L_i,<i X_<i). The update is a NumPy product through :func:`interruptible`;
     the diagonal block's solve, SciPy's (holding the GIL), runs on at most ``INTERRUPTIBLE_FLOPS`` flops at
-    a time, so no stretch without a signal check is longer than about 10 ms of one core. ``overwrite_b``:
+    a time, so no stretch without a signal check is longer than one such call. ``overwrite_b``:
     the result may take B's memory (when B is float64 and writeable).
     """
     from scipy.linalg import solve_triangular
@@ -140,9 +141,9 @@ def symmetric_eigh(A: np.ndarray, subset_by_index: tuple[int, int] | None = None
     ``subset_by_index`` = (lo, hi) inclusive, or all; such that Ctrl-C interrupts it.
 
     Small matrices go to SciPy's ``eigh`` (its subset driver), large ones (``LONG_EIGH_FLOPS``) to NumPy's
-    on a worker thread (:func:`interruptible`), which computes all pairs and keeps the subset. For all pairs
-    NumPy's is the faster (2.6–2.9 s against 3.4 s at n = 3,000, 2 cores); for a few it costs more than
-    SciPy's subset driver (against 1.1 s for 10 of 3,000): the price of a step that Ctrl-C can interrupt."""
+    on a worker thread (:func:`interruptible`), which computes all pairs and keeps the subset. For a few
+    pairs that costs more than SciPy's subset driver would: the price of a step that Ctrl-C can
+    interrupt."""
     n = A.shape[0]
     if 9.0 * float(n) ** 3 < LONG_EIGH_FLOPS:
         from scipy.linalg import eigh

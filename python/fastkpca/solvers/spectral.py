@@ -36,8 +36,8 @@ __all__ = ["Degrees", "degrees", "laplacian_view", "finish", "embed", "DEFAULT_T
 
 #: Relative residual of every returned pair: ‖Mx − θx‖ ≤ tol·|θ₁|, θ₁ = 1 for the normalised affinity of a
 #: graph with an edge. An eigenvector whose eigenvalue is separated from the others by a gap g is then
-#: within an angle of about tol/g of the exact one. (1e-10 costs 33 passes instead of 29 on 8 blobs at
-#: N = 10,000, where the ninth eigenvalue is 1% from the tenth.)
+#: within an angle of about tol/g of the exact one; a tighter tolerance costs more passes where the gap
+#: after the last wanted eigenvalue is small.
 DEFAULT_TOL = 1e-8
 
 

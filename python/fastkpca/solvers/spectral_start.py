@@ -6,16 +6,14 @@ normalised affinity M = D^(-1/2) A D^(-1/2) are, to within the weight of the edg
 D^(1/2)·1_C for the clusters C: M·D^(1/2)·1_C = D^(-1/2)·A·1_C, which is D^(1/2)·1_C on C and the cut
 weights elsewhere (the near-null vectors of the Laplacian that aggregation-based multigrid builds its
 coarse spaces from). A Krylov method started from random vectors has to discover that structure by
-diffusion, one pass at a time: on 8 blobs at N = 10,000 with scikit-learn's SpectralClustering gamma = 1,
-where the ninth Laplacian eigenvalue is 0.002, block Lanczos takes 109 passes from a random block and 1
-from the indicators of the blobs.
+diffusion, one pass at a time, and the more passes the smaller the gap after the wanted eigenvalues; from
+the indicators of the clusters it starts in the wanted subspace (bench/spectral.py reports the passes).
 
 How. k-means (scikit-learn's, one initialisation) on a uniform subsample of at most SUBSAMPLE_ROWS rows
 gives the centres; every sample is assigned to its nearest centre in one streamed map over the samples
 (so a Dask engine's samples stay on their workers). The start is only a start: the solver's result is the
 same to within its tolerance whatever the partition, and a partition that does not follow the affinity's
-clusters (k-means on two moons, say) is no worse than random vectors (measured: 10 passes instead of 11
-at gamma = 30, 5 instead of 6 at gamma = 3 on 10,000 moons). For the unnormalised Laplacian D − A the
+clusters (k-means on two moons, say) is a start like random vectors. For the unnormalised Laplacian D − A the
 near-null vectors are the indicators themselves.
 """
 

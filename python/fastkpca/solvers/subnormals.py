@@ -2,9 +2,8 @@
 
 Products with subnormal operands run many times slower on x86 (each takes a microcode assist): a factor of a
 kernel with short length scales holds entries of 1e-310 and below, where exp(−r²/2ℓ²) underflows, and the
-products of a cg Gaussian process evaluation with it ran 20 times slower (measured: a 2,048 × 1,024 by
-1,024 × 1,024 product took 1.7 s against 0.085 s, its operands holding 36,532 and 28,283 subnormals; one
-BLAS thread, Intel Xeon with AVX-512). Setting them to zero moves each entry by less than 2.3e-308 (float64;
+products of a cg Gaussian process evaluation multiply such factors over and over. Setting them to zero
+moves each entry by less than 2.3e-308 (float64;
 1.2e-38 in float32): nothing any result can show. The compiler's flush-to-zero mode would do it everywhere,
 but it is part of -ffast-math's set, which the project does not use.
 """
