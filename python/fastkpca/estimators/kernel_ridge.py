@@ -83,12 +83,11 @@ class KernelRidge(Reporting, EngineFitted, MultiOutputMixin, RegressorMixin, Bas
         factor below the default rank and the factor's rounding is far below alpha (float32's ε times the
         kernel's largest diagonal entry at most a thousandth of the smallest alpha). A float32 entry takes
         half the memory, so the default's cap doubles, and so does the rank the limit allows, less what
-        mixed precision's copies take from it (at N = 100,000, d = 64 and 1 GiB: 1,182, against 786 in
-        float64).
+        mixed precision's copies take from it.
     cg_precision : {"auto", "float64", "mixed"}, default="auto"
-        The products of cg's iterations. ``"mixed"``: by the kernel evaluated in float32 (about twice the
-        rate of a float64 evaluation), the residuals made true in float64 each time they have fallen 100-fold
-        (reliable updates: the result meets ``tol`` for the float64 system; if float32 cannot get there,
+        The products of cg's iterations. ``"mixed"``: by the kernel evaluated in float32 (twice the SIMD
+        lanes of a float64 evaluation), the residuals made true in float64 each time they have fallen
+        100-fold (reliable updates: the result meets ``tol`` for the float64 system; if float32 cannot get there,
         the iteration goes on in float64); native kernels on float64 samples only. ``"auto"``: mixed when
         the kernel is recomputed on every pass (cached or matrix-free storage) and mixed is available.
         ``"float64"``: every product in float64.

@@ -233,13 +233,13 @@ def kernel_ridge_cv(requested: str, *, n: int, d: int, targets: int, folds: int 
 
 # ---- Kernel PCA: the top k eigenpairs of the centered kernel -----------------------------------------------
 
-#: Block Lanczos's passes over K for k pairs to 1e-8 (the reference's 7–19 on rbf kernels; bench/solver_choice.py).
+#: Block Lanczos's passes over K for k pairs to 1e-8 (bench/solver_choice.py counts them).
 LANCZOS_PASSES = 15
 #: Seconds of a Lanczos solve beyond its passes' flops: the plan, the operator, the basis's algebra and the
 #: Python per pass (bench/solver_choice.py).
 LANCZOS_SETUP_SECONDS = 0.005
-#: ARPACK's products for k pairs: about ARPACK_PRODUCTS + ARPACK_PRODUCTS_PER_PAIR · k (the reference's
-#: 40 / 154 / 253 at k = 10 / 50 / 100).
+#: ARPACK's products for k pairs: about ARPACK_PRODUCTS + ARPACK_PRODUCTS_PER_PAIR · k (a fit to ARPACK's counts
+#: on doubly centered rbf kernels, tol 1e-8, k = 10 to 100).
 ARPACK_PRODUCTS = 15
 ARPACK_PRODUCTS_PER_PAIR = 2.5
 #: A matrix-vector product's rate against DGEMM's: two flops per entry read from memory.
@@ -295,7 +295,7 @@ def spectral(requested: str | None, *, n: int, d: int, k: int, memory_limit: int
 
 # ---- Gaussian process regression: one evaluation of the likelihood and its gradient ----------------------
 
-#: Block products by K an evaluation of the likelihood takes by cg (11–42 at random θ: bench/solver_choice.py).
+#: Block products by K an evaluation of the likelihood takes by cg (bench/solver_choice.py measures it).
 GP_PRODUCTS_PER_EVALUATION = 30
 #: The cg evaluation's seconds against its flops at the kernel pass's rate: what its block operations, the
 #: quadrature and the control variate's r × r algebra add.

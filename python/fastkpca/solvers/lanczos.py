@@ -37,15 +37,12 @@ def default_block_size(k: int, n: int, compute_bound: bool = False) -> int:
     Memory-bound operators (a stored kernel): 8 for k <= 12, else min(k + 6, max(16, k/2 + 8)), rounded up
     to a multiple of 8. A pass costs max(reading A, 2·N²·b flops). At b = 8 a pass over the packed
     (one-triangle) kernel is bound by memory and about half the cost of a b = 16 pass, which is bound by
-    arithmetic (measured at N = 20000 on 2 cores: 0.043 s against 0.085–0.10 s), while b = 16 saves only
-    15–25% of the passes for k <= 12 (rbf, poly and laplacian kernels, N = 5000 and 20000).
+    arithmetic, while b = 16 saves only a fraction of the passes for k <= 12.
 
     Compute-bound operators (``compute_bound``: tiles recomputed on every pass): a pass pays a kernel
     evaluation per entry whatever b is (a GEMM of depth d and an exp), and the block product adds only
     4·b flops per entry, so a wider block that saves passes pays: k + 14 rounded up to a multiple of 8, at
-    most 64 (24 for k = 10). Measured for rbf, d = 64, N = 20000, k = 10 on 2 cores of a Zen 3 EPYC (AVX2)
-    with the fused micro-kernel: b = 8 / 16 / 24 / 32 / 40 cost 0.50 / 0.59 / 0.69 / 0.79 / 0.91 s a pass
-    and took 21 / 14 / 11 / 10 / 9 passes, 10.4 / 8.3 / 7.5 / 7.9 / 8.2 s in all: 24 is still the best.
+    most 64 (24 for k = 10): up to there the passes a wider block saves outweigh what it adds to each.
     """
     if compute_bound:
         b = min(k + 14, 64)
@@ -267,8 +264,9 @@ def eigsh(A: Any, k: int, *, tol: float | None = None, maxiter: int | None = Non
     -----
     Block Lanczos with full reorthogonalisation and thick restarts (see the C++ core,
     ``block_lanczos.hpp``). Each pass streams A from memory once for all b vectors of a block, so the
-    number of passes is the figure of merit; it is typically 2–5 times smaller than ARPACK's number of
-    matrix-vector products. When k + 3·block_size > N the problem is solved densely.
+    number of passes is the figure of merit; block Krylov needs far fewer passes than ARPACK's
+    matrix-vector products (the performance page compares them). When k + 3·block_size > N the problem is
+    solved densely.
 
     Examples
     --------

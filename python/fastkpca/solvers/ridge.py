@@ -41,7 +41,7 @@ DEFAULT_PRECONDITIONER_RANK = 500
 RECOMPUTED_PRECONDITIONER_RANK = 1000
 #: When what the default share leaves could cache less than this fraction of the kernel's one triangle, a
 #: pass recomputes nearly every entry whatever is cached: the preconditioner then takes UNCACHED_SHARE of
-#: what cg's working memory leaves (at N = 100,000 and 1 GiB the float32 tiles held 124 MiB of a 20 GB triangle).
+#: what cg's working memory leaves (at large N a limit of a few GiB caches a few percent of the triangle).
 NEGLIGIBLE_CACHE = 0.1
 UNCACHED_SHARE = 0.9
 
@@ -110,10 +110,9 @@ def preconditioner_rank(requested, n: int, memory_limit: int, stored: bool, item
     """cg's preconditioner rank: ``requested`` (at most n), or by default 500 and at most a quarter of the
     limit when the kernel is stored (a pass is a read of memory); when it must be recomputed (a pass costs
     N² kernel evaluations), iterations are dear and memory is better spent on the preconditioner than on a
-    sliver of cached tiles: up to 1000 and 60% of the limit (at N = 100,000 and 1 GiB: rank 335 took 53
-    passes of 14 s), and UNCACHED_SHARE of what cg's ``working`` bytes leave when the other 40% would cache
-    less than NEGLIGIBLE_CACHE of the kernel's triangle (entries of ``kernel_itemsize`` bytes; None: not
-    considered). A float32 factor (``itemsize`` 4, see :func:`preconditioner_dtype`) doubles both: the rank
+    sliver of cached tiles: up to 1000 and 60% of the limit, and UNCACHED_SHARE of what cg's ``working``
+    bytes leave when the other 40% would cache less than NEGLIGIBLE_CACHE of the kernel's triangle (entries
+    of ``kernel_itemsize`` bytes; None: not considered). A float32 factor (``itemsize`` 4, see :func:`preconditioner_dtype`) doubles both: the rank
     the memory allows and the cap."""
     if requested is not None:
         return min(requested, n)
@@ -177,7 +176,7 @@ def wants_fast_products(precision: str, samples, kernel, plan) -> bool:
     """Whether cg takes its iterations' products from a float32 evaluation of the kernel (``cg_precision``):
     "mixed" asks for it (a native kernel on float64 samples only); "auto" takes it when the kernel is
     recomputed on every pass in this process (cached or matrix-free storage), where a float32 pass evaluates
-    entries at about twice the rate; a stored kernel's pass is a read of memory, and a float32 copy would
+    twice the entries per SIMD instruction; a stored kernel's pass is a read of memory, and a float32 copy would
     take memory."""
     eligible = (kernel.native and not kernel.precomputed and samples.dtype == np.float64
                 and not v.is_sparse(samples.fitted()))
@@ -231,7 +230,7 @@ def solve_cg(op, columns, Y: np.ndarray, alphas: np.ndarray, root_w=None, *, ran
     native, threads = op.native, op.threads
     # The dense algebra between the kernel passes (RPCholesky's updates, the preconditioner, CG's vector
     # operations) is small: on one BLAS thread. OpenBLAS's idle threads spin for a while after each call
-    # and take cores from the next native pass (measured at N = 20,000: 4.2 -> 3.0 s of CG).
+    # and take cores from the next native pass.
     with one_blas_thread():
         precondition, rank_used = None, 0
         if rank > 0:
