@@ -112,8 +112,8 @@ def preconditioner_rank(requested, n: int, memory_limit: int, stored: bool, item
     N² kernel evaluations), iterations are dear and memory is better spent on the preconditioner than on a
     sliver of cached tiles: up to 1000 and 60% of the limit, and UNCACHED_SHARE of what cg's ``working``
     bytes leave when the other 40% would cache less than NEGLIGIBLE_CACHE of the kernel's triangle (entries
-    of ``kernel_itemsize`` bytes; None: not considered). A float32 factor (``itemsize`` 4, see :func:`preconditioner_dtype`) doubles both: the rank
-    the memory allows and the cap."""
+    of ``kernel_itemsize`` bytes; None: not considered). A float32 factor (``itemsize`` 4, see
+    :func:`preconditioner_dtype`) doubles both: the rank the memory allows and the cap."""
     if requested is not None:
         return min(requested, n)
     cap, share = _default_rank(stored, itemsize)
