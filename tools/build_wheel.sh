@@ -1,16 +1,17 @@
 #!/usr/bin/env bash
 # Build fastkpca's binary wheel as a user would get it from PyPI, and prove it on its own:
 #
-#   bash tools/build_wheel.sh [pytest arguments]
+#   bash tools/build_wheel.sh [tests and pytest arguments]   # none: the whole suite
 #
 #   1. build the wheel in an isolated environment (python -m build: the build requirements come from PyPI);
 #   2. repair it with auditwheel (libgomp bundled into fastkpca.libs/, the manylinux tag it can carry),
 #      and print `auditwheel show` and the ISA notes of the native modules (readelf -n);
 #   3. install it into a fresh virtual environment with no compiler reachable (PATH holds only that
 #      environment, CC/CXX point at `false`, pip takes binaries only) and time the install;
-#   4. run `fastkpca.show_versions()` and the test suite against the installed wheel from a directory
-#      outside the source tree (a copy of tests/), so that a file missing from the wheel, or a module that
-#      imports only from the source tree, fails here.
+#   4. run `fastkpca.show_versions()` and the tests given (paths under tests/; none: the whole suite)
+#      against the installed wheel from a directory outside the source tree (a copy of tests/), so that a
+#      file missing from the wheel, or a module that imports only from the source tree, fails here. CI
+#      gives the tests only an installed wheel can answer and a smoke subset of fits (.ci/run).
 #
 # Outputs: build/wheel/dist (the raw wheel), build/wheel/wheelhouse (the repaired one), build/wheel/report.txt.
 # Linux only (auditwheel); cibuildwheel's configuration in pyproject.toml covers the other platforms.
@@ -71,5 +72,7 @@ case "$location" in
   "$env_dir"/*) say "== testing the installed package at $location" ;;
   *) echo "fastkpca was imported from $location, not from the installed wheel" >&2; exit 1 ;;
 esac
-PATH=$clean_path:/usr/bin:/bin CC=false CXX=false "$env_dir/bin/python" -m pytest -q -p no:cacheprovider tests "$@"
-say "== the test suite passed against the installed wheel"
+selection=("$@")
+[ "${#selection[@]}" -gt 0 ] || selection=(tests)
+PATH=$clean_path:/usr/bin:/bin CC=false CXX=false "$env_dir/bin/python" -m pytest -q -p no:cacheprovider "${selection[@]}"
+say "== the tests passed against the installed wheel: ${selection[*]}"
