@@ -238,7 +238,20 @@ def test_zero_weights_leave_samples_out_and_support_indexes_the_input():
 
 # --------------------------------------------------------------------- the batched solver and its settings
 
-@pytest.mark.parametrize("formulation", ["c_svc", "nu_svc", "one_class", "epsilon_svr", "nu_svr"])
+#: Each formulation (C = 2 for C-SVC and the regressions, and their bounds) and its problem on the samples below.
+FORMULATIONS = {
+    "c_svc": (lambda: solvers.CClassification(2.0, np.ones(2)), lambda X, y: dict(y=np.where(y > 0, 1, -1),
+                                                                                 upper=np.full(700, 2.0))),
+    "nu_svc": (lambda: solvers.NuClassification(0.3), lambda X, y: dict(y=np.where(y > 0, 1, -1), upper=np.ones(700))),
+    "one_class": (lambda: solvers.OneClass(0.2), lambda X, y: dict(upper=np.ones(700))),
+    "epsilon_svr": (lambda: solvers.EpsilonRegression(2.0, 0.1),
+                    lambda X, y: dict(upper=np.full(700, 2.0), targets=X[:, 0] + 0.3 * X[:, 1] ** 2)),
+    "nu_svr": (lambda: solvers.NuRegression(2.0, 0.3),
+               lambda X, y: dict(upper=np.full(700, 2.0), targets=X[:, 0] + 0.3 * X[:, 1] ** 2)),
+}
+
+
+@pytest.mark.parametrize("formulation", list(FORMULATIONS))
 @pytest.mark.parametrize("shrinking", [True, False])
 def test_batched_solver_equals_the_whole_problem(formulation, shrinking):
     """Working sets of 16 variables with a cache of 40 columns (evictions, shrinking with rebuilt gradients)
@@ -247,15 +260,13 @@ def test_batched_solver_equals_the_whole_problem(formulation, shrinking):
     X = np.ascontiguousarray(X)
     columns = _native.core.svm_dense_columns(X, "rbf", 0.2, 3, 0, 0)
     samples = np.arange(700, dtype=np.int64)
-    problem = {"c_svc": dict(y=np.where(y > 0, 1, -1), upper=np.full(700, 2.0)),
-               "nu_svc": dict(y=np.where(y > 0, 1, -1), upper=np.ones(700), nu=0.3),
-               "one_class": dict(upper=np.ones(700), nu=0.2),
-               "epsilon_svr": dict(upper=np.full(700, 2.0), epsilon=0.1, targets=X[:, 0] + 0.3 * X[:, 1] ** 2),
-               "nu_svr": dict(upper=np.full(700, 2.0), nu=0.3, targets=X[:, 0] + 0.3 * X[:, 1] ** 2)}[formulation]
-    whole = solvers.solve(columns, formulation, samples, solvers.DualSettings(tol=1e-8, shrinking=False), **problem)
-    small = solvers.DualSettings(tol=1e-8, shrinking=shrinking, working_set=16, whole_below=0,
+    make, problem_of = FORMULATIONS[formulation]
+    problem = problem_of(X, y)
+    whole = solvers.solve(columns, make(), samples, solvers.DualSettings(tol=1e-8, shrinking=False), **problem)
+    small = solvers.DualSettings(tol=1e-8, shrinking=shrinking, working_set=16, solver="batched",
                                  cache_bytes=40 * 700 * 4)
-    batched = solvers.solve(columns, formulation, samples, small, **problem)
+    batched = solvers.solve(columns, make(), samples, small, **problem)
+    assert whole.stats["choice"]["picked"] == "whole" and batched.stats["choice"]["picked"] == "batched"
     assert whole.stats["working_set"] == (1400 if "svr" in formulation else 700)
     assert batched.stats["working_set"] == 16 and batched.stats["outer_steps"] > 10
     assert batched.stats["columns"] > 40  # the cache evicted and evaluated again
@@ -291,11 +302,11 @@ def test_nu_problem_with_a_tiny_working_set_still_converges():
     takes 4, and converges (a working set without them would make no progress)."""
     X, y = _classification(400, 4, seed=21)
     columns = _native.core.svm_dense_columns(np.ascontiguousarray(X), "rbf", 0.3, 3, 0, 0)
-    settings = solvers.DualSettings(tol=1e-6, working_set=2, whole_below=0, cache_bytes=16 * 400 * 4)
-    small = solvers.solve(columns, "nu_svc", np.arange(400), settings, y=np.where(y > 0, 1, -1), upper=np.ones(400),
-                          nu=0.3)
-    whole = solvers.solve(columns, "nu_svc", np.arange(400), solvers.DualSettings(tol=1e-6), y=np.where(y > 0, 1, -1),
-                          upper=np.ones(400), nu=0.3)
+    settings = solvers.DualSettings(tol=1e-6, working_set=2, solver="batched", cache_bytes=16 * 400 * 4)
+    nu = solvers.NuClassification(0.3)
+    small = solvers.solve(columns, nu, np.arange(400), settings, y=np.where(y > 0, 1, -1), upper=np.ones(400))
+    whole = solvers.solve(columns, nu, np.arange(400), solvers.DualSettings(tol=1e-6), y=np.where(y > 0, 1, -1),
+                          upper=np.ones(400))
     assert small.stats["working_set"] == 4 and small.status == 0
     assert abs(small.rho - whole.rho) < 1e-4 * max(1.0, abs(whole.rho))
 
