@@ -208,6 +208,7 @@ def test_batched_float32_columns_match_libsvm():
     theirs = sk.SVC(tol=TIGHT).fit(X[:6000], y[:6000])
     info = ours.solver_info_["pairs"][0]
     assert info["columns_dtype"] == "float32" and info["working_set"] < 6000 and info["reconstructions"] >= 1
+    assert info["choice"]["picked"] == "batched" and ours.solver_info_["choice"] == info["choice"]
     assert _relative(ours.decision_function(X[6000:]), theirs.decision_function(X[6000:])) < 1e-4
     assert set(ours.support_) == set(theirs.support_)
 
@@ -278,6 +279,25 @@ def test_batched_solver_equals_the_whole_problem(formulation, shrinking):
 
 def K_product(X, coef):
     return np.exp(-0.2 * ((X[:, None] - X[None]) ** 2).sum(-1)) @ coef
+
+
+def test_whole_or_batched_is_the_cost_models_choice():
+    """solvers/choice.py decides whether a solve takes the whole problem as one working set: up to 4,096 variables
+    where every column fits the cache and the limit, else working sets; a name forces it; the fit records it."""
+    from fastkpca.solvers import choice
+
+    def pick(requested="auto", variables=4096, whole_bytes=10, cached=True):
+        return choice.support_vector_machine(requested, variables=variables, whole_bytes=whole_bytes, batched_bytes=5,
+                                             every_column_cached=cached, memory_limit=100).picked
+
+    assert pick() == "whole" and pick(variables=4097) == "batched"
+    assert pick(cached=False) == "batched" and pick(whole_bytes=101) == "batched"
+    assert pick("whole", variables=10**6) == "whole" and pick("batched", variables=10) == "batched"
+    X, y = _classification(300, 4, seed=26)
+    record = fastkpca.SVC().fit(X, y).solver_info_["choice"]
+    assert record["picked"] == "whole" and set(record["candidates"]) == {"whole", "batched"}
+    assert fastkpca.SVC(cache_size=0.01).fit(X, y).solver_info_["choice"]["picked"] == "batched"
+    assert fastkpca.NuSVR().fit(X, X[:, 0]).solver_info_["choice"]["picked"] == "whole"
 
 
 def test_columns_equal_numpy_on_any_rows():

@@ -65,12 +65,14 @@ struct DualSettings {
   std::size_t cache_bytes;  // the column cache's bytes
 };
 
-// How the batched solver works its outer steps (fixed: no caller has had a reason to change them).
-// A subproblem is solved to max(tol, kLocalRatio·gap): no tighter than the next selection can use.
+// How the batched solver works its outer steps (constants: no caller sets them).
+// A subproblem is solved to max(tol, kLocalRatio·gap): its working set changes at the next step, so it is solved
+// only a decade below the whole problem's gap (to tol once the working set is the whole remaining problem).
 constexpr double kLocalRatio = 0.1;
 // A subproblem takes at most kLocalSteps·|B| SMO steps.
 constexpr double kLocalSteps = 20;
-// Rows are dropped when at least this share of them can go (fewer would not pay for the compaction).
+// Rows are dropped when at least this share of them can go (each drop prepares the rows anew and compacts the
+// cache).
 constexpr double kShrinkFraction = 0.5;
 // The share of a working set selected anew at each outer step (the rest kept from the last).
 constexpr double kFreshShare = 0.5;
@@ -143,7 +145,10 @@ class DualSolver {
   // The extremes of s = -yG over I_up and I_low of each group (formulation.hpp).
   struct Extremes {
     double up[kGroups], low[kGroups];
-    Extremes() { std::fill(up, up + kGroups, -kInf), std::fill(low, low + kGroups, kInf); }
+    Extremes() {
+      std::fill(up, up + kGroups, -kInf);
+      std::fill(low, low + kGroups, kInf);
+    }
     double gap() const {
       double g = up[0] - low[0];
       for (int c = 1; c < kGroups; ++c) g = std::max(g, up[c] - low[c]);
