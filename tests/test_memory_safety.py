@@ -240,11 +240,11 @@ def _bindings():
         core.svm_kernel_product(source, rows, cols, V[:5, 0].copy(), product, 1)
         return block, product, source.diagonal()
 
-    def svm_solve(m):  # a C-SVC dual (every array but the 1-byte signs through make)
-        alpha = m(np.zeros(40))
-        core.svm_solve(core.svm_dense_columns(X, *args, 1), m(np.arange(40, dtype=np.int64)),
-                       np.where(X[:, 0] > 0, 1, -1).astype(np.int8), m(-np.ones(40)), m(np.ones(40)), alpha, False,
-                       1e-3, -1, True, 16, 0, 1e5, 0.1, 20.0, 0.25, True, 0.5, 1)
+    def svm_solve(m, solve=core.svm_solve, start=0.0):  # a dual (every array but the 1-byte signs through make)
+        alpha = m(np.full(40, start))
+        solve(core.svm_dense_columns(X, *args, 1), m(np.arange(40, dtype=np.int64)),
+              np.where(X[:, 0] > 0, 1, -1).astype(np.int8), m(-np.ones(40)), m(np.ones(40)), alpha, tol=1e-3,
+              max_iter=-1, shrinking=True, whole=False, working_set=16, cache_bytes=1e5, n_threads=1)
         return alpha
 
     def csr(m, operand):  # every array of a sparse operand through make
@@ -313,6 +313,7 @@ def _bindings():
                                                                   m(V[:5, 0].copy()), o := m(out(12)), 1), o)[1],
                                ("out",)],
         "svm_solve": [lambda m: svm_solve(m), ("alpha",)],
+        "svm_solve_nu": [lambda m: svm_solve(m, core.svm_solve_nu, 0.5), ("alpha",)],
     }
 
 

@@ -208,6 +208,7 @@ def test_batched_float32_columns_match_libsvm():
     theirs = sk.SVC(tol=TIGHT).fit(X[:6000], y[:6000])
     info = ours.solver_info_["pairs"][0]
     assert info["columns_dtype"] == "float32" and info["working_set"] < 6000 and info["reconstructions"] >= 1
+    assert info["choice"]["picked"] == "batched" and ours.solver_info_["choice"] == info["choice"]
     assert _relative(ours.decision_function(X[6000:]), theirs.decision_function(X[6000:])) < 1e-4
     assert set(ours.support_) == set(theirs.support_)
 
@@ -238,7 +239,20 @@ def test_zero_weights_leave_samples_out_and_support_indexes_the_input():
 
 # --------------------------------------------------------------------- the batched solver and its settings
 
-@pytest.mark.parametrize("formulation", ["c_svc", "nu_svc", "one_class", "epsilon_svr", "nu_svr"])
+#: Each formulation (C = 2 for C-SVC and the regressions, and their bounds) and its problem on the samples below.
+FORMULATIONS = {
+    "c_svc": (lambda: solvers.CClassification(2.0, np.ones(2)), lambda X, y: dict(y=np.where(y > 0, 1, -1),
+                                                                                 upper=np.full(700, 2.0))),
+    "nu_svc": (lambda: solvers.NuClassification(0.3), lambda X, y: dict(y=np.where(y > 0, 1, -1), upper=np.ones(700))),
+    "one_class": (lambda: solvers.OneClass(0.2), lambda X, y: dict(upper=np.ones(700))),
+    "epsilon_svr": (lambda: solvers.EpsilonRegression(2.0, 0.1),
+                    lambda X, y: dict(upper=np.full(700, 2.0), targets=X[:, 0] + 0.3 * X[:, 1] ** 2)),
+    "nu_svr": (lambda: solvers.NuRegression(2.0, 0.3),
+               lambda X, y: dict(upper=np.full(700, 2.0), targets=X[:, 0] + 0.3 * X[:, 1] ** 2)),
+}
+
+
+@pytest.mark.parametrize("formulation", list(FORMULATIONS))
 @pytest.mark.parametrize("shrinking", [True, False])
 def test_batched_solver_equals_the_whole_problem(formulation, shrinking):
     """Working sets of 16 variables with a cache of 40 columns (evictions, shrinking with rebuilt gradients)
@@ -247,15 +261,13 @@ def test_batched_solver_equals_the_whole_problem(formulation, shrinking):
     X = np.ascontiguousarray(X)
     columns = _native.core.svm_dense_columns(X, "rbf", 0.2, 3, 0, 0)
     samples = np.arange(700, dtype=np.int64)
-    problem = {"c_svc": dict(y=np.where(y > 0, 1, -1), upper=np.full(700, 2.0)),
-               "nu_svc": dict(y=np.where(y > 0, 1, -1), upper=np.ones(700), nu=0.3),
-               "one_class": dict(upper=np.ones(700), nu=0.2),
-               "epsilon_svr": dict(upper=np.full(700, 2.0), epsilon=0.1, targets=X[:, 0] + 0.3 * X[:, 1] ** 2),
-               "nu_svr": dict(upper=np.full(700, 2.0), nu=0.3, targets=X[:, 0] + 0.3 * X[:, 1] ** 2)}[formulation]
-    whole = solvers.solve(columns, formulation, samples, solvers.DualSettings(tol=1e-8, shrinking=False), **problem)
-    small = solvers.DualSettings(tol=1e-8, shrinking=shrinking, working_set=16, whole_below=0,
+    make, problem_of = FORMULATIONS[formulation]
+    problem = problem_of(X, y)
+    whole = solvers.solve(columns, make(), samples, solvers.DualSettings(tol=1e-8, shrinking=False), **problem)
+    small = solvers.DualSettings(tol=1e-8, shrinking=shrinking, working_set=16, solver="batched",
                                  cache_bytes=40 * 700 * 4)
-    batched = solvers.solve(columns, formulation, samples, small, **problem)
+    batched = solvers.solve(columns, make(), samples, small, **problem)
+    assert whole.stats["choice"]["picked"] == "whole" and batched.stats["choice"]["picked"] == "batched"
     assert whole.stats["working_set"] == (1400 if "svr" in formulation else 700)
     assert batched.stats["working_set"] == 16 and batched.stats["outer_steps"] > 10
     assert batched.stats["columns"] > 40  # the cache evicted and evaluated again
@@ -267,6 +279,25 @@ def test_batched_solver_equals_the_whole_problem(formulation, shrinking):
 
 def K_product(X, coef):
     return np.exp(-0.2 * ((X[:, None] - X[None]) ** 2).sum(-1)) @ coef
+
+
+def test_whole_or_batched_is_the_cost_models_choice():
+    """solvers/choice.py decides whether a solve takes the whole problem as one working set: up to 4,096 variables
+    where every column fits the cache and the limit, else working sets; a name forces it; the fit records it."""
+    from fastkpca.solvers import choice
+
+    def pick(requested="auto", variables=4096, whole_bytes=10, cached=True):
+        return choice.support_vector_machine(requested, variables=variables, whole_bytes=whole_bytes, batched_bytes=5,
+                                             every_column_cached=cached, memory_limit=100).picked
+
+    assert pick() == "whole" and pick(variables=4097) == "batched"
+    assert pick(cached=False) == "batched" and pick(whole_bytes=101) == "batched"
+    assert pick("whole", variables=10**6) == "whole" and pick("batched", variables=10) == "batched"
+    X, y = _classification(300, 4, seed=26)
+    record = fastkpca.SVC().fit(X, y).solver_info_["choice"]
+    assert record["picked"] == "whole" and set(record["candidates"]) == {"whole", "batched"}
+    assert fastkpca.SVC(cache_size=0.01).fit(X, y).solver_info_["choice"]["picked"] == "batched"
+    assert fastkpca.NuSVR().fit(X, X[:, 0]).solver_info_["choice"]["picked"] == "whole"
 
 
 def test_columns_equal_numpy_on_any_rows():
@@ -291,11 +322,11 @@ def test_nu_problem_with_a_tiny_working_set_still_converges():
     takes 4, and converges (a working set without them would make no progress)."""
     X, y = _classification(400, 4, seed=21)
     columns = _native.core.svm_dense_columns(np.ascontiguousarray(X), "rbf", 0.3, 3, 0, 0)
-    settings = solvers.DualSettings(tol=1e-6, working_set=2, whole_below=0, cache_bytes=16 * 400 * 4)
-    small = solvers.solve(columns, "nu_svc", np.arange(400), settings, y=np.where(y > 0, 1, -1), upper=np.ones(400),
-                          nu=0.3)
-    whole = solvers.solve(columns, "nu_svc", np.arange(400), solvers.DualSettings(tol=1e-6), y=np.where(y > 0, 1, -1),
-                          upper=np.ones(400), nu=0.3)
+    settings = solvers.DualSettings(tol=1e-6, working_set=2, solver="batched", cache_bytes=16 * 400 * 4)
+    nu = solvers.NuClassification(0.3)
+    small = solvers.solve(columns, nu, np.arange(400), settings, y=np.where(y > 0, 1, -1), upper=np.ones(400))
+    whole = solvers.solve(columns, nu, np.arange(400), solvers.DualSettings(tol=1e-6), y=np.where(y > 0, 1, -1),
+                          upper=np.ones(400))
     assert small.stats["working_set"] == 4 and small.status == 0
     assert abs(small.rho - whole.rho) < 1e-4 * max(1.0, abs(whole.rho))
 

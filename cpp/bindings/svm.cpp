@@ -103,12 +103,13 @@ py::dict stats_dict(const svm::SolveStats& s) {
   return d;
 }
 
-// Solves the dual in place of `alpha` (a feasible start); returns the solver's figures.
+// Solves the dual in place of `alpha` (a feasible start) under the equalities `Equalities` (svm/formulation.hpp),
+// with the settings given by name; returns the solver's figures.
+template <class Equalities>
 py::dict svm_solve(const PyKernelColumns& columns, const Input<std::int64_t>& sample, const Input<std::int8_t>& y,
-                   const Input<double>& p, const Input<double>& upper, InPlace<double>& alpha, bool nu, double tol,
-                   long long max_iter, bool shrinking, Index working_set, Index whole_below, double cache_bytes,
-                   double local_ratio, double local_steps, double shrink_fraction, bool early_rebuild,
-                   double fresh_share, int n_threads, const py::object& progress) {
+                   const Input<double>& p, const Input<double>& upper, InPlace<double>& alpha, double tol,
+                   long long max_iter, bool shrinking, bool whole, Index working_set, double cache_bytes, int n_threads,
+                   const py::object& progress) {
   const Index l = static_cast<Index>(sample.size());
   if (sample.ndim() != 1 || y.ndim() != 1 || p.ndim() != 1 || upper.ndim() != 1 || alpha.ndim() != 1)
     throw py::value_error("the dual's arrays must be 1-D");
@@ -124,9 +125,7 @@ py::dict svm_solve(const PyKernelColumns& columns, const Input<std::int64_t>& sa
   }
   if (!(tol > 0)) throw py::value_error("tol must be > 0");
   if (!(cache_bytes > 0) || !std::isfinite(cache_bytes)) throw py::value_error("cache_bytes must be finite and > 0");
-  if (!(local_steps > 0) || !(local_ratio >= 0) || !(local_ratio < 1) || !(shrink_fraction > 0) || !(fresh_share > 0) ||
-      !(fresh_share <= 1) || working_set < 2)
-    throw py::value_error("the solver's settings are out of range");
+  if (working_set < 2) throw py::value_error("working_set must be >= 2");
   static_assert(sizeof(Index) == sizeof(std::int64_t), "sample indices cross as int64");
   svm::DualProblem problem;
   problem.l = l;
@@ -135,19 +134,7 @@ py::dict svm_solve(const PyKernelColumns& columns, const Input<std::int64_t>& sa
   problem.p = p.data();
   problem.upper = upper.data();
   problem.diagonal = columns.diagonal.data();
-  problem.nu = nu;
-  svm::SolverOptions options;
-  options.tol = tol;
-  options.max_iter = max_iter;
-  options.shrinking = shrinking;
-  options.working_set = working_set;
-  options.whole_below = whole_below;
-  options.cache_bytes = static_cast<std::size_t>(cache_bytes);
-  options.local_ratio = local_ratio;
-  options.local_steps = local_steps;
-  options.shrink_fraction = shrink_fraction;
-  options.early_rebuild = early_rebuild;
-  options.fresh_share = fresh_share;
+  const svm::DualSettings settings{tol, max_iter, shrinking, whole, working_set, static_cast<std::size_t>(cache_bytes)};
   svm::Progress report;
   if (!progress.is_none())
     report = [&progress](const svm::SolveStats& s) {
@@ -156,10 +143,19 @@ py::dict svm_solve(const PyKernelColumns& columns, const Input<std::int64_t>& sa
     };
   double* a = alpha.mutable_data();
   const svm::SolveStats stats = release_and_run(n_threads, [&](Interrupt& interrupt) {
-    svm::DualSolver solver(*columns.columns, problem, a, options, interrupt, report);
+    svm::DualSolver<Equalities> solver(*columns.columns, problem, a, settings, interrupt, report);
     return solver.solve();
   });
   return stats_dict(stats);
+}
+
+// One solve's binding: the dual's arrays by position, the settings by name only.
+template <class Equalities>
+void def_solve(py::module_& m, const char* name, const char* doc) {
+  m.def(name, &svm_solve<Equalities>, py::arg("columns"), py::arg("sample"), py::arg("y"), py::arg("p"),
+        py::arg("upper"), py::arg("alpha"), py::kw_only(), py::arg("tol"), py::arg("max_iter"), py::arg("shrinking"),
+        py::arg("whole"), py::arg("working_set"), py::arg("cache_bytes"), py::arg("n_threads"),
+        py::arg("progress") = py::none(), doc);
 }
 
 // out[t] = Σ_c k(x_targets[t], x_cols[c])·w[c] over the source's samples, by one fused product.
@@ -233,12 +229,12 @@ void init_svm(py::module_& m) {
           py::arg("rows"));
   def_columns<double>(m);
   def_columns<float>(m);
-  m.def("svm_solve", &svm_solve, py::arg("columns"), py::arg("sample"), py::arg("y"), py::arg("p"), py::arg("upper"),
-        py::arg("alpha"), py::arg("nu"), py::arg("tol"), py::arg("max_iter"), py::arg("shrinking"),
-        py::arg("working_set"), py::arg("whole_below"), py::arg("cache_bytes"), py::arg("local_ratio"),
-        py::arg("local_steps"), py::arg("shrink_fraction"), py::arg("early_rebuild"), py::arg("fresh_share"),
-        py::arg("n_threads"), py::arg("progress") = py::none(),
-        "Solve an SVM dual in place of alpha; returns the solver's figures.");
+  def_solve<svm::OneEquality>(m, "svm_solve",
+                              "Solve an SVM dual under y'alpha = const (LIBSVM's Solver: C-SVC, one-class, "
+                              "epsilon-SVR) in place of alpha; returns the solver's figures.");
+  def_solve<svm::PerSignEqualities>(m, "svm_solve_nu",
+                                    "Solve an SVM dual under one equality per sign of y (LIBSVM's Solver_NU: nu-SVC, "
+                                    "nu-SVR) in place of alpha; returns the solver's figures.");
   m.def("svm_kernel_columns", &kernel_columns, py::arg("columns"), py::arg("rows"), py::arg("cols"), py::arg("out"),
         py::arg("n_threads"), "out[c, r] = k(x_rows[r], x_cols[c]) as float, as a solve's session evaluates it.");
   m.def("svm_kernel_product", &kernel_product, py::arg("columns"), py::arg("targets"), py::arg("cols"), py::arg("w"),

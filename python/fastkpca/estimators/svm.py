@@ -90,21 +90,30 @@ _COMMON = {
 
 
 class _BaseSVM(Reporting, BaseEstimator):
-    """What the five estimators share: validation, the kernel, the solve, the fitted decision function."""
+    """What the five estimators share: validation, the kernel, the solve, the fitted decision function. Each
+    estimator says which of LIBSVM's formulations it fits by its ``_formulation()`` (solvers/svm/formulation.py)."""
 
-    _formulation = ""
     _constraints: dict = {}
+
+    def _formulation(self) -> svm.Formulation:
+        """The dual this estimator fits, from its (validated) parameters."""
+        raise NotImplementedError
+
+    def _require_y(self, y) -> None:
+        if y is None:
+            raise ValueError(f"{type(self).__name__} requires y to be passed, but the target y is None.")
 
     # ------------------------------------------------------------------------------------------ fit
 
-    def _settings(self, threads: int, cache: int) -> svm.DualSettings:
+    def _settings(self, threads: int) -> svm.DualSettings:
+        """The solver's settings this estimator sets (the memory plan sizes the cache)."""
         progress = None
         if self._wants_progress():
             def progress(figures):
                 self._report("iteration", iterations=int(figures["iterations"]), passes=int(figures["outer_steps"]),
                              residual=float(figures["gap"]), columns=int(figures["columns"]))
         return svm.DualSettings(tol=float(self.tol), max_iter=int(self.max_iter), shrinking=bool(self.shrinking),
-                                cache_bytes=cache, threads=threads, progress=progress)
+                                threads=threads, progress=progress)
 
     def _validate_training(self, X, y, *, classifier: bool):
         """(samples, y or None, the samples' kernel, n): scikit-learn's checks and errors. A callable kernel of two
@@ -191,7 +200,12 @@ class _BaseSVM(Reporting, BaseEstimator):
             check_is_fitted(self)
         except NotFittedError:
             raise AttributeError("n_support_") from None
-        return self._n_support if self._formulation in ("c_svc", "nu_svc") else np.array([self._n_support[0]])
+        return self._support_counts()
+
+    def _support_counts(self) -> np.ndarray:
+        """The support vectors per class: scikit-learn keeps two entries where there is one count (LIBSVM's layout),
+        and shows the first."""
+        return np.array([self._n_support[0]])
 
     @property
     def coef_(self):
@@ -234,22 +248,16 @@ class _BaseSVC(ClassifierMixin, _BaseSVM):
         -------
         self : object
         """
-        if y is None:
-            raise ValueError(f"{type(self).__name__} requires y to be passed, but the target y is None.")
+        self._require_y(y)
         self._effective_probability = self._probability_requested()
         samples, labels, kernel, n = self._validate_training(X, y, classifier=True)
         w = np.ones(n) if sample_weight is None else v.check_sample_weight(sample_weight, n)  # <= 0: left out
         k = self.classes_.shape[0]
-        c_svc = self._formulation == "c_svc"
-        keep = w * (self.class_weight_[labels] if c_svc else 1.0) > 0  # LIBSVM leaves out bounds of 0
-        one_class_left = keep.any() and np.unique(labels[keep]).shape[0] < 2
-        if self._formulation == "nu_svc" and not one_vs_one.nu_feasible(self.nu, labels, w, k):
-            raise ValueError("specified nu is infeasible" + (": all samples with positive weights belong to the same "
-                                                             "class" if one_class_left else ""))
+        formulation = self._formulation()
+        keep = formulation.kept(w, labels)  # LIBSVM leaves out bounds of 0
+        formulation.check(labels, w, keep, k)
         if not keep.any():
             raise ValueError("Invalid input - all samples have zero or negative weights.")
-        if self._formulation == "c_svc" and one_class_left:
-            raise ValueError("Invalid input - all samples with positive weights belong to the same class.")
         empty = [c for c in range(k) if not keep[labels == c].any()]
         if empty:
             raise ValueError(f"class {self.classes_[empty[0]].item()!r} has no sample with a positive weight "
@@ -259,10 +267,8 @@ class _BaseSVC(ClassifierMixin, _BaseSVM):
             print("[LibSVM]", end="")
         limit = v.memory_limit(self.memory_limit)
         sources = fitted.ColumnSources(kernel, samples, limit)
-        problem = one_vs_one.Pairs(sources, labels, k, self._formulation, upper=w * (self.C if c_svc else 1.0),
-                                   class_scale=self.class_weight_ if c_svc else np.ones(k),
-                                   nu=getattr(self, "nu", None))
-        settings = self._settings(v.n_threads(self.n_jobs), 0)
+        problem = one_vs_one.Pairs(sources, labels, k, formulation, upper=formulation.bounds(w, labels))
+        settings = self._settings(v.n_threads(self.n_jobs))
         if self._effective_probability:
             self._probA, self._probB = problem.platt(settings, limit, self.cache_size,
                                                      v.check_random_state(self.random_state))
@@ -274,11 +280,15 @@ class _BaseSVC(ClassifierMixin, _BaseSVM):
         self._num_iter = self.n_iter_
         self._finish_fit(samples, kernel, support, n_support, dual_coef, -rho, self.n_iter_,
                          max(p.solution.status for p in pairs))
-        self.solver_info_ = {"pairs": [p.solution.stats for p in pairs], "side_by_side": problem.side_by_side}
+        self.solver_info_ = {"pairs": [p.solution.stats for p in pairs], "side_by_side": problem.side_by_side,
+                             "choice": one_vs_one.largest(pairs).solution.stats["choice"]}
         sign = -1 if k == 2 else 1  # scikit-learn's binary model: the second class positive
         self.intercept_ = sign * self._intercept_
         self.dual_coef_ = sign * self._dual_coef_
         return self
+
+    def _support_counts(self) -> np.ndarray:
+        return self._n_support
 
     def _probability_requested(self) -> bool:
         if isinstance(self.probability, str) and self.probability == _DEPRECATED:
@@ -405,22 +415,21 @@ class _BaseSingle(_BaseSVM):
     """SVR, NuSVR and OneClassSVM: one dual over every sample."""
 
     def _fit_single(self, X, y, sample_weight):
-        if y is None and self._formulation != "one_class":
-            raise ValueError(f"{type(self).__name__} requires y to be passed, but the target y is None.")
+        formulation = self._formulation()
+        if formulation.uses_targets:
+            self._require_y(y)
         samples, y, kernel, n = self._validate_training(X, y, classifier=False)
         w = np.ones(n) if sample_weight is None else v.check_sample_weight(sample_weight, n)  # <= 0: left out
-        keep = np.flatnonzero(w > 0)
+        keep = np.flatnonzero(formulation.kept(w))
         if keep.size == 0:
             raise ValueError("Invalid input - all samples have zero or negative weights.")
         if self.verbose:
             print("[LibSVM]", end="")
         limit = v.memory_limit(self.memory_limit)
         sources = fitted.ColumnSources(kernel, samples, limit)
-        settings = self._settings(v.n_threads(self.n_jobs), 0)
-        scale = 1.0 if self._formulation == "one_class" else self.C
-        solution = svm.solve_planned(sources, self._formulation, keep, settings, limit, self.cache_size,
-                                     upper=w[keep] * scale, nu=getattr(self, "nu", None),
-                                     epsilon=getattr(self, "epsilon", None), targets=None if y is None else y[keep])
+        settings = self._settings(v.n_threads(self.n_jobs))
+        solution = svm.solve_planned(sources, formulation, keep, settings, limit, self.cache_size,
+                                     upper=formulation.bounds(w)[keep], targets=None if y is None else y[keep])
         nonzero = solution.coef != 0
         self.n_iter_ = solution.iterations
         self._num_iter = np.array([self.n_iter_], dtype=np.int32)
@@ -457,8 +466,10 @@ class SVC(_BaseSVC):
     The dual (LIBSVM's C-SVC) is solved by the native core's batched SMO: working sets of up to 256 variables,
     their kernel columns evaluated together by the fused micro-kernel on every core, the subproblem solved by
     LIBSVM's second-order SMO in cache, the gradient updated by one product; to LIBSVM's stopping rule (the
-    maximal violating pair's gap below ``tol``), so the model is LIBSVM's to within it. Multi-class problems
-    are one-vs-one, the pairs scheduled over the cores.
+    maximal violating pair's gap below ``tol``), so the model is LIBSVM's to within it. A problem of few enough
+    variables is instead one working set, LIBSVM's own iteration on the whole kernel matrix, when its every column
+    fits the cache (the library's cost model decides, solvers/choice.py). Multi-class problems are one-vs-one, the
+    pairs scheduled over the cores.
 
     Parameters
     ----------
@@ -485,9 +496,8 @@ class SVC(_BaseSVC):
         Stopping tolerance: the maximal violating pair's gap.
     cache_size : float, default=None
         Megabytes of kernel columns kept between working sets (LIBSVM's cache), within ``memory_limit``. None:
-        every column of a problem of up to 4,096 variables, three working sets of columns of a larger one (on
-        the machines measured, fresh memory cost more than evaluating the columns again; LIBSVM's default is
-        200).
+        every column of a problem taken as one working set, three working sets of columns of a larger one (fresh
+        memory can cost more than evaluating the columns again; LIBSVM's default is 200).
     class_weight : dict or "balanced", default=None
         Per-class factors of C.
     verbose : bool, default=False
@@ -512,7 +522,9 @@ class SVC(_BaseSVC):
         As scikit-learn's (``support_`` indexes the training samples as given, also when sample weights of 0 left
         some out).
     solver_info_ : dict
-        Every pair's solver figures: SMO steps, outer steps, kernel columns evaluated, seconds per stage.
+        Every pair's solver figures (``"pairs"``): SMO steps, outer steps, kernel columns evaluated, seconds per
+        stage, and ``"choice"``: the whole problem as one working set or working sets, with each one's predicted
+        seconds and bytes (solvers/choice.py); ``"choice"`` itself is the largest pair's.
 
     Examples
     --------
@@ -524,7 +536,6 @@ class SVC(_BaseSVC):
     array([1])
     """
 
-    _formulation = "c_svc"
     _constraints = {**_CLASSIFIER, "C": _positive}
 
     def __init__(self, *, C: float = 1.0, kernel: str | Callable[..., Any] | Any = "rbf", degree: int = 3,
@@ -551,6 +562,9 @@ class SVC(_BaseSVC):
         self.random_state = random_state
         self.memory_limit = memory_limit
         self.n_jobs = n_jobs
+
+    def _formulation(self) -> svm.Formulation:
+        return svm.CClassification(self.C, self.class_weight_)
 
 
 class NuSVC(_BaseSVC):
@@ -582,7 +596,6 @@ class NuSVC(_BaseSVC):
     array([1])
     """
 
-    _formulation = "nu_svc"
     _constraints = {**_CLASSIFIER, "nu": _nu}
 
     def __init__(self, *, nu: float = 0.5, kernel: str | Callable[..., Any] | Any = "rbf", degree: int = 3,
@@ -609,6 +622,9 @@ class NuSVC(_BaseSVC):
         self.random_state = random_state
         self.memory_limit = memory_limit
         self.n_jobs = n_jobs
+
+    def _formulation(self) -> svm.Formulation:
+        return svm.NuClassification(self.nu)
 
 
 class SVR(RegressorMixin, _BaseSingle):
@@ -644,7 +660,6 @@ class SVR(RegressorMixin, _BaseSingle):
     8.0
     """
 
-    _formulation = "epsilon_svr"
     _constraints = {**_COMMON, "C": _positive, "epsilon": v.real(0.0)}
 
     def __init__(self, *, kernel: str | Callable[..., Any] | Any = "rbf", degree: int = 3,
@@ -664,6 +679,9 @@ class SVR(RegressorMixin, _BaseSingle):
         self.max_iter = max_iter
         self.memory_limit = memory_limit
         self.n_jobs = n_jobs
+
+    def _formulation(self) -> svm.Formulation:
+        return svm.EpsilonRegression(self.C, self.epsilon)
 
     def fit(self, X, y, sample_weight=None):
         """Fit the support vector regression.
@@ -710,7 +728,6 @@ class NuSVR(RegressorMixin, _BaseSingle):
     8.0
     """
 
-    _formulation = "nu_svr"
     _constraints = {**_COMMON, "C": _positive, "nu": _nu}
 
     def __init__(self, *, nu: float = 0.5, C: float = 1.0, kernel: str | Callable[..., Any] | Any = "rbf",
@@ -730,6 +747,9 @@ class NuSVR(RegressorMixin, _BaseSingle):
         self.max_iter = max_iter
         self.memory_limit = memory_limit
         self.n_jobs = n_jobs
+
+    def _formulation(self) -> svm.Formulation:
+        return svm.NuRegression(self.C, self.nu)
 
     def fit(self, X, y, sample_weight=None):
         """Fit the ν-support vector regression.
@@ -776,7 +796,6 @@ class OneClassSVM(OutlierMixin, _BaseSingle):
     array([ 1, -1])
     """
 
-    _formulation = "one_class"
     _constraints = {**_COMMON, "nu": _nu}
 
     def __init__(self, *, kernel: str | Callable[..., Any] | Any = "rbf", degree: int = 3,
@@ -795,6 +814,9 @@ class OneClassSVM(OutlierMixin, _BaseSingle):
         self.max_iter = max_iter
         self.memory_limit = memory_limit
         self.n_jobs = n_jobs
+
+    def _formulation(self) -> svm.Formulation:
+        return svm.OneClass(self.nu)
 
     def fit(self, X, y=None, sample_weight=None):
         """Detect the soft boundary of the set of samples X.

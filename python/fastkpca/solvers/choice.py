@@ -318,3 +318,33 @@ def gaussian_process_regression(requested: str, *, n: int, d: int, columns: int,
         Candidate("cholesky", exact, 8 * n * n, exact_possible, note=_MATRIX_NOTE[exact_possible]),
         Candidate("cg", cg, 8 * n * (4 * columns + rank)),
     ], memory_limit)
+
+
+# ---- Support vector machines: one dual, the whole problem as one working set or working sets -------------
+
+#: Seconds of one variable's share of an SMO step on the whole problem: its gradient updated from the pair's two
+#: kernel columns and its score compared for the next pair, on one thread.
+SVM_SWEEP_SECONDS = 1e-9
+#: The batched solver's work per variable, in such sweeps: its share of the outer steps (the selection over every
+#: row, the gradient's update by one product, the column passes' thread teams). It is also where the two solvers
+#: cross: the whole problem is cheaper up to this many variables (the crossover measured when the rule was set).
+SVM_BATCHED_SWEEPS = 4096
+
+
+def support_vector_machine(requested: str, *, variables: int, whole_bytes: int, batched_bytes: int,
+                           every_column_cached: bool, memory_limit: int) -> Choice:
+    """A support vector machine's dual of ``variables`` variables: "whole" (the whole problem as one working set:
+    LIBSVM's own iteration on the whole kernel matrix, about one SMO step per variable, each sweeping every
+    variable on one thread: variables² sweeps; every column in the cache, so possible only where the cache may hold
+    them all, ``every_column_cached``) or "batched" (working sets, their columns evaluated together and the gradient
+    updated by one product: SVM_BATCHED_SWEEPS sweeps a variable). Both evaluate each kernel column about once (the
+    batched solver some of them again, in float32 at about twice the rate), left out of the seconds. The bytes
+    (solvers/svm/plan.py) are one solve's, ``memory_limit`` its share of the limit; the batched solve's cache
+    shrinks to what the share leaves, so it fits wherever its smallest cache does."""
+    whole = variables * variables * SVM_SWEEP_SECONDS
+    batched = variables * SVM_BATCHED_SWEEPS * SVM_SWEEP_SECONDS
+    return choose("support vector machine", requested, [
+        Candidate("whole", whole, whole_bytes, every_column_cached,
+                  note="" if every_column_cached else "cache_size holds fewer than every kernel column"),
+        Candidate("batched", batched, batched_bytes),
+    ], memory_limit)

@@ -43,8 +43,6 @@ class ColumnCache {
     return std::min(static_cast<Index>(capacity_ / static_cast<std::size_t>(rows_)),
                     static_cast<Index>(slot_of_.size()));
   }
-  Index rows() const { return rows_; }
-  std::size_t floats() const { return capacity_; }
 
   // The column of `key`, or nullptr; a hit makes it the most recently used.
   float* find(Index key) {
@@ -82,7 +80,6 @@ class ColumnCache {
     const Index s = slot_of_[static_cast<std::size_t>(key)];
     if (s >= 0) pinned_[static_cast<std::size_t>(s)] = on;
   }
-  void unpin_all() { std::fill(pinned_.begin(), pinned_.end(), false); }
 
   // The rows now keep[0 .. n_new) (old positions, increasing): every cached column keeps those entries, in
   // place. Slot s moves from s·rows_old to s·rows_new; with rows_new <= rows_old and keep[i] >= i, every value

@@ -1,25 +1,27 @@
 // The support vector machine's dual, solved to LIBSVM's stopping rule with the kernel work batched:
 //
-//   min ½ αᵀQα + pᵀα   s.t.  yᵀα = Δ  (and, for the ν-formulations, Σ_{y=+1} α = const, Σ_{y=-1} α = const),
+//   min ½ αᵀQα + pᵀα   s.t.  the formulation's equalities (yᵀα = Δ, or one per sign of y: formulation.hpp),
 //                             0 <= α_t <= C_t,     Q_tu = y_t y_u k(x_{s(t)}, x_{s(u)}),
 //
 // over l variables t, each standing for a sample s(t) of the kernel (ε-SVR's 2N variables stand for N samples
-// twice, with y = +1 and -1: its kernel columns are evaluated once per sample).
+// twice, with y = +1 and -1: its kernel columns are evaluated once per sample). The solver is a template over the
+// equalities (OneEquality: LIBSVM's Solver; PerSignEqualities: its Solver_NU).
 //
 // Each outer step selects a working set B of at most q variables (the most violating: the largest
-// s_t = -y_t G_t in I_up and the smallest in I_low, local_smo.hpp; the more recent half of the previous set
-// kept), brings the kernel columns of B's samples into the column cache (those missing evaluated in one
+// s_t = -y_t G_t in I_up and the smallest in I_low of each group, formulation.hpp; the more recent part of the
+// previous set kept), brings the kernel columns of B's samples into the column cache (those missing evaluated in one
 // multithreaded pass of the fused micro-kernel, kernel_columns.hpp), solves the subproblem on B's q × q block
 // by SMO with second-order pair selection, and adds the change to the gradient of every row in one product,
 // G += Q[:, B]·Δα_B, over the cached columns. It stops when the maximal violating pair's gap is below tol,
-// LIBSVM's rule, so the solution is LIBSVM's to within it. When the whole problem fits one working set and
-// the cache, the first step is LIBSVM's own iteration on the whole matrix.
+// LIBSVM's rule, so the solution is LIBSVM's to within it. When the caller takes the whole problem as one
+// working set (DualSettings::whole: every column in the cache), the first step is LIBSVM's own iteration on the
+// whole matrix.
 //
 // Shrinking (LIBSVM's rule): a variable at a bound whose s lies beyond the current extremes cannot join a
-// violating pair soon; when at least half the rows (shrink_fraction) have only such variables, those rows are
+// violating pair soon; when at least half the rows (kShrinkFraction) have only such variables, those rows are
 // dropped — their columns are no longer evaluated nor their gradients updated, and the cached columns are
 // compacted. Their gradients are rebuilt from the nonzero α by one product (never stored) before the final
-// check (with early_rebuild also when the gap first falls below 10·tol, as LIBSVM does), and every row is back.
+// check, and every row is back.
 #pragma once
 
 #include <algorithm>
@@ -36,6 +38,7 @@
 
 #include "fastkpca/parallel.hpp"
 #include "fastkpca/svm/column_cache.hpp"
+#include "fastkpca/svm/formulation.hpp"
 #include "fastkpca/svm/kernel_columns.hpp"
 #include "fastkpca/svm/local_smo.hpp"
 
@@ -48,22 +51,31 @@ struct DualProblem {
   const double* p = nullptr;        // the linear term
   const double* upper = nullptr;    // C_t > 0
   const double* diagonal = nullptr; // k(x_s, x_s) for every sample of the kernel columns
-  bool nu = false;
 };
 
-struct SolverOptions {
-  double tol = 1e-3;
-  long long max_iter = -1;       // SMO steps in all (< 0: no limit)
-  bool shrinking = true;
-  Index working_set = 1024;      // q, at most
-  Index whole_below = 4096;      // variables up to which one working set holds the whole problem
-  std::size_t cache_bytes = std::size_t(200) << 20;
-  double local_ratio = 0.1;      // a subproblem is solved to max(tol, local_ratio·gap)
-  double local_steps = 20;       // a subproblem takes at most local_steps·|B| SMO steps
-  double shrink_fraction = 0.5;  // rows are dropped when at least this share of them can go
-  double fresh_share = 0.5;      // the share of a working set selected anew at each step (the rest kept)
-  bool early_rebuild = false;    // LIBSVM's rebuild of the dropped rows' gradients when the gap first nears tol
+// What the caller sets, every field (no defaults here: the Python layer's DualSettings holds them, and the
+// binding sets each field by name).
+struct DualSettings {
+  double tol;               // the stopping tolerance on the maximal violating pair's gap
+  long long max_iter;       // SMO steps in all (< 0: no limit)
+  bool shrinking;           // LIBSVM's shrinking
+  bool whole;               // the whole problem as one working set (the cache must hold every column), else
+                            // working sets of at most working_set variables
+  Index working_set;        // q of a batched solve, at most (at least four are taken: both ends of both groups)
+  std::size_t cache_bytes;  // the column cache's bytes
 };
+
+// How the batched solver works its outer steps (constants: no caller sets them).
+// A subproblem is solved to max(tol, kLocalRatio·gap): its working set changes at the next step, so it is solved
+// only a decade below the whole problem's gap (to tol once the working set is the whole remaining problem).
+constexpr double kLocalRatio = 0.1;
+// A subproblem takes at most kLocalSteps·|B| SMO steps.
+constexpr double kLocalSteps = 20;
+// Rows are dropped when at least this share of them can go (each drop prepares the rows anew and compacts the
+// cache).
+constexpr double kShrinkFraction = 0.5;
+// The share of a working set selected anew at each outer step (the rest kept from the last).
+constexpr double kFreshShare = 0.5;
 
 struct SolveStats {
   double rho = 0, r = 0, obj = 0, gap = 0;
@@ -85,17 +97,17 @@ struct SolveStats {
 
 using Progress = std::function<void(const SolveStats&)>;
 
+template <class Equalities>
 class DualSolver {
  public:
-  DualSolver(const KernelColumns& kernel, const DualProblem& problem, double* alpha, const SolverOptions& options,
+  DualSolver(const KernelColumns& kernel, const DualProblem& problem, double* alpha, const DualSettings& settings,
              Interrupt& interrupt, Progress progress = {})
-      : kernel_(kernel), pr_(problem), alpha_(alpha), opt_(options), interrupt_(interrupt),
+      : kernel_(kernel), pr_(problem), alpha_(alpha), opt_(settings), interrupt_(interrupt),
         progress_(std::move(progress)) {}
 
   SolveStats solve() {
     setup();
     initial_gradient();
-    bool rebuilt_early = false;
     while (true) {
       if (interrupt_.poll()) break;
       auto t0 = Clock::now();
@@ -104,11 +116,6 @@ class DualSolver {
       stats_.seconds_select += seconds_since(t0);
       if (e.gap() < opt_.tol) {
         if (n_rows() == n_ps()) break;
-        rebuild_gradients();
-        continue;
-      }
-      if (opt_.shrinking && opt_.early_rebuild && !rebuilt_early && e.gap() <= 10 * opt_.tol && n_rows() < n_ps()) {
-        rebuilt_early = true;
         rebuild_gradients();
         continue;
       }
@@ -133,11 +140,20 @@ class DualSolver {
   static double seconds_since(Clock::time_point t) { return std::chrono::duration<double>(Clock::now() - t).count(); }
   static constexpr double kInf = std::numeric_limits<double>::infinity();
 
-  // The extremes of s = -yG over I_up and I_low (per sign of y for ν: index 0 for y = +1, 1 for y = -1).
+  static constexpr int kGroups = Equalities::kGroups;
+
+  // The extremes of s = -yG over I_up and I_low of each group (formulation.hpp).
   struct Extremes {
-    double up[2] = {-kInf, -kInf}, low[2] = {kInf, kInf};
-    bool nu = false;
-    double gap() const { return nu ? std::max(up[0] - low[0], up[1] - low[1]) : up[0] - low[0]; }
+    double up[kGroups], low[kGroups];
+    Extremes() {
+      std::fill(up, up + kGroups, -kInf);
+      std::fill(low, low + kGroups, kInf);
+    }
+    double gap() const {
+      double g = up[0] - low[0];
+      for (int c = 1; c < kGroups; ++c) g = std::max(g, up[c] - low[c]);
+      return g;
+    }
   };
 
   Index n_ps() const { return static_cast<Index>(ps_sample_.size()); }
@@ -149,9 +165,7 @@ class DualSolver {
     mvars_.clear();
     for_each_row_variable([&](Index t, Index) { mvars_.push_back(t); });
   }
-  int cls(Index t) const { return pr_.nu && pr_.y[t] < 0 ? 1 : 0; }
-  bool at_upper(Index t) const { return alpha_[t] >= pr_.upper[t]; }
-  bool at_lower(Index t) const { return alpha_[t] <= 0; }
+  int group(Index t) const { return Equalities::group(pr_.y[t]); }
   double score(Index t) const { return -pr_.y[t] * G_[static_cast<std::size_t>(t)]; }
 
   template <class F>
@@ -183,15 +197,16 @@ class DualSolver {
       vars_.push_back(t);
       ++var_ptr_.back();
     }
-    // q: no more than the cache holds at the full rows, nor the variables; the whole problem when it fits.
+    // q: the whole problem when the caller takes it whole (its every column cached); else no more than the cache
+    // holds at the full rows, nor the variables, and at least four (both ends of both groups' violations), as far
+    // as there are.
     const std::size_t floats = opt_.cache_bytes / sizeof(float);
     const Index slots = static_cast<Index>(floats / static_cast<std::size_t>(n_ps()));
     if (slots < 4)
       throw std::invalid_argument("the column cache holds fewer than four kernel columns: give it more memory");
-    // At least four variables (both ends of both signs' violations for ν), as far as there are.
-    Index q = std::min<Index>({std::max<Index>(opt_.working_set, 4), l, slots});
-    if (l <= opt_.whole_below && slots >= n_ps()) q = l;
-    q_ = q;
+    if (opt_.whole && slots < n_ps())
+      throw std::invalid_argument("the whole problem as one working set needs every kernel column in the cache");
+    q_ = opt_.whole ? l : std::min<Index>({std::max<Index>(opt_.working_set, 4), l, slots});
     stats_.working_set = q_;
     stats_.cache_slots = slots;
     cache_ = std::make_unique<ColumnCache>(n_ps(), floats);
@@ -310,7 +325,6 @@ class DualSolver {
   // in I_low) for the selection that follows.
   Extremes extremes() {
     Extremes e;
-    e.nu = pr_.nu;
     const Index count = maintained();
 #pragma omp parallel
     {
@@ -319,32 +333,31 @@ class DualSolver {
       for (Index i = 0; i < count; ++i) {
         const Index t = mvars_[static_cast<std::size_t>(i)];
         const std::size_t k = static_cast<std::size_t>(t);
-        const double s = -pr_.y[t] * G_[k], a = alpha_[t];
-        const bool below = a < pr_.upper[t], above = a > 0;
-        const bool up = pr_.y[t] > 0 ? below : above, low = pr_.y[t] > 0 ? above : below;
+        const double s = -pr_.y[t] * G_[k];
+        const bool up = in_up(pr_.y[t], alpha_[t], pr_.upper[t]), low = in_low(pr_.y[t], alpha_[t], pr_.upper[t]);
         score_[k] = s;
         side_[k] = static_cast<std::uint8_t>(up | (low << 1));
-        const int c = cls(t);
+        const int c = group(t);
         if (up && s > mine.up[c]) mine.up[c] = s;
         if (low && s < mine.low[c]) mine.low[c] = s;
       }
 #pragma omp critical
-      for (int c = 0; c < 2; ++c) {
+      for (int c = 0; c < kGroups; ++c) {
         e.up[c] = std::max(e.up[c], mine.up[c]);
         e.low[c] = std::min(e.low[c], mine.low[c]);
       }
     }
-    if (!pr_.nu) e.up[1] = e.up[0], e.low[1] = e.low[0];
     return e;
   }
 
-  // LIBSVM's shrinking rule: a variable at a bound whose s is beyond the extremes of its side.
+  // LIBSVM's shrinking rule: a variable at a bound is in one of I_up and I_low only; it cannot join a violating
+  // pair soon when its s is beyond the other set's extreme in its group (below every I_low of an I_up variable,
+  // above every I_up of an I_low one). A free variable (in both) stays.
   bool shrinkable(Index t, const Extremes& e) const {
-    const int c = cls(t);
-    const double s = score(t);
-    if (at_upper(t)) return pr_.y[t] > 0 ? s > e.up[c] : s < e.low[c];
-    if (at_lower(t)) return pr_.y[t] > 0 ? s < e.low[c] : s > e.up[c];
-    return false;
+    const bool up = in_up(pr_.y[t], alpha_[t], pr_.upper[t]), low = in_low(pr_.y[t], alpha_[t], pr_.upper[t]);
+    if (up && low) return false;
+    const int c = group(t);
+    return up ? score(t) < e.low[c] : score(t) > e.up[c];
   }
 
   void shrink(const Extremes& e) {
@@ -359,7 +372,7 @@ class DualSolver {
       if (!all) keep.push_back(r);
     }
     const Index dropped = n_rows() - static_cast<Index>(keep.size());
-    if (static_cast<double>(dropped) < opt_.shrink_fraction * static_cast<double>(n_rows()) || dropped < 1 ||
+    if (static_cast<double>(dropped) < kShrinkFraction * static_cast<double>(n_rows()) || dropped < 1 ||
         static_cast<Index>(keep.size()) < 2) {
       stats_.seconds_select += seconds_since(t0);
       return;
@@ -385,14 +398,13 @@ class DualSolver {
   }
 
   // The next working set: the more recent part of the last one, then the most violating variables, taken
-  // from the top of I_up and the bottom of I_low in turn (per sign of y for ν).
+  // from the top of I_up and the bottom of I_low in turn (of each group).
   void select(const Extremes& e) {
     // At least four fresh ones, so that both ends of every side's violation are in (then the subproblem's gap is
     // at least the whole problem's, and every step makes progress).
     const bool first = set_.empty();
     const Index fresh =
-        first ? q_
-              : std::max<Index>(static_cast<Index>(opt_.fresh_share * static_cast<double>(q_)), std::min<Index>(q_, 4));
+        first ? q_ : std::max<Index>(static_cast<Index>(kFreshShare * static_cast<double>(q_)), std::min<Index>(q_, 4));
     // Keep the most recent q - fresh of the last set.
     const Index keep = std::max<Index>(q_ - fresh, 0);
     if (static_cast<Index>(set_.size()) > keep) {
@@ -408,7 +420,7 @@ class DualSolver {
     // Candidates: up[c] violating in I_up (s above the bottom of I_low), low[c] in I_low (s below the top), each
     // kept to its `take` most violating (sorted, ties by index).
     auto* list = candidates_;
-    const int lists = pr_.nu ? 4 : 2;
+    constexpr int lists = 2 * kGroups;
     const Index take = std::min<Index>(fresh, q_ - static_cast<Index>(set_.size()));
     if (take <= 0) return;
     const Index count = maintained();
@@ -443,7 +455,7 @@ class DualSolver {
         const Index t = mvars_[static_cast<std::size_t>(i)];
         const std::size_t k = static_cast<std::size_t>(t);
         if (in_set_[k]) continue;
-        const int c = cls(t);
+        const int c = group(t);
         const double s = score_[k];
         if ((side_[k] & 1) && s > e.low[c]) keep(2 * c, -s, t);
         if ((side_[k] & 2) && s < e.up[c]) keep(2 * c + 1, s, t);
@@ -524,15 +536,14 @@ class DualSolver {
       float* out = block_.data() + b * m;
       for (Index a = 0; a < m; ++a) out[a] = col[row[static_cast<std::size_t>(a)]];
     }
-    LocalProblem local{m, y.data(), upper.data(), diag.data(), block_.data(), alpha.data(), grad.data(), pr_.nu};
-    const double eps = whole ? opt_.tol : std::max(opt_.tol, opt_.local_ratio * e.gap());
-    long long cap =
-        whole ? -1 : std::max<long long>(1, static_cast<long long>(opt_.local_steps * static_cast<double>(m)));
+    LocalProblem local{m, y.data(), upper.data(), diag.data(), block_.data(), alpha.data(), grad.data()};
+    const double eps = whole ? opt_.tol : std::max(opt_.tol, kLocalRatio * e.gap());
+    long long cap = whole ? -1 : std::max<long long>(1, static_cast<long long>(kLocalSteps * static_cast<double>(m)));
     if (opt_.max_iter >= 0) {
       const long long left = opt_.max_iter - stats_.iterations;
       cap = cap < 0 ? left : std::min(cap, left);
     }
-    const LocalResult result = solve_local(local, eps, cap, interrupt_);
+    const LocalResult result = solve_local<Equalities>(local, eps, cap, interrupt_);
     stats_.iterations += result.iterations;
     stats_.seconds_local += seconds_since(t0);
     // A step that moves nothing while the whole problem's gap is above tol would repeat forever: the selection
@@ -615,40 +626,11 @@ class DualSolver {
     }
   }
 
-  // ρ (LIBSVM's: the mean of y_t G_t over the free variables, else the middle of the bounds the others
-  // allow; for ν per sign of y, with r) and the objective.
+  // The offsets ρ and r (formulation.hpp) and the objective.
   void finish() {
-    if (pr_.nu) {
-      double ub[2] = {kInf, kInf}, lb[2] = {-kInf, -kInf}, sum[2] = {0, 0};
-      Index free[2] = {0, 0};
-      for (Index t = 0; t < pr_.l; ++t) {
-        const int c = pr_.y[t] > 0 ? 0 : 1;
-        const double g = G_[static_cast<std::size_t>(t)];
-        if (at_upper(t)) lb[c] = std::max(lb[c], g);
-        else if (at_lower(t)) ub[c] = std::min(ub[c], g);
-        else sum[c] += g, ++free[c];
-      }
-      double r[2];
-      for (int c = 0; c < 2; ++c) r[c] = free[c] ? sum[c] / static_cast<double>(free[c]) : (ub[c] + lb[c]) / 2;
-      stats_.r = (r[0] + r[1]) / 2;
-      stats_.rho = (r[0] - r[1]) / 2;
-    } else {
-      double ub = kInf, lb = -kInf, sum = 0;
-      Index free = 0;
-      for (Index t = 0; t < pr_.l; ++t) {
-        const double yg = pr_.y[t] * G_[static_cast<std::size_t>(t)];
-        if (at_upper(t)) {
-          if (pr_.y[t] < 0) ub = std::min(ub, yg);
-          else lb = std::max(lb, yg);
-        } else if (at_lower(t)) {
-          if (pr_.y[t] > 0) ub = std::min(ub, yg);
-          else lb = std::max(lb, yg);
-        } else {
-          sum += yg, ++free;
-        }
-      }
-      stats_.rho = free ? sum / static_cast<double>(free) : (ub + lb) / 2;
-    }
+    const Offsets offsets = Equalities::offsets(pr_.l, pr_.y, G_.data(), alpha_, pr_.upper);
+    stats_.rho = offsets.rho;
+    stats_.r = offsets.r;
     double obj = 0;
     for (Index t = 0; t < pr_.l; ++t) obj += alpha_[t] * (G_[static_cast<std::size_t>(t)] + pr_.p[t]);
     stats_.obj = obj / 2;
@@ -657,7 +639,7 @@ class DualSolver {
   const KernelColumns& kernel_;
   DualProblem pr_;
   double* alpha_;
-  SolverOptions opt_;
+  DualSettings opt_;
   Interrupt& interrupt_;
   Progress progress_;
   SolveStats stats_;

@@ -3,15 +3,12 @@
 // m × m kernel block while it is in cache. With the whole problem as the working set this is LIBSVM's
 // iteration (without shrinking); the batched solver (dual_solver.hpp) calls it once per outer step.
 //
-// The dual is  min ½ αᵀQα + pᵀα  s.t.  yᵀα = Δ, 0 <= α_i <= C_i,  with Q_ij = y_i y_j K_ij and y_i = ±1; the
-// ν-formulations add Σ_{y_i = +1} α_i = const and Σ_{y_i = -1} α_i = const, so a pair moves within one sign
-// of y. Writing G = Qα + p and s_i = -y_i G_i, moving α along a feasible direction of a pair lowers the
-// objective exactly when some i in I_up = {y_i = +1, α_i < C_i} ∪ {y_i = -1, α_i > 0} has s_i above some j
-// in I_low = {y_i = +1, α_i > 0} ∪ {y_i = -1, α_i < C_i}: the gap m(α) - M(α) = max_{I_up} s - min_{I_low} s
-// is LIBSVM's stopping measure. i is the maximal s in I_up; j, among the I_low with s_j < s_i, minimises
-// the second-order estimate -b²/a of the objective's decrease, b = s_i - s_j, a = K_ii + K_jj - 2K_ij
-// (τ = 1e-12 in place of a <= 0). The pair's step is the exact minimiser along the direction, clipped to
-// the box.
+// The dual is  min ½ αᵀQα + pᵀα  s.t.  0 <= α_i <= C_i  and the formulation's equalities (formulation.hpp: yᵀα
+// = Δ, or one per sign of y), with Q_ij = y_i y_j K_ij and y_i = ±1. Writing G = Qα + p and s_i = -y_i G_i, i is
+// the maximal s in I_up (per group: per sign of y under the per-sign equalities); j, among the I_low of i's group
+// with s_j < s_i, minimises the second-order estimate -b²/a of the objective's decrease, b = s_i - s_j, a = K_ii +
+// K_jj - 2K_ij (τ = 1e-12 in place of a <= 0). The pair's step is the exact minimiser along the direction, clipped
+// to the box.
 //
 // Arithmetic as LIBSVM's: the kernel entries are floats, everything else double, Q's signs applied in float
 // (exact), ties in the selections broken towards the later index; so on the same block the iterates are
@@ -23,6 +20,7 @@
 #include <limits>
 
 #include "fastkpca/parallel.hpp"
+#include "fastkpca/svm/formulation.hpp"
 #include "fastkpca/types.hpp"
 
 namespace fastkpca::svm {
@@ -37,21 +35,15 @@ struct LocalProblem {
   const float* k = nullptr;       // row i: column i, k(x_j, x_i) at k[i·m + j] (LIBSVM's Q_i read with signs)
   double* alpha = nullptr;        // in: feasible; out: the subproblem's solution
   double* grad = nullptr;         // G_i, kept up to date
-  bool nu = false;
 };
 
 struct LocalResult {
-  long long iterations = 0;
-  double gap = 0;        // at the last selection
-  bool optimal = false;  // the gap fell below eps
+  long long iterations = 0;  // SMO steps taken
 };
 
 namespace detail {
 
-inline bool in_up(std::int8_t y, double alpha, double upper) { return y > 0 ? alpha < upper : alpha > 0; }
-inline bool in_low(std::int8_t y, double alpha, double upper) { return y > 0 ? alpha > 0 : alpha < upper; }
-
-// i: the largest s in I_up, per sign of y for ν (class 0 is y = +1; without ν both entries are the one maximum).
+// i: the largest s in I_up of each group (formulation.hpp).
 struct Tops {
   double top[2];
   Index arg[2];
@@ -63,24 +55,25 @@ inline void reset(Tops& tops) {
   tops.arg[0] = tops.arg[1] = -1;
 }
 
-inline void consider(const LocalProblem& p, Index t, Tops& tops) {
+template <class Equalities>
+void consider(const LocalProblem& p, Index t, Tops& tops) {
   if (!in_up(p.y[t], p.alpha[t], p.upper[t])) return;
-  const int c = p.nu && p.y[t] < 0 ? 1 : 0;
+  const int c = Equalities::group(p.y[t]);
   const double s = -p.y[t] * p.grad[t];
   if (s >= tops.top[c]) tops.top[c] = s, tops.arg[c] = t;
 }
 
-// j: the best second-order decrease among I_low with s_j < s_i (i of j's sign for ν), and the gap; i = -1 when
-// the gap is below eps (or no pair can move).
-inline void select_pair(const LocalProblem& p, Tops tops, double eps, Index& out_i, Index& out_j, double& gap) {
+// j: the best second-order decrease among I_low with s_j < s_i (i the top of j's group); i = -1 when the gap is
+// below eps (or no pair can move).
+template <class Equalities>
+void select_pair(const LocalProblem& p, const Tops& tops, double eps, Index& out_i, Index& out_j) {
   constexpr double inf = std::numeric_limits<double>::infinity();
   const Index m = p.m;
-  if (!p.nu) tops.top[1] = tops.top[0], tops.arg[1] = tops.arg[0];
   double low[2] = {-inf, -inf}, best = inf;
   Index j = -1;
   for (Index t = 0; t < m; ++t) {
     if (!in_low(p.y[t], p.alpha[t], p.upper[t])) continue;
-    const int c = p.nu && p.y[t] < 0 ? 1 : 0;
+    const int c = Equalities::group(p.y[t]);
     const double s = -p.y[t] * p.grad[t];
     if (-s >= low[c]) low[c] = -s;
     const double b = tops.top[c] - s;
@@ -92,9 +85,10 @@ inline void select_pair(const LocalProblem& p, Tops tops, double eps, Index& out
     const double decrease = -(b * b) / a;
     if (decrease <= best) best = decrease, j = t;
   }
-  gap = p.nu ? std::max(tops.top[0] + low[0], tops.top[1] + low[1]) : tops.top[0] + low[0];
+  double gap = tops.top[0] + low[0];
+  for (int c = 1; c < Equalities::kGroups; ++c) gap = std::max(gap, tops.top[c] + low[c]);
   out_j = j;
-  out_i = (gap < eps || j < 0) ? -1 : tops.arg[p.nu && p.y[j] < 0 ? 1 : 0];
+  out_i = (gap < eps || j < 0) ? -1 : tops.arg[Equalities::group(p.y[j])];
 }
 
 // The exact minimiser of the objective along the pair's direction, clipped to the box; α_i, α_j updated.
@@ -145,19 +139,17 @@ inline void pair_step(const LocalProblem& p, Index i, Index j) {
 
 // Iterates until the subproblem's gap is below eps or `max_iterations` steps (< 0: no limit) were taken. Each step
 // is two sweeps: j's selection, then the gradient's update fused with the next i's.
-inline LocalResult solve_local(const LocalProblem& p, double eps, long long max_iterations, Interrupt& interrupt) {
+template <class Equalities>
+LocalResult solve_local(const LocalProblem& p, double eps, long long max_iterations, Interrupt& interrupt) {
   LocalResult result;
   const Index m = p.m;
   detail::Tops tops;
   detail::reset(tops);
-  for (Index t = 0; t < m; ++t) detail::consider(p, t, tops);
+  for (Index t = 0; t < m; ++t) detail::consider<Equalities>(p, t, tops);
   while (true) {
     Index i, j;
-    detail::select_pair(p, tops, eps, i, j, result.gap);
-    if (i < 0) {
-      result.optimal = true;
-      break;
-    }
+    detail::select_pair<Equalities>(p, tops, eps, i, j);
+    if (i < 0) break;
     if (max_iterations >= 0 && result.iterations >= max_iterations) break;
     if ((result.iterations & 1023) == 1023 && interrupt.poll()) break;
     const double old_i = p.alpha[i], old_j = p.alpha[j];
@@ -171,7 +163,7 @@ inline LocalResult solve_local(const LocalProblem& p, double eps, long long max_
     for (Index t = 0; t < m; ++t) {
       const float yt = p.y[t];
       p.grad[t] += static_cast<double>(yi * yt * ki[t]) * di + static_cast<double>(yj * yt * kj[t]) * dj;
-      detail::consider(p, t, tops);
+      detail::consider<Equalities>(p, t, tops);
     }
   }
   interrupt.throw_if_stopped();

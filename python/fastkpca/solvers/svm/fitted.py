@@ -120,9 +120,24 @@ class ColumnSources:
         """Bytes of the float32 copy the fast columns read (0 where they are the exact ones)."""
         return int(self._X.size) * 4 if self.copies else 0
 
-    def for_problem(self, variables: int, rows: int, cache: int, whole_below: int):
-        """The columns a problem of ``variables`` variables over ``rows`` samples reads with this cache."""
-        return self.exact if plan.whole_problem(variables, rows, cache, whole_below) else self.fast
+    def columns(self, choice):
+        """The columns a solve reads: the exact ones for the whole problem as one working set, else the fast ones
+        (``choice``: plan.choice's)."""
+        return self.exact if plan.takes_whole(choice) else self.fast
+
+    def session_bytes(self, rows: int, whole: bool) -> int:
+        """Bytes of a solve's working copy of ``rows`` rows: the exact columns' for the whole problem, else the fast
+        ones' (from the exact ones' before the float32 copy is made: its prepared rows take half the bytes)."""
+        if whole or not self.copies:
+            return int(self.exact.session_bytes(rows))
+        if self._fast is not None:
+            return int(self._fast.session_bytes(rows))
+        return int(self.exact.session_bytes(rows)) // 2
+
+    def choice(self, settings, rows: int, variables: int, memory_limit: int, solves: int = 1):
+        """plan.choice for a problem of ``rows`` samples and ``variables`` variables that shares the cache planned in
+        ``settings``, ``solves`` side by side within ``memory_limit``."""
+        return plan.choice(self, settings, rows, variables, memory_limit, settings.cache_bytes, solves)
 
 
 class SupportSet:

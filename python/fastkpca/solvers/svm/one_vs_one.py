@@ -25,8 +25,9 @@ import numpy as np
 from ... import _validation as v
 from . import plan
 from .dual import DualSettings, DualSolution, solve
+from .formulation import Formulation
 
-__all__ = ["PairModel", "Pairs", "pairs_of", "nu_feasible", "pack", "pair_weights", "votes", "ovr_decision",
+__all__ = ["PairModel", "Pairs", "pairs_of", "largest", "pack", "pair_weights", "votes", "ovr_decision",
            "decision_shape", "labels", "inlier"]
 
 #: Pairs with fewer variables than this run side by side, one thread each.
@@ -48,12 +49,6 @@ def pairs_of(n_classes: int) -> list[tuple[int, int]]:
     return [(i, j) for i in range(n_classes) for j in range(i + 1, n_classes)]
 
 
-def nu_feasible(nu: float, labels: np.ndarray, weights: np.ndarray, n_classes: int) -> bool:
-    """LIBSVM's check of ν-SVC: every pair's weight sums n1, n2 (weights <= 0 included) allow ν(n1 + n2)/2 <= min."""
-    counts = np.bincount(labels, weights=weights, minlength=n_classes)
-    return all(nu * (counts[i] + counts[j]) / 2 <= min(counts[i], counts[j]) for i, j in pairs_of(n_classes))
-
-
 class Pairs:
     """A multi-class problem's class pairs over one kernel column source of every training row.
 
@@ -64,31 +59,27 @@ class Pairs:
     labels : ndarray of int
         The class index of every training row; -1 for a row left out (weight <= 0).
     n_classes : int
-    formulation : {"c_svc", "nu_svc"}
+    formulation : formulation.Formulation
+        C-SVC's or ν-SVC's.
     upper : ndarray
-        Per row: C times its sample weight (C-SVC) or its weight (ν-SVC).
-    class_scale : ndarray of shape (n_classes,)
-        Per class: the factor of its rows' bounds (C-SVC's class weights; ones for ν-SVC).
-    nu : float, optional
+        Per row: its bound C_t (``formulation.bounds``).
     """
 
-    def __init__(self, sources, labels: np.ndarray, n_classes: int, formulation: str, *, upper: np.ndarray,
-                 class_scale: np.ndarray, nu: float | None = None):
+    def __init__(self, sources, labels: np.ndarray, n_classes: int, formulation: Formulation, *, upper: np.ndarray):
         self.sources, self.labels, self.n_classes, self.formulation = sources, labels, n_classes, formulation
-        self.nu = nu
         members = [np.flatnonzero(labels == c) for c in range(n_classes)]
         self.tasks = []
         for i, j in pairs_of(n_classes):
             samples = np.concatenate((members[i], members[j]))
             y = np.concatenate((np.ones(members[i].size, np.int8), -np.ones(members[j].size, np.int8)))
-            bounds = upper[samples] * np.where(y > 0, class_scale[i], class_scale[j])
-            self.tasks.append((i, j, samples, y, bounds))
+            self.tasks.append((i, j, samples, y, upper[samples]))
         self.side_by_side = 1
 
     def _planned(self, settings: DualSettings, memory_limit: int, cache_size, solves: int, rows: int) -> DualSettings:
-        """The settings (the cache sized) for pairs of up to ``rows`` samples, ``solves`` side by side; each pair asks
-        ``sources.for_problem`` for the columns its own size calls for."""
-        return plan.planned(self.sources, settings, rows, rows, memory_limit, cache_size, solves)[1]
+        """The settings (the cache sized) for pairs of up to ``rows`` samples, ``solves`` side by side; each pair
+        then chooses whole or batched for its own size within that cache (``sources.choice``)."""
+        return plan.planned(self.sources, settings, rows, self.formulation.variables(rows), memory_limit, cache_size,
+                            solves)[0]
 
     def fit(self, settings: DualSettings, memory_limit: int, cache_size, parallel_below: int = PARALLEL_BELOW
             ) -> list[PairModel]:
@@ -108,15 +99,17 @@ class Pairs:
                 workers -= 1
         self.side_by_side = workers
         if workers > 1:
-            self._side_by_side(small, dataclasses.replace(shared, threads=1, progress=None), workers, results)
+            self._side_by_side(small, dataclasses.replace(shared, threads=1, progress=None), workers, results,
+                               memory_limit)
         rest = [k for k in range(len(self.tasks)) if results[k] is None]
         if rest:
             alone = self._planned(settings, memory_limit, cache_size, 1, max(self.tasks[k][2].size for k in rest))
             for k in rest:
-                results[k] = self._solve(self.tasks[k], alone)
+                results[k] = self._solve(self.tasks[k], alone, memory_limit, 1)
         return [r for r in results if r is not None]
 
-    def _side_by_side(self, small: list[int], settings: DualSettings, workers: int, results: list) -> None:
+    def _side_by_side(self, small: list[int], settings: DualSettings, workers: int, results: list,
+                      memory_limit: int) -> None:
         """The small pairs on `workers` threads. Only the main thread sees Ctrl-C: the workers' solves stop at their
         next step once it is raised (their progress hook raises), and the pairs not started are cancelled."""
         stop = threading.Event()
@@ -128,7 +121,8 @@ class Pairs:
         watched = dataclasses.replace(settings, progress=halt)
         pool = ThreadPoolExecutor(max_workers=workers)
         try:
-            for k, model in zip(small, pool.map(lambda k: self._solve(self.tasks[k], watched), small)):
+            for k, model in zip(small, pool.map(lambda k: self._solve(self.tasks[k], watched, memory_limit, workers),
+                                                small)):
                 results[k] = model
         except BaseException:
             stop.set()
@@ -136,11 +130,14 @@ class Pairs:
             raise
         pool.shutdown(wait=True)
 
-    def _solve(self, task, settings: DualSettings) -> PairModel:
+    def _solve(self, task, settings: DualSettings, memory_limit: int, solves: int) -> PairModel:
+        """One pair's solution; whole or batched chosen for its size within the cache ``settings`` planned (its
+        record in the solution's ``stats["choice"]``)."""
         i, j, samples, y, bounds = task
-        columns = self.sources.for_problem(samples.size, samples.size, settings.cache_bytes, settings.whole_below)
-        return PairModel(i, j, samples, solve(columns, self.formulation, samples, settings, y=y, upper=bounds,
-                                              nu=self.nu))
+        made = self.sources.choice(settings, samples.size, self.formulation.variables(samples.size), memory_limit,
+                                   solves)
+        return PairModel(i, j, samples, solve(self.sources.columns(made), self.formulation, samples, settings, y=y,
+                                              upper=bounds, choice=made))
 
     def platt(self, settings: DualSettings, memory_limit: int, cache_size, rng) -> tuple[np.ndarray, np.ndarray]:
         """Every pair's Platt sigmoid (A, B) from its 5-fold cross-validated decision values (LIBSVM's procedure;
@@ -152,11 +149,16 @@ class Pairs:
         for _, _, samples, y, bounds in self.tasks:
             seed = rng.randint(np.iinfo(np.int32).max)
             decisions = probability.cross_validated_decisions(self.sources, self.formulation, samples, y, bounds,
-                                                              planned, np.random.RandomState(seed), nu=self.nu)
+                                                              planned, np.random.RandomState(seed), memory_limit)
             a, b = probability.sigmoid_fit(decisions, y > 0)
             prob_a.append(a)
             prob_b.append(b)
         return np.array(prob_a), np.array(prob_b)
+
+
+def largest(pairs: list[PairModel]) -> PairModel:
+    """The pair of the most samples (the first of them): the problem the memory plan sized the cache for."""
+    return max(pairs, key=lambda pair: pair.samples.size)
 
 
 def pack(pairs: list[PairModel], labels: np.ndarray, n_classes: int):

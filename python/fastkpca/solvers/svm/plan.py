@@ -1,17 +1,17 @@
-"""The memory a support vector machine's solve takes, checked against the memory limit before anything is allocated,
-and its column cache sized from what is left.
+"""The memory a support vector machine's solve takes, checked against the memory limit before anything is allocated;
+whether it takes the whole problem as one working set or working sets (solvers/choice.py's
+``support_vector_machine`` decides, from the bytes reckoned here); and its column cache, sized from what is left.
 
 A solve over l variables and n rows holds: its working copy of the rows (the column source's ``session_bytes``:
 the prepared operand of dense rows, about (2d + 4)·n values), about 160 bytes a variable (α, the gradient, the
-bounds, the linear term, indices, in the core and in Python), the working set's q × q block, 64 MB for the
-passes' temporaries, and the column cache (float, n entries a
-column). The cache takes ``cache_size`` megabytes (LIBSVM's parameter) or, when that is None, every column of a
-problem small enough to be taken whole (WHOLE_BELOW variables), else room for REUSE working sets of columns.
-Either way within what the memory limit leaves, at least four columns (a working set needs them), and never
-more than the n columns of the whole problem. A larger cache does not pay on the machines this was measured on:
-touching fresh memory costs 0.5-1 s a GB, against about 1 ns to evaluate a float32 kernel entry again (issue's
-data, N = 20,000, medians of 7 alternated solves: 0.51 s with 3 working sets of columns (61 MB), 0.56 s with
-LIBSVM's default 200 MB; at 50,000: 2.63 s with 100 MB, 2.85 s with 200 MB, 2.61 s with 400 MB).
+bounds, the linear term, indices, in the core and in Python), the working set's q × q block (q = l for the whole
+problem), 64 MB for the passes' temporaries, and the column cache (float, n entries a column). The whole problem
+as one working set needs every column in the cache, so it is possible only where ``cache_size`` (LIBSVM's
+parameter, megabytes) allows them all and the memory limit holds them. A batched solve's cache takes
+``cache_size`` megabytes or, when that is None, room for REUSE working sets of columns: a larger cache does not pay
+where touching fresh memory costs more than evaluating a float32 kernel entry again. Either way within what the
+memory limit leaves, at least four columns (a working set needs them), and never more than the n columns of the
+whole problem.
 """
 
 from __future__ import annotations
@@ -19,8 +19,10 @@ from __future__ import annotations
 import dataclasses
 
 from ... import _validation as v
+from .. import choice as _choice
 
-__all__ = ["VARIABLE_BYTES", "MIN_COLUMNS", "cache_bytes", "whole_problem", "planned"]
+__all__ = ["VARIABLE_BYTES", "MIN_COLUMNS", "fixed_bytes", "cache_bytes", "choice", "Columns", "takes_whole",
+           "planned"]
 
 #: Bytes a solve keeps per variable: the core's (α, the gradient, bounds, linear term, signs, indices, scores:
 #: about 100) and the Python layer's arrays of the problem (about 60).
@@ -33,14 +35,39 @@ MIN_COLUMNS = 4
 REUSE = 3
 
 
-def whole_problem(variables: int, rows: int, cache: int, whole_below: int) -> bool:
-    """Whether the solver takes the whole problem as its one working set (the core's rule): few enough variables,
-    and a cache that holds every column."""
-    return variables <= whole_below and cache >= 4 * rows * rows
+def _column(rows: int) -> int:
+    """Bytes of one cached column (float entries over the rows)."""
+    return 4 * max(rows, 1)
 
 
-def cache_bytes(columns, rows: int, variables: int, working_set: int, memory_limit: int,
-                cache_size: float | None, solves: int = 1, held: int = 0, whole_below: int = 4096) -> int:
+def _every_column(rows: int) -> int:
+    """Bytes of a cache of every column of a problem of ``rows`` samples (at least MIN_COLUMNS columns)."""
+    return _column(rows) * max(rows, MIN_COLUMNS)
+
+
+def fixed_bytes(session: int, variables: int, q: int) -> int:
+    """Bytes a solve holds besides its column cache: the rows' working copy (``session`` bytes), the variables'
+    arrays, the q × q block of its working set and the slack."""
+    return int(session) + VARIABLE_BYTES * variables + 4 * q * q + 48 * q + SLACK
+
+
+def _block(settings, variables: int, whole: bool) -> int:
+    """q: the variables of a working set."""
+    return variables if whole else min(settings.working_set, variables)
+
+
+def _wanted(rows: int, q: int, cache_size: float | None, whole: bool) -> int:
+    """The cache asked for: ``cache_size`` megabytes, else every column (the whole problem) or REUSE working sets of
+    columns; at least MIN_COLUMNS columns."""
+    if cache_size is None:
+        wanted = _every_column(rows) if whole else REUSE * q * _column(rows)
+    else:
+        wanted = int(cache_size * 2**20)
+    return max(wanted, MIN_COLUMNS * _column(rows))
+
+
+def cache_bytes(columns, rows: int, variables: int, q: int, memory_limit: int, cache_size: float | None, *,
+                whole: bool, solves: int = 1, held: int = 0) -> int:
     """Bytes of each of ``solves`` concurrent solves' column cache.
 
     Parameters
@@ -50,18 +77,18 @@ def cache_bytes(columns, rows: int, variables: int, working_set: int, memory_lim
         Rows of the largest problem (its samples).
     variables : int
         Its variables.
-    working_set : int
-        Variables a working set holds at most.
+    q : int
+        Variables of its working set (all of them for the whole problem).
     memory_limit : int
         Bytes every solve together may use.
     cache_size : float or None
         Megabytes asked for (LIBSVM's ``cache_size``); None: the default above.
+    whole : bool
+        Whether the solve takes the whole problem as one working set (the default cache: every column).
     solves : int
         Solves run side by side, sharing the limit.
     held : int
         Bytes already held for all of them (a float32 copy of the samples).
-    whole_below : int
-        Problems of at most this many variables are taken whole when every column fits.
 
     Returns
     -------
@@ -73,33 +100,75 @@ def cache_bytes(columns, rows: int, variables: int, working_set: int, memory_lim
         When the limit cannot hold even the smallest cache beside the solve's fixed memory, with the bytes it
         needs.
     """
-    column = 4 * max(rows, 1)
-    q = variables if variables <= whole_below else min(working_set, variables)  # the block a step solves
-    fixed = int(columns.session_bytes(rows)) + VARIABLE_BYTES * variables + 4 * q * q + 48 * q + SLACK
-    least = fixed + MIN_COLUMNS * column
+    column = _column(rows)
+    fixed = fixed_bytes(columns.session_bytes(rows), variables, q)
     room = (memory_limit - held) // max(solves, 1) - fixed
     if room < MIN_COLUMNS * column:
-        v.check_within(least * max(solves, 1) + held, memory_limit,
+        v.check_within((fixed + MIN_COLUMNS * column) * max(solves, 1) + held, memory_limit,
                        f"a support vector machine's solve over {rows} samples", "give it a larger memory_limit")
     room = max(room, MIN_COLUMNS * column)
-    if cache_size is None:
-        wanted = column * rows if variables <= whole_below else REUSE * q * column
-    else:
-        wanted = int(cache_size * 2**20)
-    wanted = max(wanted, MIN_COLUMNS * column)
-    return int(min(wanted, room, column * max(rows, MIN_COLUMNS)))
+    return int(min(_wanted(rows, q, cache_size, whole), room, _every_column(rows)))
+
+
+def choice(sources, settings, rows: int, variables: int, memory_limit: int, cache_limit: float | None,
+           solves: int = 1) -> _choice.Choice:
+    """Whole or batched for a problem of ``rows`` samples and ``variables`` variables, ``solves`` side by side within
+    ``memory_limit`` (solvers/choice.py's ``support_vector_machine``, asked for ``settings.solver``).
+
+    The whole problem reads the exact columns and holds every column; a batched solve reads the fast ones (beside
+    ``sources.held`` bytes of their float32 copy) and a cache of REUSE working sets of columns (or ``cache_limit``),
+    within what the limit leaves (``sources``: fitted.ColumnSources, or one source as :class:`Columns`).
+    ``cache_limit`` is the most bytes the cache may take: ``cache_size`` megabytes when planning, the cache already
+    planned when a smaller problem shares it; None: no bound but the limit.
+    """
+    share = memory_limit // max(solves, 1)
+    whole_bytes = fixed_bytes(sources.session_bytes(rows, whole=True), variables, variables) + _every_column(rows)
+    q = _block(settings, variables, False)
+    fixed = fixed_bytes(sources.session_bytes(rows, whole=False), variables, q)
+    held = sources.held
+    room = max((memory_limit - held) // max(solves, 1) - fixed, MIN_COLUMNS * _column(rows))
+    cache = min(_wanted(rows, q, None if cache_limit is None else cache_limit / 2**20, False), room,
+                _every_column(rows))
+    return _choice.support_vector_machine(
+        settings.solver, variables=variables, whole_bytes=whole_bytes,
+        batched_bytes=held // max(solves, 1) + fixed + cache,
+        every_column_cached=cache_limit is None or cache_limit >= 4 * rows * rows, memory_limit=share)
+
+
+class Columns:
+    """One column source as :func:`choice` reads sources: the same columns for the whole problem and working sets,
+    no copy held."""
+
+    held = 0
+
+    def __init__(self, columns):
+        self.columns = columns
+
+    def session_bytes(self, rows: int, whole: bool) -> int:
+        return int(self.columns.session_bytes(rows))
+
+
+def takes_whole(made: _choice.Choice) -> bool:
+    """Whether a choice takes the whole problem as one working set."""
+    return made.picked == "whole"
 
 
 def planned(sources, settings, rows: int, variables: int, memory_limit: int, cache_size: float | None,
             solves: int = 1):
-    """(columns, settings) of problems of up to ``rows`` samples and ``variables`` variables, ``solves`` side by
-    side: the cache sized, and the columns the largest reads (fitted.ColumnSources: exact for a problem the solver
-    takes whole, fast otherwise; a smaller one asks ``sources.for_problem``)."""
-    cache = cache_bytes(sources.exact, rows, variables, settings.working_set, memory_limit, cache_size, solves,
-                        whole_below=settings.whole_below)
-    if whole_problem(variables, rows, cache, settings.whole_below):
-        return sources.exact, dataclasses.replace(settings, cache_bytes=cache)
-    fast = sources.fast
-    cache = cache_bytes(fast, rows, variables, settings.working_set, memory_limit, cache_size, solves, sources.held,
-                        settings.whole_below)
-    return fast, dataclasses.replace(settings, cache_bytes=cache)
+    """(settings, choice) for problems of up to ``rows`` samples and ``variables`` variables, ``solves`` side by
+    side (fitted.ColumnSources ``sources``): whole or batched chosen for the largest, and the cache sized for it. A
+    smaller problem that shares the cache makes its own choice (:func:`choice` with the cache planned here)."""
+    made = choice(sources, settings, rows, variables, memory_limit, None if cache_size is None else cache_size * 2**20,
+                  solves)
+    whole = takes_whole(made)
+    if whole:
+        # The whole problem has no smaller cache to fall back on: where the limit cannot hold it (asked for by name,
+        # or the batched solve needing more still), the MemoryError names its size.
+        needs = next(c.bytes for c in made.candidates if c.name == made.picked)
+        if needs > made.memory_limit:
+            v.check_within(needs * max(solves, 1), memory_limit, f"a support vector machine's solve over {rows} "
+                           "samples as one working set", "give it a larger memory_limit")
+    columns, held = (sources.exact, 0) if whole else (sources.fast, sources.held)
+    cache = cache_bytes(columns, rows, variables, _block(settings, variables, whole), memory_limit, cache_size,
+                        whole=whole, solves=solves, held=held)
+    return dataclasses.replace(settings, cache_bytes=cache), made

@@ -17,6 +17,7 @@ import numpy as np
 
 from ... import _native
 from .dual import DualSettings, solve
+from .formulation import Formulation
 
 __all__ = ["FOLDS", "cross_validated_decisions", "sigmoid_fit", "sigmoid_predict", "couple", "class_probabilities"]
 
@@ -38,12 +39,13 @@ def decision_values(columns, targets: np.ndarray, support: np.ndarray, coef: np.
     return out - rho
 
 
-def cross_validated_decisions(sources, formulation: str, samples: np.ndarray, y: np.ndarray, upper: np.ndarray,
-                              settings: DualSettings, rng: np.random.RandomState, nu: float | None = None
-                              ) -> np.ndarray:
+def cross_validated_decisions(sources, formulation: Formulation, samples: np.ndarray, y: np.ndarray,
+                              upper: np.ndarray, settings: DualSettings, rng: np.random.RandomState,
+                              memory_limit: int) -> np.ndarray:
     """Held-out decision values of a binary problem from a 5-fold cross-validation (LIBSVM's folds: one random
-    permutation cut in five), each fold's problem on the columns of ``sources`` (fitted.ColumnSources) its size
-    calls for. A fold whose training rows are of one class predicts ±1 (0 with none)."""
+    permutation cut in five), each fold's problem whole or batched as its size calls for within the cache
+    ``settings`` planned (on the columns of ``sources``, fitted.ColumnSources). A fold whose training rows are of
+    one class predicts ±1 (0 with none)."""
     n = samples.shape[0]
     perm = rng.permutation(n)
     out = np.empty(n)
@@ -55,8 +57,9 @@ def cross_validated_decisions(sources, formulation: str, samples: np.ndarray, y:
         if positive == 0 or negative == 0:
             out[held] = 0.0 if positive == negative else (1.0 if positive else -1.0)
             continue
-        columns = sources.for_problem(train.size, train.size, settings.cache_bytes, settings.whole_below)
-        solution = solve(columns, formulation, samples[train], settings, y=y[train], upper=upper[train], nu=nu)
+        made = sources.choice(settings, train.size, formulation.variables(train.size), memory_limit)
+        columns = sources.columns(made)
+        solution = solve(columns, formulation, samples[train], settings, y=y[train], upper=upper[train], choice=made)
         sv = solution.coef != 0
         out[held] = decision_values(columns, samples[held], samples[train][sv], solution.coef[sv], solution.rho,
                                     settings.threads)
