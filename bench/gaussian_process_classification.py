@@ -31,7 +31,10 @@ Data (the issue's): X uniform on [−2, 2]⁸, y = [sin(2x₀) + ½x₁² − x�
   and by CG, and cg — at each N, beside the seconds the library's cost model predicts for it
   (solvers/choice.py: gaussian_process_classification, laplace_newton_steps): the measured/predicted ratios,
   and the Newton steps and products the model counts, are what its constants are set from. The median of
-  REPEATS evaluations, at the fitted θ of an exact fit on 500 samples.
+  REPEATS evaluations, at the fitted θ of an exact fit on 500 samples. On a machine others are using, run it
+  on one thread (``OMP_NUM_THREADS=1 OPENBLAS_NUM_THREADS=1``) and read the CPU seconds: a process's own CPU
+  time is what it would take alone, and the model's rates (``gemm_rate``, the best of three short products)
+  are then one thread's too.
 - **scale**: ``solver="cg"``, ``memory_limit="2GB"`` (``--memory-limit``), the default start (an exact fit on
   3,000 samples, beyond 30,000 samples then a cg fit on √(3,000·n), then L-BFGS-B on all of them), against an
   exact fit on a random 5,000-sample subset (timed apart): seconds, evaluations, peak RSS growth over the
@@ -174,19 +177,27 @@ def solver_costs(sizes: list) -> list[dict]:
     theta = GaussianProcessClassifier(kernel(), solver="cholesky").fit(X, y).kernel_.theta
     rows = []
     print(f"gemm_rate {choice.gemm_rate() / 1e9:.1f} GFlop/s\n")
-    print("| N | solver | measured s | predicted s | measured ÷ predicted | Newton steps | products |\n"
-          "|---|---|---|---|---|---|---|")
+    print("| N | solver | measured s | CPU s | predicted s | measured ÷ predicted | CPU ÷ predicted | Newton steps | "
+          "products | cg's rank |\n|---|---|---|---|---|---|---|---|---|---|")
     for n in sizes:
         X, y = data(n)
         labels = y.astype(np.float64)
         native = kernels.make(kernel(), n_features=0)
-        near, at = native.with_theta(theta + 0.05), native.with_theta(theta)
+        near, at = native.with_theta(theta + 0.01), native.with_theta(theta)
         settings = LaplaceSettings()
         model = laplace_choice("auto", n, D, settings, memory_limit=2**40)
         steps = choice.laplace_newton_steps(n)
-        predicted = {c.name: c.seconds for c in model.candidates}
-        predicted.update({f"cholesky, steps by {c.name}": c.seconds + predicted["cholesky"]
-                          - min(s.seconds for s in steps.candidates) for c in steps.candidates})
+
+        def predicted(name: str, newton_steps: int, n=n, settings=settings, model=model) -> float:
+            """The model's seconds for the solver, its exact Newton steps as many as measured."""
+            if name == "cg":
+                return next(c.seconds for c in model.candidates if c.name == "cg")
+            exact = choice.gaussian_process_classification(
+                "auto", n=n, d=D, probes=settings.probes, rank=1, cg_bytes=1, memory_limit=2**40,
+                steps=newton_steps).candidates[0].seconds
+            ways = {c.name: c.seconds for c in choice.laplace_newton_steps(n, steps=newton_steps).candidates}
+            return exact - min(ways.values()) + ways[name.rsplit(" ", 1)[-1]]
+
         solvers = {f"cholesky, steps by {name}": lambda name=name: ExactLaplace(X, labels, memory_limit=2**40,
                                                                                newton_steps=name)
                    for name in ("factor", "cg")}
@@ -195,24 +206,30 @@ def solver_costs(sizes: list) -> list[dict]:
         for name, make in solvers.items():
             solver = make()
             _, _, mode = solver.evaluate(near, ("settled", None), 100, True)  # the mode at a θ nearby
-            times, counts = [], []
+            times, cpu, counts = [], [], []
             for _ in range(REPEATS):
                 before = dict(solver.info())
-                begin = time.perf_counter()
+                begin, begin_cpu = time.perf_counter(), time.process_time()
                 _, _, found = solver.evaluate(at, ("settled", mode.f), 100, True)
                 times.append(time.perf_counter() - begin)
+                cpu.append(time.process_time() - begin_cpu)
                 after = solver.info()
                 products = (after.get("products", 0) - before.get("products", 0)
                             + after.get("newton", {}).get("cg_products", 0)
                             - before.get("newton", {}).get("cg_products", 0))
                 counts.append((found.iterations, products))
-            seconds = float(np.median(times))
-            row = {"n": n, "solver": name, "seconds": seconds, "predicted": predicted[name],
-                   "ratio": seconds / predicted[name], "newton_steps": counts[-1][0], "products": counts[-1][1]}
+            seconds, cpu_seconds = float(np.median(times)), float(np.median(cpu))
+            expected = predicted(name, counts[-1][0])
+            row = {"n": n, "solver": name, "seconds": seconds, "cpu_seconds": cpu_seconds,
+                   "predicted": expected, "ratio": seconds / expected,
+                   "cpu_ratio": cpu_seconds / expected, "newton_steps": counts[-1][0],
+                   "products": counts[-1][1], "rank": solver.info().get("preconditioner", {}).get("rank")}
             rows.append(row)
-            print(f"| {n:,} | {name} | {seconds:.3f} | {row['predicted']:.3f} | {row['ratio']:.2f} | "
-                  f"{row['newton_steps']} | {row['products']} |", flush=True)
-        print(f"| {n:,} | auto picks | {model.picked} (steps by {steps.picked}) | | | | |", flush=True)
+            print(f"| {n:,} | {name} | {seconds:.4f} | {cpu_seconds:.4f} | {row['predicted']:.4f} | "
+                  f"{row['ratio']:.2f} | {row['cpu_ratio']:.2f} | {row['newton_steps']} | {row['products']} | "
+                  f"{row['rank'] or ''} |",
+                  flush=True)
+        print(f"| {n:,} | auto picks | {model.picked} (steps by {steps.picked}) | | | | | | | |", flush=True)
     return rows
 
 
