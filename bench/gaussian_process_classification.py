@@ -8,6 +8,8 @@ process (its own peak RSS), the two libraries alternated:
                                                                       # solver="cg" against "cholesky"
     python bench/gaussian_process_classification.py --sizes "" --agreement-n 0 --scale 100000
                                                                       # cg past the exact solver's reach
+    python bench/gaussian_process_classification.py --sizes "" --agreement-n 0 --solver-costs 500,1000,2000,3000
+                                                                      # the cost model's constants
 
 Data (the issue's): X uniform on [−2, 2]⁸, y = [sin(2x₀) + ½x₁² − x₂x₃ + 0.3·N(0, 1) > 0.5]; kernel
 ``C(1.0) * RBF(np.ones(8))``, scikit-learn's default optimizer; 2,000 test points from the same distribution.
@@ -24,6 +26,15 @@ Data (the issue's): X uniform on [−2, 2]⁸, y = [sin(2x₀) + ½x₁² − x�
   one's accuracy and log loss; then where a difference comes from: the cg solver at the exact fit's θ
   (``optimizer=None``: the solver's own error) and the exact solver from cg's start (the subset fit's θ: the
   path from there).
+- **solver costs**: one evaluation of the likelihood and its gradient within a fit (Newton from the mode at a
+  θ nearby, as the optimiser's evaluations run) by each solver — the exact one with its Newton steps factored
+  and by CG, and cg — at each N, beside the seconds the library's cost model predicts for it
+  (solvers/choice.py: gaussian_process_classification, laplace_newton_steps): the measured/predicted ratios,
+  and the Newton steps and products the model counts, are what its constants are set from. The median of
+  REPEATS evaluations, at the fitted θ of an exact fit on 500 samples. On a machine others are using, run it
+  on one thread (``OMP_NUM_THREADS=1 OPENBLAS_NUM_THREADS=1``) and read the CPU seconds: a process's own CPU
+  time is what it would take alone, and the model's rates (``gemm_rate``, the best of three short products)
+  are then one thread's too.
 - **scale**: ``solver="cg"``, ``memory_limit="2GB"`` (``--memory-limit``), the default start (an exact fit on
   3,000 samples, beyond 30,000 samples then a cg fit on √(3,000·n), then L-BFGS-B on all of them), against an
   exact fit on a random 5,000-sample subset (timed apart): seconds, evaluations, peak RSS growth over the
@@ -147,6 +158,79 @@ def child_subset_fit(spec: dict) -> dict:
     return {"seconds": seconds, "theta": est.kernel_.theta.tolist(),
             "accuracy": float(np.mean(est.predict(X_test) == y_test)), "log_loss": float(log_loss(y_test, proba[:, 1])),
             "proba": proba[:, 1].tolist()}
+
+
+#: Evaluations timed per solver and size (solver costs: their median).
+REPEATS = 3
+
+
+def solver_costs(sizes: list) -> list[dict]:
+    """One within-fit evaluation of each Laplace solver at each size, beside the cost model's prediction (the
+    module's documentation)."""
+    from fastkpca import GaussianProcessClassifier, kernels
+    from fastkpca.engines.local import LOCAL
+    from fastkpca.solvers import choice
+    from fastkpca.solvers.gaussian_process import ExactLaplace, IterativeLaplace, LaplaceSettings, laplace_choice
+
+    warnings.simplefilter("ignore")
+    X, y = data(500)
+    theta = GaussianProcessClassifier(kernel(), solver="cholesky").fit(X, y).kernel_.theta
+    rows = []
+    print(f"gemm_rate {choice.gemm_rate() / 1e9:.1f} GFlop/s\n")
+    print("| N | solver | measured s | CPU s | predicted s | measured ÷ predicted | CPU ÷ predicted | Newton steps | "
+          "products | cg's rank |\n|---|---|---|---|---|---|---|---|---|---|")
+    for n in sizes:
+        X, y = data(n)
+        labels = y.astype(np.float64)
+        native = kernels.make(kernel(), n_features=0)
+        near, at = native.with_theta(theta + 0.01), native.with_theta(theta)
+        settings = LaplaceSettings()
+        model = laplace_choice("auto", n, D, settings, memory_limit=2**40)
+        steps = choice.laplace_newton_steps(n)
+
+        def predicted(name: str, newton_steps: int, n=n, settings=settings, model=model) -> float:
+            """The model's seconds for the solver, its exact Newton steps as many as measured."""
+            if name == "cg":
+                return next(c.seconds for c in model.candidates if c.name == "cg")
+            exact = choice.gaussian_process_classification(
+                "auto", n=n, d=D, probes=settings.probes, rank=1, cg_bytes=1, memory_limit=2**40,
+                steps=newton_steps).candidates[0].seconds
+            ways = {c.name: c.seconds for c in choice.laplace_newton_steps(n, steps=newton_steps).candidates}
+            return exact - min(ways.values()) + ways[name.rsplit(" ", 1)[-1]]
+
+        solvers = {f"cholesky, steps by {name}": lambda name=name: ExactLaplace(X, labels, memory_limit=2**40,
+                                                                               newton_steps=name)
+                   for name in ("factor", "cg")}
+        solvers["cg"] = lambda: IterativeLaplace(LOCAL.samples(X), labels, settings, memory_limit=2**40,
+                                                 random_state=0)
+        for name, make in solvers.items():
+            solver = make()
+            _, _, mode = solver.evaluate(near, ("settled", None), 100, True)  # the mode at a θ nearby
+            times, cpu, counts = [], [], []
+            for _ in range(REPEATS):
+                before = dict(solver.info())
+                begin, begin_cpu = time.perf_counter(), time.process_time()
+                _, _, found = solver.evaluate(at, ("settled", mode.f), 100, True)
+                times.append(time.perf_counter() - begin)
+                cpu.append(time.process_time() - begin_cpu)
+                after = solver.info()
+                products = (after.get("products", 0) - before.get("products", 0)
+                            + after.get("newton", {}).get("cg_products", 0)
+                            - before.get("newton", {}).get("cg_products", 0))
+                counts.append((found.iterations, products))
+            seconds, cpu_seconds = float(np.median(times)), float(np.median(cpu))
+            expected = predicted(name, counts[-1][0])
+            row = {"n": n, "solver": name, "seconds": seconds, "cpu_seconds": cpu_seconds,
+                   "predicted": expected, "ratio": seconds / expected,
+                   "cpu_ratio": cpu_seconds / expected, "newton_steps": counts[-1][0],
+                   "products": counts[-1][1], "rank": solver.info().get("preconditioner", {}).get("rank")}
+            rows.append(row)
+            print(f"| {n:,} | {name} | {seconds:.4f} | {cpu_seconds:.4f} | {row['predicted']:.4f} | "
+                  f"{row['ratio']:.2f} | {row['cpu_ratio']:.2f} | {row['newton_steps']} | {row['products']} | "
+                  f"{row['rank'] or ''} |",
+                  flush=True)
+        print(f"| {n:,} | auto picks | {model.picked} (steps by {steps.picked}) | | | | | | | |", flush=True)
+    return rows
 
 
 def agreement(n: int) -> list[dict]:
@@ -283,6 +367,8 @@ def main() -> int:
     parser.add_argument("--cg-fit", type=int, default=0, help="N of solver='cg' against 'cholesky' (0: none)")
     parser.add_argument("--scale", type=C.parse_ints, default=[], help="N of cg fits against a subset's exact fit")
     parser.add_argument("--memory-limit", default="2GB", help="memory_limit of the scale fits")
+    parser.add_argument("--solver-costs", type=C.parse_ints, default=[],
+                        help="N of one evaluation of each solver timed beside the cost model's prediction")
     parser.add_argument("--log", default=None, help="file the cg fits append each evaluation to")
     parser.add_argument("--out", default=None, help="folder for gaussian_process_classification.json")
     parser.add_argument("--child", nargs=2, default=None, help=argparse.SUPPRESS)
@@ -346,6 +432,9 @@ def main() -> int:
         payload["cg_fit"] = cg_fit_table(args.cg_fit, args.log, verdicts)
     if args.scale:
         payload["scale"] = scale_table(args.scale, args.memory_limit, args.log, verdicts)
+    if args.solver_costs:
+        print("\n## One evaluation of each solver against the cost model (solvers/choice.py)\n")
+        payload["solver_costs"] = solver_costs(args.solver_costs)
     C.print_verdicts(verdicts)
     if args.out:
         C.write_json(str(Path(args.out) / "gaussian_process_classification.json"), payload)

@@ -288,3 +288,36 @@ def test_large_factorisations_run_on_one_blas_thread():
     assert blas_threads() == before
     with factorisation_threads(16_383):
         assert blas_threads() == before
+
+
+@pytest.mark.parametrize("name", sorted(NATIVE) + sorted(FALLBACK))
+def test_with_theta_reads_the_object_once(name):
+    """A kernel at another θ (what every likelihood evaluation makes) has the terms' values of the object's
+    clone_with_theta to the bit, without cloning or parsing the object; its object, names, bounds and θ are the
+    clone's, and survive pickling."""
+    import pickle
+
+    from fastkpca.kernels.gaussian_process import terms_of
+
+    kernel = NATIVE.get(name, FALLBACK.get(name))
+    native = make(kernel, n_features=0)
+    rng = np.random.default_rng(3)
+    for _ in range(3):
+        theta = kernel.theta + rng.uniform(-2, 2, kernel.theta.shape)
+        moved = native.with_theta(theta - 0.1).with_theta(theta)
+        clone_ = kernel.clone_with_theta(theta)
+        assert moved.hyperparameters == native.hyperparameters
+        np.testing.assert_array_equal(moved.bounds, np.asarray(kernel.bounds).reshape(-1, 2))
+        np.testing.assert_array_equal(moved.theta, theta)
+        assert repr(pickle.loads(pickle.dumps(moved)).kernel) == repr(clone_)
+        if name in NATIVE:
+            ours, theirs = moved.terms, terms_of(clone_)
+            assert (ours.white, ours.white_at) == (theirs.white, theirs.white_at)
+            assert len(ours.terms) == len(theirs.terms)
+            for a, b in zip(ours.terms, theirs.terms):
+                assert (a.kind, a.constant, a.constant_at, a.length_at) == (b.kind, b.constant, b.constant_at,
+                                                                            b.length_at)
+                assert (a.length_scale is None) == (b.length_scale is None)
+                assert a.length_scale is None or np.array_equal(a.length_scale, b.length_scale)
+    with pytest.raises(ValueError, match="free hyperparameters"):
+        native.with_theta(np.zeros(kernel.theta.size + 1))

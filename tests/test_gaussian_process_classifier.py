@@ -158,7 +158,7 @@ def test_mode_from_another_start_is_scikit_learns_mode():
 
 @pytest.mark.parametrize("name", ["C*RBF(ARD)", "C*Matern52+White", "C*Matern12"])
 def test_newton_steps_by_cg_find_the_factored_mode(monkeypatch, name):
-    """settled_mode's steps by CG on the held K (laplace_exact, from CG_STEPS_FROM samples; here from 100)
+    """settled_mode's steps by CG on the held K (laplace_exact, where the cost model picks them; here asked for)
     give the mode, likelihood and gradient the factored steps give, from another θ's mode and from the last
     mode's a; a step whose CG stops short is taken by the factor."""
     from fastkpca.kernels import make
@@ -169,20 +169,19 @@ def test_newton_steps_by_cg_find_the_factored_mode(monkeypatch, name):
     native = make(kernel, n_features=0)
     far = native.with_theta(kernel.theta + 0.3)
     results = {}
-    for threshold in (10**9, 100):
-        monkeypatch.setattr(laplace_exact, "CG_STEPS_FROM", threshold)
-        solver = laplace_exact.ExactLaplace(X, y.astype(float), memory_limit=10**8)
+    for steps in ("factor", "cg"):
+        solver = laplace_exact.ExactLaplace(X, y.astype(float), memory_limit=10**8, newton_steps=steps)
         _, _, far_mode = solver.evaluate(far, ("settled", None), 100, False)
-        results[threshold] = solver.evaluate(native, ("settled", far_mode.f), 100, True), solver.info()["newton"]
-    (value, gradient, mode), factored = results[10**9]
-    (value_g, gradient_g, mode_g), counts = results[100]
+        results[steps] = solver.evaluate(native, ("settled", far_mode.f), 100, True), solver.info()["newton"]
+    (value, gradient, mode), factored = results["factor"]
+    (value_g, gradient_g, mode_g), counts = results["cg"]
     assert factored["cg_steps"] == 0 and counts["cg_steps"] > 0 and counts["factored_steps"] == 0
     assert counts["cg_products"] <= 6 * counts["cg_steps"]  # the Nyström factor explains K: few products a step
     np.testing.assert_allclose(mode_g.f, mode.f, atol=1e-8 * np.abs(mode.f).max())
     np.testing.assert_allclose(value_g, value, rtol=1e-11)
     np.testing.assert_allclose(gradient_g, gradient, rtol=1e-7, atol=1e-9)
     monkeypatch.setattr(newton_cg, "NEWTON_CG_ITERATIONS", 0)  # every CG stops short
-    solver = laplace_exact.ExactLaplace(X, y.astype(float), memory_limit=10**8)
+    solver = laplace_exact.ExactLaplace(X, y.astype(float), memory_limit=10**8, newton_steps="cg")
     value_f, _, _ = solver.evaluate(native, ("settled", None), 100, False)
     assert solver.info()["newton"]["factored_steps"] > 0
     np.testing.assert_allclose(value_f, value, rtol=1e-9)  # from zero: another path to the mode
@@ -326,8 +325,9 @@ def test_bad_input_names_the_argument():
         GaussianProcessClassifier(C(1.0, (1e-2, np.inf)) * RBF(), n_restarts_optimizer=1).fit(X, y)
     with pytest.raises(MemoryError, match="the exact Laplace approximation with 30 samples"):
         GaussianProcessClassifier(memory_limit=100, solver="cholesky").fit(X, y)
-    with pytest.raises(MemoryError, match="conjugate gradients on 30 samples"):
-        GaussianProcessClassifier(memory_limit=100).fit(X, y)  # auto: the n × n arrays do not fit
+    # auto where no solver fits: the one the cost model says needs the fewest bytes (solvers/choice.py)
+    with pytest.raises(MemoryError, match="the exact Laplace approximation with 30 samples|conjugate gradients on 30"):
+        GaussianProcessClassifier(memory_limit=100).fit(X, y)
     model = GaussianProcessClassifier(RBF(1.0, "fixed")).fit(X, y)
     with pytest.raises(ValueError, match="Gradient can only be evaluated for theta!=None"):
         model.log_marginal_likelihood(eval_gradient=True)
@@ -520,7 +520,7 @@ def test_auto_chooses_cg_where_the_exact_arrays_do_not_fit():
     X, y = data(3000, seed=17)
     model = GaussianProcessClassifier(RBF(1.0, "fixed"), memory_limit="140MB", n_probes=8).fit(X, y)
     info = model.base_estimator_.solver_info_  # the exact solver's two 3000 × 3000 arrays: 144 MB
-    assert info["solver"] == "cg" and "do not fit" in info["choice"]["reason"]
+    assert info["solver"] == "cg" and not info["choice"]["candidates"]["cholesky"]["fits"]
     small = GaussianProcessClassifier(RBF(1.0, "fixed")).fit(X[:300], y[:300])
     assert small.base_estimator_.solver_info_["solver"] == "cholesky"
     with pytest.raises(MemoryError, match="conjugate gradients on 300 samples"):
@@ -528,11 +528,12 @@ def test_auto_chooses_cg_where_the_exact_arrays_do_not_fit():
 
 
 def test_cg_kernel_plan_leaves_headroom_but_never_fails_for_it(monkeypatch):
-    """The cg Laplace's kernel storage leaves _HEADROOM_SHARE of the limit free beside its estimates where cached
-    tiles would take it, and plans without it (fewer or no cached tiles) where the limit has no more room."""
+    """The cg Laplace's kernel storage leaves HEADROOM_SHARE of the limit free beside its estimates where cached
+    tiles would take it, and plans without it (fewer or no cached tiles) where the limit has no more room (the
+    iterative solvers' memory plan, solvers/gaussian_process/memory.py)."""
     from fastkpca.engines.local import LocalSamples
     from fastkpca.operators.storage import fixed_bytes
-    from fastkpca.solvers.gaussian_process import laplace_iterative
+    from fastkpca.solvers.gaussian_process import memory
 
     X, y = data(1200, seed=4)
     plans = []
@@ -545,11 +546,12 @@ def test_cg_kernel_plan_leaves_headroom_but_never_fails_for_it(monkeypatch):
     monkeypatch.setattr(LocalSamples, "plan", spy)
     kernel = RBF(1.0, "fixed")
     fixed = fixed_bytes(X.shape[0], X.shape[1], 8)
-    share = laplace_iterative._HEADROOM_SHARE
+    share = memory.HEADROOM_SHARE
     limit = 400 * 2**20
     for roomy in (True, False):
         plans.clear()
-        model = GaussianProcessClassifier(kernel, solver="cg", memory_limit=limit, n_probes=8, random_state=0)
+        model = GaussianProcessClassifier(kernel, solver="cg", memory_limit=limit, n_probes=8, random_state=0,
+                                          preconditioner_rank=512)  # a rank that does not move with the limit
         model.fit(X, y)
         working = model.base_estimator_._solver._working_bytes()
         headroom = int(share * limit)
@@ -559,7 +561,7 @@ def test_cg_kernel_plan_leaves_headroom_but_never_fails_for_it(monkeypatch):
             assert chosen.kernel_bytes <= limit - fixed - other
         if roomy:
             assert plans[0][1].storage == "packed"
-            # next: a limit with room for half the headroom beside the estimates (the rank does not depend on it)
+            # next: a limit with room for half the headroom beside the estimates (at the same rank)
             limit = int((fixed + working) / (1 - share / 2))
         else:
             assert plans[0][1].storage == "cached" and working + headroom + fixed > limit

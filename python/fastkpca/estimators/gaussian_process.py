@@ -99,21 +99,18 @@ class GaussianProcessRegressor(EngineFitted, MultiOutputMixin, RegressorMixin, B
         "cholesky": the exact likelihood from one n × n factor (scikit-learn's answers to rounding). "cg": by
         products with the kernel only (preconditioned conjugate gradients, stochastic Lanczos quadrature and
         Hutchinson probes; see Notes): memory O(n·(n_probes + rank)), no n × n array, the likelihood an
-        estimate. "auto": "cg" where the cost model of an evaluation (the exact factor's n³ against cg's block
-        products, solvers/gaussian_process/choice.py) says it is cheaper or the n × n array does not fit
-        ``memory_limit``, else "cholesky": "cholesky" up to about 9,000 samples. ``solver_info_["choice"]``
-        says what the model found.
+        estimate. "auto": the cheaper by the library's cost model of an evaluation (the exact factor's n³
+        against cg's block products, solvers/choice.py) of those whose memory fits ``memory_limit``: "cholesky"
+        up to a crossover of some thousands of samples on this machine's measured rates, "cg" beyond it.
+        ``solver_info_["choice"]`` says what the model predicted for each and what it picked.
     n_probes : int, default=16
         cg: random probes of the log determinant and the gradient's traces at the start (drawn once per fit;
         ``theta_tol`` may multiply them after the first optimum). The likelihood's standard error falls as
-        1/√n_probes (``solver_info_["standard_error"]``): at N = 5,000 (bench/gaussian_process.py) 16 probes
-        left it 0.1–0.2% from the exact value, 64 within 0.09% and 256 within 0.02%, at 1.4 and 2.7 times the
-        seconds. The probes are fixed, so the optimiser sees one estimate, not fresh draws at every θ (see
-        Notes); its optimum moves with the gradient estimate's error along flat directions, which the
-        preconditioner, serving as a control variate of the gradient's traces, keeps small: with 16 probes, on
-        the code before the settling (``theta_tol``) and the integrated values (see Notes), the fits at N =
-        5,000 and 20,000 (RBF and Matern 5/2, ARD) found θ within 3% of the Cholesky fit's and test errors
-        within 0.3% (without the control variate: up to 130% and 5.4%).
+        1/√n_probes (``solver_info_["standard_error"]``; bench/gaussian_process.py measures it, and the
+        seconds more probes cost). The probes are fixed, so the optimiser sees one estimate, not fresh draws at
+        every θ (see Notes); its optimum moves with the gradient estimate's error along flat directions, which
+        the preconditioner, serving as a control variate of the gradient's traces, keeps small (the same
+        bench compares the fitted θ and test errors with the Cholesky fit's, with and without it).
     tol : float, default=1e-2
         cg: relative residual at which each column's conjugate gradients stop while the hyperparameters are
         optimised.
@@ -347,37 +344,27 @@ class GaussianProcessRegressor(EngineFitted, MultiOutputMixin, RegressorMixin, B
 
     def _optimise(self) -> None:
         """scikit-learn's search: from the kernel's theta, then from log-uniform starts; the best one kept and,
-        where the likelihood is an estimate, settled by the solver (solvers/gaussian_process)."""
+        where the likelihood is an estimate, settled by the solver (solvers/gaussian_process/optimiser.py)."""
         def obj_func(theta, eval_gradient=True):
             if eval_gradient:
                 lml, grad = self.log_marginal_likelihood(theta, eval_gradient=True, clone_kernel=False)
                 return -lml, -grad
             return -self.log_marginal_likelihood(theta, clone_kernel=False)
 
-        def minimise(start):
-            """(the optimum from ``start``, the solver's value there, the optimiser's inverse Hessian there or
-            None) on what the solver has the optimiser see."""
-            objective = self._solver.objective(obj_func)
-            theta, value = self._constrained_optimization(objective, start, self.kernel_.bounds)
-            return theta, objective.optimum_value(theta, value), objective.inverse_hessian
-
-        theta, self._start = self.kernel_.theta, None
-        if self.optimizer == "fmin_l_bfgs_b":
-            theta, self._start = self._solver.start(theta, self._fit_subset, self.subset_start, self._rng)
-        optima = [minimise(theta)]
-        optima += [minimise(start) for start in gp.restart_thetas(self.kernel_.bounds, self.n_restarts_optimizer,
-                                                                   self._rng)]
-        best = int(np.argmin([value for _, value, _ in optima]))
-        theta, value, self._settled = self._solver.settle(optima[best], minimise, obj_func, self.kernel_.bounds)
-        self.kernel_.theta = theta
+        found = gp.optimise(obj_func, self.kernel_.theta, self.kernel_.bounds, solver=self._solver,
+                            optimizer=self.optimizer, samples=len(self.y_train_), restarts=self.n_restarts_optimizer,
+                            random_state=self._rng, fit_subset=self._fit_subset, subset_size=self.subset_start)
+        self._start, self._settled = found.start, found.settle
+        self.kernel_.theta = found.theta
         self.kernel_._check_bounds_params()
-        self.log_marginal_likelihood_value_ = -value
+        self.log_marginal_likelihood_value_ = -found.value
 
-    def _fit_subset(self, index: np.ndarray) -> tuple[np.ndarray, dict]:
-        """θ of an exact fit on the training rows ``index`` from the kernel's θ (the solver's start), and its
-        figures. Its warnings are about that fit, not the model: kept out."""
+    def _fit_subset(self, index: np.ndarray, solver: str) -> tuple[np.ndarray, dict]:
+        """θ of a fit by ``solver`` on the training rows ``index`` from the kernel's θ (the solver's start:
+        solvers/gaussian_process/subset_start.py), and its figures. Its warnings are about that fit, not the
+        model: kept out."""
         alpha = self.alpha[index] if np.iterable(self.alpha) else self.alpha
-        subset = clone(self).set_params(kernel=self.kernel_, alpha=alpha, solver="cholesky", n_restarts_optimizer=0,
+        subset = clone(self).set_params(kernel=self.kernel_, alpha=alpha, solver=solver, n_restarts_optimizer=0,
                                         normalize_y=False, copy_X_train=False, subset_start=0,
                                         random_state=self._rng.randint(2**31 - 1))
         with warnings.catch_warnings():
@@ -385,35 +372,6 @@ class GaussianProcessRegressor(EngineFitted, MultiOutputMixin, RegressorMixin, B
             subset.fit(self._samples.rows(index), self.y_train_[index])
         return subset.kernel_.theta, {"theta": subset.kernel_.theta.tolist(), "evaluations": subset.n_iter_,
                                       "log_marginal_likelihood": float(subset.log_marginal_likelihood_value_)}
-
-    def _constrained_optimization(self, obj_func, initial_theta, bounds):
-        if self.optimizer == "fmin_l_bfgs_b":
-            import scipy.optimize
-            from sklearn.utils.optimize import _check_optimize_result
-
-            # cg: the likelihood per sample. L-BFGS-B's first trial point is θ − ∇f projected on the bounds;
-            # for a sum over n samples that is a corner of the box, which costs the Cholesky solver one
-            # factor like any θ but cg hundreds of products at large n. Per sample it is a step of the
-            # gradient's own size. gtol / n keeps scipy's test on the summed gradient, and the quasi-Newton
-            # steps after the first do not depend on the scale; ftol's test, relative to max(|f|, 1), is
-            # looser per sample only where |f| < 1, a likelihood below one nat per sample in magnitude.
-            per = len(self.y_train_) if self._solver.per_sample_objective else 1
-
-            def objective(theta):
-                value, gradient = obj_func(theta)
-                return value / per, gradient / per
-
-            options = {} if per == 1 else {"gtol": 1e-5 / per}  # scikit-learn's call for the Cholesky solver
-            result = scipy.optimize.minimize(objective, initial_theta, method="L-BFGS-B", jac=True, bounds=bounds,
-                                             options=options)
-            _check_optimize_result("lbfgs", result)
-            if isinstance(obj_func, gp.Objective):  # its curvature pairs, for the solver's settling: they
-                # approximate the per-sample objective's inverse Hessian, n times the sum's
-                obj_func.inverse_hessian = lambda v, h=result.hess_inv: h.matvec(np.asarray(v) / per)
-            return result.x, result.fun * per
-        if callable(self.optimizer):
-            return self.optimizer(obj_func, initial_theta, bounds=bounds)
-        raise ValueError(f"Unknown optimizer {self.optimizer}.")
 
     def _factor_final(self) -> None:
         """alpha_ (and the solver's fitted attributes, such as L_) at the fitted kernel, with scikit-learn's

@@ -12,28 +12,12 @@ from sklearn.base import BaseEstimator, ClassifierMixin, clone
 
 from .. import _validation as v
 from .. import engines, kernels
-from ..exceptions import ConvergenceWarning
+from ..solvers import gaussian_process as gp
 from ..solvers.gaussian_process import laplace
-from ..solvers.gaussian_process.gain_stop import GainStop
-from ..solvers.gaussian_process.laplace_exact import ExactLaplace
-from ..solvers.gaussian_process.objective import Objective, restart_thetas
 
 __all__ = ["GaussianProcessClassifier"]
 
 _SOLVERS = ("auto", "cholesky", "cg")
-#: "auto" takes cg from this many samples: the regression's measured crossover (about 9,000,
-#: solvers/gaussian_process/choice.py), not measured for classification.
-AUTO_CG_FROM = 10000
-#: cg: L-BFGS-B runs again from where its line search ended ABNORMAL at most this many times.
-CG_RESTARTS = 3
-#: cg: L-BFGS-B stops where two iterations in a row after the first each raise the likelihood per sample by
-#: less than this (solvers/gaussian_process/gain_stop.py; scipy's ftol test with the default 2.2e-9 asks
-#: 0.0002 nats of an iteration at 100,000 samples: the 17,320-sample fit of the subset start there raised its
-#: likelihood by 0.019 nats in all over its 27th to 55th evaluations, creeping along flat length scales).
-CG_GAIN = 1e-6
-#: cg's subset start goes through a cg fit on √(subset_start·n) samples where n exceeds this many times
-#: subset_start (_BinaryLaplaceClassifier._subset_start).
-SUBSET_CHAIN = 10
 #: Samples below which a binary model's native passes run on one thread (unless n_jobs is given).
 SMALL_PROBLEM = 512
 _MULTI_CLASS = ("one_vs_rest", "one_vs_one")
@@ -111,12 +95,16 @@ class _BinaryLaplaceClassifier(ClassifierMixin, BaseEstimator):
             raise ValueError(f"{type(self).__name__} requires 2 classes; got {self.classes_.size} class")
         # one thread below SMALL_PROBLEM samples unless n_jobs says otherwise: there a native pass lasts
         # microseconds, and waking a second thread (while NumPy's BLAS threads spin on the other core) cost
-        # milliseconds per call, most of an evaluation (check_estimator's fits, measured)
+        # more than the pass, most of an evaluation (check_estimator's fits)
         threads = 1 if self.n_jobs is None and len(self.y_train_) < SMALL_PROBLEM else self.n_jobs
         kernel = kernels.make(self.kernel_, n_features=0, n_jobs=threads)
         kernel = kernel.for_samples(self.X_train_)
         self._kernel, self._labels = kernel, self.y_train_.astype(np.float64)
-        self._solver, self._choice = self._make_solver(limit)
+        self._solver, self._choice = gp.make_laplace_solver(
+            self.solver, self.X_train_, self._labels, gp.LaplaceSettings(probes=self.n_probes,
+                                                                          rank=self.preconditioner_rank),
+            samples=self._samples, memory_limit=limit, n_jobs=self.n_jobs, random_state=self.rng,
+            copies=kernel.copies)
         self._evaluations, self._newton_steps, self._start, self._restarts = 0, 0, None, 0
         # Within the fit every evaluation's Newton starts from the last one's mode, with halved steps where
         # needed and a stopping rule on f (solvers/gaussian_process/laplace.py's
@@ -142,103 +130,49 @@ class _BinaryLaplaceClassifier(ClassifierMixin, BaseEstimator):
                              **self._solver.info()}
         return self
 
-    def _make_solver(self, limit: int):
-        """(the Laplace solver of this fit, how it was chosen): "cholesky" (laplace_exact.py) or "cg"
-        (laplace_iterative.py); "auto" is "cholesky" while its two n × n arrays fit the memory limit and n is at
-        most AUTO_CG_FROM, "cg" beyond."""
-        n = len(self._labels)
-        choice: dict = {"requested": self.solver}
-        name = self.solver
-        if name == "auto":
-            fits = 2 * 8 * n * n <= limit
-            name = "cholesky" if fits and n <= AUTO_CG_FROM else "cg"
-            if not fits:
-                choice["reason"] = "the exact solver's two n × n arrays do not fit memory_limit"
-        if name == "cholesky":
-            return ExactLaplace(self.X_train_, self._labels, memory_limit=limit), choice
-        from ..solvers.gaussian_process.laplace_iterative import IterativeLaplace, LaplaceSettings
-
-        settings = LaplaceSettings(probes=self.n_probes, rank=self.preconditioner_rank)
+    def _samples(self):
+        """The training samples as the engine holds them (the iterative solver works on them)."""
         samples, _ = engines.select(self.X_train_).fit_samples(
             self, self.X_train_, vector_input=self.kernel_.requires_vector_input)
-        return IterativeLaplace(samples, self._labels, settings, memory_limit=limit, n_jobs=self.n_jobs,
-                                random_state=self.rng), choice
+        return samples
 
     def _newton_start(self) -> tuple:
         """How Newton starts in :meth:`log_marginal_likelihood` (ExactLaplace.evaluate's ``start``): from zero
         by scikit-learn's iteration, or with ``warm_start`` from the last mode found (scikit-learn's f_cached)
         by laplace.settled_mode. scikit-learn keeps its own iteration there, whose rule stops at the first step
         that lowers the value and reports the value before it, computed with W at the start: from a mode at
-        θ + 0.01 that was 0.0036 off the likelihood (N = 100, measured); settled_mode's is the likelihood's."""
+        a θ nearby, off the likelihood by that step's size; settled_mode's is the likelihood's."""
         cached = getattr(self, "f_cached", None)
         if self.warm_start and cached is not None and cached.shape == self.y_train_.shape:
             return ("settled", cached)
         return ("f", np.zeros(self.y_train_.shape, dtype=np.float64))
 
     def _optimise(self) -> None:
-        """scikit-learn's search: from the kernel's θ, then from starts drawn uniformly in the (log) bounds; the
-        best optimum kept."""
+        """scikit-learn's search: from the kernel's θ (or the solver's start), then from starts drawn uniformly
+        in the (log) bounds; the best optimum kept (solvers/gaussian_process/optimiser.py). θ and its bounds are
+        logarithms: the restarts are uniform between them (scikit-learn's binary classifier exponentiates the
+        draw, a θ far outside the bounds that L-BFGS-B clips to a corner)."""
         def obj_func(theta, eval_gradient=True):
             theta = np.asarray(theta, dtype=np.float64)
             self.kernel_.theta = theta
             lml, grad = self._evaluate(theta, eval_gradient, ("settled", self._fit_f))
             return (-lml, -grad) if eval_gradient else -lml
 
-        iterative = self._solver.name == "cg"
-
-        def minimise(start):
-            # cg: the likelihood and its gradient are separate estimates; the optimiser sees values integrated
-            # from the gradient (solvers/gaussian_process/objective.py), as the regression's does. Where
-            # L-BFGS-B's line search still ends ABNORMAL (the integrated values are a path's, not a function's),
-            # it starts again from where it stopped, with the integration begun there, up to CG_RESTARTS times
-            for _ in range(1 + (CG_RESTARTS if iterative else 0)):
-                objective = Objective(obj_func, integrate=iterative)
-                self._abnormal = False
-                theta, value = self._constrained_optimization(objective, start, self.kernel_.bounds)
-                if not self._abnormal:
-                    break
-                start = theta
-                self._restarts = getattr(self, "_restarts", 0) + 1
-            else:
-                warnings.warn(f"GaussianProcessClassifier: L-BFGS-B's line search ended ABNORMAL {CG_RESTARTS + 1} "
-                              "times in a row on cg's estimate; the fit keeps where it stopped (raise n_probes)",
-                              ConvergenceWarning, stacklevel=4)
-            return theta, objective.optimum_value(theta, value)
-
-        theta = self.kernel_.theta
-        if iterative and self.optimizer == "fmin_l_bfgs_b" and 0 < self.subset_start < len(self._labels):
-            theta = self._subset_start()
-        # θ and its bounds are logarithms: restarts are uniform between them (scikit-learn's binary classifier
-        # exponentiates the draw, a θ far outside the bounds that L-BFGS-B clips to a corner)
-        optima = [minimise(theta)]
-        optima += [minimise(start) for start in restart_thetas(self.kernel_.bounds, self.n_restarts_optimizer,
-                                                               self.rng)]
-        values = [value for _, value in optima]
-        self.kernel_.theta = optima[int(np.argmin(values))][0]
+        found = gp.optimise(obj_func, self.kernel_.theta, self.kernel_.bounds, solver=self._solver,
+                            optimizer=self.optimizer, samples=len(self._labels), restarts=self.n_restarts_optimizer,
+                            random_state=self.rng, fit_subset=self._fit_subset, subset_size=self.subset_start)
+        self._start, self._restarts = found.start, found.restarts
+        self.kernel_.theta = found.theta
         self.kernel_._check_bounds_params()
-        self.log_marginal_likelihood_value_ = -np.min(values)
+        self.log_marginal_likelihood_value_ = -found.value
 
-    def _subset_start(self) -> np.ndarray:
-        """θ of a fit on a subset of the training samples drawn from the fit's random state (cg's start, as the
-        regression's: at tens of thousands of samples L-BFGS-B from the kernel's θ costs many cg evaluations
-        that the subset's fit saves): an exact fit on ``subset_start`` samples, or where n is more than
-        SUBSET_CHAIN times that, a cg fit on √(subset_start·n) samples, itself started from an exact fit on
-        ``subset_start`` (θ moves with n: at N = 100,000 the optimum is far from a 3,000-sample fit's, and
-        evaluations on 17,000 samples cost a thirty-fifth of those on all). Its figures go to
-        ``solver_info_["start"]``. Newton's iteration at the first θ starts from that model's latent mean at
-        every training sample instead of zero."""
-        import math
-        import time
-
-        n = len(self._labels)
-        size, solver = self.subset_start, "cholesky"
-        if n > SUBSET_CHAIN * self.subset_start:
-            size, solver = int(math.sqrt(self.subset_start * n)), "cg"
-        index = np.sort(self.rng.choice(n, size, replace=False))
-        if np.unique(self.y_train_[index]).size < 2:  # a rare class missed: no fit to start from
-            self._start = {"samples": size, "skipped": "the subset holds one class"}
-            return self.kernel_.theta
-        begin = time.perf_counter()
+    def _fit_subset(self, index: np.ndarray, solver: str) -> tuple[np.ndarray, dict]:
+        """θ of a fit by ``solver`` on the training samples ``index`` (the solver's start:
+        solvers/gaussian_process/subset_start.py), and its figures; none where the subset holds one class (a
+        rare class missed). Newton's iteration at the first θ then starts from that model's latent mean at
+        every training sample instead of zero. Its warnings are about that fit, not the model: kept out."""
+        if np.unique(self.y_train_[index]).size < 2:
+            return self.kernel_.theta, {"skipped": "the subset holds one class"}
         subset = clone(self).set_params(kernel=self.kernel_, solver=solver, n_restarts_optimizer=0,
                                         copy_X_train=False, warm_start=False, random_state=self.rng.randint(2**31 - 1))
         with warnings.catch_warnings():
@@ -247,47 +181,9 @@ class _BinaryLaplaceClassifier(ClassifierMixin, BaseEstimator):
             subset.fit(X[index] if isinstance(X, np.ndarray) else [X[i] for i in index], self.y_train_[index])
         if self._fit_f is None:  # Newton's first start: the subset model's latent mean at every training sample
             self._fit_f = subset._solver.latent_mean(subset._kernel, self.X_train_)
-        self._start = {"samples": size, "solver": solver, "theta": subset.kernel_.theta.tolist(),
-                       "evaluations": subset.n_iter_, "seconds": time.perf_counter() - begin,
-                       "log_marginal_likelihood": float(subset.log_marginal_likelihood_value_)}
-        if solver == "cg":
-            self._start["start"] = subset.solver_info_["start"]
-        return subset.kernel_.theta
-
-    def _constrained_optimization(self, obj_func, initial_theta, bounds):
-        if self.optimizer == "fmin_l_bfgs_b":
-            import scipy.optimize
-            from sklearn.utils.optimize import _check_optimize_result
-
-            # cg: the likelihood per sample, as the regression's (its _constrained_optimization says why)
-            per = len(self._labels) if self._solver.name == "cg" else 1
-
-            stop = GainStop(CG_GAIN) if per > 1 else None
-
-            def objective(theta):
-                value, gradient = obj_func(theta)
-                if stop is not None:
-                    stop.record(theta, value / per)
-                return value / per, gradient / per
-
-            options = {} if per == 1 else {"gtol": 1e-5 / per}
-            try:
-                result = scipy.optimize.minimize(objective, initial_theta, method="L-BFGS-B", jac=True,
-                                                 bounds=bounds, options=options, callback=stop)
-            except StopIteration:  # scipy before 1.11 passes the callback's StopIteration on
-                result = None
-            if stop is not None and stop.stopped:  # cg's rule (gain_stop.py): the last iterate
-                assert stop.last is not None
-                self._abnormal = False
-                return stop.last[0], stop.last[1] * per
-            assert result is not None
-            self._abnormal = per > 1 and "ABNORMAL" in str(result.message)
-            if not self._abnormal:
-                _check_optimize_result("lbfgs", result)
-            return result.x, result.fun * per
-        if callable(self.optimizer):
-            return self.optimizer(obj_func, initial_theta, bounds=bounds)
-        raise ValueError(f"Unknown optimizer {self.optimizer}.")
+        return subset.kernel_.theta, {"theta": subset.kernel_.theta.tolist(), "evaluations": subset.n_iter_,
+                                      "log_marginal_likelihood": float(subset.log_marginal_likelihood_value_),
+                                      "start": subset.solver_info_["start"]}
 
     def log_marginal_likelihood(self, theta=None, eval_gradient=False, clone_kernel=True):
         """The Laplace approximation's log marginal likelihood of θ, and its gradient (scikit-learn's method)."""
@@ -380,7 +276,9 @@ class GaussianProcessClassifier(ClassifierMixin, BaseEstimator):
         arrays; scikit-learn's answers to rounding). "cg": by products with the kernel only (preconditioned
         CG for Newton's steps, stochastic Lanczos quadrature for log det B and Hutchinson probes for the
         gradient's traces; see Notes): no n × n array, the likelihood an estimate.
-        "auto": "cholesky" while its two n × n arrays fit ``memory_limit`` and n ≤ 10,000, else "cg".
+        "auto": the cheaper by the library's cost model of an evaluation (the exact solver's factors, n³,
+        against cg's products, solvers/choice.py) of those whose memory fits ``memory_limit``.
+        ``solver_info_["choice"]`` of each binary model says what the model predicted and what it picked.
     memory_limit : int or str, default=None
         Bytes the fit and predictions may use beyond X and y, or a size such as ``"4GB"`` (None: 80% of the
         memory available): a binary model needs two n × n arrays while it fits and keeps one (``L_``);
@@ -390,7 +288,8 @@ class GaussianProcessClassifier(ClassifierMixin, BaseEstimator):
     preconditioner_rank : int, default=None
         cg: rank r of the randomly pivoted Cholesky factor K ≈ F Fᵀ + D of the kernel behind the
         preconditioners (its pivots drawn at the first evaluation and held). None: the fewest pivots, in steps
-        of 64, that leave ¼ tr(K − F Fᵀ) ≤ 1e-3, up to 1024 and within 40% of ``memory_limit``.
+        of 64, that leave ¼ tr(K − F Fᵀ) ≤ 1e-3, from a first draw of the rank the regression's cg would
+        start from within ``memory_limit`` (solvers/gaussian_process/memory.py).
     subset_start : int, default=3000
         cg with the default optimizer: L-BFGS-B starts from the θ of an exact fit on this many samples drawn
         from ``random_state``, or where n is more than ten times this, of a cg fit on √(subset_start·n) samples
@@ -417,39 +316,38 @@ class GaussianProcessClassifier(ClassifierMixin, BaseEstimator):
     Notes
     -----
     Each binary model is Rasmussen and Williams' Algorithms 3.1, 3.2 and 5.1, as in scikit-learn, with B = I + W^½ K
-    W^½ factored at every Newton step (within a fit on 2,500 samples or more, once per evaluation: the steps go by
-    preconditioned CG on products with K, as cg's do). Its gradient needs, for every hyperparameter θ_j, ½ aᵀC_j a −
-    ½ tr(R C_j) + s₂ᵀ(I − K R) C_j v (C_j = ∂K/∂θ_j, R = W^½ B⁻¹ W^½, v = y − π); all three terms are tr(Ω C_j) for
-    one symmetric Ω = ½(a aᵀ − R) + ½(u vᵀ + v uᵀ), u = (I − R K) s₂, and the diagonal of the posterior covariance
-    in s₂ is (1 − diag B⁻¹)/W: one inverse of B (in place over its factor) and one pass over the kernel's tiles give
-    every θ_j. Memory: two n × n arrays during the fit, one (``L_``) after it. Everything is float64.
+    W^½ factored at every Newton step (or, within a fit past the crossover the library's cost model finds, once per
+    evaluation: the steps go by preconditioned CG on products with the held K, as cg's do). Its gradient needs, for
+    every hyperparameter θ_j, ½ aᵀC_j a − ½ tr(R C_j) + s₂ᵀ(I − K R) C_j v (C_j = ∂K/∂θ_j, R = W^½ B⁻¹ W^½, v = y −
+    π); all three terms are tr(Ω C_j) for one symmetric Ω = ½(a aᵀ − R) + ½(u vᵀ + v uᵀ), u = (I − R K) s₂, and the
+    diagonal of the posterior covariance in s₂ is (1 − diag B⁻¹)/W: one inverse of B (in place over its factor) and
+    one pass over the kernel's tiles give every θ_j. Memory: two n × n arrays during the fit, one (``L_``) after it.
+    Everything is float64.
 
-    Within a fit, Newton's iteration at each θ starts from the mode at the θ before, halves any step after
-    the first that lowers its objective, and stops when a step moves f by less than 1e-9 of its largest
-    entry (or, where K's conditioning keeps f's rounding above that, when two steps in a row leave the
-    objective within its rounding): the same mode as scikit-learn's iteration from zero in about half the
-    steps. Its values agree
-    with scikit-learn's to about 1e-10 relative, not to rounding, which ``log_marginal_likelihood`` called
-    by a user keeps (from zero, with scikit-learn's rule; from the last mode with ``warm_start``, where
-    scikit-learn's rule would stop at the first step and report a value computed with the curvature of the
-    start, off by the step's size).
+    Within a fit, Newton's iteration at each θ starts from the mode at the θ before, halves any step after the first
+    that lowers its objective, and stops when a step moves f by less than 1e-9 of its largest entry (or, where K's
+    conditioning keeps f's rounding above that, when two steps in a row leave the objective within its rounding):
+    the same mode as scikit-learn's iteration from zero in about half the steps. Its values agree with
+    scikit-learn's to about 1e-10 relative, not to rounding, which ``log_marginal_likelihood`` called by a user
+    keeps (from zero, with scikit-learn's rule; from the last mode with ``warm_start``, where scikit-learn's rule
+    would stop at the first step and report a value computed with the curvature of the start, off by the step's
+    size).
 
     With ``solver="cg"`` nothing n × n is formed: each Newton step a = (I + W K)⁻¹ b is a correction from the
-    current iterate by CG on B, preconditioned with P = I + W^½ K̃ W^½ for a randomly pivoted Cholesky factor K̃
-    of K (pivots held for the fit, applied through Woodbury), K a from the iterations' own products (one or two
+    current iterate by CG on B, preconditioned with P = I + W^½ K̃ W^½ for a randomly pivoted Cholesky factor K̃ of
+    K (pivots held for the fit, applied through Woodbury), K a from the iterations' own products (one or two
     products by K a step where K̃ explains K; an inexact Newton step, settled to 1e-5 of max|f| within an
-    evaluation, without the last step where K̃ predicts it below that), log det B by
-    stochastic Lanczos quadrature on fixed probes, and the traces and diag B⁻¹ by the same probes, the trace
-    with the regression's preconditioner control variate (R = (K + W⁻¹)⁻¹ is the regression's K̂⁻¹ for the
-    noise W⁻¹). The likelihood is then an estimate (``solver_info_["standard_error"]``), and L-BFGS-B sees values
-    integrated from the gradient, and stops where two iterations in a row after the first each gain less than
-    1e-6 of the likelihood per sample (``CG_GAIN``); it starts from a fit on a subset (exact on
-    ``subset_start`` samples, or beyond ten times that a cg fit on √(subset_start·n) samples started so), and
-    again from where its line search ends ABNORMAL (``solver_info_["optimizer_restarts"]``). Along directions where the
-    likelihood is flat (the length scale of a feature the labels do not depend on, near its bound) where a fit
-    ends depends on its start, and the cg fit's can sit elsewhere than the exact fit's from the kernel's θ (at
-    the same θ their probabilities agree to 1e-6): bench/gaussian_process_classification.py --cg-fit has the
-    figures.
+    evaluation, without the last step where K̃ predicts it below that), log det B by stochastic Lanczos quadrature
+    on fixed probes, and the traces and diag B⁻¹ by the same probes, the trace with the regression's preconditioner
+    control variate (R = (K + W⁻¹)⁻¹ is the regression's K̂⁻¹ for the noise W⁻¹). The likelihood is then an estimate
+    (``solver_info_["standard_error"]``), and L-BFGS-B sees values integrated from the gradient, and stops where two
+    iterations in a row after the first each gain less than 1e-6 of the likelihood per sample
+    (solvers/gaussian_process/laplace_iterative.py's ``CG_GAIN``); it starts from a fit on a subset (exact on
+    ``subset_start`` samples, or beyond ten times that a cg fit on √(subset_start·n) samples started so), and again
+    from where its line search ends ABNORMAL (``solver_info_["optimizer_restarts"]``). Along directions where the
+    likelihood is flat (the length scale of a feature the labels do not depend on, near its bound) where a fit ends
+    depends on its start, and the cg fit's can sit elsewhere than the exact fit's from the kernel's θ (at the same θ
+    their probabilities agree to 1e-6): bench/gaussian_process_classification.py --cg-fit has the figures.
 
     scikit-learn's binary classifier draws the optimiser's restarts as exp of a uniform draw within the log
     bounds and uses that as θ (a log): a start far outside the bounds. Here the restarts are uniform within
@@ -532,12 +430,14 @@ class GaussianProcessClassifier(ClassifierMixin, BaseEstimator):
         n = len(y)
         models = 1 if self.n_classes_ == 2 else (self.n_classes_ if self.multi_class == "one_vs_rest"
                                                  else self.n_classes_ * (self.n_classes_ - 1) // 2)
-        # side by side only while every model running at once has its two n × n arrays within the limit
+        # side by side only while every model running at once has what its solver needs within the limit
         from joblib import effective_n_jobs
 
         wanted = 1 if self.n_jobs is None else effective_n_jobs(self.n_jobs)
-        exact = self.solver == "cholesky" or (self.solver == "auto" and n <= AUTO_CG_FROM)
-        jobs = int(max(1, min(wanted, models, limit // max(1, 2 * 8 * n * n) if exact else models)))
+        features = X.shape[1] if getattr(X, "ndim", 1) > 1 else 1
+        settings = gp.LaplaceSettings(probes=self.n_probes, rank=self.preconditioner_rank)
+        needed = gp.laplace_bytes(self.solver, n, features, settings, memory_limit=limit)
+        jobs = int(max(1, min(wanted, models, limit // max(1, needed))))
         binary = _BinaryLaplaceClassifier(
             kernel=self.kernel, optimizer=self.optimizer, n_restarts_optimizer=self.n_restarts_optimizer,
             max_iter_predict=self.max_iter_predict, warm_start=self.warm_start, copy_X_train=self.copy_X_train,

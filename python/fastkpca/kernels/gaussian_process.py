@@ -28,6 +28,7 @@ computes all of them in one pass over W's tiles per term, never holding ∂K/∂
 
 from __future__ import annotations
 
+import copy
 import math
 from dataclasses import dataclass
 
@@ -69,6 +70,30 @@ class Terms:
     terms: list
     white: float = 0.0
     white_at: list | None = None
+
+    def at(self, theta: np.ndarray) -> Terms:
+        """The same terms with the free hyperparameters exp(θ) (θ in scikit-learn's order): the values
+        ``terms_of(kernel.clone_with_theta(theta))`` reads, without the object. Each value is exponentiated as
+        scikit-learn's ``theta`` setter does it (a one-element hyperparameter as a scalar, a vector as its
+        slice), so that they are equal to the bit."""
+        def scalar(at: int) -> float:
+            return float(np.exp(theta[at]))
+
+        terms = []
+        for t in self.terms:
+            scale = t.length_scale
+            if t.length_at is not None:
+                width = t.length_at.stop - t.length_at.start
+                scale = (np.atleast_1d(np.asarray(np.exp(theta[t.length_at.start]), dtype=np.float64)) if width == 1
+                         else np.asarray(np.exp(theta[t.length_at]), dtype=np.float64))
+            terms.append(Term(t.kind, t.constant if t.constant_at is None else scalar(t.constant_at), scale,
+                              t.constant_at, t.length_at))
+        out = Terms(terms)
+        for noise, at in self.white_at or []:
+            level = noise if at is None else scalar(at)
+            out.white += level
+            out.white_at = (out.white_at or []) + [(level, at)]
+        return out
 
 
 def _offset_and_free(kernel, offset: int):
@@ -191,9 +216,26 @@ class GaussianProcessKernel(ScikitLearnHyperparameters, Kernel):
 
     def __init__(self, kernel, terms: Terms, threads: int = 0):
         super().__init__(threads)
-        self.kernel, self.terms = kernel, terms
+        self._object, self.terms = kernel, terms
+        #: A kernel made by :meth:`with_theta`: (the object it stands for is this one's clone with θ, θ); the
+        #: object is made only where it is read (a label, a scikit-learn call), never by an evaluation.
+        self._template: tuple | None = None
+        self._snapshot = None  # a copy of the object, the template of the kernels with_theta makes
         # working copies of the samples the core keeps: one scaled copy per radial term
         self.copies = max(1, sum(t.kind != "constant" for t in terms.terms))
+
+    @property
+    def kernel(self):
+        """The scikit-learn kernel object this kernel evaluates."""
+        if self._object is None:
+            assert self._template is not None
+            template, theta = self._template
+            self._object = template.clone_with_theta(theta)
+        return self._object
+
+    @kernel.setter
+    def kernel(self, kernel) -> None:
+        self._object, self._template, self._snapshot = kernel, None, None
 
     @property
     def label(self) -> str:
@@ -269,6 +311,21 @@ class GaussianProcessKernel(ScikitLearnHyperparameters, Kernel):
         terms = terms_of(kernel)
         assert terms is not None  # the same form with other values
         return GaussianProcessKernel(kernel, terms, self.threads)
+
+    def with_theta(self, theta) -> GaussianProcessKernel:
+        """The kernel at other hyperparameters: the terms' values from θ (:meth:`Terms.at`), the object neither
+        cloned nor parsed again (an optimiser's every evaluation makes one of these)."""
+        theta = self._checked_theta(theta)
+        other = GaussianProcessKernel(None, self.terms.at(theta), self.threads)
+        # its object would be clone_with_theta(θ) of this kernel's: of a copy of it taken once (the object this
+        # kernel holds may be an estimator's, whose θ the optimiser moves), or of the template it stands for
+        if self._template is None:
+            if self._snapshot is None:
+                self._snapshot = copy.deepcopy(self._object)
+            other._template = (self._snapshot, theta)
+        else:
+            other._template = (self._template[0], theta)
+        return self._made_with(other, theta)
 
     def gradient_traces(self, X, W: np.ndarray) -> np.ndarray:
         """tr(W ∂K/∂θ_j) for every free hyperparameter θ_j (log space), in theta's order, from one pass over

@@ -30,9 +30,19 @@ def is_sklearn_kernel(obj) -> bool:
 class ScikitLearnHyperparameters:
     """The hyperparameters of a kernel that holds a scikit-learn kernel object ``self.kernel``: its free ones'
     names, ``theta`` (log space) and ``bounds``, and ``with_theta``, the kernel of
-    ``self.kernel.clone_with_theta(theta)`` (made by the class's ``with_object``)."""
+    ``self.kernel.clone_with_theta(theta)`` (made by the class's ``with_object``).
+
+    scikit-learn computes ``theta``, ``bounds`` and the names from the object's parameters every time they are
+    read (``get_params`` of every node of the kernel's tree). An optimiser reads them at every evaluation, so
+    the names and bounds, which a kernel's θ does not change, are read once per kernel and handed on by
+    ``with_theta``; the θ a kernel was made with by ``with_theta`` is kept with it. (The object a kernel was made
+    from is the estimator's, whose θ scikit-learn's optimiser sets: that kernel's ``theta`` reads the object.)"""
 
     kernel: Any
+    #: The names of the free hyperparameters and their bounds, once read (shared by the kernels with_theta makes).
+    _shape: tuple[tuple[str, ...], np.ndarray] | None = None
+    #: The θ this kernel was made with by ``with_theta`` (None: the object's own).
+    _theta: np.ndarray | None = None
 
     @property
     def label(self) -> str:  # the kernel class's
@@ -42,28 +52,47 @@ class ScikitLearnHyperparameters:
         """This kind of kernel for another scikit-learn kernel object of the same form."""
         raise NotImplementedError
 
+    def _names_and_bounds(self) -> tuple[tuple[str, ...], np.ndarray]:
+        if self._shape is None:
+            names: list[str] = []
+            for h in self.kernel.hyperparameters:
+                if not h.fixed:
+                    names += [h.name] if h.n_elements == 1 else [f"{h.name}[{i}]" for i in range(h.n_elements)]
+            bounds = np.asarray(self.kernel.bounds, dtype=np.float64).reshape(-1, 2)
+            bounds.flags.writeable = False
+            self._shape = (tuple(names), bounds)
+        return self._shape
+
     @property
     def hyperparameters(self) -> tuple[str, ...]:
-        names: list[str] = []
-        for h in self.kernel.hyperparameters:
-            if not h.fixed:
-                names += [h.name] if h.n_elements == 1 else [f"{h.name}[{i}]" for i in range(h.n_elements)]
-        return tuple(names)
+        return self._names_and_bounds()[0]
 
     @property
     def theta(self) -> np.ndarray:
+        if self._theta is not None:
+            return self._theta.copy()
         return np.asarray(self.kernel.theta, dtype=np.float64)
 
     @property
     def bounds(self) -> np.ndarray:
-        return np.asarray(self.kernel.bounds, dtype=np.float64).reshape(-1, 2)
+        return self._names_and_bounds()[1].copy()
+
+    def _checked_theta(self, theta) -> np.ndarray:
+        """θ as a float64 vector of this kernel's length (ValueError otherwise)."""
+        theta = np.array(theta, dtype=np.float64).reshape(-1)
+        size = self._names_and_bounds()[1].shape[0]
+        if theta.shape[0] != size:
+            raise ValueError(f"{self.label} has {size} free hyperparameters, got theta of length {theta.shape[0]}")
+        return theta
+
+    def _made_with(self, other, theta: np.ndarray):
+        """``other`` (this kind of kernel at ``theta``) holding this kernel's names and bounds and that θ."""
+        other._shape, other._theta = self._names_and_bounds(), theta
+        return other
 
     def with_theta(self, theta) -> Kernel:
-        theta = np.asarray(theta, dtype=np.float64).reshape(-1)
-        if theta.shape != self.theta.shape:
-            raise ValueError(f"{self.label} has {self.theta.shape[0]} free hyperparameters, got theta of length "
-                             f"{theta.shape[0]}")
-        return self.with_object(self.kernel.clone_with_theta(theta))
+        theta = self._checked_theta(theta)
+        return self._made_with(self.with_object(self.kernel.clone_with_theta(theta)), theta)
 
 
 class PairwiseKernel(Kernel):

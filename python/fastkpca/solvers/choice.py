@@ -320,6 +320,93 @@ def gaussian_process_regression(requested: str, *, n: int, d: int, columns: int,
     ], memory_limit)
 
 
+# ---- Gaussian process classification: one evaluation of the Laplace approximation and its gradient --------
+#
+# An evaluation within a fit runs Newton's iteration from the last θ's mode (laplace.settled_mode), then the
+# gradient. bench/gaussian_process_classification.py --solver-costs times one evaluation of each solver at
+# several n beside these predictions: the constants below are read off its ratios.
+
+#: Entries per second of a pass over a held n × n float64 array (a product by it, forming B = I + S K S, a
+#: triangular solve: memory-bound), per DGEMM flop per second.
+ARRAY_PASS_SHARE = 0.09
+#: Newton steps an evaluation takes from the last θ's mode (a fit's evaluations, on average).
+LAPLACE_NEWTON_STEPS = 3.0
+#: Passes over an n × n array a factored Newton step takes beside its factor (B formed, two products by K, the
+#: solve with the factor), and the gradient beside B⁻¹ (Ω formed in place, u's products).
+LAPLACE_STEP_PASSES = 8.0
+LAPLACE_GRADIENT_PASSES = 6.0
+#: Newton steps by CG on the held K (laplace_exact.py): products a step, and flops per n r² of the Nyström
+#: factor's RPCholesky (once per evaluation) and of a step's preconditioner (r: LAPLACE_NYSTROM_RANK).
+LAPLACE_CG_STEP_PRODUCTS = 3.5
+LAPLACE_RPCHOLESKY_FLOPS = 12.0
+LAPLACE_PRECONDITIONER_FLOPS = 9.0
+#: The Nyström factor's rank of the exact solver's Newton steps by CG (laplace_exact.py).
+LAPLACE_NYSTROM_RANK = 128
+#: The exact evaluation's seconds against the model's: LAPACK's factor and inverse run below CHOLESKY_SHARE of
+#: DGEMM's rate at these n.
+LAPLACE_EXACT_OVERHEAD = 1.9
+#: cg (laplace_iterative.py): block products by K on the probes an evaluation takes (Newton's steps, the
+#: probes' CG, the gradient's pass), flops per n r² of its dense algebra on the rank-r factor (the Nyström
+#: factor on the held pivots, the control variate, every Newton step's preconditioner), the Python around it,
+#: and its seconds against the model's.
+LAPLACE_CG_PRODUCTS = 6.0
+LAPLACE_CG_FACTOR_FLOPS = 14.0
+LAPLACE_CG_SECONDS = 0.1
+LAPLACE_CG_OVERHEAD = 2.5
+
+
+def array_pass_seconds(n: int) -> float:
+    """Seconds of one pass over a held n × n float64 array (memory-bound: ARRAY_PASS_SHARE)."""
+    return n * n / (ARRAY_PASS_SHARE * gemm_rate())
+
+
+def laplace_exact_bytes(n: int) -> int:
+    """What the exact Laplace solver holds (and checks against the memory limit): its two n × n arrays and the
+    Nyström factor of its Newton steps by CG beside them."""
+    return 16 * n * n + 3 * 8 * n * min(n, LAPLACE_NYSTROM_RANK)
+
+
+def laplace_newton_steps(n: int, requested: str = "auto", steps: float = LAPLACE_NEWTON_STEPS) -> Choice:
+    """How the exact Laplace solver takes a fit's Newton steps (laplace_exact.py): "factor" (B = I + S K S
+    factored at every step, n³/3, and the step's passes over n × n arrays) or "cg" (CG on products by the held
+    K, preconditioned by a Nyström factor of rank LAPLACE_NYSTROM_RANK: its RPCholesky, every step's
+    preconditioner and products, and B factored once, at the mode, for log det B and the gradient): the factor's
+    n³ against CG's n², so CG past a crossover. Seconds of the ``steps`` Newton steps of one evaluation; both
+    hold the same arrays."""
+    rank = min(n, LAPLACE_NYSTROM_RANK)
+    step = cholesky_seconds(n) + LAPLACE_STEP_PASSES * array_pass_seconds(n)
+    factor = steps * step
+    cg = step + (LAPLACE_RPCHOLESKY_FLOPS * n * rank * rank / gemm_rate()
+                 + steps * (LAPLACE_CG_STEP_PRODUCTS * array_pass_seconds(n)
+                                           + LAPLACE_PRECONDITIONER_FLOPS * n * rank * rank / gemm_rate()))
+    held = laplace_exact_bytes(n)
+    return choose("Laplace Newton steps", requested, [
+        Candidate("factor", LAPLACE_EXACT_OVERHEAD * factor, held),
+        Candidate("cg", LAPLACE_EXACT_OVERHEAD * cg, held),
+    ], held)
+
+
+def gaussian_process_classification(requested: str, *, n: int, d: int, probes: int, rank: int, cg_bytes: int,
+                                    memory_limit: int, steps: float = LAPLACE_NEWTON_STEPS) -> Choice:
+    """The classifier's solver for one binary model (the Laplace approximation), for one evaluation: "cholesky"
+    (two n × n arrays: the kernel, the Newton steps by the cheaper of laplace_newton_steps's ways, B⁻¹ for the
+    gradient, 2n³/3, and the kernel's and the gradient's passes) or "cg" (LAPLACE_CG_PRODUCTS block products by K
+    on the ``probes``, the dense algebra on a rank-``rank`` factor, LAPLACE_CG_FACTOR_FLOPS · n r²; ``cg_bytes``
+    from its memory plan; ``steps``: the exact evaluation's Newton steps). The exact evaluation grows as n³, the
+    cg one as n r²: cg past a crossover."""
+    rank = min(rank, n)
+    newton = min(c.seconds for c in laplace_newton_steps(n, steps=steps).candidates)
+    exact = newton + LAPLACE_EXACT_OVERHEAD * (cholesky_seconds(n, inverse=True) - cholesky_seconds(n)
+                                               + kernel_pass_seconds(n, n, d, 0) + kernel_pass_seconds(n, n, d, 1)
+                                               + LAPLACE_GRADIENT_PASSES * array_pass_seconds(n))
+    cg = LAPLACE_CG_SECONDS + LAPLACE_CG_OVERHEAD * (LAPLACE_CG_PRODUCTS * kernel_pass_seconds(n, n, d, probes)
+                                                     + LAPLACE_CG_FACTOR_FLOPS * n * rank * rank / gemm_rate())
+    return choose("gaussian process classification", requested, [
+        Candidate("cholesky", exact, laplace_exact_bytes(n)),
+        Candidate("cg", cg, cg_bytes),
+    ], memory_limit)
+
+
 # ---- Support vector machines: one dual, the whole problem as one working set or working sets -------------
 
 #: Seconds of one variable's share of an SMO step on the whole problem: its gradient updated from the pair's two

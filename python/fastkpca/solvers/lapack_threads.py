@@ -31,12 +31,13 @@ yet: Ctrl-C waits for them.
 from __future__ import annotations
 
 import contextlib
+import functools
 import threading
 
 import numpy as np
 
-__all__ = ["factorisation_threads", "interruptible", "one_blas_thread", "solve_lower_triangular", "symmetric_eigh",
-           "LARGE_MATRIX_BYTES", "INTERRUPTIBLE_FLOPS"]
+__all__ = ["factorisation_threads", "interruptible", "one_blas_thread", "on_one_blas_thread", "solve_lower_triangular",
+           "symmetric_eigh", "LARGE_MATRIX_BYTES", "INTERRUPTIBLE_FLOPS"]
 
 #: Calls of at least this many flops run on a worker thread (:func:`interruptible`): enough work that a
 #: thread's start is a small part of it, little enough that a call below it holds Ctrl-C back no longer than
@@ -73,6 +74,21 @@ def one_blas_thread():
     from threadpoolctl import threadpool_limits
 
     return threadpool_limits(1, user_api="blas")
+
+
+def on_one_blas_thread(method):
+    """The method (a decorator) with NumPy's BLAS on one thread (:func:`one_blas_thread`): the iterative Gaussian
+    process solvers' dense algebra, beside the native passes, is small; under load two BLAS threads made the
+    preconditioner's r × r factorisations many times slower, and Ctrl-C waited for them. (Not the regression's
+    predictive variances: there one BLAS thread put the standard deviations of
+    tests/test_gaussian_process_cg.py's amplitude-dwarfs case off the Cholesky fit's by more than two did, for
+    a reason not found.)"""
+    @functools.wraps(method)
+    def wrapped(*args, **kwargs):
+        with one_blas_thread():
+            return method(*args, **kwargs)
+
+    return wrapped
 
 
 def _wait(thread: threading.Thread) -> None:

@@ -56,9 +56,9 @@ def control_variate_rows(rank: int) -> int:
 
 #: Its flops are CONTROL_VARIATE_SQUARES · n · r² (three n × r × r products: F C⁻¹, T F_S⁻¹, Fᵀ T). Four would
 #: do: T F_S⁻¹ is a triangular product (r² per row), and Fᵀ T = I − C⁻¹ − Fᵀ diag(Δ) F since Fᵀ D⁻¹ F = C − I,
-#: a symmetric update (two, over the rows of either sign of Δ). Tried with OpenBLAS's dtrmm and dsyrk: 1.2×
-#: slower at n = 20,000 and 5,000 with r = 1,024 (dtrmm runs at about gemm's time for half the flops, and the
-#: split update's row copies outweigh its saving), so the three general products stay.
+#: a symmetric update (two, over the rows of either sign of Δ). Tried with OpenBLAS's dtrmm and dsyrk: slower
+#: (dtrmm runs at about gemm's time for half the flops, and the split update's row copies outweigh its
+#: saving), so the three general products stay.
 CONTROL_VARIATE_SQUARES = 6
 
 

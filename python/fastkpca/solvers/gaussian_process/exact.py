@@ -109,6 +109,8 @@ class ExactSolver:
 
     name = "cholesky"
     per_sample_objective = False
+    stop_gain: float | None = None
+    abnormal_restarts = 0
 
     def __init__(self, samples, noise, *, memory_limit: int):
         self.samples, self.noise, self.limit = samples, noise, memory_limit

@@ -2,12 +2,12 @@
 
 L-BFGS-B's own tests are a tolerance on the projected gradient and ``ftol`` on one iteration's relative gain,
 (f_k − f_{k+1}) / max(|f_k|, |f_{k+1}|, 1). On the likelihood per sample of a cg fit the default ftol,
-2.2e-9, asks 0.0002 nats of an iteration at 100,000 samples, where an evaluation costs a minute or more, and
-the fits spend tens of evaluations creeping along flat length scales (of features the labels do not depend
-on) for hundredths of a nat. A larger ftol stops too early instead: L-BFGS-B's first iteration on a box is a
-step of the gradient itself, which per sample near a good start is 10⁻⁴ long, so its gain is tiny whatever is
-left to gain (at 100,000 samples from the subset start, 0.007 nats, and ftol 1e-6 per sample stopped the fit
-there, measured). Here the fit stops where two iterations in a row, after the first, each gained less than
+2.2e-9, asks 2.2e-9·n nats of an iteration at n samples, where at a hundred thousand samples an evaluation
+is many passes over the kernel, and the fits spend tens of evaluations creeping along flat length scales (of
+features the labels do not depend on) for hundredths of a nat. A larger ftol stops too early instead:
+L-BFGS-B's first iteration on a box is a step of the gradient itself, which per sample near a good start is
+short, so its gain is tiny whatever is left to gain (bench/gaussian_process_classification.py --scale).
+Here the fit stops where two iterations in a row, after the first, each gained less than
 ``gain`` relative to the value (as ftol's test): from the second iteration on the steps are quasi-Newton
 steps, whose gains measure what is left.
 """

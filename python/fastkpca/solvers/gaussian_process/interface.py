@@ -1,23 +1,36 @@
-"""What a Gaussian process solver is: the one interface the exact (exact.py) and the iterative (iterative.py)
-solver implement as peers, and the regression likelihood written once on top of it.
+"""What a Gaussian process solver is: the one interface every solver of the family implements, the regression's
+and the Laplace classification's, exact and iterative as peers, and the regression likelihood written once on
+top of it.
 
-A solver answers questions about one system, K̂ = K(θ) + diag(a): the kernel matrix of the training samples at
-the hyperparameters θ of the kernel it is handed, plus a diagonal ``a`` fixed when the solver is made (the
-regression's noise ``alpha``). Its central operation, as GPyTorch's ``inv_quad_logdet``, is
+Every solver answers the hyperparameters' optimiser (optimiser.py), which runs the same loop for every model
+and never asks which solver it has: where to start (``start``: the kernel's θ, or a fit on a subset of the
+samples, subset_start.py), what to minimise (``objective``: the negative log likelihood itself, or values
+integrated from its gradient where the solver's value and gradient are separate estimates, objective.py), how
+L-BFGS-B should see it (``per_sample_objective``, ``stop_gain``, ``abnormal_restarts``), and when the optimum
+found is the answer (``settle``). Beside that, each model asks its own questions of the same solver object.
+
+Regression (:class:`RegressionSolver`: exact.py, iterative.py). A solver answers questions about one system,
+K̂ = K(θ) + diag(a): the kernel matrix of the training samples at the hyperparameters θ of the kernel it is
+handed, plus a diagonal ``a`` fixed when the solver is made (the noise ``alpha``). Its central operation, as
+GPyTorch's ``inv_quad_logdet``, is
 
     quad_k = y_kᵀ K̂⁻¹ y_k (one per column of Y),   logdet = log det K̂,
     and, asked for it, ∇_θ [w_q Σ_k quad_k + w_l logdet] = Σ_j tr((−w_q A Aᵀ + w_l K̂⁻¹) ∂K/∂θ_j) e_j,
 
 A = K̂⁻¹Y, for the weights (w_q, w_l) the caller's objective puts on the two: the exact solver reads K̂⁻¹ from
 its factor, the iterative one estimates the trace with probes. Beside it: the final solve for the posterior
-mean's coefficients (which fixes the state the predictions use), the predictive variances and covariance, the
-fitted attributes the solver leaves on the estimator (the exact one's ``L_``) and ``info()``.
+mean's coefficients (which fixes the state the predictions use), the predictive variances and covariance.
 
-The Laplace approximation of Gaussian process classification solves with B = I + W^½ K W^½ (W > 0 diagonal,
-the likelihood's curvature at the mode). Since B = W^½ (K + W⁻¹) W^½, its solves are W^-½ (K + W⁻¹)⁻¹ W^-½ and
-log det B = log det(K + W⁻¹) + Σ log W_ii: a system of this form with ``a`` = W⁻¹, one more the solvers answer.
+Laplace classification (:class:`LaplaceSolver`: laplace_exact.py, laplace_iterative.py). The approximation
+(laplace.py) solves with B = I + W^½ K W^½ at the posterior mode, W > 0 diagonal (the likelihood's curvature
+there): a solver finds the mode by Newton's iteration and returns the approximate log marginal likelihood and
+its gradient (``evaluate``), the mode at the fitted θ (``fit_final``) and the latent mean and variance at new
+points. Since B = W^½ (K + W⁻¹) W^½, B's solves are the regression's for the noise W⁻¹, and the iterative
+Laplace solver's trace estimate is the regression's with its control variate (laplace_iterative.py); the
+exact one factors B itself, whose eigenvalues lie in [1, 1 + λ_max(K)/4] whatever K's conditioning.
 
-Which solver a fit uses is decided once (choice.py); the estimator calls the interface and never asks which.
+Which solver a fit uses is decided once by the library's cost model (solvers/choice.py, through this package's
+make_solver and make_laplace_solver); the estimator calls the interface and never asks which.
 """
 
 from __future__ import annotations
@@ -30,7 +43,7 @@ import numpy as np
 
 from .objective import Objective
 
-__all__ = ["InvQuadLogdet", "GaussianProcessSolver", "log_marginal_likelihood"]
+__all__ = ["InvQuadLogdet", "GaussianProcessSolver", "RegressionSolver", "LaplaceSolver", "log_marginal_likelihood"]
 
 _LOG_2PI = math.log(2.0 * math.pi)
 
@@ -56,22 +69,24 @@ class InvQuadLogdet:
 
 
 class GaussianProcessSolver(Protocol):
-    """The methods every Gaussian process solver has (the module's documentation says what they compute)."""
+    """What every Gaussian process solver answers the optimiser (optimiser.py), whatever the model."""
 
     #: "cholesky" or "cg": what ``solver_info_["solver"]`` reports.
     name: str
-    #: Whether L-BFGS-B should work on the likelihood per sample (the estimator's optimizer says why).
+    #: Whether L-BFGS-B should work on the likelihood per sample (optimiser.py says why).
     per_sample_objective: bool
-
-    def inv_quad_logdet(self, kernel, Y: np.ndarray, eval_gradient: bool, *, quad_weight: float,
-                        logdet_weight: float) -> InvQuadLogdet:
-        """yᵀK̂⁻¹y per column, log det K̂ and, with ``eval_gradient``, the gradient of the weighted sum, for the
-        kernel (a kernels.Kernel holding the θ to evaluate)."""
+    #: L-BFGS-B stops where two iterations in a row after the first each gain less than this in the objective
+    #: per sample (gain_stop.py; None: scipy's own tests only).
+    stop_gain: float | None
+    #: L-BFGS-B runs again from where its line search ended ABNORMAL at most this many times (0: the optimiser's
+    #: result as scikit-learn checks it).
+    abnormal_restarts: int
 
     def start(self, theta: np.ndarray, fit_subset, size: int, random_state) -> tuple[np.ndarray, dict | None]:
         """θ for the optimiser to start from, and what was done for it (None: nothing): ``theta`` (the
-        kernel's), or the θ of ``fit_subset(index)``, an exact fit on ``size`` samples drawn from
-        ``random_state``, where an evaluation costs much more than that fit's (the iterative solver)."""
+        kernel's), or the θ of ``fit_subset(index, solver)``, a fit on the samples ``index`` drawn from
+        ``random_state`` by the solver named (subset_start.py), where an evaluation costs much more than that
+        fit's (the iterative solvers)."""
 
     def objective(self, func) -> Objective:
         """What the optimiser minimises for ``func`` (the negative log marginal likelihood): ``func`` itself, or
@@ -82,8 +97,23 @@ class GaussianProcessSolver(Protocol):
         """(θ, the objective's value there, what was done: None for nothing) once the solver trusts the optimum
         the optimiser found. ``optimum`` is (θ, value, the optimiser's inverse Hessian there as a function of a
         vector, or None), as ``minimise(start)`` (the optimiser from a θ) returns them; ``func(θ, eval_gradient)``
-        is the objective itself (the negative log likelihood) and ``bounds`` θ's. The exact solver returns the
-        optimum as it is; the iterative one refines its estimate until the optimum stops moving."""
+        is the objective itself (the negative log likelihood) and ``bounds`` θ's. The exact solvers return the
+        optimum as it is; the iterative regression solver refines its estimate until the optimum stops moving."""
+
+    def fitted_attributes(self) -> dict:
+        """Attributes the solver leaves on the fitted estimator (scikit-learn's names)."""
+
+    def info(self) -> dict:
+        """How the solver's work went, for ``solver_info_``."""
+
+
+class RegressionSolver(GaussianProcessSolver, Protocol):
+    """A Gaussian process regression's solver (the module's documentation says what it computes)."""
+
+    def inv_quad_logdet(self, kernel, Y: np.ndarray, eval_gradient: bool, *, quad_weight: float,
+                        logdet_weight: float) -> InvQuadLogdet:
+        """yᵀK̂⁻¹y per column, log det K̂ and, with ``eval_gradient``, the gradient of the weighted sum, for the
+        kernel (a kernels.Kernel holding the θ to evaluate)."""
 
     def solve(self, kernel, Y: np.ndarray) -> np.ndarray:
         """K̂⁻¹Y to the solver's final accuracy (LinAlgError where K̂ is not positive definite); the solver keeps
@@ -95,17 +125,29 @@ class GaussianProcessSolver(Protocol):
     def covariance(self, kernel, X_new) -> np.ndarray:
         """K(X*, X*) − K*ᵀK̂⁻¹K* (after :meth:`solve`)."""
 
-    def fitted_attributes(self) -> dict:
-        """Attributes the solver leaves on the fitted estimator (scikit-learn's names)."""
-
-    def info(self) -> dict:
-        """How the solver's work went, for ``solver_info_``."""
-
-    def localised(self) -> GaussianProcessSolver:
+    def localised(self) -> RegressionSolver:
         """The same state over the samples brought into this process (for pickling a model fitted elsewhere)."""
 
 
-def log_marginal_likelihood(solver: GaussianProcessSolver, kernel, Y: np.ndarray, eval_gradient: bool):
+class LaplaceSolver(GaussianProcessSolver, Protocol):
+    """A binary Gaussian process classification's solver by the Laplace approximation (laplace.py)."""
+
+    def evaluate(self, kernel, start: tuple, max_iter: int, eval_gradient: bool) -> tuple:
+        """(log q(y | θ), its gradient with ``eval_gradient`` else None, the mode: laplace.LaplaceMode) for the
+        kernel (a kernels.Kernel holding θ), Newton's iteration from ``start``: ("f", f0), scikit-learn's
+        iteration from f0 (laplace.posterior_mode), or ("settled", f0 or None), laplace.settled_mode's."""
+
+    def fit_final(self, kernel, start: tuple, max_iter: int):
+        """The mode (laplace.LaplaceMode) at the fitted kernel; the solver keeps what the predictions need."""
+
+    def latent_mean(self, kernel, X_new) -> np.ndarray:
+        """The latent function's posterior mean at new points (after :meth:`fit_final`)."""
+
+    def latent_variance(self, kernel, X_new) -> np.ndarray:
+        """The latent function's posterior variance at new points (after :meth:`fit_final`)."""
+
+
+def log_marginal_likelihood(solver: RegressionSolver, kernel, Y: np.ndarray, eval_gradient: bool):
     """(log p(Y | θ), its gradient or None, the value's standard error) of the regression with targets Y
     (n × t, one GP per column sharing K̂):
 

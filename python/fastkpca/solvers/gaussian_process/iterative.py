@@ -29,13 +29,13 @@ Every column starts from zero (no warm start: from the last evaluation's α the 
 path to it), the probes' at ``tol`` and the targets' at ``target_tol`` (1e-4): yᵀα's error is ‖α* − α‖²_K̂
 (CG's Galerkin condition), which at tol 1e-2 and a small noise was many nats and moved the optimum.
 
-The estimate's optimum is off the likelihood's by the probes' error, which the hard data left at 0.13 in log
-θ with 16 probes (N = 3,000). After the optimiser (given values integrated from the gradient: objective.py),
-``settle`` multiplies the probes, keeping those held, and runs it again from the optimum, until the error the
-optimum's move stands for is within ``theta_tol``/4: from p to k·p probes the move has k − 1 times the
-variance of the new optimum's own error (settle's documentation), so each round measures the error of the
-optimum it ends at. Up to SETTLE_ROUNDS rounds, SETTLE_PROBES times the first probes and within the memory
-limit; a ConvergenceWarning where it stops short.
+The estimate's optimum is off the likelihood's by the probes' error (on the hard data of
+bench/gaussian_process.py, a tenth of a unit of log θ with 16 probes). After the optimiser (given values
+integrated from the gradient: objective.py), ``settle`` multiplies the probes, keeping those held, and runs it
+again from the optimum, until the error the optimum's move stands for is within ``theta_tol``/4: from p to k·p
+probes the move has k − 1 times the variance of the new optimum's own error (settle's documentation), so each
+round measures the error of the optimum it ends at. Up to SETTLE_ROUNDS rounds, SETTLE_PROBES times the first
+probes and within the memory limit; a ConvergenceWarning where it stops short.
 
 The preconditioner's rank starts at rank.DEFAULT_RANK within the memory limit and may move during the first
 evaluations, as their iteration counts say pays (rank.py); the final solve fixes it.
@@ -47,16 +47,15 @@ pcg's blocks (cg.pcg_bytes) and the kernel pass's working memory (operators.pass
 a column for wide chunks, more for narrow ones, its widths rounded up to 8), beside the preconditioner and
 the kernel's storage; the chunk and the storage are planned together within the memory limit
 (_prediction_plan). (A factor cached in the manner of LOVE, Pleiss et al. 2018, K̂⁻¹ ≈ P⁻¹ + U(T⁻¹ − I)Uᵀ
-from block Lanczos on the pencil (K̂, P), was measured against these at N = 5,000 and not offered: 5% median,
-31% largest error in the standard deviations at noise 0.1 of the signal, and useless below, where k*ᵀK̂⁻¹k*
-nearly cancels k**.)
+from block Lanczos on the pencil (K̂, P), was measured against these and not offered: its standard deviations
+were off by a large part of themselves at noise 0.1 of the signal, and useless below, where k*ᵀK̂⁻¹k* nearly
+cancels k**.)
 """
 
 from __future__ import annotations
 
 import copy
 import dataclasses
-import functools
 import math
 import time
 import warnings
@@ -67,32 +66,20 @@ import numpy as np
 
 from ... import _validation as v
 from ...exceptions import ConvergenceWarning
-from ...operators.storage import DENSE_COPIES, fixed_bytes, pass_bytes
+from ...operators.storage import pass_bytes
 from .objective import Objective
 from .interface import InvQuadLogdet
-from .control_variate import CONTROL_VARIATE_SQUARES, control_variate_bytes, control_variate_traces
-from .preconditioner import PRECONDITIONER_BLOCK, NystromDiagonalPreconditioner, build_preconditioner
-from .rank import RankSearch, factor_bytes_per_entry, preconditioner_rank, rank_bound
+from .control_variate import CONTROL_VARIATE_SQUARES, control_variate_traces
+from .preconditioner import NystromDiagonalPreconditioner, build_preconditioner
+from .subset_start import subset_start
+from .memory import IterativeMemory, largest
+from .rank import RankSearch, factor_bytes_per_entry, preconditioner_rank
 from ..cg import pcg, pcg_bytes
-from ..lapack_threads import one_blas_thread
+from ..lapack_threads import on_one_blas_thread
 from ..lanczos_cg import quadrature_log
-from ..low_rank import CHUNK_ROWS, rpcholesky_bytes
+from ..low_rank import CHUNK_ROWS
 
 __all__ = ["IterativeSettings", "IterativeSolver", "preconditioner_rank"]
-
-
-def _on_one_blas_thread(method):
-    """The method with NumPy's BLAS on one thread (lapack_threads.one_blas_thread): its dense algebra, beside the
-    native passes, is small; under load two BLAS threads made the preconditioner's r × r factorisations many
-    times slower, and Ctrl-C waited for them. (Not the predictive variances: there one BLAS thread put the
-    standard deviations of tests/test_gaussian_process_cg.py's amplitude-dwarfs case 1.3e-3 off the Cholesky
-    fit's against 2e-7 on two, for a reason not found.)"""
-    @functools.wraps(method)
-    def wrapped(*args, **kwargs):
-        with one_blas_thread():
-            return method(*args, **kwargs)
-
-    return wrapped
 
 
 def _cross_columns(rows, X_new, kernel):
@@ -105,8 +92,8 @@ def _with_residual(K_cross: np.ndarray, info: dict) -> np.ndarray:
     + (RᵀK̂⁻¹K* − K*ᵀK̂⁻¹R): its diagonal's error, −rᵀK̂⁻¹r, is second order in r where K*ᵀV's, −rᵀK̂⁻¹k*, is
     first order, and the off-diagonal's first-order part is antisymmetric, which symmetrising removes. The
     variance k** − k*ᵀK̂⁻¹k* is a small difference of large numbers when the amplitude is many times the
-    posterior variance: at the RBF fit of bench/gaussian_process.py at N = 20,000 (10⁷ times), K*ᵀV at
-    final_tol 1e-6 put the standard deviations up to 4.8% off the Cholesky fit's, this form 0.07%."""
+    posterior variance (the RBF fit of bench/gaussian_process.py at 20,000 samples), where K*ᵀV at final_tol
+    1e-6 put the standard deviations far further off the Cholesky fit's than this form does."""
     R = info["residual_block"]
     if R is not None:
         K_cross += R
@@ -167,15 +154,6 @@ def _newton_round(theta: np.ndarray, inverse_hessian, func, bounds, tol: float):
 PREDICTION_MIN_CHUNK = 16
 
 
-def _largest(low: int, high: int, fits) -> int:
-    """The largest value in [low, high] for which ``fits`` holds (``fits`` monotone: true up to some value;
-    ``low`` when none does), by bisection."""
-    while low < high:
-        middle = (low + high + 1) // 2
-        low, high = (middle, high) if fits(middle) else (low, middle - 1)
-    return low
-
-
 @dataclass(frozen=True)
 class IterativeSettings:
     """cg's controls (GaussianProcessRegressor's parameters)."""
@@ -221,29 +199,25 @@ class IterativeSolver:
 
     name = "cg"
     per_sample_objective = True
+    stop_gain: float | None = None
+    abnormal_restarts = 0
 
     def __init__(self, samples, Y: np.ndarray, noise, settings: IterativeSettings, *, memory_limit: int,
                  n_jobs=None, random_state=None, copies: int = 1):
         self.samples, self.Y, self.settings, self.copies = samples, Y, settings, copies
         n, s = Y.shape
         self.noise = np.broadcast_to(np.asarray(noise, dtype=np.float64), (n,)).copy()
-        self.limit, self.n_jobs = memory_limit, n_jobs
-        itemsize = np.dtype(settings.dtype).itemsize
+        self.n_jobs = n_jobs
         width = s + settings.probes
-        self.factor_entry_bytes = factor_bytes_per_entry(itemsize)
-        start = preconditioner_rank(settings.rank, n, itemsize, memory_limit)
-        # what the operator's plan leaves beside its own share (the samples' working copies, the slack)
-        room = self.room
-        if settings.rank is None:  # rank_bound's half of the limit holds the factor and the control variate,
-            # and CG's blocks must fit beside them
-            start = _largest(0, start, lambda rank: (self._rank_bytes(rank) <= room // 2
-                                                     and self._working_bytes(rank) <= room))
-        v.check_within(self._working_bytes(start) + memory_limit - room, memory_limit,
-                       f"conjugate gradients on {n} samples ({width} columns, preconditioner of rank {start})")
-        # the search may grow the rank into what the limit leaves beside the plan's share (never past rank_bound)
-        bound = _largest(start, max(start, rank_bound(settings.rank, n, itemsize, memory_limit)),
-                         lambda rank: self._working_bytes(rank) <= room)
-        self.ranks = RankSearch(start, bound, n=n, d=samples.shape[1], columns=width, fixed=settings.rank is not None,
+        # beside pcg's blocks the probes and the warm start (the gradient's factors A, B and P⁻¹Z come after
+        # pcg's); the factor at its peak (a float32 factor is a copy made beside the float64 one)
+        self.memory = IterativeMemory(samples, memory_limit,
+                                      entry_bytes=factor_bytes_per_entry(np.dtype(settings.dtype).itemsize),
+                                      vectors=2, control_variate=settings.control_variate, copies=copies,
+                                      storage=settings.storage)
+        start = self.memory.start_rank(settings.rank, width, f"conjugate gradients on {n} samples")
+        self.ranks = RankSearch(start, self.memory.rank_ceiling(settings.rank, start, width), n=n,
+                                d=samples.shape[1], columns=width, fixed=settings.rank is not None,
                                 squares=4 + (CONTROL_VARIATE_SQUARES if settings.control_variate else 0))
         rng = v.check_random_state(random_state)
         self.signs = rng.choice(np.array([-1.0, 1.0]), size=(n, settings.probes))
@@ -256,32 +230,29 @@ class IterativeSolver:
         self.preconditioner: NystromDiagonalPreconditioner | None = None
 
     @property
+    def limit(self) -> int:
+        """The memory limit (the memory plan's)."""
+        return self.memory.limit
+
+    @limit.setter
+    def limit(self, limit: int) -> None:
+        self.memory.limit = limit
+
+    @property
     def room(self) -> int:
-        """What the memory limit leaves beside the samples' working copies (dense ones, ``copies`` of them: one
-        per radial term of the kernel) and the plan's slack."""
-        n, d = self.Y.shape[0], self.samples.shape[1]
-        return self.limit - fixed_bytes(n, d, 8, samples=DENSE_COPIES * n * d * 8 * getattr(self, "copies", 1))
+        """What the memory limit leaves beside the samples' working copies and the plan's slack (memory.py)."""
+        return self.memory.room
 
     @property
     def rank(self) -> int:
         """The preconditioner's rank now (RankSearch moves it during the first evaluations)."""
         return self.ranks.rank
 
-    def _rank_bytes(self, rank: int) -> int:
-        """The preconditioner's factor of that rank at its peak and the control variate's pass."""
-        n = self.Y.shape[0]
-        return (self.factor_entry_bytes * n * rank
-                + (control_variate_bytes(n, rank) if self.settings.control_variate else 0))
-
     def _working_bytes(self, rank: int, probes: int | None = None) -> int:
-        """pcg's blocks (the targets and probes its right-hand sides), the probes and the warm start beside
-        them (the gradient's factors A, B and P⁻¹Z come after pcg's), the kernel pass's working memory, the
-        factor and the control variate (_rank_bytes) and RPCholesky's blocks; ``probes``: for that many probes
-        (by default the fit's)."""
-        n = self.Y.shape[0]
-        width = self.Y.shape[1] + (self.settings.probes if probes is None else probes)
-        return (pcg_bytes(n, width, rank) + 2 * 8 * n * width + pass_bytes(width, n) + self._rank_bytes(rank)
-                + rpcholesky_bytes(n, min(PRECONDITIONER_BLOCK, max(rank, 1))))
+        """What an evaluation holds beside the kernel (memory.py) with CG on the targets and the probes
+        (``probes``: that many; by default the fit's)."""
+        return self.memory.working_bytes(rank, self.Y.shape[1] + (self.settings.probes if probes is None
+                                                                   else probes))
 
     # ---------------------------------------------------------------------------------------- pieces
 
@@ -299,10 +270,9 @@ class IterativeSolver:
 
     def _plan(self, kernel, width: int, other_bytes: int | None = None):
         """The kernel's storage for CG on ``width`` columns within the memory limit less ``other_bytes`` (by
-        default the fit's: _working_bytes)."""
-        other = self._working_bytes(self.rank) if other_bytes is None else other_bytes
-        return self.samples.plan(kernel, block_size=width, memory_limit=self.limit, other_bytes=other,
-                                 storage=self.settings.storage)
+        default the fit's: _working_bytes), memory.py's plan."""
+        return self.memory.kernel_plan(kernel, width, self._working_bytes(self.rank) if other_bytes is None
+                                       else other_bytes)
 
     def _operator(self, kernel, plan):
         """The kernel operator held as ``plan`` says (a context manager)."""
@@ -310,8 +280,7 @@ class IterativeSolver:
 
     def _held(self, plan) -> float:
         """The share of the kernel's entries ``plan`` holds in memory."""
-        n = self.Y.shape[0]
-        return min(1.0, plan.kernel_bytes / (np.dtype(self.samples.dtype).itemsize * n * (n + 1) / 2))
+        return self.memory.held(plan)
 
     def _cross(self, kernel, X_new) -> np.ndarray:
         """K(X, X_new), n × len(X_new), by row blocks where the samples are."""
@@ -343,7 +312,7 @@ class IterativeSolver:
 
     # ------------------------------------------------------------------------------------ likelihood
 
-    @_on_one_blas_thread
+    @on_one_blas_thread
     def inv_quad_logdet(self, kernel, Y: np.ndarray, eval_gradient: bool, *, quad_weight: float,
                         logdet_weight: float) -> InvQuadLogdet:
         """The interface's estimate (interface.py; this module's documentation says how) for the kernel (a
@@ -400,20 +369,12 @@ class IterativeSolver:
     # ------------------------------------------------------------------------------------------ start
 
     def start(self, theta: np.ndarray, fit_subset, size: int, random_state) -> tuple[np.ndarray, dict | None]:
-        """θ for the optimiser to start from: that of ``fit_subset(index)``, an exact fit on ``size`` samples
-        drawn without replacement from ``random_state`` (its θ and figures returned), where that is fewer than
-        the training samples; else the kernel's θ. At tens of thousands of samples every evaluation here is a
-        few passes over the kernel, and L-BFGS-B from the kernel's initial θ takes fifty or more: an exact fit on
-        a few thousand samples finds most of the way for the price of a few of them (bench/gaussian_process.py
-        --scale)."""
-        n = self.Y.shape[0]
-        if not 0 < size < n:
-            return theta, None
-        index = np.sort(v.check_random_state(random_state).choice(n, size, replace=False))
-        begin = time.perf_counter()
-        theta, figures = fit_subset(index)
-        self.figures["seconds"]["start"] = time.perf_counter() - begin
-        return theta, {"samples": size, **figures, "seconds": self.figures["seconds"]["start"]}
+        """θ for the optimiser to start from: that of an exact fit on ``size`` samples (subset_start.py) where
+        that is fewer than the training samples; else the kernel's θ."""
+        theta, record = subset_start(theta, fit_subset, self.Y.shape[0], size, random_state)
+        if record is not None:
+            self.figures["seconds"]["start"] = record["seconds"]
+        return theta, record
 
     # ----------------------------------------------------------------------------------------- settle
 
@@ -436,8 +397,8 @@ class IterativeSolver:
         first p kept, ḡ_kp = (ḡ_p + (k − 1) ḡ'_p)/k with ḡ'_p the new probes' mean (independent, of variance
         σ²/((k − 1)p)), so the move e_kp − e_p has (k − 1) times the variance of e_kp: move/√(k − 1) is one draw
         of the size of the new optimum's error (the move itself for a doubling). Accepting at a quarter of
-        ``theta_tol`` leaves that error, another draw of the same size, room to be larger (at N = 5,000 on the
-        hard data a round accepted at half, its move 0.024, left the error 0.060). The error falls as 1/√p, so
+        ``theta_tol`` leaves that error, another draw of the same size, room to be larger (on the hard data a
+        round accepted at half left an error above ``theta_tol``). The error falls as 1/√p, so
         the next round takes p·(error / (theta_tol/4))² probes: at least twice and at most eight times those
         held.
 
@@ -484,7 +445,7 @@ class IterativeSolver:
     def _more_probes(self, wanted: int) -> int:
         """``wanted`` probes, or as many as fit the memory limit beside the fit's rank (no fewer than now)."""
         now = self.settings.probes
-        return _largest(now, max(now, wanted), lambda probes: self._working_bytes(self.rank, probes) <= self.room)
+        return largest(now, max(now, wanted), lambda probes: self._working_bytes(self.rank, probes) <= self.room)
 
     def _add_probes(self, probes: int) -> None:
         """Hold ``probes`` probes: those held and new ones drawn from the fit's random state."""
@@ -570,7 +531,7 @@ class IterativeSolver:
 
         n_test = max(1, n_test)
         floor = min(n_test, PREDICTION_MIN_CHUNK)
-        columns = _largest(floor, n_test, whole) if whole(floor) else _largest(1, n_test, lambda c: plan(c) is not None)
+        columns = largest(floor, n_test, whole) if whole(floor) else largest(1, n_test, lambda c: plan(c) is not None)
         chosen = plan(columns)
         # not even one point beside the samples' copies: the plan's own MemoryError says what it needs
         return columns, self._plan(kernel, 1, self._prediction_bytes(1)) if chosen is None else chosen

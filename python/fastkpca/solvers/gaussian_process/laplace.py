@@ -176,14 +176,14 @@ def settled_mode(system: NewtonSystem, y: np.ndarray, f0: np.ndarray | None, max
     and B the gradient uses;
     log det B is asked for once, there (an estimate of its own for an iterative system). Ψ's change is no
     test: Ψ is stationary at the mode, and a step of 1e-5 changes it by about 1e-10, while log det B, first
-    order in W, moves the value by 1e-7 (measured at N = 100).
+    order in W, moves the value by more.
 
     An undamped step can overshoot, and did here from another θ's mode (100 steps without converging at
     L-BFGS-B's first trial θ, N = 2,000); the first step cannot be checked (Ψ at f0 needs K⁻¹f0), the others
     are. Starting from K a of the last mode instead, whose Ψ is known (GPML's Laplace inference does), took
-    more steps here: 4–11 per evaluation against 3–5. The stopping rule saves scikit-learn's last two steps:
-    Newton's quadratic convergence takes f from 1e-6 off the mode to 1e-11 in one step, after which
-    scikit-learn's rule takes two more to see that the value has stopped moving (measured at N = 1,000)."""
+    more steps here. The stopping rule saves scikit-learn's last two steps: Newton's quadratic convergence takes
+    f from 1e-6 off the mode to 1e-11 in one step, after which scikit-learn's rule takes two more to see that
+    the value has stopped moving."""
     n = y.shape[0]
     tol = getattr(system, "settled_tol", SETTLED_TOL)
     predicted_move = getattr(system, "predicted_move", None)
@@ -201,7 +201,7 @@ def settled_mode(system: NewtonSystem, y: np.ndarray, f0: np.ndarray | None, max
         step, a_new, f_new = 1.0, a_full, f_full
         new_objective = -0.5 * float(a_new @ f_new) + log_likelihood_terms(y, f_new)
         # a step is halved only where Ψ falls by more than its rounding (near the mode Ψ's gain is second order
-        # in the step and below it: halving there took up to 100 steps of 2⁻¹⁰ each, measured at N = 1,000)
+        # in the step and below it: halving there took up to max_iter steps of 2⁻¹⁰ each)
         while new_objective < objective - _PSI_ROUNDING * max(1.0, abs(objective)) and step > _SMALLEST_STEP:
             step *= 0.5
             a_new, f_new = a + step * (a_full - a), f + step * (f_full - f)
@@ -211,7 +211,7 @@ def settled_mode(system: NewtonSystem, y: np.ndarray, f0: np.ndarray | None, max
         a, f, objective = a_new, f_new, new_objective
         # settled: the step is below SETTLED_TOL, or Ψ has changed by no more than its rounding twice running
         # (where K is ill conditioned, at θ far from the optimum, f's rounding stays above SETTLED_TOL: such
-        # an evaluation ran to max_iter, 100 steps, measured at N = 1,000)
+        # an evaluation ran to max_iter)
         limit = tol * max(1.0, float(np.max(np.abs(f), initial=0.0)))
         if moved <= limit or flat >= 2:
             break

@@ -6,9 +6,10 @@ every Newton step, and after the last one B⁻¹ (potri, in place over L), whose
 products give u = s₂ − S B⁻¹ S K s₂, and finally the gradient's weights Ω = ½(a aᵀ − S B⁻¹ S) + ½(u vᵀ + v uᵀ),
 formed in place; the kernel reads Ω tile by tile and returns every tr(Ω ∂K/∂θ_j) (kernels.Kernel.
 gradient_traces). Memory 2n²·8 bytes; flops n³/3 per Newton step and 2n³/3 for the inverse (scikit-learn's
-gradient adds two n³ solves, an n × n × p array and 2pn² per θ_j on top). From CG_STEPS_FROM samples, a fit's
-Newton steps go by preconditioned CG on products with the held K instead (newton_cg.py, n² flops a product), and B is
-factored once per evaluation, at the mode.
+gradient adds two n³ solves, an n × n × p array and 2pn² per θ_j on top). A fit's Newton steps may go by
+preconditioned CG on products with the held K instead (newton_cg.py, n² flops a product), B then factored once per
+evaluation, at the mode: the library's cost model decides which is cheaper for n (solvers/choice.py,
+laplace_newton_steps).
 """
 
 from __future__ import annotations
@@ -16,31 +17,26 @@ from __future__ import annotations
 import numpy as np
 
 from ... import _native
+from .. import choice as _choice
 from ... import _validation as v
 from .exact import factor, posterior_variance
 from .laplace import LaplaceMode, mode_from, second_term, update_by_solve
+from .objective import Objective
 from .newton_cg import newton_cg_update, step_preconditioner, sufficient_rank
 from .preconditioner import NystromDiagonalPreconditioner
 
-#: settled_mode's Newton steps go by CG (newton_cg.py) from this many samples. An evaluation on the bench's
-#: data near its optimum (bench/gaussian_process_classification.py, five θ): 0.42 s by factors and 0.41 s by
-#: products at n = 2,000, 1.08 and 0.77 s at 3,000, 3.39 and 2.01 s at 5,000 (potrf's n³/3 per step against
-#: the factor K̃, a preconditioner per step and about two products by K; measured with GMRES steps, which
-#: took as many products there as CG's).
-CG_STEPS_FROM = 2500
-#: ... with the residual falling by this from the step's gradient (inexact Newton).
+#: A Newton step by CG stops with its residual fallen by this from the step's gradient (inexact Newton).
 NEWTON_FORCING = 1e-3
 #: ... preconditioned by a Nyström factor of K of at most this rank (RPCholesky on the held K;
-#: newton_cg.sufficient_rank may take fewer). At n = 5,000, rank 128 took 2.2 products a step and 2.01 s
-#: an evaluation, rank 256 1.2 products and 2.11 s (the factor and its preconditioners cost O(n r²)).
-NYSTROM_RANK = 128
+#: newton_cg.sufficient_rank may take fewer): the cost model's (solvers/choice.py).
+NYSTROM_RANK = _choice.LAPLACE_NYSTROM_RANK
 
 __all__ = ["ExactLaplace"]
 
 def _symmetric_times(K: np.ndarray, x: np.ndarray) -> np.ndarray:
     """K x for a symmetric C-ordered K by SciPy's BLAS, the library of the factorisations between these
     products: NumPy's OpenBLAS is another library with its own threads, which spin after each call and took
-    40% from the next factor on two cores (0.075 s against 0.045 for n = 2,000, measured)."""
+    cores from the next factor on two cores."""
     from scipy.linalg import blas
 
     return blas.dsymv(1.0, K.T, x, lower=1)
@@ -111,12 +107,20 @@ class ExactLaplace:
     y : ndarray (n,)
         Labels, 0 or 1 (float64).
     memory_limit : int
+    newton_steps : {"auto", "factor", "cg"}
+        How a fit's Newton steps go (laplace_newton_steps of solvers/choice.py; scikit-learn's iteration, from
+        ``log_marginal_likelihood``, factors B at every step).
     """
 
     name = "cholesky"
+    per_sample_objective = False
+    stop_gain: float | None = None
+    abnormal_restarts = 0
 
-    def __init__(self, X, y: np.ndarray, *, memory_limit: int):
+    def __init__(self, X, y: np.ndarray, *, memory_limit: int, newton_steps: str = "auto"):
         self.X, self.y, self.limit = X, y, memory_limit
+        #: How a fit's Newton steps go: "factor" or "cg" (the cost model's pick for "auto": solvers/choice.py)
+        self.steps = _choice.laplace_newton_steps(y.shape[0], newton_steps)
         self.L: np.ndarray | None = None
         self.pi: np.ndarray | None = None
         self.W_sr: np.ndarray | None = None
@@ -127,13 +131,15 @@ class ExactLaplace:
     def _arrays(self, kernel) -> tuple[np.ndarray, np.ndarray]:
         """(K(X, X) in float64, an n × n array for B), after the memory check. Until :meth:`fit_final` the two
         arrays are kept from one evaluation to the next: fresh ones cost the first touch of their pages every
-        time (this machine charges 1–2 s per GB: 0.6 s of an evaluation at n = 5,000)."""
+        time (a page's first touch costs the kernel's zeroing of it: a large share of an evaluation at a few
+        thousand samples)."""
         n = self.y.shape[0]
         if self._held is None:
             kept = 0 if self.L is None else 1  # a fitted model's L beside them
-            nystrom = 3 * 8 * n * min(n, NYSTROM_RANK)  # its factor, S F and the RPCholesky's working columns
-            v.check_within((2 + kept) * n * n * 8 + nystrom, self.limit, f"the exact Laplace approximation with "
-                           f"{n} samples (solver='cholesky': two {n}×{n} matrices" + (" beside L_)" if kept else ")"))
+            # the two arrays, the Newton steps' Nyström factor (its factor, S F and RPCholesky's columns)
+            v.check_within(_choice.laplace_exact_bytes(n) + kept * n * n * 8, self.limit,
+                           f"the exact Laplace approximation with {n} samples (solver='cholesky': two {n}×{n} "
+                           "matrices" + (" beside L_)" if kept else ")"))
             arrays = (np.empty((n, n)), np.empty((n, n)))
             if self.L is None:  # fitting: kept for the next evaluation (not beside a fitted model's L)
                 self._held = arrays
@@ -144,10 +150,11 @@ class ExactLaplace:
         return K, B
 
     def _system(self, K: np.ndarray, buffer: np.ndarray, threads: int, start: tuple) -> _CholeskyNewton:
-        """Newton's system on the held K: steps by CG for settled_mode's iteration from CG_STEPS_FROM samples,
-        by the factor of B otherwise (scikit-learn's iteration, whose every step asks for log det B anyway)."""
+        """Newton's system on the held K: steps by CG for settled_mode's iteration where the cost model picked
+        them, by the factor of B otherwise (scikit-learn's iteration, whose every step asks for log det B
+        anyway)."""
         n = K.shape[0]
-        if start[0] != "settled" or n < CG_STEPS_FROM:
+        if start[0] != "settled" or self.steps.picked == "factor":
             return _CholeskyNewton(K, buffer, threads)
         from ..low_rank import rpcholesky
 
@@ -195,6 +202,19 @@ class ExactLaplace:
         gradient = np.asarray(kernel.gradient_traces(self.X, omega), dtype=np.float64)
         return mode.log_marginal_likelihood, gradient, mode
 
+    def start(self, theta: np.ndarray, fit_subset, size: int, random_state) -> tuple[np.ndarray, dict | None]:
+        """The optimiser starts from the kernel's θ: an exact evaluation costs what an exact fit on a subset's
+        would, relative to the whole fit."""
+        return theta, None
+
+    def objective(self, func) -> Objective:
+        """The likelihood as it is: exact values and their gradient."""
+        return Objective(func, integrate=False)
+
+    def settle(self, optimum: tuple, minimise, func, bounds) -> tuple[np.ndarray, float, dict | None]:
+        """The optimum as found: the likelihood is exact, nothing to settle."""
+        return optimum[0], optimum[1], None
+
     def fit_final(self, kernel, start: tuple, max_iter: int) -> LaplaceMode:
         """The mode at the fitted kernel; the factor of its B kept for :meth:`latent_variance` (as ``L_``)."""
         K, buffer = self._arrays(kernel)
@@ -218,4 +238,4 @@ class ExactLaplace:
         return {"L_": self.L, "W_sr_": self.W_sr, "pi_": self.pi}
 
     def info(self) -> dict:
-        return {"newton": dict(self.figures)}
+        return {"newton": {**self.figures, "choice": self.steps.as_dict()}}

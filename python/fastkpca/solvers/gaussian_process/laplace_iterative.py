@@ -24,7 +24,7 @@ from one block CG run on the p probes, and u = (I − R K) s₂ = (I + W K)⁻¹
 is. The gradient is tr(Ω C_j) with Ω = ½(A Bᵀ + B Aᵀ), A = [a/2, u, S B⁻¹Z], B = [a, y − π, −S P⁻¹Z / (2p)]:
 one pass over the kernel's tiles (kernels.Kernel.gradient_traces_low_rank) forms Ω's tiles where it reads them.
 Memory: the factor (n × r, twice: F and S F), the probes' CG blocks (n × p, a few), the kernel's storage within
-what is left of ``memory_limit`` less a headroom of 5% (_HEADROOM_SHARE) for what those estimates do not count.
+what is left of ``memory_limit``: the plan and the preconditioner's rank rule are the regression's (memory.py).
 
 The trace is the regression's: R = (K + W⁻¹)⁻¹ = K̂⁻¹ for the noise W⁻¹, and with ẑ = S⁻¹z (covariance
 P̂ = S⁻¹ P S⁻¹ = F Fᵀ + D + W⁻¹, the regression's preconditioner for that noise) the estimate above is
@@ -47,33 +47,32 @@ from dataclasses import dataclass
 import numpy as np
 
 from ... import _validation as v
-from ..cg import pcg, pcg_bytes
+from ..cg import pcg
 from ..lanczos_cg import quadrature_log
-from ..lapack_threads import solve_lower_triangular
+from ..lapack_threads import on_one_blas_thread, solve_lower_triangular
 from ..low_rank import CHUNK_ROWS
-from ...operators.storage import pass_bytes
 from .control_variate import control_variate_traces
-from .iterative import _on_one_blas_thread
 from .laplace import SETTLED_TOL, LaplaceMode, mode_from, second_term
+from .memory import IterativeMemory
+from .objective import Objective
+from .subset_start import subset_start
 from .newton_cg import newton_cg_step, newton_cg_update, step_gradient, step_preconditioner, sufficient_rank
 from .preconditioner import NystromDiagonalPreconditioner, kernel_factor
 
-__all__ = ["LaplaceSettings", "IterativeLaplace"]
+__all__ = ["LaplaceSettings", "IterativeLaplace", "laplace_memory"]
 
-#: The largest preconditioner rank chosen by default, and the share of the memory limit its two n × r
-#: factors may take.
-DEFAULT_RANK = 1024
-_RANK_SHARE = 0.4
-
+#: L-BFGS-B runs again from where its line search ended ABNORMAL at most this many times (optimiser.py).
+CG_RESTARTS = 3
+#: L-BFGS-B stops where two iterations in a row after the first each raise the likelihood per sample by less
+#: than this (gain_stop.py: scipy's ftol test with its default asks of an iteration a gain that at a hundred
+#: thousand samples costs tens of evaluations creeping along flat length scales).
+CG_GAIN = 1e-6
+#: The subset start goes through a cg fit on √(subset_start·n) samples where n exceeds this many times
+#: subset_start (subset_start.py).
+SUBSET_CHAIN = 10
 
 #: Newton's stopping tolerance on f within an evaluation (_IterativeNewton.settled_tol).
 EVALUATION_SETTLED_TOL = 1e-5
-
-#: The share of the memory limit the kernel's storage plan leaves free beside its estimates (_working_bytes
-#: and the plan's slack): what they do not count, the allocator's retained blocks of a fit's many n × p
-#: arrays, the fit's small arrays and the interpreter's growth. At 17,320 samples and 2GB, without it, a fit
-#: from a subset's θ peaked 5 MiB below the limit (an RSS sampler's profile of its stages).
-_HEADROOM_SHARE = 0.05
 
 #: W below this is taken as this in the control variate's K̂ = K + W⁻¹ (its rows of K̂⁻¹ are then below
 #: 1e-12 of the others: the variate's bias is that small).
@@ -91,6 +90,14 @@ class LaplaceSettings:
     final_tol: float = 1e-6  # the predictive variances' solves
     rank: int | None = None
     max_iter: int = 1000
+
+
+def laplace_memory(samples, settings: LaplaceSettings, memory_limit: int, copies: int = 1) -> IterativeMemory:
+    """The memory plan of the Laplace approximation by CG (memory.py) on ``samples`` (an engine's, or their
+    shape): beside pcg's blocks on the probes, the probes, B⁻¹Z and P⁻¹Z (a Newton step's few vectors come and
+    go before them); the factor F and S F, both float64; the control variate's pass."""
+    return IterativeMemory(samples, memory_limit, entry_bytes=2 * 8, vectors=3, control_variate=True,
+                           copies=copies)
 
 
 def _inverse_diagonal(pre: NystromDiagonalPreconditioner) -> np.ndarray:
@@ -204,18 +211,17 @@ class IterativeLaplace:
     """
 
     name = "cg"
+    per_sample_objective = True
+    stop_gain: float | None = CG_GAIN
+    abnormal_restarts = CG_RESTARTS
 
     def __init__(self, samples, y: np.ndarray, settings: LaplaceSettings, *, memory_limit: int, n_jobs=None,
-                 random_state=None):
-        self.samples, self.y, self.settings, self.limit, self.n_jobs = samples, y, settings, memory_limit, n_jobs
+                 random_state=None, copies: int = 1):
+        self.samples, self.y, self.settings, self.n_jobs = samples, y, settings, n_jobs
         n = y.shape[0]
-        rank = settings.rank
-        if rank is None:
-            rank = int(min(DEFAULT_RANK, n // 2, _RANK_SHARE * memory_limit // (2 * 8 * n)))
-        self.rank = max(0, min(rank, n))
-        v.check_within(self._working_bytes(), memory_limit,
-                       f"the Laplace approximation by conjugate gradients on {n} samples "
-                       f"({settings.probes} probes, preconditioner of rank {self.rank})")
+        self.memory = laplace_memory(samples, settings, memory_limit, copies)
+        self.rank = self.memory.start_rank(settings.rank, settings.probes,
+                                           f"the Laplace approximation by conjugate gradients on {n} samples")
         rng = v.check_random_state(random_state)
         self.signs = rng.choice(np.array([-1.0, 1.0]), size=(n, settings.probes))
         self.seed = int(rng.randint(2**31 - 1))
@@ -230,12 +236,19 @@ class IterativeLaplace:
         #: the last mode's a: the first Newton step's starting guess (a θ nearby has its mode nearby)
         self.last_a: np.ndarray | None = None
 
+    @property
+    def limit(self) -> int:
+        """The memory limit (the memory plan's)."""
+        return self.memory.limit
+
+    @limit.setter
+    def limit(self, limit: int) -> None:
+        self.memory.limit = limit
+
     def _working_bytes(self, columns: int | None = None) -> int:
-        """The two factors (F and S F), the probes' CG blocks and their solutions beside them, and the kernel
-        pass's working memory."""
-        n, p = self.y.shape[0], self.settings.probes if columns is None else columns
-        blocks = pcg_bytes(n, p, self.rank) + 3 * 8 * n * p  # a Newton step's few vectors come and go before
-        return 2 * 8 * n * self.rank + blocks + pass_bytes(p, n)
+        """What an evaluation holds beside the kernel (memory.py): CG on the probes, or on ``columns`` right-hand
+        sides (the predictive variances' chunk)."""
+        return self.memory.working_bytes(self.rank, self.settings.probes if columns is None else columns)
 
     def count(self, info: dict) -> None:
         self.figures["products"] += info["iterations"]
@@ -255,20 +268,12 @@ class IterativeLaplace:
         return np.asarray(F, dtype=np.float64), d
 
     def _plan(self, kernel, columns: int | None = None):
-        """The kernel's storage beside the solver's working memory: the probes' by default, else that of CG on
-        ``columns`` right-hand sides held beside it (the predictive variances); MemoryError where even
+        """The kernel's storage beside the solver's working memory (memory.py): the probes' by default, else that
+        of CG on ``columns`` right-hand sides held beside it (the predictive variances); MemoryError where even
         matrix-free it does not fit."""
         held = 0 if columns is None else 8 * self.y.shape[0] * columns
         width = self.settings.probes if columns is None else columns
-
-        def planned(headroom: int):
-            return self.samples.plan(kernel, block_size=width, memory_limit=self.limit,
-                                     other_bytes=self._working_bytes(columns) + held + headroom)
-
-        try:
-            return planned(int(_HEADROOM_SHARE * self.limit))
-        except MemoryError:  # the headroom only ever takes cached tiles, never the room a pass needs
-            return planned(0)
+        return self.memory.kernel_plan(kernel, width, self._working_bytes(columns) + held)
 
     def _operator(self, kernel):
         """The kernel operator as :meth:`_plan` holds it for the probes (a context manager)."""
@@ -279,7 +284,7 @@ class IterativeLaplace:
         native, threads = op.native, op.threads
         return _IterativeNewton(lambda V: native.matmat(np.asfortranarray(V, dtype=np.float64), threads), F, d, self)
 
-    @_on_one_blas_thread
+    @on_one_blas_thread
     def evaluate(self, kernel, start: tuple, max_iter: int,
                  eval_gradient: bool) -> tuple[float, np.ndarray | None, LaplaceMode]:
         """(log q(y | θ) estimated, its gradient estimated with ``eval_gradient`` else None, the mode); ``start``
@@ -319,11 +324,26 @@ class IterativeLaplace:
         self._stage("evaluations", begin)
         return mode.log_marginal_likelihood, gradient, mode
 
+    def start(self, theta: np.ndarray, fit_subset, size: int, random_state) -> tuple[np.ndarray, dict | None]:
+        """θ of a fit on a subset of the samples (subset_start.py: exact on ``size`` samples, or where n is more
+        than SUBSET_CHAIN times that, cg on √(size·n) samples, itself started so), where that is fewer than the
+        training samples; else the kernel's θ."""
+        return subset_start(theta, fit_subset, self.y.shape[0], size, random_state, chain=SUBSET_CHAIN)
+
+    def objective(self, func) -> Objective:
+        """The value integrated from the gradient's estimate (objective.py: the two are separate estimates, and
+        L-BFGS-B's line search needs them to agree)."""
+        return Objective(func, integrate=True)
+
+    def settle(self, optimum: tuple, minimise, func, bounds) -> tuple[np.ndarray, float, dict | None]:
+        """The optimum as found (the fit's probes are fixed; the likelihood's standard error is reported)."""
+        return optimum[0], optimum[1], None
+
     def _stage(self, name: str, begin: float) -> None:
         seconds = self.figures["seconds"]
         seconds[name] = seconds.get(name, 0.0) + time.perf_counter() - begin
 
-    @_on_one_blas_thread
+    @on_one_blas_thread
     def fit_final(self, kernel, start: tuple, max_iter: int) -> LaplaceMode:
         """The mode at the fitted kernel; its S, π and B's preconditioner kept for the predictions."""
         F, d = self._factor(kernel)
@@ -337,8 +357,9 @@ class IterativeLaplace:
     def latent_mean(self, kernel, X_new) -> np.ndarray:
         """K(X_new, X)·a, a = K⁻¹f̂ from Newton's last step. At the mode a = y − π (Algorithm 3.2's form, the
         exact solver's), but CG's mode is off by its tolerance, and y − π carries that error multiplied by the
-        amplitude and n: at N = 5,000 (C ≈ 4,700) f̂ 1e-5 off moved K*ᵀ(y − π) by up to 2.4, against K*ᵀa,
-        whose error is f̂'s (measured)."""
+        amplitude and n (at thousands of samples and an amplitude of thousands, f̂ 1e-5 off moved K*ᵀ(y − π) by
+        units, tests/test_gaussian_process_classifier.py's large amplitude), against K*ᵀa, whose error is
+        f̂'s."""
         assert self.a is not None
         return np.asarray(kernel.product(X_new, self.samples.fitted(), self.a), dtype=np.float64)
 

@@ -27,8 +27,9 @@ inexact Newton steps (Dembo, Eisenstat and Steihaug 1982): CG stops when the ste
 Newton's next step corrects what is left, so the iteration converges to the same mode.
 
 GMRES on (I + W K) a = b itself, right-preconditioned by (I + W K̃)⁻¹, also needs no product for K g, but that
-matrix is S⁻¹ B P⁻¹ S, as far from normal as S's range (1e-5 to ½ at a large amplitude): at N = 100,000 it
-took 5–7 iterations a step where CG on B, whose residual is S-scaled, takes one or two (measured).
+matrix is S⁻¹ B P⁻¹ S, as far from normal as S's range (1e-5 to ½ at a large amplitude): at a hundred
+thousand samples it took several times the iterations a step that CG on B, whose residual is S-scaled,
+takes.
 """
 
 from __future__ import annotations
@@ -59,9 +60,9 @@ def sufficient_rank(F: np.ndarray, d: np.ndarray) -> int:
     Nyström factor on its pivots) whose residual E = K − F_k F_kᵀ has ¼ tr E ≤ RESIDUAL_TRACE, a multiple of
     RANK_STEP, else all. W ≤ ¼, so ‖S E S‖ ≤ tr(S E S) ≤ ¼ tr E: past it, P = I + S K̃ S leaves B P⁻¹ within
     RESIDUAL_TRACE of I. A pivot costs O(n r) in each product with the factor and O(n r²) in each
-    preconditioner (once per Newton step), far less than the product by K that a CG iteration more costs:
-    at N = 100,000 and θ near the optimum (C ≈ 27,000), ¼ tr E was 22 at 128 pivots, 0.21 at 256, 0.011 at
-    384 and 0.001 at 512 (measured). tr E = Σ d + Σ_{j ≥ k} ‖F_j‖²: d's white noise, if any, counts too."""
+    preconditioner (once per Newton step), far less than the product by K that a CG iteration more costs (at
+    a hundred thousand samples near the optimum, a few hundred pivots take ¼ tr E below RESIDUAL_TRACE).
+    tr E = Σ d + Σ_{j ≥ k} ‖F_j‖²: d's white noise, if any, counts too."""
     r = F.shape[1]
     tail = np.cumsum(np.einsum("ij,ij->j", F, F)[::-1])[::-1]  # Σ_{j ≥ k} ‖F_j‖² for k = 0 … r − 1
     base = float(np.sum(d))

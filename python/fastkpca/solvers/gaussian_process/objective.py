@@ -28,6 +28,8 @@ compares restarts, is the solver's own estimate there (:meth:`Objective.optimum_
 
 from __future__ import annotations
 
+from typing import Callable
+
 import numpy as np
 
 __all__ = ["LONG_STEP", "Objective", "restart_thetas"]
@@ -46,7 +48,7 @@ class Objective:
         self.func, self.integrate = func, integrate
         #: The optimiser's inverse Hessian at the optimum it found, as a function of a vector, where it has one
         #: (the estimator's L-BFGS-B sets it; the iterative solver's settling steps with it).
-        self.inverse_hessian = None
+        self.inverse_hessian: Callable[[np.ndarray], np.ndarray] | None = None
         self._points: list[tuple[np.ndarray, float, float, np.ndarray]] = []  # (θ, value given, v(θ), gradient)
         self._estimates: dict[bytes, float] = {}
 

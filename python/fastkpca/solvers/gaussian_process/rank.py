@@ -14,8 +14,8 @@ with c ≈ KERNEL_ENTRY_FLOPS for a kernel entry beyond its distance and h the s
 operator's plan holds in memory. The search runs only while h ≤ HELD_AT_MOST: a larger factor takes memory
 the plan would hold tiles in, a trade the model leaves out. More rank buys fewer iterations while P
 captures more of K's spectrum above the noise. CG's iterations grow as the square root of the preconditioned
-condition number, and that falls at least as 1/r where the kernel's eigenvalues decay (at N = 10,000 four
-times the rank gave 3.6 times fewer products: bench/gaussian_process.py --cg-products), so the search assumes
+condition number, and that falls at least as 1/r where the kernel's eigenvalues decay
+(bench/gaussian_process.py --cg-products measures it), so the search assumes
 I(2r) ≈ I(r)/√2, the cautious end. After an evaluation at rank r with I iterations it doubles r when the model
 says W_P(2r) + (I/√2) W_I(2r) < W_P(r) + I W_I(r), halves it when W_P(r/2) + √2 I W_I(r/2) is below that, and
 keeps going in the direction it took while the observed work falls; the first move that does not pay is undone
@@ -37,8 +37,7 @@ from ...operators.storage import PLAN_SLACK_BYTES
 __all__ = ["DEFAULT_RANK", "HELD_AT_MOST", "RankSearch", "factor_bytes_per_entry", "preconditioner_rank", "rank_bound"]
 
 #: The rank a fit starts from. RPCholesky's O(n r²) is paid on every evaluation, but the products it saves cost
-#: more: at N = 10,000 rank 1024 took 35 products and 14.5 s per evaluation, rank 256 127 and 29.8 s
-#: (bench/gaussian_process.py --cg-products).
+#: more (bench/gaussian_process.py --cg-products measures both).
 DEFAULT_RANK = 1024
 #: The search's bounds (the memory limit may bound it lower).
 MAX_RANK = 4 * DEFAULT_RANK
@@ -58,20 +57,24 @@ def factor_bytes_per_entry(itemsize: int) -> int:
     return 8 + (itemsize if itemsize != 8 else 0)
 
 
-def rank_bound(requested: int | None, n: int, itemsize: int, memory_limit: int) -> int:
+def rank_bound(requested: int | None, n: int, itemsize: int, memory_limit: int, *,
+               entry_bytes: int | None = None) -> int:
     """The largest rank a fit may use: the rank asked for (at most n − 1), or at most MAX_RANK, n − 1 and
     half the memory limit beyond the operator plan's slack (cg recomputes the kernel on every product past a
     few thousand samples: memory buys more as preconditioner rank than as a sliver of cached tiles, as for
-    kernel ridge's cg)."""
+    kernel ridge's cg). The factors take ``entry_bytes`` per entry (default: one factor stored with
+    ``itemsize``, factor_bytes_per_entry)."""
     if requested is not None:
         return int(min(requested, max(n - 1, 0)))
+    entry = factor_bytes_per_entry(itemsize) if entry_bytes is None else entry_bytes
     budget = max(0, memory_limit - PLAN_SLACK_BYTES) // 2
-    return int(max(0, min(MAX_RANK, n - 1, budget // max(1, factor_bytes_per_entry(itemsize) * n))))
+    return int(max(0, min(MAX_RANK, n - 1, budget // max(1, entry * n))))
 
 
-def preconditioner_rank(requested: int | None, n: int, itemsize: int, memory_limit: int) -> int:
+def preconditioner_rank(requested: int | None, n: int, itemsize: int, memory_limit: int, *,
+                        entry_bytes: int | None = None) -> int:
     """The rank a fit starts from: the rank asked for (at most n − 1), or DEFAULT_RANK within rank_bound."""
-    bound = rank_bound(requested, n, itemsize, memory_limit)
+    bound = rank_bound(requested, n, itemsize, memory_limit, entry_bytes=entry_bytes)
     return bound if requested is not None else min(DEFAULT_RANK, bound)
 
 
