@@ -105,7 +105,7 @@ class _PerSign(Formulation):
     """The ν-formulations: one equality per sign of y (LIBSVM's Solver_NU), whose offset r the solution reads."""
 
     def __init__(self, nu: float):
-        self.nu = float(nu)
+        self.nu = nu
 
     def native_solve(self):
         return _native.core.svm_solve_nu
@@ -122,7 +122,7 @@ class CClassification(_Classification):
     """C-SVC: C and the per-class factors of C (scikit-learn's ``class_weight_``, in the order of the classes)."""
 
     def __init__(self, C: float, class_weight: np.ndarray):
-        self.C, self.class_weight = C, np.asarray(class_weight, dtype=np.float64)
+        self.C, self.class_weight = C, class_weight
 
     def kept(self, weights, labels=None):
         return weights * self.class_weight[labels] > 0
@@ -180,7 +180,7 @@ class OneClass(Formulation):
     uses_targets = False
 
     def __init__(self, nu: float):
-        self.nu = float(nu)
+        self.nu = nu
 
     def dual(self, samples, upper, y=None, targets=None):
         n = samples.shape[0]
@@ -216,11 +216,12 @@ class EpsilonRegression(_Regression):
 
     def __init__(self, C: float, epsilon: float):
         super().__init__(C)
-        self.epsilon = float(epsilon)
+        self.epsilon = epsilon
 
     def dual(self, samples, upper, y=None, targets=None):
         z = np.asarray(targets, dtype=np.float64)
-        return self._dual(samples, upper, np.concatenate((self.epsilon - z, self.epsilon + z)),
+        epsilon = float(self.epsilon)
+        return self._dual(samples, upper, np.concatenate((epsilon - z, epsilon + z)),
                           np.zeros(2 * samples.shape[0]))
 
 
