@@ -115,13 +115,6 @@ class NystromDiagonalPreconditioner:
             Z += self._f(V @ (scale[:, None] * (V.T @ self._ft(Xi / root))))
         return Z
 
-    def quadratic_factor(self) -> np.ndarray:
-        """R with kᵀ P⁻¹ k = Σ k²/d − ‖Rᵀk‖²: R = D⁻¹ F L_C⁻ᵀ (n × r, float64)."""
-        if not self.rank:
-            return np.zeros((self.d.shape[0], 0))
-        inverse_LT = solve_lower_triangular(self.L, np.eye(self.rank), overwrite_b=True).T
-        return self._f(inverse_LT) * self.inverse_d[:, None]
-
 
 def _spectrum_of_gram(L: np.ndarray):
     """The eigendecomposition of GᵀG = L Lᵀ − I (L: the factor of I + GᵀG)."""
