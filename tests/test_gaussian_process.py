@@ -212,8 +212,10 @@ def test_bad_input_names_the_argument():
         GaussianProcessRegressor(C(1.0, (1e-2, np.inf)) * RBF(), n_restarts_optimizer=1).fit(X, y)
     with pytest.raises(MemoryError, match="the exact Gaussian process with 30 samples"):
         GaussianProcessRegressor(memory_limit=100, solver="cholesky").fit(X, y)
+    with pytest.raises(MemoryError, match="with 30 samples .* needs .* but the memory limit is"):
+        GaussianProcessRegressor(memory_limit=100).fit(X, y)  # auto, where no solver fits: the fewest bytes
     with pytest.raises(MemoryError, match="conjugate gradients on 30 samples"):
-        GaussianProcessRegressor(memory_limit=100).fit(X, y)  # auto: the n × n array does not fit
+        GaussianProcessRegressor(memory_limit=100, solver="cg").fit(X, y)
     model = GaussianProcessRegressor(RBF(1.0, "fixed")).fit(X, y)
     with pytest.raises(ValueError, match="Gradient can only be evaluated for theta!=None"):
         model.log_marginal_likelihood(eval_gradient=True)
