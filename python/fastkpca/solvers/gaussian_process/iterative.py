@@ -586,6 +586,8 @@ class IterativeSolver:
         cluster)."""
         out = copy.copy(self)
         out.samples = self.samples.local()
+        out.memory = copy.copy(self.memory)  # the plan reads the samples it was made for
+        out.memory.samples = out.samples
         return out
 
     def info(self) -> dict:
