@@ -13,8 +13,10 @@ differ the model's crossover is off at that size (within the noise of near-equal
 column shows). The anchor is the library itself: each exact candidate solves the same problem.
 
 Families: ``ridge`` (KernelRidge: cholesky, cg), ``cv`` (KernelRidgeCV k-fold: eigh, multi-shift CG), ``pca``
-(KernelPCA, k = 10: dense, lanczos), ``gpr`` (one evaluation of a Gaussian process regressor's likelihood and
-gradient: cholesky, cg). rbf kernels on standard normal data of ``--dims`` features.
+(KernelPCA, k = 10: dense, lanczos), ``sparse-pca`` (the same on sparse rows of 20,000 columns with ``--dims``
+values stored per row, Lanczos matrix-free: a memory limit short of the packed triangle), ``gpr`` (one evaluation
+of a Gaussian process regressor's likelihood and gradient: cholesky, cg). rbf kernels on standard normal data of
+``--dims`` features.
 """
 
 from __future__ import annotations
@@ -30,7 +32,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 from _common import alternate, machine_info, markdown_table, median, parse_ints, parse_list, print_machine  # noqa: E402
 
 DEFAULT_SIZES = {"ridge": [1000, 2000, 4000, 8000], "cv": [500, 1000, 2000], "pca": [100, 200, 400, 800, 1600, 3200],
-                 "gpr": [1000, 2000, 4000]}
+                 "sparse-pca": [1000, 2000, 4000], "gpr": [1000, 2000, 4000]}
 
 
 def _data(n: int, d: int, seed: int = 0):
@@ -94,6 +96,31 @@ def pca_runs(n: int, d: int):
     return {"dense": run("dense"), "lanczos": run("lanczos")}, read, run("auto")
 
 
+def sparse_pca_runs(n: int, d: int):
+    """KernelPCA, 10 components, on sparse rows of 20,000 columns with ``d`` stored values each (a text-like
+    matrix: the model's cost of a sparse kernel entry, SPARSE_VALUE_FLOPS)."""
+    from scipy import sparse
+
+    from fastkpca import KernelPCA
+
+    from fastkpca.operators.storage import fixed_bytes, working_copies_bytes
+    from fastkpca.solvers import lanczos
+
+    X = sparse.random(n, 20_000, density=d / 20_000, format="csr", random_state=0)
+    # Room for the Lanczos basis, the samples and the plan's slack, none for the kernel: matrix-free.
+    matrix_free = lanczos.memory_needs(10, n)[1] + fixed_bytes(n, X.shape[1], 8, working_copies_bytes(X)) + 2**16
+
+    def run(solver):
+        limit = matrix_free if solver == "lanczos" else None
+        return lambda: KernelPCA(n_components=10, kernel="rbf", gamma=1.0, eigen_solver=solver, random_state=0,
+                                 memory_limit=limit).fit(X)
+
+    def read(model):
+        return model.solver_info_["choice"], {"passes": model.solver_info_.get("n_passes")}
+
+    return {"dense": run("dense"), "lanczos": run("lanczos")}, read, run("auto")
+
+
 def gpr_runs(n: int, d: int):
     """One evaluation of the likelihood and its gradient at the kernel's θ, after a fit without optimiser."""
     from sklearn.gaussian_process.kernels import RBF, ConstantKernel, WhiteKernel
@@ -115,7 +142,7 @@ def gpr_runs(n: int, d: int):
     return {"cholesky": run("cholesky"), "cg": run("cg")}, read, run("auto")
 
 
-FAMILIES = {"ridge": ridge_runs, "cv": cv_runs, "pca": pca_runs, "gpr": gpr_runs}
+FAMILIES = {"ridge": ridge_runs, "cv": cv_runs, "pca": pca_runs, "sparse-pca": sparse_pca_runs, "gpr": gpr_runs}
 
 
 def main(argv=None) -> int:

@@ -63,10 +63,12 @@ class ReferenceProduct:
 
 class ReferenceSamples:
     CHUNK = 97  # rows per chunk of the streamed passes: not a divisor of anything
+    holds_matrix = False  # as a cluster's samples: no n x n matrix in this process
 
     def __init__(self, engine, X):
         self.engine, self.X = engine, X
         self.shape, self.dtype = X.shape, X.dtype
+        self.values_per_row = X.shape[1]
 
     def bind(self, kernel):
         if not kernel.native:

@@ -61,6 +61,41 @@ def test_the_families_cross_over_as_their_costs_grow(monkeypatch):
     assert cv.picked == "eigh" and not cv.as_dict()["candidates"]["multishift-cg"]["fits"]
 
 
+def test_a_kernel_the_limit_lets_be_stored_is_read_by_the_later_passes(monkeypatch):
+    """An iterative solver's passes after the first read the stored kernel where memory_limit leaves room for
+    its packed triangle (4n² bytes), and evaluate it again where it does not; a share of it in between."""
+    monkeypatch.setattr(choice, "gemm_rate", lambda: 5e10)
+    n, d, b = 4000, 64, 20
+    stored = choice.operator_passes_seconds(n, d, b, 15, memory_limit=100 * GB)
+    matrix_free = choice.operator_passes_seconds(n, d, b, 15, memory_limit=0)
+    set_aside = choice.PLAN_SLACK_BYTES + choice.DENSE_COPIES * 8 * n * d  # the plan's slack, the samples' copies
+    half = choice.operator_passes_seconds(n, d, b, 15, memory_limit=set_aside + 2 * n * n)
+    assert stored == pytest.approx(choice.kernel_pass_seconds(n, n, d, b) + 14 * choice.stored_pass_seconds(n, b))
+    assert matrix_free == pytest.approx(15 * choice.kernel_pass_seconds(n, n, d, b))
+    assert half == pytest.approx((stored + matrix_free) / 2)
+    pca = [choice.kernel_pca("lanczos", n=n, d=d, k=10, symmetric=True, all_components=False, memory_limit=limit)
+           for limit in (100 * GB, 10**8)]
+    assert pca[0].candidates[1].seconds < pca[1].candidates[1].seconds
+
+
+def test_sparse_samples_cost_what_their_rows_store():
+    """A kernel entry of sparse rows is modelled by the values a row stores, not by its columns; a precomputed
+    kernel's entries are read (d = 0)."""
+    from scipy import sparse
+
+    from fastkpca import kernels
+    from fastkpca.solvers.rows import ArrayRows
+
+    X = sparse.random(200, 40_000, density=0.0005, format="csr", random_state=0)
+    rbf = kernels.make("rbf", gamma=1.0, n_features=40_000)
+    per_row = X.nnz / 200
+    assert ArrayRows(X).values_per_row == per_row
+    assert choice.evaluated_features(rbf, ArrayRows(X)) == np.ceil(choice.SPARSE_VALUE_FLOPS * per_row)
+    assert choice.evaluated_features(rbf, ArrayRows(X.toarray())) == 40_000
+    precomputed = kernels.make("precomputed", n_features=200)
+    assert choice.evaluated_features(precomputed, ArrayRows(np.eye(200))) == 0
+
+
 def _recorded(info):
     record = info["choice"]
     assert record["picked"] == info["solver"] or record["picked"] == info.get("method")

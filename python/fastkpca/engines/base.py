@@ -54,6 +54,11 @@ class Samples(Protocol):
     def dtype(self) -> np.dtype:
         """The dtype of the values."""
 
+    @property
+    def values_per_row(self) -> float:
+        """Values a row stores: its columns when dense, the mean stored entries when sparse (what a kernel
+        entry's cost scales with: solvers/choice.py)."""
+
     def bind(self, kernel) -> Any:
         """The kernel (kernels.Kernel) this fit uses on these samples: the kind's own checks of the samples
         run here (a precomputed kernel must be square, ...), a kind may hand over to another for them, and a

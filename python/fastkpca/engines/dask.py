@@ -287,6 +287,10 @@ class DaskSamples:
         return (self.n, self.d)
 
     @property
+    def values_per_row(self) -> float:
+        return self.d  # dense row blocks
+
+    @property
     def blocks(self) -> int:
         return len(self.futures)
 

@@ -15,6 +15,7 @@ from .. import engines, kernels
 from .. import _validation as v
 from ..solvers import low_rank, spectral_solvers
 from ..solvers.affinity import matrix_affinity
+from ..solvers.rows import ArrayRows
 from ._base import EngineFitted, Reporting
 
 __all__ = ["SpectralEmbedding", "SpectralFit", "spectral_embedding", "SOLVERS"]
@@ -75,7 +76,7 @@ def spectral_embedding(adjacency: Any, *, n_components: int = 8, eigen_solver: s
     A = kernel.check_samples(adjacency, "adjacency")
     dtype = np.float32 if A.dtype == np.float32 else np.float64
     limit = v.memory_limit(None)
-    solver, _ = spectral_solvers.make_solver(eigen_solver, A.shape, kernel, n_components, memory_limit=limit)
+    solver, _ = spectral_solvers.make_solver(eigen_solver, ArrayRows(A), kernel, n_components, memory_limit=limit)
     with matrix_affinity(A, n_jobs) as affinity:
         E, _ = solver.solve(affinity, n_components, random_state=v.check_random_state(random_state),
                             eigen_tol=eigen_tol, memory_limit=limit, norm_laplacian=bool(norm_laplacian),
@@ -161,7 +162,7 @@ class SpectralFit(Reporting, EngineFitted, BaseEstimator):
         start = time.perf_counter()
         dtype = np.float32 if samples.dtype == np.float32 else np.float64
         limit = v.memory_limit(self.memory_limit)
-        solver, choice = spectral_solvers.make_solver(self.eigen_solver, samples.shape, kernel, k + self._DROP_FIRST,
+        solver, choice = spectral_solvers.make_solver(self.eigen_solver, samples, kernel, k + self._DROP_FIRST,
                                                       memory_limit=limit, n_landmarks=self.n_landmarks,
                                                       landmarks=self.landmarks)
         progress = (lambda figures: self._report("pass", **figures)) if self._wants_progress() else None

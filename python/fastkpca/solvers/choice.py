@@ -13,8 +13,10 @@ The model, in flops, for n samples of d features (c: a kernel entry's flops beyo
 
     a kernel entry      2d + c                       (its distance by a product, the exponential and scalings)
     a kernel pass       n² (2d + c + 2b)             (the fused micro-kernel on a block of b vectors, matrix-free)
+    a stored pass       n² (s + 2b)                  (the kernel read from memory where the limit lets it be kept)
     dense Cholesky      n³/3                         (potrf; the inverse's potri adds 2n³/3)
-    dense eigenpairs    EIGH_FLOPS_PER_CUBE · n³     (tridiagonal reduction, then the vectors asked for)
+    dense eigenpairs    EIGH_FLOPS_PER_CUBE · n³     (tridiagonal reduction, then every vector's back transformation;
+                                                      EIGH_SUBSET_FLOPS_PER_CUBE · n³ for a few vectors)
 
 at these rates: DGEMM's, measured once per process (:func:`gemm_rate`: the best of three 768 × 768 products on
 NumPy's BLAS threads), the kernel pass at KERNEL_PASS_SHARE of it, LAPACK's Cholesky and eigensolver at their
@@ -27,15 +29,18 @@ times every candidate of every family at several sizes beside this model's predi
 from __future__ import annotations
 
 import functools
+import math
 import time
 from dataclasses import dataclass
 
 import numpy as np
 
+from ..operators.storage import DENSE_COPIES, PLAN_SLACK_BYTES
 from .lapack_threads import LARGE_MATRIX_BYTES
 
 __all__ = ["Candidate", "Choice", "choose", "gemm_rate", "kernel_entry_flops", "evaluated_features",
-           "kernel_pass_seconds", "cholesky_seconds", "eigh_seconds"]
+           "kernel_pass_seconds", "stored_pass_seconds",
+           "operator_passes_seconds", "cholesky_seconds", "eigh_seconds"]
 
 # --------------------------------------------------------------------------------------------------- rates
 
@@ -43,13 +48,22 @@ __all__ = ["Candidate", "Choice", "choose", "gemm_rate", "kernel_entry_flops", "
 KERNEL_ENTRY_FLOPS = 20
 #: The kernel pass's rate against DGEMM's (the fused micro-kernel's measured share).
 KERNEL_PASS_SHARE = 0.7
+#: A stored kernel entry's cost in a product, in DGEMM-equivalent flops beyond the block's 2b: reading it from
+#: memory (a pass over the packed triangle is bound by the memory's bandwidth; bench/solver_choice.py).
+STORED_ENTRY_FLOPS = 20
 #: LAPACK's Cholesky factor (and inverse) against DGEMM's rate on the same threads.
 CHOLESKY_SHARE = 0.8
 #: LAPACK's symmetric eigensolver (scipy's eigh, all or some pairs) against DGEMM's rate.
 EIGH_SHARE = 0.25
-#: Flops of a dense symmetric eigensolve per n³: the tridiagonal reduction's 4/3 and the vectors' back
-#: transformation.
+#: Flops of a dense symmetric eigensolve per n³ with all its vectors (the tridiagonal reduction's 4/3 and the
+#: vectors' back transformation), and with a few (the reduction alone; the few vectors' share is O(n²k)).
 EIGH_FLOPS_PER_CUBE = 4.0
+EIGH_SUBSET_FLOPS_PER_CUBE = 4 / 3
+
+
+#: A stored value of a sparse row in a kernel entry, in dense features: the sparse dot product's cost per
+#: value against a dense one's per feature (bench/solver_choice.py --families sparse-pca).
+SPARSE_VALUE_FLOPS = 8
 
 
 @functools.lru_cache(maxsize=1)
@@ -71,16 +85,42 @@ def kernel_entry_flops(d: int) -> float:
     return 2 * d + KERNEL_ENTRY_FLOPS
 
 
-def evaluated_features(kernel, d: int) -> int:
-    """The d of the model's kernel entry for a kernel of samples with d columns: 0 for a precomputed kernel,
-    whose entries are read from memory rather than evaluated (its samples' columns are the samples)."""
-    return 0 if kernel.precomputed else d
+def evaluated_features(kernel, samples) -> int:
+    """The d of the model's kernel entry for a kernel of ``samples`` (engines/base.py's Samples): 0 for a
+    precomputed kernel, whose entries are read from memory rather than evaluated; for sparse samples, the
+    values a row stores (``values_per_row``) at SPARSE_VALUE_FLOPS each (an entry's sparse dot product is
+    bound by the index lookups, not by flops); else the samples' columns."""
+    if kernel.precomputed:
+        return 0
+    d = samples.shape[1]
+    per_row = samples.values_per_row
+    return d if per_row >= d else min(d, math.ceil(SPARSE_VALUE_FLOPS * per_row))
 
 
 def kernel_pass_seconds(n: int, m: int, d: int, columns: int) -> float:
     """Seconds of one pass of the fused micro-kernel: an n × m kernel evaluated and multiplied into ``columns``
     vectors."""
     return n * m * (kernel_entry_flops(d) + 2 * columns) / (KERNEL_PASS_SHARE * gemm_rate())
+
+
+def stored_pass_seconds(n: int, columns: int) -> float:
+    """Seconds of one product of a stored n × n kernel (operators/storage.py: the packed triangle in memory)
+    with ``columns`` vectors: the entries read instead of evaluated."""
+    return n * n * (STORED_ENTRY_FLOPS + 2 * columns) / (KERNEL_PASS_SHARE * gemm_rate())
+
+
+def operator_passes_seconds(n: int, d: int, columns: int, passes: float, memory_limit: int,
+                            other_bytes: int = 0) -> float:
+    """Seconds of ``passes`` products of the n-sample kernel operator with ``columns`` vectors, in the storage
+    the memory limit leaves room for beside ``other_bytes`` (operators/storage.py's plan, which also sets aside
+    its slack and the samples' working copies): the first pass evaluates the kernel; of the later ones, the
+    share of the packed triangle (4n² bytes) that fits is read and the rest evaluated again (all of it read
+    where it fits, all evaluated matrix-free)."""
+    room = memory_limit - other_bytes - PLAN_SLACK_BYTES - DENSE_COPIES * 8 * n * d
+    stored = min(1.0, max(0.0, room / (4.0 * n * n)))
+    evaluated = kernel_pass_seconds(n, n, d, columns)
+    later = stored * stored_pass_seconds(n, columns) + (1 - stored) * evaluated
+    return evaluated + max(passes - 1, 0) * later
 
 
 def _lapack_rate(n: int, share: float) -> float:
@@ -93,9 +133,11 @@ def cholesky_seconds(n: int, inverse: bool = False) -> float:
     return (n**3 / 3 + (2 * n**3 / 3 if inverse else 0)) / _lapack_rate(n, CHOLESKY_SHARE)
 
 
-def eigh_seconds(n: int) -> float:
-    """Seconds of LAPACK's dense symmetric eigensolver on an n × n matrix."""
-    return EIGH_FLOPS_PER_CUBE * n**3 / _lapack_rate(n, EIGH_SHARE)
+def eigh_seconds(n: int, vectors: int | None = None) -> float:
+    """Seconds of LAPACK's dense symmetric eigensolver on an n × n matrix, for all its eigenvectors or for a few
+    (``vectors``, taken by index)."""
+    per_cube = EIGH_FLOPS_PER_CUBE if vectors is None or 4 * vectors >= n else EIGH_SUBSET_FLOPS_PER_CUBE
+    return per_cube * n**3 / _lapack_rate(n, EIGH_SHARE)
 
 
 # ---------------------------------------------------------------------------------------------- the rule
@@ -176,8 +218,10 @@ _MATRIX_NOTE = {True: "", False: "the samples' engine does not hold an n × n ma
 
 # ---- Kernel ridge regression: one fit -------------------------------------------------------------------
 
-#: Iterations (block products by K) of preconditioned CG on a well-posed system (bench/solver_choice.py).
-RIDGE_CG_ITERATIONS = 40
+#: Iterations (block products by K) of preconditioned CG on a well-posed system of 1,000 samples, and how they
+#: grow with n: RIDGE_CG_ITERATIONS · (n / 1000) ** RIDGE_CG_GROWTH (bench/solver_choice.py counts them).
+RIDGE_CG_ITERATIONS = 43
+RIDGE_CG_GROWTH = 0.6
 #: Iterations CG may take on a singular system (alpha = 0), where its convergence has no bound: KernelRidge's
 #: max_iter default.
 RIDGE_SINGULAR_ITERATIONS = 1000
@@ -195,13 +239,14 @@ def kernel_ridge(requested: str, *, n: int, d: int, targets: int, singular: bool
     where it fits) or "nystrom" (approximate: only when asked for). ``matrix_possible``: whether the samples'
     engine can hold the n × n matrix in this process (samples on a cluster cannot)."""
     rank = min(rank, n)
-    iterations = RIDGE_SINGULAR_ITERATIONS if singular else RIDGE_CG_ITERATIONS
+    iterations = RIDGE_SINGULAR_ITERATIONS if singular else RIDGE_CG_ITERATIONS * (n / 1000) ** RIDGE_CG_GROWTH
     cholesky = kernel_pass_seconds(n, n, d, 0) + cholesky_seconds(n) + 2 * n * n * targets / gemm_rate()
-    cg = (RIDGE_CG_SETUP_SECONDS + iterations * kernel_pass_seconds(n, n, d, targets)
+    cg_bytes = 8 * n * (6 * targets + rank) + 24 * rank * rank
+    cg = (RIDGE_CG_SETUP_SECONDS + operator_passes_seconds(n, d, targets, iterations, memory_limit, cg_bytes)
           + (n * rank * kernel_entry_flops(d) + 2 * n * rank * rank) / gemm_rate())
     return choose("kernel ridge", requested, [
         Candidate("cholesky", cholesky, 8 * n * n, matrix_possible, note=_MATRIX_NOTE[matrix_possible]),
-        Candidate("cg", cg, 8 * n * (6 * targets + rank) + 24 * rank * rank),
+        Candidate("cg", cg, cg_bytes),
         Candidate("nystrom", kernel_pass_seconds(n, min(n, 1000), d, targets), 8 * 1000 * (1000 + targets),
                   automatic=False, note="approximate: Falkon's restricted problem"),
     ], memory_limit)
@@ -260,8 +305,10 @@ def kernel_pca(requested: str, *, n: int, d: int, k: int, symmetric: bool, all_c
     lanczos_note = ("the kernel is not symmetric" if not symmetric
                     else "all components need the dense eigendecomposition" if all_components else "")
     return choose("kernel PCA", requested, [
-        Candidate("dense", kernel + eigh_seconds(n), 3 * 8 * n * n, matrix_possible, note=note),
-        Candidate("lanczos", LANCZOS_SETUP_SECONDS + LANCZOS_PASSES * kernel_pass_seconds(n, n, d, b),
+        Candidate("dense", kernel + eigh_seconds(n, None if all_components else k), 3 * 8 * n * n, matrix_possible,
+                  note=note),
+        Candidate("lanczos", LANCZOS_SETUP_SECONDS + operator_passes_seconds(n, d, b, LANCZOS_PASSES, memory_limit,
+                                                                             8 * n * (8 * b + k)),
                   8 * n * (8 * b + k), symmetric and not all_components, note=lanczos_note),
         Candidate("arpack", kernel + arpack_products * 2 * n * n / (MATVEC_SHARE * gemm_rate()), 2 * 8 * n * n,
                   matrix_possible, automatic=not symmetric and not all_components, note=note),
@@ -284,7 +331,8 @@ def spectral(requested: str | None, *, n: int, d: int, k: int, memory_limit: int
     sklearn = kernel_pass_seconds(n, n, d, 0) + (ARPACK_PRODUCTS + ARPACK_PRODUCTS_PER_PAIR * k) * 2 * n * n / (
         MATVEC_SHARE * gemm_rate())
     return choose("spectral embedding", "auto" if requested is None else requested, [
-        Candidate("lanczos", LANCZOS_SETUP_SECONDS + LANCZOS_PASSES * kernel_pass_seconds(n, n, d, b),
+        Candidate("lanczos", LANCZOS_SETUP_SECONDS + operator_passes_seconds(n, d, b, LANCZOS_PASSES, memory_limit,
+                                                                             8 * n * (8 * b + k)),
                   8 * n * (8 * b + k)),
         *(Candidate(name, sklearn, dense, automatic=False, note="scikit-learn's, on the materialised affinity")
           for name in ("arpack", "lobpcg", "amg")),

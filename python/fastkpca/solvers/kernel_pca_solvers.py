@@ -209,7 +209,7 @@ def make_solver(requested: str, samples, kernel, k: int, settings: PcaSettings):
     """(the solver of this fit, how it was chosen: ``solver_info_["choice"]``) for ``requested`` ("auto" or a
     solver's name) and the top ``k`` pairs, by the library's cost model (solvers/choice.py)."""
     n, d = samples.shape
-    picked = choice.kernel_pca(requested, n=n, d=choice.evaluated_features(kernel, d), k=k,
+    picked = choice.kernel_pca(requested, n=n, d=choice.evaluated_features(kernel, samples), k=k,
                                symmetric=bool(kernel.symmetric), all_components=settings.all_components,
                                memory_limit=settings.limit, matrix_possible=bool(samples.holds_matrix))
     name = picked.picked

@@ -47,7 +47,7 @@ def cross_validate(samples, kernel, Y: np.ndarray, alphas, cv: int | None, weigh
     k-fold from it or, for a native kernel, matrix-free by multi-shift CG, as the library's cost model picks
     (solvers/choice.py)."""
     n, d = samples.shape
-    picked = choice.kernel_ridge_cv("auto", n=n, d=choice.evaluated_features(kernel, d), targets=Y.shape[1],
+    picked = choice.kernel_ridge_cv("auto", n=n, d=choice.evaluated_features(kernel, samples), targets=Y.shape[1],
                                     folds=cv, native=kernel.native, memory_limit=memory_limit,
                                     matrix_possible=bool(samples.holds_matrix))
     if cv is None:

@@ -173,7 +173,7 @@ def make_solver(requested: str, samples, kernel, Y: np.ndarray, alphas: np.ndarr
     """(the solver of this fit, how it was chosen: ``solver_info_["choice"]``) for ``requested`` ("auto" or a
     solver's name), by the library's cost model (solvers/choice.py)."""
     n, d = samples.shape
-    picked = choice.kernel_ridge(requested, n=n, d=choice.evaluated_features(kernel, d), targets=Y.shape[1],
+    picked = choice.kernel_ridge(requested, n=n, d=choice.evaluated_features(kernel, samples), targets=Y.shape[1],
                                  singular=bool((alphas == 0).any()), rank=ridge.DEFAULT_PRECONDITIONER_RANK,
                                  memory_limit=settings.limit, matrix_possible=bool(samples.holds_matrix))
     return _SOLVERS[picked.picked](settings), picked.as_dict()

@@ -46,6 +46,12 @@ class ArrayRows:
     def dtype(self) -> np.dtype:
         return self.X.dtype
 
+    @property
+    def values_per_row(self) -> float:
+        """Values a row stores: its columns when dense, the mean stored entries when sparse."""
+        n, d = self.X.shape
+        return self.X.nnz / max(n, 1) if hasattr(self.X, "nnz") else d
+
     def rows(self, index=None):
         if index is None:
             return self.X

@@ -132,13 +132,14 @@ class NystromEmbedding:
         return E.astype(dtype, copy=False), info, None
 
 
-def make_solver(requested: str | None, shape: tuple, kernel, k: int, *, memory_limit: int, n_landmarks=None,
+def make_solver(requested: str | None, samples, kernel, k: int, *, memory_limit: int, n_landmarks=None,
                 landmarks: Any = "rpcholesky"):
     """(the solver of this fit, how it was chosen: ``solver_info_["choice"]``) for ``requested`` (None, "auto"
-    or a solver's name), the affinity ``kernel`` of samples of ``shape`` and an embedding of ``k`` vectors, by
-    the library's cost model (solvers/choice.py)."""
-    n, d = shape
-    picked = choice.spectral(requested, n=n, d=choice.evaluated_features(kernel, d), k=k, memory_limit=memory_limit)
+    or a solver's name), the affinity ``kernel`` of ``samples`` (an engine's, or solvers/rows.py's ArrayRows) and
+    an embedding of ``k`` vectors, by the library's cost model (solvers/choice.py)."""
+    n = samples.shape[0]
+    picked = choice.spectral(requested, n=n, d=choice.evaluated_features(kernel, samples), k=k,
+                             memory_limit=memory_limit)
     name = picked.picked
     solver = (LanczosEmbedding() if name == LanczosEmbedding.name
               else NystromEmbedding(n_landmarks, landmarks) if name == NystromEmbedding.name
