@@ -55,25 +55,38 @@ TRIANGULAR_BLOCK = 256
 
 #: Matrices from this many bytes are factored on one BLAS thread.
 LARGE_MATRIX_BYTES = 2**31
+#: Matrices of at most this many rows are factored (and inverted, solved) on one BLAS thread as well: after a
+#: threaded call OpenBLAS's threads spin on the cores for a while, and the next native pass's OpenMP team
+#: waits for one of them to be descheduled (about 8 ms on a 2-core machine, whatever the pass's size); one
+#: thread factors, inverts and solves a matrix this small in less than that (bench/solver_choice.py's gpr
+#: family times the evaluations either side of it).
+SMALL_MATRIX_ROWS = 1024
+
+
+@functools.lru_cache(maxsize=1)
+def _controller():
+    """threadpoolctl's view of the BLAS libraries loaded (NumPy's and SciPy's, which may differ), taken once:
+    limiting through it costs microseconds where ``threadpool_limits`` scans the process every time."""
+    import scipy.linalg  # noqa: F401  (SciPy's own BLAS is loaded before the view is taken)
+    from threadpoolctl import ThreadpoolController
+
+    return ThreadpoolController()
 
 
 def factorisation_threads(n: int, itemsize: int = 8):
-    """A context in which LAPACK may factor an n × n matrix: BLAS limited to one thread when the matrix has
-    ``LARGE_MATRIX_BYTES`` or more (see the module), else nothing changed."""
-    if n * n * itemsize < LARGE_MATRIX_BYTES:
+    """A context in which LAPACK may factor, invert or solve with an n × n matrix: BLAS limited to one thread
+    when the matrix has ``LARGE_MATRIX_BYTES`` or more (see the module) or at most SMALL_MATRIX_ROWS rows, else
+    nothing changed."""
+    if SMALL_MATRIX_ROWS < n and n * n * itemsize < LARGE_MATRIX_BYTES:
         return contextlib.nullcontext()
-    from threadpoolctl import threadpool_limits
-
-    return threadpool_limits(1, user_api="blas")
+    return one_blas_thread()
 
 
 def one_blas_thread():
-    """A context in which NumPy's BLAS runs on one thread: the dense algebra beside the native passes is small,
-    and OpenBLAS's threads spin for a while after each call, taking cores from the next pass (and, under load,
-    slowing the call itself many times over)."""
-    from threadpoolctl import threadpool_limits
-
-    return threadpool_limits(1, user_api="blas")
+    """A context in which NumPy's and SciPy's BLAS run on one thread: the dense algebra beside the native
+    passes is small, and OpenBLAS's threads spin for a while after each call, taking cores from the next pass
+    (and, under load, slowing the call itself many times over)."""
+    return _controller().limit(limits=1, user_api="blas")
 
 
 def on_one_blas_thread(method):

@@ -136,13 +136,15 @@ class ExactSolver:
             L = factor(K, self.noise)
         except np.linalg.LinAlgError:
             return InvQuadLogdet(None, math.nan, None)
-        alpha, _ = lapack.dpotrs(L, Y, lower=1)
+        with factorisation_threads(L.shape[0]):
+            alpha, _ = lapack.dpotrs(L, Y, lower=1)
         quad = np.einsum("ik,ik->k", Y, alpha)
         logdet = 2.0 * np.log(np.diag(L)).sum()
         if not eval_gradient:
             return InvQuadLogdet(quad, logdet, alpha)
         # K̂⁻¹ in the factor's triangle
-        _, info = interruptible(lapack.dpotri, L, lower=1, overwrite_c=1, flops=2 * L.shape[0] ** 3 / 3)
+        with factorisation_threads(L.shape[0]):
+            _, info = interruptible(lapack.dpotri, L, lower=1, overwrite_c=1, flops=2 * L.shape[0] ** 3 / 3)
         if info != 0:  # pragma: no cover - a factor with a zero diagonal entry cannot come from potrf
             raise np.linalg.LinAlgError(f"dpotri: info {info}")
         W = weights_in_place(K, alpha, -quad_weight, logdet_weight)
