@@ -57,9 +57,9 @@ TRIANGULAR_BLOCK = 256
 LARGE_MATRIX_BYTES = 2**31
 #: Matrices of at most this many rows are factored (and inverted, solved) on one BLAS thread as well: after a
 #: threaded call OpenBLAS's threads spin on the cores for a while, and the next native pass's OpenMP team
-#: waits for one of them to be descheduled (about 8 ms on a 2-core machine, whatever the pass's size); one
-#: thread factors, inverts and solves a matrix this small in less than that (bench/solver_choice.py's gpr
-#: family times the evaluations either side of it).
+#: waits for one of them to be descheduled (a scheduler slice, whatever the pass's size); one thread
+#: factors, inverts and solves a matrix this small in less than that costs (bench/solver_choice.py's gpr
+#: family times evaluations either side of it).
 SMALL_MATRIX_ROWS = 1024
 
 
