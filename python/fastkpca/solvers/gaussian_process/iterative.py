@@ -72,7 +72,7 @@ from .interface import InvQuadLogdet
 from .control_variate import CONTROL_VARIATE_SQUARES, control_variate_traces
 from .preconditioner import NystromDiagonalPreconditioner, build_preconditioner
 from .subset_start import subset_start
-from .memory import IterativeMemory, largest
+from .memory import IterativeMemory, PlannedMemory, largest
 from .rank import RankSearch, factor_bytes_per_entry, preconditioner_rank
 from ..cg import pcg, pcg_bytes
 from ..lapack_threads import on_one_blas_thread
@@ -175,7 +175,7 @@ def _not_positive_definite(info: dict) -> bool:
     return info["indefinite"] is not None or bool(info["broken_down"].size)
 
 
-class IterativeSolver:
+class IterativeSolver(PlannedMemory):
     """The interface's iterative solver (interface.py): its estimates, the final solve and the predictive
     variances of one fit (module documentation). Holds the fixed draws, the warm start and the figures
     ``info()`` reports.
@@ -228,15 +228,6 @@ class IterativeSolver:
         self.figures: dict[str, Any] = {"products": 0, "iterations": [], "max_residual": 0.0,
                         "seconds": {"preconditioner": 0.0, "cg": 0.0, "gradient": 0.0}}
         self.preconditioner: NystromDiagonalPreconditioner | None = None
-
-    @property
-    def limit(self) -> int:
-        """The memory limit (the memory plan's)."""
-        return self.memory.limit
-
-    @limit.setter
-    def limit(self, limit: int) -> None:
-        self.memory.limit = limit
 
     @property
     def room(self) -> int:

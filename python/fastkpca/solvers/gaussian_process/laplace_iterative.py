@@ -53,7 +53,7 @@ from ..lapack_threads import on_one_blas_thread, solve_lower_triangular
 from ..low_rank import CHUNK_ROWS
 from .control_variate import control_variate_traces
 from .laplace import SETTLED_TOL, LaplaceMode, mode_from, second_term
-from .memory import IterativeMemory
+from .memory import IterativeMemory, PlannedMemory
 from .objective import Objective
 from .subset_start import subset_start
 from .newton_cg import newton_cg_step, newton_cg_update, step_gradient, step_preconditioner, sufficient_rank
@@ -194,7 +194,7 @@ class _IterativeNewton:
         return 0.5 * (pre.logdet + float(per_probe.mean()))
 
 
-class IterativeLaplace:
+class IterativeLaplace(PlannedMemory):
     """The binary Laplace approximation by conjugate gradients (module documentation), for one set of
     training samples and labels; after :meth:`fit_final` it keeps the mode's S and preconditioner for the
     predictions.
@@ -235,15 +235,6 @@ class IterativeLaplace:
         self.a: np.ndarray | None = None
         #: the last mode's a: the first Newton step's starting guess (a θ nearby has its mode nearby)
         self.last_a: np.ndarray | None = None
-
-    @property
-    def limit(self) -> int:
-        """The memory limit (the memory plan's)."""
-        return self.memory.limit
-
-    @limit.setter
-    def limit(self, limit: int) -> None:
-        self.memory.limit = limit
 
     def _working_bytes(self, columns: int | None = None) -> int:
         """What an evaluation holds beside the kernel (memory.py): CG on the probes, or on ``columns`` right-hand

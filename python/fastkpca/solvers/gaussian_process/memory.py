@@ -36,7 +36,7 @@ from .control_variate import control_variate_bytes
 from .preconditioner import PRECONDITIONER_BLOCK
 from .rank import preconditioner_rank, rank_bound
 
-__all__ = ["HEADROOM_SHARE", "IterativeMemory", "largest"]
+__all__ = ["HEADROOM_SHARE", "IterativeMemory", "PlannedMemory", "largest"]
 
 #: The share of the memory limit the kernel's storage leaves free beside the estimates (module documentation).
 HEADROOM_SHARE = 0.05
@@ -49,6 +49,22 @@ def largest(low: int, high: int, fits) -> int:
         middle = (low + high + 1) // 2
         low, high = (middle, high) if fits(middle) else (low, middle - 1)
     return low
+
+
+class PlannedMemory:
+    """A solver whose memory limit is its memory plan's (``self.memory``, an :class:`IterativeMemory`): the
+    regression's and the classifier's iterative solvers."""
+
+    memory: IterativeMemory
+
+    @property
+    def limit(self) -> int:
+        """The memory limit (the memory plan's)."""
+        return self.memory.limit
+
+    @limit.setter
+    def limit(self, limit: int) -> None:
+        self.memory.limit = limit
 
 
 class IterativeMemory:
