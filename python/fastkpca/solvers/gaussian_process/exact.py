@@ -23,7 +23,8 @@ from ..lapack_threads import factorisation_threads, interruptible, solve_lower_t
 from .objective import Objective
 from .interface import InvQuadLogdet
 
-__all__ = ["ExactSolver", "factor", "weights_in_place", "posterior_variance", "posterior_covariance"]
+__all__ = ["ExactOptimisation", "ExactSolver", "factor", "weights_in_place", "posterior_variance",
+           "posterior_covariance"]
 
 #: Rows per block of the in-place passes over an n × n array.
 _BLOCK = 256
@@ -94,7 +95,25 @@ def posterior_covariance(kernel, X_new, X_train, L: np.ndarray, memory_limit: in
     return kernel.cross(X_new) - V.T @ V
 
 
-class ExactSolver:
+class ExactOptimisation:
+    """How an exact solver's likelihood meets the optimiser (the regression's and the Laplace
+    approximation's): from the kernel's θ, as it is, the optimum as found."""
+
+    def start(self, theta: np.ndarray, fit_subset, size: int, random_state) -> tuple[np.ndarray, dict | None]:
+        """The optimiser starts from the kernel's θ: an exact evaluation costs what an exact fit on a subset's
+        would, relative to the whole fit."""
+        return theta, None
+
+    def objective(self, func) -> Objective:
+        """The likelihood as it is: exact values and their gradient."""
+        return Objective(func, integrate=False)
+
+    def settle(self, optimum: tuple, minimise, func, bounds) -> tuple[np.ndarray, float, dict | None]:
+        """The optimum as found: the likelihood is exact, nothing to settle."""
+        return optimum[0], optimum[1], None
+
+
+class ExactSolver(ExactOptimisation):
     """The interface's exact solver (interface.py): one n × n array per evaluation, the factor kept after
     :meth:`solve` for the predictions and as ``L_``.
 
@@ -150,19 +169,6 @@ class ExactSolver:
         W = weights_in_place(K, alpha, -quad_weight, logdet_weight)
         gradient = np.asarray(kernel.gradient_traces(self.X, W), dtype=np.float64)
         return InvQuadLogdet(quad, logdet, alpha, gradient)
-
-    def start(self, theta: np.ndarray, fit_subset, size: int, random_state) -> tuple[np.ndarray, dict | None]:
-        """The optimiser starts from the kernel's θ: an exact evaluation costs what an exact fit on a subset's
-        would, relative to the whole fit."""
-        return theta, None
-
-    def objective(self, func) -> Objective:
-        """The likelihood as it is: exact values and their gradient."""
-        return Objective(func, integrate=False)
-
-    def settle(self, optimum: tuple, minimise, func, bounds) -> tuple[np.ndarray, float, dict | None]:
-        """The optimum as found: the likelihood is exact, nothing to settle."""
-        return optimum[0], optimum[1], None
 
     def solve(self, kernel, Y: np.ndarray) -> np.ndarray:
         from scipy.linalg import cho_solve

@@ -19,9 +19,8 @@ import numpy as np
 from ... import _native
 from .. import choice as _choice
 from ... import _validation as v
-from .exact import factor, posterior_variance
+from .exact import ExactOptimisation, factor, posterior_variance
 from .laplace import LaplaceMode, mode_from, second_term, update_by_solve
-from .objective import Objective
 from .newton_cg import newton_cg_update, step_preconditioner, sufficient_rank
 from .preconditioner import NystromDiagonalPreconditioner
 
@@ -96,7 +95,7 @@ class _CholeskyNewton:
         return float(np.log(np.diag(self.factored())).sum())
 
 
-class ExactLaplace:
+class ExactLaplace(ExactOptimisation):
     """The binary Laplace approximation by Cholesky factors (module documentation) for one set of training
     samples and labels; after :meth:`fit_final` it keeps the factor of B at the fitted θ for the predictions.
 
@@ -201,19 +200,6 @@ class ExactLaplace:
         _native.core.laplace_weights_in_place(omega, np.ascontiguousarray(S), mode.a, u, residual, kernel.threads)
         gradient = np.asarray(kernel.gradient_traces(self.X, omega), dtype=np.float64)
         return mode.log_marginal_likelihood, gradient, mode
-
-    def start(self, theta: np.ndarray, fit_subset, size: int, random_state) -> tuple[np.ndarray, dict | None]:
-        """The optimiser starts from the kernel's θ: an exact evaluation costs what an exact fit on a subset's
-        would, relative to the whole fit."""
-        return theta, None
-
-    def objective(self, func) -> Objective:
-        """The likelihood as it is: exact values and their gradient."""
-        return Objective(func, integrate=False)
-
-    def settle(self, optimum: tuple, minimise, func, bounds) -> tuple[np.ndarray, float, dict | None]:
-        """The optimum as found: the likelihood is exact, nothing to settle."""
-        return optimum[0], optimum[1], None
 
     def fit_final(self, kernel, start: tuple, max_iter: int) -> LaplaceMode:
         """The mode at the fitted kernel; the factor of its B kept for :meth:`latent_variance` (as ``L_``)."""
