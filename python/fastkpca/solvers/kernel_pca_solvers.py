@@ -172,9 +172,9 @@ class NystromPca:
         kernel = kernel.between_samples("use eigen_solver='nystrom'")
         n = samples.shape[0]
         start = time.perf_counter()
-        m = min(low_rank.DEFAULT_N_LANDMARKS, n) if s.n_landmarks is None else s.n_landmarks
-        S, index, selection = low_rank.landmarks(samples, s.landmarks, m, kernel, random_state=s.random_state,
-                                                 memory_limit=s.limit, name="n_landmarks")
+        S, index, selection = low_rank.landmarks(samples, s.landmarks, s.n_landmarks, kernel,
+                                                 random_state=s.random_state, memory_limit=s.limit,
+                                                 name="n_landmarks")
         m = S.shape[0]
         if index is None and s.n_landmarks is not None and s.n_landmarks != m:
             raise ValueError(f"n_landmarks={s.n_landmarks} but {m} landmarks were given")

@@ -282,14 +282,17 @@ def select_landmarks(X, m: int, method: str, kernel: Kernel, *, random_state=Non
     return chosen.astype(np.int64), info
 
 
-def landmarks(X, spec, m: int, kernel: Kernel, *, random_state=None,
+def landmarks(X, spec, m: int | None, kernel: Kernel, *, random_state=None,
               memory_limit: int, name: str) -> tuple[Any, np.ndarray | None, dict]:
     """The landmarks an estimator's ``landmarks=`` argument asks for: (points S, C-contiguous in X's dtype;
     their rows of X, or None for given points; how they were chosen). X is an array or a row source.
 
-    ``spec`` is a method of :data:`LANDMARK_METHODS` (then ``m`` of them, at most the number of samples;
-    ``name`` is the estimator's parameter for m, for the error) or an array of points of X's width.
+    ``spec`` is a method of :data:`LANDMARK_METHODS` (then ``m`` of them, at most the number of samples; None:
+    DEFAULT_N_LANDMARKS or all the samples if fewer; ``name`` is the estimator's parameter for m, for the error)
+    or an array of points of X's width.
     """
+    if m is None:
+        m = min(DEFAULT_N_LANDMARKS, X.shape[0])
     if not isinstance(spec, str):
         return v.check_landmarks(spec, X.shape[1], X.dtype), None, {"method": "given", "seconds": 0.0}
     if m > X.shape[0]:

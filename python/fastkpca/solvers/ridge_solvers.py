@@ -151,8 +151,7 @@ class NystromRidge:
         kernel = kernel.between_samples("use solver='nystrom'")
         n = samples.shape[0]
         start = time.perf_counter()
-        m = min(low_rank.DEFAULT_N_LANDMARKS, n) if s.n_landmarks is None else s.n_landmarks
-        S, _, selection = low_rank.landmarks(samples, s.landmarks, m, kernel, random_state=s.random_state,
+        S, _, selection = low_rank.landmarks(samples, s.landmarks, s.n_landmarks, kernel, random_state=s.random_state,
                                              memory_limit=s.limit, name="n_landmarks")
         m = S.shape[0]
         rows = low_rank.stream_rows(n, m, samples.dtype.itemsize, s.limit,

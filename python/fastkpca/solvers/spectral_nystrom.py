@@ -24,7 +24,7 @@ import time
 import numpy as np
 
 from .lapack_threads import symmetric_eigh
-from .low_rank import (DEFAULT_N_LANDMARKS, NystromProjection, landmark_whitening, landmarks, nystrom_moments,
+from .low_rank import (NystromProjection, landmark_whitening, landmarks, nystrom_moments,
                        stream_rows)
 from .rows import as_rows
 from .spectral import finish, degrees as exact_degrees
@@ -55,8 +55,7 @@ def nystrom_embedding(samples, kernel, n_components: int, *, drop_first: bool, n
     start = time.perf_counter()
     n = samples.shape[0]
     k = n_components + 1 if drop_first else n_components
-    m = min(DEFAULT_N_LANDMARKS, n) if n_landmarks is None else n_landmarks
-    S, index, selection = landmarks(samples, landmarks_spec, m, kernel, random_state=random_state,
+    S, index, selection = landmarks(samples, landmarks_spec, n_landmarks, kernel, random_state=random_state,
                                     memory_limit=memory_limit, name="n_landmarks")
     m = S.shape[0]
     if k > m:
