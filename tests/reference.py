@@ -76,3 +76,67 @@ def double_center(K):
     """H K H with an explicit centering matrix."""
     H = centering_matrix(K.shape[0])
     return H @ np.asarray(K, dtype=np.float64) @ H
+
+
+def kernel_kmeans(K, labels, k, w=None, max_iter=300, tol=1e-4):
+    """Weighted kernel k-means (Dhillon, Guan & Kulis 2004) on the whole kernel matrix K, as scikit-learn's Lloyd:
+    assign to the nearest centroid, move a point farthest from its centroid into each empty cluster (never a
+    cluster's last), recompute; stop when the assignment repeats or the centroids' total squared shift is at
+    most tol × the weighted feature-space variance, then assign to the final centroids. Returns (the labels
+    after every iteration, the final inertia)."""
+    K = np.asarray(K, dtype=np.float64)
+    n = K.shape[0]
+    w = np.ones(n) if w is None else np.asarray(w, dtype=np.float64)
+    W = w.sum()
+    variance = w @ np.diag(K) / W - w @ K @ w / W**2
+    labels = np.asarray(labels).copy()
+    history, previous_centroids, last_assigned = [], None, None
+
+    def centroid_weights(lab):
+        Z = np.zeros((n, k))
+        for j in range(k):
+            members = lab == j
+            if w[members].sum() > 0:
+                Z[members, j] = w[members] / w[members].sum()
+        return Z
+
+    for iteration in range(max_iter):
+        Z = centroid_weights(labels)
+        # squared distance of every point to every centroid, from K itself
+        D = np.diag(K)[:, None] - 2 * K @ Z + np.diag(Z.T @ K @ Z)[None, :]
+        nearest = D.argmin(axis=1)
+        history.append(nearest)
+        stop = iteration + 1 >= max_iter
+        if previous_centroids is not None:
+            delta = Z - previous_centroids
+            stop = stop or np.trace(delta.T @ K @ delta) <= tol * variance
+        if not stop and last_assigned is not None and (nearest == last_assigned).all():
+            stop = True
+        if stop:
+            return history, float(w @ np.maximum(D[np.arange(n), nearest], 0))
+        last_assigned = nearest
+        labels = nearest.copy()
+        own = D[np.arange(n), nearest]
+        counts = np.bincount(labels, minlength=k)
+        empty = list(np.flatnonzero(counts == 0))
+        for i in np.argsort(-own, kind="stable"):
+            if not empty:
+                break
+            if counts[labels[i]] > 1:
+                counts[labels[i]] -= 1
+                labels[i] = empty.pop(0)
+                counts[labels[i]] += 1
+        previous_centroids = Z
+    raise AssertionError("unreachable")
+
+
+def kernel_kmeans_objective(K, labels, w=None):
+    """Σ_j [Σ_{i∈C_j} w_i K_ii − (Σ_{i,l∈C_j} w_i w_l K_il) / W_j]: the weighted kernel k-means objective of labels."""
+    K = np.asarray(K, dtype=np.float64)
+    w = np.ones(K.shape[0]) if w is None else np.asarray(w, dtype=np.float64)
+    total = 0.0
+    for j in np.unique(labels):
+        m = labels == j
+        wm = w[m]
+        total += wm @ np.diag(K)[m] - wm @ K[np.ix_(m, m)] @ wm / wm.sum()
+    return float(total)

@@ -102,5 +102,12 @@ def test_cluster_and_embed(tmp_path):
     out = cli("embed", path, "-k", "2", "-o", tmp_path / "e.csv")
     assert out.returncode == 0, out.stderr
     assert np.loadtxt(tmp_path / "e.csv", delimiter=",").shape == (600, 2)
+    out = cli("cluster", path, "--n-clusters", "3", "--method", "kmeans", "--gamma", "0.1", "-o",
+              tmp_path / "k.npy")
+    assert out.returncode == 0, out.stderr
+    assert "kernel k-means" in out.stdout and "objective" in out.stdout
+    assert adjusted_rand_score(np.load(tmp_path / "k.npy"), y) == 1.0
+    out = cli("cluster", path, "--method", "kmeans", "--solver", "lanczos", "-o", tmp_path / "k.npy")
+    assert out.returncode == 2 and "--method kmeans" in out.stderr
     out = cli("cluster", path, "--n-clusters", "700", "-o", tmp_path / "l.npy")
     assert out.returncode == 2 and "n_clusters=700" in out.stderr and "Traceback" not in out.stderr

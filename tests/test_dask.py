@@ -461,3 +461,19 @@ def test_auto_on_a_cluster_takes_a_solver_that_needs_no_matrix(client):
     assert kpca().fit(X).solver_info_["solver"] == "lanczos"
     cv = fastkpca.KernelRidgeCV(alphas=[0.1, 1.0], kernel="rbf", gammas=[0.1], cv=2).fit(X, y)
     assert cv.cv_results_["method"] == "kfold-multishift-cg"
+
+
+def test_kernel_kmeans_matches_the_single_process_fit(client):
+    X = data(1200)
+    w = np.random.default_rng(1).uniform(0.5, 2.0, 1200)
+    params = dict(n_clusters=4, kernel="rbf", gamma=0.1, n_init=2, random_state=0)
+    dist = fastkpca.KernelKMeans(**params).fit(da.from_array(X, chunks=(400, D)), sample_weight=w)
+    local = fastkpca.KernelKMeans(**params).fit(X, sample_weight=w)
+    np.testing.assert_array_equal(dist.labels_, local.labels_)
+    assert dist.inertia_ == pytest.approx(local.inertia_, rel=1e-10)
+    X_new = data(300, seed=5)
+    labels = dist.predict(da.from_array(X_new, chunks=(100, D)))
+    assert isinstance(labels, da.Array)
+    np.testing.assert_array_equal(labels.compute(), local.predict(X_new))
+    np.testing.assert_allclose(dist.transform(da.from_array(X_new, chunks=(100, D))).compute(),
+                               local.transform(X_new), rtol=1e-10, atol=1e-12)

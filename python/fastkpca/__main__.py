@@ -1,6 +1,6 @@
 """Command line: ``python -m fastkpca demo``, ``python -m fastkpca fit INPUT -o OUTPUT`` (kernel PCA),
 ``python -m fastkpca embed INPUT -o OUTPUT`` (spectral embedding) and ``python -m fastkpca cluster INPUT
---n-clusters 8 -o labels.npy`` (spectral clustering)."""
+--n-clusters 8 -o labels.npy`` (spectral clustering; ``--method kmeans``: kernel k-means)."""
 
 from __future__ import annotations
 
@@ -220,7 +220,15 @@ def _spectral(args) -> int:
                   memory_limit=args.memory_limit, n_landmarks=args.n_landmarks, landmarks=args.landmarks,
                   callback=progress)
     clustering = args.command_name == "cluster"
-    if clustering:
+    kmeans = clustering and args.method == "kmeans"
+    if kmeans:
+        if args.affinity == "nearest_neighbors" or args.solver not in ("auto", "nystrom"):
+            raise CliError("--method kmeans takes a kernel --affinity and --solver auto or nystrom")
+        model = fastkpca.KernelKMeans(args.n_clusters, kernel=args.affinity, gamma=args.gamma, degree=args.degree,
+                                      coef0=args.coef0, solver=args.solver, n_components=args.n_landmarks,
+                                      memory_limit=args.memory_limit, random_state=args.seed, n_jobs=args.n_jobs,
+                                      callback=progress)
+    elif clustering:
         if common["gamma"] is None:
             common["gamma"] = 1.0 / X.shape[1]
         model = fastkpca.SpectralClustering(args.n_clusters, n_components=args.n_components,
@@ -241,22 +249,27 @@ def _spectral(args) -> int:
         print(f"fastkpca: warning: {w.message}", file=sys.stderr)
     _save(args.output, result)
     info = model.solver_info_
-    detail = f", {info['n_passes']} passes" if "n_passes" in info else ""
+    passes = info.get("n_passes", info.get("passes"))
+    detail = f", {passes} passes" if passes is not None else ""
     if "storage" in info:
-        detail += f", {info['storage']} affinity"
-    print(f"{'clustered' if clustering else 'embedded'} {X.shape[0]} samples × {X.shape[1]} features, affinity "
-          f"{args.affinity}, in {seconds:.3f} s ({info['solver']} solver{detail})")
+        detail += f", {info['storage']} {'kernel' if kmeans else 'affinity'}"
+    method = "kernel k-means, " if kmeans else ""
+    print(f"{'clustered' if clustering else 'embedded'} {X.shape[0]} samples × {X.shape[1]} features, {method}"
+          f"affinity {args.affinity}, in {seconds:.3f} s ({info['solver']} solver{detail})")
     if clustering:
         sizes = np.bincount(result)
         print(f"{len(sizes)} clusters of sizes {', '.join(map(str, sizes))}")
+        if kmeans:
+            print(f"objective (inertia) {model.inertia_:.6g}")
         if args.plot:
-            _plot_clusters(model.embedding_, result, args.plot)
+            _plot_clusters(X[:, :2] if kmeans else model.embedding_, result, args.plot,
+                           "kernel k-means" if kmeans else "spectral clustering")
     print(f"wrote {args.output}")
     return 0
 
 
-def _plot_clusters(embedding, labels, path: str) -> None:
-    """The first two embedding coordinates, coloured by cluster."""
+def _plot_clusters(embedding, labels, path: str, title: str = "spectral clustering") -> None:
+    """The first two embedding coordinates (or of the samples), coloured by cluster."""
     import numpy as np
 
     try:
@@ -271,7 +284,7 @@ def _plot_clusters(embedding, labels, path: str) -> None:
     ax.scatter(embedding[:, 0], y, c=labels, s=4, cmap="tab10")
     ax.set_xlabel("spectral coordinate 1")
     ax.set_ylabel("spectral coordinate 2")
-    ax.set_title(f"spectral clustering: {labels.max() + 1} clusters")
+    ax.set_title(f"{title}: {labels.max() + 1} clusters")
     fig.tight_layout()
     fig.savefig(path, dpi=120)
     print(f"wrote {path}")
@@ -349,6 +362,8 @@ def build_parser() -> argparse.ArgumentParser:
         _common_options(cmd, "the labels" if name == "cluster" else "the embedding")
         if name == "cluster":
             cmd.add_argument("--n-clusters", type=_positive_int, default=8, help="clusters (default 8)")
+            cmd.add_argument("--method", choices=("spectral", "kmeans"), default="spectral",
+                             help="spectral clustering (default) or kernel k-means (fastkpca.KernelKMeans)")
             cmd.add_argument("--assign-labels", choices=("kmeans", "discretize", "cluster_qr"), default="kmeans",
                              help="how labels are assigned from the embedding (default kmeans)")
             cmd.add_argument("--plot", default=None, help="PNG of the embedding coloured by cluster (needs matplotlib)")

@@ -208,16 +208,21 @@ def check_sample_weight(sample_weight, n: int) -> np.ndarray:
     return w
 
 
-def sample_weight_root(sample_weight, n: int):
-    """√w (n,) for sample weights w (a number or one per sample; finite, >= 0, not all zero), or None."""
+def nonnegative_weights(sample_weight, n: int) -> np.ndarray:
+    """Sample weights w (n,) as float64 (a number or one per sample; finite, >= 0, not all zero); ones for None."""
     if sample_weight is None:
-        return None
+        return np.ones(n)
     w = check_sample_weight(sample_weight, n)
     if (w < 0).any():
         raise ValueError("sample_weight must be >= 0")
     if not (w > 0).any():
         raise ValueError("sample_weight must contain at least one non-zero weight")
-    return np.sqrt(w)
+    return w
+
+
+def sample_weight_root(sample_weight, n: int):
+    """√w (n,) for sample weights w (a number or one per sample; finite, >= 0, not all zero), or None."""
+    return None if sample_weight is None else np.sqrt(nonnegative_weights(sample_weight, n))
 
 
 def common_dtype(*arrays) -> type:

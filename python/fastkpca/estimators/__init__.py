@@ -6,6 +6,7 @@ from .decomposition import KernelPCA
 from .gaussian_process import GaussianProcessRegressor
 from .gaussian_process_classifier import GaussianProcessClassifier
 from .kernel_approximation import Nystroem
+from .kernel_kmeans import KernelKMeans
 from .kernel_ridge import KernelRidge, KernelRidgeCV
 from .manifold import ClassicalMDS, classical_mds
 from .preprocessing import KernelCenterer
@@ -14,6 +15,6 @@ from .clustering import SpectralClustering, spectral_clustering
 from .svm import SVC, SVR, NuSVC, NuSVR, OneClassSVM
 
 __all__ = ["KernelPCA", "GaussianProcessRegressor", "GaussianProcessClassifier", "Nystroem", "KernelRidge",
-           "KernelRidgeCV", "ClassicalMDS", "classical_mds", "KernelCenterer", "SpectralEmbedding",
+           "KernelRidgeCV", "KernelKMeans", "ClassicalMDS", "classical_mds", "KernelCenterer", "SpectralEmbedding",
            "spectral_embedding", "SpectralClustering", "spectral_clustering", "SVC", "NuSVC", "SVR", "NuSVR",
            "OneClassSVM"]

@@ -485,3 +485,36 @@ def support_vector_machine(requested: str, *, variables: int, whole_bytes: int, 
                   note="" if every_column_cached else "cache_size holds fewer than every kernel column"),
         Candidate("batched", batched, batched_bytes),
     ], memory_limit)
+
+
+# ---- Kernel k-means: one fit ---------------------------------------------------------------------------------
+
+#: Lloyd passes a kernel k-means fit takes (bench/kmeans.py prints the passes of every fit beside this).
+KMEANS_PASSES = 20
+#: The exact solver's predicted seconds from which "auto" takes the Nyström approximation instead: exact passes
+#: are what kernel k-means is, so the approximation is taken only where they would take longer than this.
+KMEANS_EXACT_SECONDS = 600.0
+#: Landmarks of the Nyström candidate when none is given (the rank of its features).
+KMEANS_NYSTROM_RANK = 200
+
+
+def kernel_kmeans(requested: str, *, n: int, d: int, columns: int, rank: int, memory_limit: int) -> Choice:
+    """Kernel k-means' solver for ``columns`` = n_clusters × n_init weight vectors: "exact" (KMEANS_PASSES passes
+    of the kernel operator in the storage the memory limit allows, the n × columns products, weights and
+    distances beside it) or "nystrom" (rank-``rank`` Nyström features on RPCholesky landmarks: one n × rank
+    pass, then the passes by the n × rank features). The approximation is taken by "auto" only where the exact
+    fit is predicted to take more than KMEANS_EXACT_SECONDS, or does not fit the memory limit."""
+    working = 4 * 8 * n * columns
+    exact = operator_passes_seconds(n, d, columns, KMEANS_PASSES, memory_limit, working)
+    rank = min(rank, n)
+    nystrom = (kernel_pass_seconds(n, rank, d, rank) + KMEANS_PASSES * 4 * n * rank * columns / gemm_rate())
+    slow = exact > KMEANS_EXACT_SECONDS
+    probe = Choice("kernel k-means", requested, "", (), memory_limit, "")
+    exact_candidate = Candidate("exact", exact, working)
+    return choose("kernel k-means", requested, [
+        exact_candidate,
+        Candidate("nystrom", nystrom, 8 * n * (rank + 2 * columns) + 8 * rank * rank,
+                  automatic=slow or not probe.fits(exact_candidate),
+                  note="approximate: " + ("the exact passes are predicted to take longer than "
+                                          f"{KMEANS_EXACT_SECONDS:g} s" if slow else "landmarks")),
+    ], memory_limit)

@@ -1,0 +1,183 @@
+"""Kernel k-means' two solvers as peers behind one interface, picked once per fit by the library's cost model
+(solvers/choice.py): the estimator hands them the samples, the kernel and the weights, and keeps what they return
+— the labels, the objective, the row maps of predict and transform, and the fit's figures — without asking which
+one it got. Both run the same seeding and Lloyd iteration (solvers/kernel_kmeans.py) on different operators:
+
+- :class:`ExactKernelKMeans`: the kernel operator the engine plans within the memory limit (full, packed, cached,
+  matrix-free, or a cluster's), one pass per iteration;
+- :class:`NystromKernelKMeans`: rank-r Nyström features on RPCholesky landmarks (approximate), the iteration on
+  the n × r features.
+"""
+
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass
+from typing import Any, Callable
+
+import numpy as np
+
+from .. import _validation as v
+from . import choice, low_rank
+from .kernel_kmeans import CentroidDistances, FeatureOperator, NewDiagonal, kmeans_plus_plus, lloyd, random_centres
+
+__all__ = ["KMeansSettings", "KMeansFit", "make_solver", "ExactKernelKMeans", "NystromKernelKMeans"]
+
+
+@dataclass(frozen=True)
+class KMeansSettings:
+    """What the estimator's parameters ask of the solvers (KernelKMeans's documentation says what each means)."""
+
+    n_clusters: int
+    #: "k-means++", "random", or the initial labels (validated).
+    init: Any
+    n_init: int
+    max_iter: int
+    tol: float
+    #: Bytes the fit may use (parsed).
+    limit: int
+    #: The estimator's memory_limit as given (an engine's plan reads it in its own terms).
+    memory_limit: Any = None
+    #: Rank of the Nyström features (None: choice.KMEANS_NYSTROM_RANK, or every sample if fewer).
+    n_components: int | None = None
+    random_state: Any = None
+    n_jobs: int | None = None
+
+
+@dataclass
+class KMeansFit:
+    """A solver's answer: labels, inertia, iterations, the row maps of a prediction (``x ↦ −2 K(x, ·)·Z + ‖μ‖²``:
+    the squared distances to the centroids less k(x, x)) and of k(x, x) (transform's), and the figures."""
+
+    labels: np.ndarray
+    inertia: float
+    n_iter: int
+    distances_map: Any
+    diagonal_map: Any
+    info: dict
+
+
+def _report_nothing(stage: str, **info) -> None:
+    return None
+
+
+def _starts(source, diagonal: np.ndarray, w: np.ndarray, s: KMeansSettings) -> tuple[list[np.ndarray], int]:
+    """The initial labels of every start, and the kernel columns their seeding evaluated."""
+    if not isinstance(s.init, str):
+        return [np.asarray(s.init, dtype=np.int64)], 0
+    rng = v.check_random_state(s.random_state)
+    rngs = [np.random.RandomState(seed) for seed in rng.randint(np.iinfo(np.int32).max, size=s.n_init)]
+    seed = kmeans_plus_plus if s.init == "k-means++" else random_centres
+    starts = seed(source, diagonal, w, s.n_clusters, rngs)
+    return [start.labels for start in starts], sum(start.columns for start in starts)
+
+
+def _cluster(product: Callable, source, diagonal: np.ndarray, w: np.ndarray, s: KMeansSettings, report, progress):
+    start = time.perf_counter()
+    starts, columns = _starts(source, diagonal, w, s)
+    seeding = time.perf_counter() - start
+    report("init", seconds=seeding, starts=len(starts), kernel_columns=columns)
+    start = time.perf_counter()
+    result = lloyd(product, diagonal, w, s.n_clusters, starts, max_iter=s.max_iter, tol=s.tol, progress=progress)
+    result.info.update(init_kernel_columns=columns, seconds={"init": seeding, "lloyd": time.perf_counter() - start})
+    return result
+
+
+def _working_bytes(n: int, columns: int) -> int:
+    """The iteration's n × columns arrays: the weights, their product, the last pass's pair and the distances."""
+    return 5 * 8 * n * (columns + 1)
+
+
+class ExactKernelKMeans:
+    """Kernel k-means on the kernel operator itself: one pass per iteration in the storage the limit allows."""
+
+    name = "exact"
+
+    def __init__(self, settings: KMeansSettings):
+        self.settings = settings
+
+    def fit(self, samples, kernel, w: np.ndarray, *, report=_report_nothing, progress=None) -> KMeansFit:
+        s = self.settings
+        n = samples.shape[0]
+        columns = s.n_clusters * (s.n_init if isinstance(s.init, str) else 1)
+        start = time.perf_counter()
+        plan = samples.plan(kernel, block_size=columns + 1, memory_limit=s.memory_limit,
+                            other_bytes=_working_bytes(n, columns))
+        source = samples.columns(kernel)
+        diagonal = np.asarray(source.diagonal(), dtype=np.float64)
+        with samples.kernel_operator(kernel, plan, s.n_jobs) as op:
+            report("kernel", seconds=time.perf_counter() - start, storage=op.storage, kernel_bytes=op.kernel_bytes)
+            result = _cluster(op.matmat, source, diagonal, w, s, report, progress)
+            info = {**result.info, **op.info(), "memory_limit": s.limit}
+        template = samples.rows(np.zeros(0, dtype=np.int64))
+        distances = samples.cross_product(kernel, result.weights, CentroidDistances(result.norms),
+                                          memory_limit=s.limit)
+        diagonal_map = None if kernel.precomputed else NewDiagonal(kernel, template)
+        return KMeansFit(result.labels, result.inertia, result.n_iter, distances, diagonal_map, info)
+
+
+class _FeatureNorms:
+    """A fitted row map: ``x ↦ ‖φ̃(x)‖²`` for the Nyström features φ̃(x) = K(x, S)·T (k(x, x) of the
+    approximation). Picklable."""
+
+    def __init__(self, projection: low_rank.NystromProjection):
+        self.projection = projection
+
+    def on_threads(self, threads: int) -> _FeatureNorms:
+        return _FeatureNorms(self.projection.on_threads(threads))
+
+    def __call__(self, X) -> np.ndarray:
+        F = self.projection(X)
+        return np.einsum("ij,ij->i", F, F)
+
+
+class NystromKernelKMeans:
+    """Kernel k-means on rank-r Nyström features Φ̃ = K(X, S)·T of RPCholesky landmarks S (K ≈ Φ̃Φ̃ᵀ): one
+    streamed n × m pass for the features, then every iteration by the features alone. Approximate."""
+
+    name = "nystrom"
+
+    def __init__(self, settings: KMeansSettings):
+        self.settings = settings
+
+    def fit(self, samples, kernel, w: np.ndarray, *, report=_report_nothing, progress=None) -> KMeansFit:
+        s = self.settings
+        n = samples.shape[0]
+        kernel = kernel.between_samples("use solver='nystrom'")
+        m = min(n, s.n_components or choice.KMEANS_NYSTROM_RANK)
+        columns = s.n_clusters * (s.n_init if isinstance(s.init, str) else 1)
+        start = time.perf_counter()
+        v.check_within(8 * n * m + _working_bytes(n, columns), s.limit,
+                       f"solver='nystrom' with {m} landmarks ({n}×{m} features and the iteration's arrays)")
+        S, _, selection = low_rank.landmarks(samples, "rpcholesky", m, kernel, random_state=s.random_state,
+                                             memory_limit=s.limit, name="n_components")
+        T, rank = low_rank.landmark_whitening(S, kernel)
+        rows = low_rank.stream_rows(n, m, samples.dtype.itemsize, s.limit,
+                                    extra_bytes=8 * n * rank + _working_bytes(n, columns),
+                                    what=f"solver='nystrom' with {m} landmarks")
+        F = low_rank.nystrom_project(samples, S, kernel, T, None, rows)
+        features = time.perf_counter() - start
+        report("features", seconds=features, n_components=m, rank=rank)
+        op = FeatureOperator(F)
+        result = _cluster(op.__matmul__, op, op.diagonal(), w, s, report, progress)
+        centroids = F.T @ result.weights  # r × k: the centroids in the features' coordinates
+        distances = kernel.cross_product(S, T @ centroids, CentroidDistances(result.norms), memory_limit=s.limit)
+        info = {**result.info, "n_components": m, "rank": rank, "landmark_selection": selection,
+                "memory_limit": s.limit, "storage": "nystrom_features", "kernel_bytes": F.nbytes}
+        info["seconds"] = {"features": features, **info["seconds"]}
+        return KMeansFit(result.labels, result.inertia, result.n_iter, distances,
+                         _FeatureNorms(low_rank.NystromProjection(S, kernel, T, None)), info)
+
+
+_SOLVERS = {"exact": ExactKernelKMeans, "nystrom": NystromKernelKMeans}
+
+
+def make_solver(requested: str, samples, kernel, settings: KMeansSettings):
+    """(the solver of this fit, how it was chosen: ``solver_info_["choice"]``) for ``requested`` ("auto" or a
+    solver's name), by the library's cost model (solvers/choice.py)."""
+    n = samples.shape[0]
+    columns = settings.n_clusters * (settings.n_init if isinstance(settings.init, str) else 1)
+    picked = choice.kernel_kmeans(requested, n=n, d=choice.evaluated_features(kernel, samples), columns=columns,
+                                  rank=settings.n_components or choice.KMEANS_NYSTROM_RANK,
+                                  memory_limit=settings.limit)
+    return _SOLVERS[picked.picked](settings), picked.as_dict()
