@@ -115,6 +115,9 @@ def test_starts_side_by_side_keep_the_best():
     # one pass per iteration for all starts together: the longest start's iterations (+0: the variance's
     # column rides in the first pass)
     assert info["passes"] == max(info["start_iterations"])
+    assert KernelKMeans(8, kernel="rbf", gamma=0.05, random_state=1).fit(X).solver_info_["starts"] == 4
+    assert KernelKMeans(8, kernel="rbf", gamma=0.05, init="random", random_state=1).fit(X).solver_info_[
+        "starts"] == 10
 
 
 def test_predict_transform_score_agree_with_the_fit():

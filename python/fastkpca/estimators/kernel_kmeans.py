@@ -20,6 +20,9 @@ __all__ = ["KernelKMeans"]
 
 SOLVERS = ("auto", "exact", "nystrom")
 INITS = ("k-means++", "random")
+#: n_init="auto": the starts of each seeding (they share the passes; more k-means++ starts than scikit-learn's
+#: one because a start costs k more columns of each pass, not a run of its own).
+AUTO_STARTS = {"k-means++": 4, "random": 10}
 _KERNELS = tuple(dict.fromkeys((*kernels.KERNEL_NAMES, *PAIRWISE_KERNEL_FUNCTIONS)))
 _CONSTRAINTS = {
     "n_clusters": v.integer(1), "kernel": kernels.constraint(*_KERNELS), "gamma": v.real(0.0, none=True),
@@ -53,8 +56,9 @@ class KernelKMeans(Reporting, EngineFitted, ClusterMixin, TransformerMixin, Base
         column, as scikit-learn's KMeans); ``"random"``: k samples drawn with probability ∝ weight; an array:
         the initial label of every sample (integers in [0, n_clusters)).
     n_init : "auto" or int, default="auto"
-        Starts, run side by side in the same passes; the one of least inertia is kept. ``"auto"``: 1 for
-        ``"k-means++"`` and initial labels, 10 for ``"random"`` (scikit-learn's).
+        Starts, run side by side in the same passes; the one of least inertia is kept. ``"auto"``: 4 for
+        ``"k-means++"`` (scikit-learn's KMeans takes 1, since each of its starts is a whole run; here a start adds
+        k columns to the passes, not passes), 10 for ``"random"``, 1 for initial labels.
     max_iter : int, default=300
         Lloyd iterations (kernel passes) per start.
     tol : float, default=1e-4
@@ -164,7 +168,7 @@ class KernelKMeans(Reporting, EngineFitted, ClusterMixin, TransformerMixin, Base
         init = self.init if isinstance(self.init, str) else _initial_labels(self.init, n, self.n_clusters)
         n_init = self.n_init
         if n_init == "auto":
-            n_init = 10 if isinstance(init, str) and init == "random" else 1
+            n_init = 1 if not isinstance(init, str) else AUTO_STARTS[init]
         elif not isinstance(init, str) and n_init != 1:
             raise ValueError(f"n_init={n_init} with initial labels: one start is given, so n_init must be 1 "
                              "(or 'auto')")
