@@ -124,7 +124,7 @@ def main() -> int:
     parser.add_argument("--data", default="blobs,hypercube")
     parser.add_argument("--exact-scale", type=int, default=0, help="an exact fit at this N within 1 GB")
     parser.add_argument("--nystrom-scale", type=int, default=0, help="a Nyström fit at this N within 2 GB")
-    parser.add_argument("--json", default=None)
+    parser.add_argument("--out", default=None, help="folder for kmeans.json")
     parser.add_argument("--child", nargs=2, default=None)
     args = parser.parse_args()
     if args.child:
@@ -182,7 +182,8 @@ def main() -> int:
                                     ("passes", "passes", "s"), ("iterations", "iterations", "s"),
                                     ("ARI", "ari", ".4f"), ("objective", "objective", ".1f")])
     C.print_verdicts(verdicts, [table])
-    C.write_json(args.json, {"machine": info, "rows": rows})
+    if args.out:
+        C.write_json(str(Path(args.out) / "kmeans.json"), {"machine": info, "rows": rows})
     return 0
 
 

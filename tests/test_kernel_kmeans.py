@@ -17,6 +17,7 @@ from fastkpca import KernelKMeans
 from fastkpca.kernels import make
 from fastkpca.operators.storage import PLAN_SLACK_BYTES
 from fastkpca.solvers.kernel_kmeans import kmeans_plus_plus
+from fastkpca.solvers.kernel_kmeans_solvers import exact_bytes
 
 KERNELS = [("rbf", {"gamma": 0.3}), ("linear", {}), ("poly", {"degree": 2, "gamma": 0.5, "coef0": 1.0}),
            ("laplacian", {"gamma": 0.2}), ("sigmoid", {"gamma": 0.01, "coef0": 0.5})]
@@ -36,15 +37,18 @@ def recorded(model, X, **fit):
 
 
 @given(seed=st.integers(0, 2**16), which=st.integers(0, len(KERNELS) - 1), weighted=st.booleans(),
-       k=st.integers(2, 6), storage=st.sampled_from([None, PLAN_SLACK_BYTES + 60_000]))
-def test_every_iteration_equals_the_reference(seed, which, weighted, k, storage):
+       k=st.integers(2, 6), small_limit=st.booleans())
+def test_every_iteration_equals_the_reference(seed, which, weighted, k, small_limit):
     rng = np.random.default_rng(seed)
     name, params = KERNELS[which]
     X = rng.standard_normal((150, 3)) + rng.integers(0, 3, (150, 1))
     w = rng.uniform(0.1, 3.0, 150) if weighted else None
     init = rng.integers(0, k, 150)
-    model = KernelKMeans(k, kernel=name, init=init, max_iter=50, memory_limit=storage, **params)
+    # small_limit: no room for the kernel beside the solver's arrays (cached or matrix-free storage)
+    limit = PLAN_SLACK_BYTES + exact_bytes(150, k, 1) + 60_000 if small_limit else None
+    model = KernelKMeans(k, kernel=name, init=init, max_iter=50, memory_limit=limit, solver="exact", **params)
     seen = recorded(model, X, sample_weight=w)
+    assert (model.solver_info_["storage"] in ("cached", "matrix_free")) == small_limit
     K = ref.kernel(X, kernel=name, **params)
     history, inertia = ref.kernel_kmeans(K, init, k, w, max_iter=50)
     assert len(seen) == len(history) == model.n_iter_
@@ -173,16 +177,23 @@ def test_nystrom_solver_clusters_as_the_exact_one():
 def test_the_choice_takes_nystrom_only_where_exact_is_too_slow():
     from fastkpca.solvers import choice
 
-    small = choice.kernel_kmeans("auto", n=20_000, d=16, columns=8, rank=200, memory_limit=2**30)
-    huge = choice.kernel_kmeans("auto", n=1_000_000, d=16, columns=8, rank=200, memory_limit=2**31)
+    from fastkpca.solvers.kernel_kmeans_solvers import nystrom_bytes
+
+    def pick(n, limit):
+        return choice.kernel_kmeans("auto", n=n, d=16, columns=32, rank=200, exact_bytes=exact_bytes(n, 8, 4),
+                                    nystrom_bytes=nystrom_bytes(n, 8, 4, 200), memory_limit=limit)
+
+    small, huge = pick(20_000, 10**9), pick(1_000_000, 2 * 10**9)
     assert small.picked == "exact" and huge.picked == "nystrom"
     assert set(small.as_dict()["candidates"]) == {"exact", "nystrom"}
+    assert huge.fits(huge.candidates[1]), "the Nyström solver at a million samples fits 2 GB"
 
 
 def test_memory_limit_keeps_the_answer():
     X, _ = blobs(700, 5, 5, seed=3)
     full = KernelKMeans(5, kernel="rbf", gamma=0.1, random_state=0).fit(X)
-    small = KernelKMeans(5, kernel="rbf", gamma=0.1, random_state=0, memory_limit=PLAN_SLACK_BYTES + 2**20).fit(X)
+    small = KernelKMeans(5, kernel="rbf", gamma=0.1, random_state=0,
+                         memory_limit=PLAN_SLACK_BYTES + exact_bytes(700, 5, 4) + 2**20).fit(X)
     assert full.solver_info_["storage"] in ("full", "packed")
     assert small.solver_info_["storage"] in ("cached", "matrix_free")
     np.testing.assert_array_equal(full.labels_, small.labels_)

@@ -498,23 +498,21 @@ KMEANS_EXACT_SECONDS = 600.0
 KMEANS_NYSTROM_RANK = 200
 
 
-def kernel_kmeans(requested: str, *, n: int, d: int, columns: int, rank: int, memory_limit: int) -> Choice:
+def kernel_kmeans(requested: str, *, n: int, d: int, columns: int, rank: int, exact_bytes: int, nystrom_bytes: int,
+                  memory_limit: int) -> Choice:
     """Kernel k-means' solver for ``columns`` = n_clusters × n_init weight vectors: "exact" (KMEANS_PASSES passes
-    of the kernel operator in the storage the memory limit allows, the n × columns products, weights and
-    distances beside it) or "nystrom" (rank-``rank`` Nyström features on RPCholesky landmarks: one n × rank
-    pass, then the passes by the n × rank features). The approximation is taken by "auto" only where the exact
-    fit is predicted to take more than KMEANS_EXACT_SECONDS, or does not fit the memory limit."""
-    working = 4 * 8 * n * columns
-    exact = operator_passes_seconds(n, d, columns, KMEANS_PASSES, memory_limit, working)
+    of the kernel operator in the storage the memory limit leaves beside the solver's ``exact_bytes``) or
+    "nystrom" (rank-``rank`` Nyström features on RPCholesky landmarks: one n × rank pass, then the passes by the
+    features; ``nystrom_bytes``). The approximation is taken by "auto" only where the exact fit is predicted to
+    take more than KMEANS_EXACT_SECONDS, or does not fit the memory limit."""
+    exact = operator_passes_seconds(n, d, columns, KMEANS_PASSES, memory_limit, exact_bytes)
     rank = min(rank, n)
     nystrom = (kernel_pass_seconds(n, rank, d, rank) + KMEANS_PASSES * 4 * n * rank * columns / gemm_rate())
     slow = exact > KMEANS_EXACT_SECONDS
-    probe = Choice("kernel k-means", requested, "", (), memory_limit, "")
-    exact_candidate = Candidate("exact", exact, working)
+    exact_fits = exact_bytes + PLAN_SLACK_BYTES <= memory_limit
     return choose("kernel k-means", requested, [
-        exact_candidate,
-        Candidate("nystrom", nystrom, 8 * n * (rank + 2 * columns) + 8 * rank * rank,
-                  automatic=slow or not probe.fits(exact_candidate),
+        Candidate("exact", exact, exact_bytes + PLAN_SLACK_BYTES),
+        Candidate("nystrom", nystrom, nystrom_bytes, automatic=slow or not exact_fits,
                   note="approximate: " + ("the exact passes are predicted to take longer than "
                                           f"{KMEANS_EXACT_SECONDS:g} s" if slow else "landmarks")),
     ], memory_limit)

@@ -28,7 +28,7 @@ from typing import Any, Callable
 import numpy as np
 
 __all__ = ["FeatureOperator", "KMeansStart", "LloydResult", "kmeans_plus_plus", "random_centres", "lloyd",
-           "weight_matrix", "CentroidDistances", "NewDiagonal"]
+           "working_bytes", "member_weights", "weight_matrix", "CentroidDistances", "NewDiagonal"]
 
 
 @dataclass
@@ -55,92 +55,118 @@ class LloydResult:
 
 
 class FeatureOperator:
-    """K ≈ F Fᵀ for an n × r feature matrix F (the Nyström features): products F(FᵀV), the diagonal the rows'
-    squared norms."""
+    """K ≈ F Fᵀ for an n × r feature matrix F (the Nyström features), stored in its own dtype (float32 halves it)
+    and multiplied in float64 a chunk of rows at a time: products F(FᵀV), the diagonal the rows' squared norms,
+    columns F F[index]ᵀ."""
+
+    #: Rows of F converted to float64 at a time.
+    CHUNK_ROWS = 16384
 
     def __init__(self, F: np.ndarray):
         self.F = F
         self.shape = (F.shape[0], F.shape[0])
 
+    def _chunks(self):
+        for start in range(0, self.F.shape[0], self.CHUNK_ROWS):
+            yield slice(start, start + self.CHUNK_ROWS), np.asarray(self.F[start:start + self.CHUNK_ROWS],
+                                                                     dtype=np.float64)
+
+    def transpose_product(self, V: np.ndarray) -> np.ndarray:
+        """Fᵀ V (r × b)."""
+        out = np.zeros((self.F.shape[1], V.shape[1]))
+        for rows, chunk in self._chunks():
+            out += chunk.T @ V[rows]
+        return out
+
     def __matmul__(self, V: np.ndarray) -> np.ndarray:
-        return self.F @ (self.F.T @ V)
+        V = np.asarray(V, dtype=np.float64)
+        C = self.transpose_product(V)
+        out = np.empty((self.F.shape[0], V.shape[1]))
+        for rows, chunk in self._chunks():
+            np.matmul(chunk, C, out=out[rows])
+        return out
 
     def diagonal(self) -> np.ndarray:
-        return np.einsum("ij,ij->i", self.F, self.F)
+        out = np.empty(self.F.shape[0])
+        for rows, chunk in self._chunks():
+            out[rows] = np.einsum("ij,ij->i", chunk, chunk)
+        return out
 
     def columns(self, index: np.ndarray, out: np.ndarray) -> np.ndarray:
-        out[...] = self.F @ self.F[index].T
+        G = np.asarray(self.F[index], dtype=np.float64)
+        for rows, chunk in self._chunks():
+            out[rows] = chunk @ G.T
         return out
 
 
-def weight_matrix(labels: np.ndarray, w: np.ndarray, k: int) -> np.ndarray:
-    """Z (n × k): z_ij = w_i / W_j for i in cluster j (a cluster of zero weight has z_j = 0)."""
-    n = labels.shape[0]
+def member_weights(labels: np.ndarray, w: np.ndarray, k: int) -> np.ndarray:
+    """z_i = w_i / W_{label(i)}: each sample's entry in its cluster's weight vector (0 for a cluster of no weight)."""
     totals = np.bincount(labels, weights=w, minlength=k)
+    return w / np.where(totals > 0, totals, 1.0)[labels]
+
+
+def weight_matrix(labels: np.ndarray, w: np.ndarray, k: int) -> np.ndarray:
+    """Z (n × k): z_ij = w_i / W_j for i in cluster j."""
+    n = labels.shape[0]
     Z = np.zeros((n, k))
-    safe = np.where(totals > 0, totals, 1.0)
-    Z[np.arange(n), labels] = w / safe[labels]
+    Z[np.arange(n), labels] = member_weights(labels, w, k)
     return Z
 
 
 def _squared_distances(diagonal: np.ndarray, C: np.ndarray, centre_diagonal: np.ndarray) -> np.ndarray:
-    """‖φ(x_i) − φ(c)‖² = K_ii − 2 K_ic + K_cc for kernel columns C (n × c), clipped at 0 (rounding)."""
-    D = diagonal[:, None] - 2.0 * C + centre_diagonal[None, :]
-    np.maximum(D, 0.0, out=D)
-    return D
+    """‖φ(x_i) − φ(c)‖² = K_ii − 2 K_ic + K_cc for kernel columns C (n × c), in C's place, clipped at 0
+    (rounding)."""
+    C *= -2.0
+    C += diagonal[:, None]
+    C += centre_diagonal[None, :]
+    np.maximum(C, 0.0, out=C)
+    return C
 
 
 def kmeans_plus_plus(source, diagonal: np.ndarray, w: np.ndarray, k: int, rngs: list[np.random.RandomState],
                      n_local_trials: int | None = None) -> list[KMeansStart]:
     """Greedy k-means++ in feature space (Arthur & Vassilvitskii 2007, with scikit-learn's greedy local trials:
     2 + ⌊ln k⌋ candidates per centre, drawn with probability ∝ w·D², the one that lowers the weighted potential
-    most kept), one start per random state. Every candidate costs one kernel column, and the candidates of all
-    starts are evaluated together. Returns each start's labels: every point's nearest chosen centre."""
+    most kept), one start per random state. Every candidate costs one kernel column. Returns each start's
+    labels: every point's nearest chosen centre."""
     n = diagonal.shape[0]
     trials = 2 + int(math.log(k)) if n_local_trials is None else n_local_trials
     p = w / w.sum()
-    starts = len(rngs)
-    first = np.array([rng.choice(n, p=p) for rng in rngs], dtype=np.int64)
-    C = np.empty((n, starts), dtype=np.float64)
-    source.columns(first, C)
-    closest = _squared_distances(diagonal, C, diagonal[first])  # n × starts
-    labels = np.zeros((starts, n), dtype=np.int64)
-    centres = np.zeros((starts, k), dtype=np.int64)
-    centres[:, 0] = first
-    columns = starts
-    for centre in range(1, k):
-        candidates = np.empty((starts, trials), dtype=np.int64)
-        for s, rng in enumerate(rngs):
-            cumulative = np.cumsum(w * closest[:, s])
+    out = []
+    for rng in rngs:
+        first = np.array([rng.choice(n, p=p)], dtype=np.int64)
+        closest = _squared_distances(diagonal, source.columns(first, np.empty((n, 1))), diagonal[first])[:, 0]
+        labels = np.zeros(n, dtype=np.int64)
+        centres = np.zeros(k, dtype=np.int64)
+        centres[0] = first[0]
+        C = np.empty((n, trials))
+        for centre in range(1, k):
+            cumulative = np.cumsum(w * closest)
             draws = rng.uniform(size=trials) * cumulative[-1]
-            candidates[s] = np.minimum(np.searchsorted(cumulative, draws), n - 1)
-        flat = candidates.ravel()
-        C = np.empty((n, flat.shape[0]), dtype=np.float64)
-        source.columns(flat, C)
-        columns += flat.shape[0]
-        D = _squared_distances(diagonal, C, diagonal[flat])
-        for s in range(starts):
-            block = D[:, s * trials:(s + 1) * trials]
-            candidate_d = np.minimum(closest[:, s:s + 1], block)
-            best = int(np.argmin(w @ candidate_d))
-            nearer = block[:, best] < closest[:, s]
-            labels[s, nearer] = centre
-            centres[s, centre] = candidates[s, best]
-            closest[:, s] = candidate_d[:, best]
-    return [KMeansStart(labels[s], centres[s], columns // starts) for s in range(starts)]
+            candidates = np.minimum(np.searchsorted(cumulative, draws), n - 1).astype(np.int64)
+            D = _squared_distances(diagonal, source.columns(candidates, C), diagonal[candidates])
+            np.minimum(D, closest[:, None], out=D)  # each candidate's new distances to the nearest centre
+            best = int(np.argmin(w @ D))
+            nearer = D[:, best] < closest
+            labels[nearer] = centre
+            centres[centre] = candidates[best]
+            closest = D[:, best].copy()
+        out.append(KMeansStart(labels, centres, 1 + (k - 1) * trials))
+    return out
 
 
 def random_centres(source, diagonal: np.ndarray, w: np.ndarray, k: int,
                    rngs: list[np.random.RandomState]) -> list[KMeansStart]:
     """k distinct points drawn with probability ∝ w as the centres (scikit-learn's ``init="random"``), one set per
-    random state, evaluated in one call for columns; each start's labels are the nearest centres."""
+    random state, their k kernel columns evaluated together; each start's labels are the nearest centres."""
     n = diagonal.shape[0]
-    chosen = np.concatenate([rng.choice(n, size=k, replace=False, p=w / w.sum()) for rng in rngs]).astype(np.int64)
-    C = np.empty((n, chosen.shape[0]), dtype=np.float64)
-    source.columns(chosen, C)
-    D = _squared_distances(diagonal, C, diagonal[chosen])
-    return [KMeansStart(np.argmin(D[:, s * k:(s + 1) * k], axis=1).astype(np.int64), chosen[s * k:(s + 1) * k], k)
-            for s in range(len(rngs))]
+    C = np.empty((n, k))
+    out = []
+    for rng in rngs:
+        chosen = rng.choice(n, size=k, replace=False, p=w / w.sum()).astype(np.int64)
+        D = _squared_distances(diagonal, source.columns(chosen, C), diagonal[chosen])
+        out.append(KMeansStart(np.argmin(D, axis=1).astype(np.int64), chosen, k))
+    return out
 
 
 def _relocate_empty(labels: np.ndarray, distance_to_own: np.ndarray, k: int) -> int:
@@ -162,6 +188,13 @@ def _relocate_empty(labels: np.ndarray, distance_to_own: np.ndarray, k: int) -> 
     return moved
 
 
+def working_bytes(n: int, k: int, starts: int) -> int:
+    """Bytes :func:`lloyd` holds beside the operator: the pass's weights and its product (n × (k·starts + 1)
+    each), a start's distances and their temporaries (3 n × k), each start's member weights, labels and the
+    entries of the last pass's product the shift reads."""
+    return 8 * n * (2 * (k * starts + 1) + 3 * k + 4 * starts + 4)
+
+
 def lloyd(product: Callable[[np.ndarray], np.ndarray], diagonal: np.ndarray, w: np.ndarray, k: int,
           starts: list[np.ndarray], *, max_iter: int, tol: float,
           progress: Callable[..., Any] | None = None) -> LloydResult:
@@ -169,14 +202,19 @@ def lloyd(product: Callable[[np.ndarray], np.ndarray], diagonal: np.ndarray, w: 
     active starts' weight vectors (n × k·starts). ``tol`` is relative to the weighted feature-space variance
     Σ w_i K_ii / W − wᵀKw / W², whose product K w rides in the first pass as one more column.
     ``progress(iteration, labels, inertia, passes)`` after every pass (the first active start's assignment to the
-    centroids of that pass, and its inertia). Returns the start of least inertia."""
+    centroids of that pass, and its inertia). Returns the start of least inertia.
+
+    A weight vector z_j has one entry per member, so zⱼᵀKzⱼ = Σ_{i∈C_j} z_i P_ij and the shift's zⱼᵀK z'ⱼ =
+    Σ_{i∈C_j} z_i P'_ij are sums over each cluster's members of one entry per row of this pass's product P and
+    the last one's P' (of which only those entries are kept)."""
     n = diagonal.shape[0]
+    rows = np.arange(n)
     total = float(w.sum())
     threshold = None
     count = len(starts)
-    labels = [np.array(s, dtype=np.int64) for s in starts]
+    labels = [np.array(s, dtype=np.int64) for s in starts]  # the labels whose centroids the next pass computes
     assigned: list[Any] = [None] * count  # the last assignment step's labels (before relocations)
-    previous: list[Any] = [None] * count  # (Z, P, norms) of the last pass
+    previous: list[Any] = [None] * count  # (P'_{i,label(i)} for the labels of the next pass, norms) of the last pass
     done = [False] * count
     n_iter = [0] * count
     final: list[Any] = [None] * count
@@ -185,49 +223,56 @@ def lloyd(product: Callable[[np.ndarray], np.ndarray], diagonal: np.ndarray, w: 
     variance = 0.0
     while not all(done):
         active = [s for s in range(count) if not done[s]]
-        blocks = [weight_matrix(labels[s], w, k) for s in active]
-        if threshold is None:
-            blocks.append(w[:, None])
-        Z = np.concatenate(blocks, axis=1)
+        first = threshold is None
+        Z = np.zeros((n, k * len(active) + first))
+        z = {}
+        for a, s in enumerate(active):
+            z[s] = member_weights(labels[s], w, k)
+            Z[rows, a * k + labels[s]] = z[s]
+        if first:
+            Z[:, -1] = w
         P = np.asarray(product(Z), dtype=np.float64)
+        del Z
         passes += 1
-        if threshold is None:
+        if first:
             variance = max(float(w @ diagonal) / total - float(w @ P[:, -1]) / total**2, 0.0)
             threshold = tol * variance
-            Z, P = Z[:, :-1], P[:, :-1]
         for a, s in enumerate(active):
-            cols = slice(a * k, (a + 1) * k)
-            Zs, Ps = Z[:, cols], P[:, cols]
-            norms = np.einsum("ij,ij->j", Zs, Ps)
-            D = diagonal[:, None] - 2.0 * Ps + norms[None, :]
+            Ps = P[:, a * k:(a + 1) * k]
+            norms = np.bincount(labels[s], weights=z[s] * Ps[rows, labels[s]], minlength=k)
+            D = Ps * -2.0
+            D += norms[None, :]
+            D += diagonal[:, None]
             n_iter[s] += 1
             nearest = np.argmin(D, axis=1)
+            own = np.maximum(D[rows, nearest], 0.0)
+            del D
             stop = n_iter[s] >= max_iter
             if previous[s] is not None:
-                Z0, P0, norms0 = previous[s]
-                shift = float(np.sum(norms - 2.0 * np.einsum("ij,ij->j", Zs, P0) + norms0))
-                stop = stop or shift <= threshold
+                own_before, norms0 = previous[s]
+                cross = np.bincount(labels[s], weights=z[s] * own_before, minlength=k)
+                stop = stop or float(np.sum(norms - 2.0 * cross + norms0)) <= threshold
             if not stop and assigned[s] is not None and np.array_equal(nearest, assigned[s]):
                 stop = True
+            if progress is not None and a == 0:
+                progress(n_iter[s], nearest, float(w @ own), passes)
             if stop:
-                inertia = float(w @ np.maximum(D[np.arange(n), nearest], 0.0))
-                final[s] = (nearest, inertia, Zs.copy(), norms)
+                final[s] = (nearest, float(w @ own), labels[s], norms)
                 done[s] = True
+                previous[s] = None
             else:
                 assigned[s] = nearest
                 new = nearest.copy()
-                reseeded[s] += _relocate_empty(new, D[np.arange(n), nearest], k)
+                reseeded[s] += _relocate_empty(new, own, k)
                 labels[s] = new
-                previous[s] = (Zs, Ps, norms)
-            if progress is not None and a == 0:
-                lab = nearest
-                progress(n_iter[s], lab, float(w @ np.maximum(D[np.arange(n), lab], 0.0)), passes)
+                previous[s] = (Ps[rows, new], norms)
+        del P
     best = min(range(count), key=lambda s: final[s][1])
-    nearest, inertia, Zbest, norms = final[best]
+    nearest, inertia, centroid_labels, norms = final[best]
     info = {"passes": passes, "starts": count, "start_inertias": [float(f[1]) for f in final],
             "start_iterations": list(n_iter), "best_start": best, "empty_clusters_reseeded": int(reseeded[best]),
             "converged": bool(n_iter[best] < max_iter), "variance": variance}
-    return LloydResult(nearest, inertia, Zbest, norms, n_iter[best], info)
+    return LloydResult(nearest, inertia, weight_matrix(centroid_labels, w, k), norms, n_iter[best], info)
 
 
 class CentroidDistances:

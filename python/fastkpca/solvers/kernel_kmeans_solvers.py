@@ -18,8 +18,10 @@ from typing import Any, Callable
 import numpy as np
 
 from .. import _validation as v
+from ..operators.storage import pass_bytes
 from . import choice, low_rank
-from .kernel_kmeans import CentroidDistances, FeatureOperator, NewDiagonal, kmeans_plus_plus, lloyd, random_centres
+from .kernel_kmeans import (CentroidDistances, FeatureOperator, NewDiagonal, kmeans_plus_plus, lloyd, random_centres,
+                            working_bytes)
 
 __all__ = ["KMeansSettings", "KMeansFit", "make_solver", "ExactKernelKMeans", "NystromKernelKMeans"]
 
@@ -83,9 +85,25 @@ def _cluster(product: Callable, source, diagonal: np.ndarray, w: np.ndarray, s: 
     return result
 
 
-def _working_bytes(n: int, columns: int) -> int:
-    """The iteration's n × columns arrays: the weights, their product, the last pass's pair and the distances."""
-    return 5 * 8 * n * (columns + 1)
+def _start_count(settings: KMeansSettings) -> int:
+    return settings.n_init if isinstance(settings.init, str) else 1
+
+
+def seeding_bytes(n: int, k: int) -> int:
+    """The seeding's kernel columns of one start (k-means++'s trials, or random's k centres) and their sums."""
+    return 8 * n * (max(k, 2 + int(np.log(k))) + 3)
+
+
+def exact_bytes(n: int, k: int, starts: int) -> int:
+    """What the exact solver holds beside the kernel operator's plan: the iteration's arrays, the pass's working
+    memory (operators.pass_bytes) and the seeding's columns."""
+    return working_bytes(n, k, starts) + pass_bytes(k * starts + 1, n) + seeding_bytes(n, k)
+
+
+def nystrom_bytes(n: int, k: int, starts: int, rank: int) -> int:
+    """The Nyström solver's: the n × rank float32 features, the iteration's arrays, the seeding's columns and the
+    products' float64 chunks."""
+    return 4 * n * rank + working_bytes(n, k, starts) + seeding_bytes(n, k) + 2 * 8 * FeatureOperator.CHUNK_ROWS * rank
 
 
 class ExactKernelKMeans:
@@ -99,10 +117,10 @@ class ExactKernelKMeans:
     def fit(self, samples, kernel, w: np.ndarray, *, report=_report_nothing, progress=None) -> KMeansFit:
         s = self.settings
         n = samples.shape[0]
-        columns = s.n_clusters * (s.n_init if isinstance(s.init, str) else 1)
+        columns = s.n_clusters * _start_count(s)
         start = time.perf_counter()
         plan = samples.plan(kernel, block_size=columns + 1, memory_limit=s.memory_limit,
-                            other_bytes=_working_bytes(n, columns))
+                            other_bytes=exact_bytes(n, s.n_clusters, _start_count(s)))
         source = samples.columns(kernel)
         diagonal = np.asarray(source.diagonal(), dtype=np.float64)
         with samples.kernel_operator(kernel, plan, s.n_jobs) as op:
@@ -145,25 +163,26 @@ class NystromKernelKMeans:
         n = samples.shape[0]
         kernel = kernel.between_samples("use solver='nystrom'")
         m = min(n, s.n_components or choice.KMEANS_NYSTROM_RANK)
-        columns = s.n_clusters * (s.n_init if isinstance(s.init, str) else 1)
+        needed = nystrom_bytes(n, s.n_clusters, _start_count(s), m)
         start = time.perf_counter()
-        v.check_within(8 * n * m + _working_bytes(n, columns), s.limit,
-                       f"solver='nystrom' with {m} landmarks ({n}×{m} features and the iteration's arrays)")
+        v.check_within(needed, s.limit,
+                       f"solver='nystrom' with {m} landmarks ({n}×{m} float32 features and the iteration's arrays)")
         S, _, selection = low_rank.landmarks(samples, "rpcholesky", m, kernel, random_state=s.random_state,
                                              memory_limit=s.limit, name="n_components")
         T, rank = low_rank.landmark_whitening(S, kernel)
-        rows = low_rank.stream_rows(n, m, samples.dtype.itemsize, s.limit,
-                                    extra_bytes=8 * n * rank + _working_bytes(n, columns),
+        rows = low_rank.stream_rows(n, m, samples.dtype.itemsize, s.limit, extra_bytes=needed,
                                     what=f"solver='nystrom' with {m} landmarks")
-        F = low_rank.nystrom_project(samples, S, kernel, T, None, rows)
+        # float32 features: their rounding (a relative 6e-8) is far below the approximation's own error
+        F = low_rank.nystrom_project(samples, S, kernel, T, None, rows, out_dtype=np.float32)
         features = time.perf_counter() - start
         report("features", seconds=features, n_components=m, rank=rank)
         op = FeatureOperator(F)
         result = _cluster(op.__matmul__, op, op.diagonal(), w, s, report, progress)
-        centroids = F.T @ result.weights  # r × k: the centroids in the features' coordinates
+        centroids = op.transpose_product(result.weights)  # r × k: the centroids in the features' coordinates
         distances = kernel.cross_product(S, T @ centroids, CentroidDistances(result.norms), memory_limit=s.limit)
         info = {**result.info, "n_components": m, "rank": rank, "landmark_selection": selection,
-                "memory_limit": s.limit, "storage": "nystrom_features", "kernel_bytes": F.nbytes}
+                "memory_limit": s.limit, "storage": "nystrom_features", "kernel_bytes": F.nbytes,
+                "planned_bytes": needed}
         info["seconds"] = {"features": features, **info["seconds"]}
         return KMeansFit(result.labels, result.inertia, result.n_iter, distances,
                          _FeatureNorms(low_rank.NystromProjection(S, kernel, T, None)), info)
@@ -176,8 +195,9 @@ def make_solver(requested: str, samples, kernel, settings: KMeansSettings):
     """(the solver of this fit, how it was chosen: ``solver_info_["choice"]``) for ``requested`` ("auto" or a
     solver's name), by the library's cost model (solvers/choice.py)."""
     n = samples.shape[0]
-    columns = settings.n_clusters * (settings.n_init if isinstance(settings.init, str) else 1)
-    picked = choice.kernel_kmeans(requested, n=n, d=choice.evaluated_features(kernel, samples), columns=columns,
-                                  rank=settings.n_components or choice.KMEANS_NYSTROM_RANK,
-                                  memory_limit=settings.limit)
+    k, starts = settings.n_clusters, _start_count(settings)
+    rank = min(n, settings.n_components or choice.KMEANS_NYSTROM_RANK)
+    picked = choice.kernel_kmeans(requested, n=n, d=choice.evaluated_features(kernel, samples), columns=k * starts,
+                                  rank=rank, exact_bytes=exact_bytes(n, k, starts),
+                                  nystrom_bytes=nystrom_bytes(n, k, starts, rank), memory_limit=settings.limit)
     return _SOLVERS[picked.picked](settings), picked.as_dict()

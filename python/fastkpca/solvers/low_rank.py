@@ -386,9 +386,10 @@ class NystromProjection:
 
 
 def nystrom_project(X, S: np.ndarray, kernel: Kernel, P: np.ndarray, offset: np.ndarray | None,
-                    rows: int) -> np.ndarray:
-    """``K(X, S) @ P − offset`` in float64 for X an array or a row source, ``rows`` rows at a time."""
-    return as_rows(X).map(NystromProjection(S, kernel, P, offset), rows=rows)
+                    rows: int, *, out_dtype=None) -> np.ndarray:
+    """``K(X, S) @ P − offset`` in float64 (or ``out_dtype``) for X an array or a row source, ``rows`` rows at a
+    time."""
+    return as_rows(X).map(NystromProjection(S, kernel, P, offset, out_dtype=out_dtype), rows=rows)
 
 
 def landmark_whitening(S: np.ndarray, kernel: Kernel) -> tuple[np.ndarray, int]:
