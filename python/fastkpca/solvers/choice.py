@@ -18,10 +18,10 @@ The model, in flops, for n samples of d features (c: a kernel entry's flops beyo
     dense eigenpairs    EIGH_FLOPS_PER_CUBE · n³     (tridiagonal reduction, then every vector's back transformation;
                                                       EIGH_SUBSET_FLOPS_PER_CUBE · n³ for a few vectors)
 
-at these rates: DGEMM's, measured once per process (:func:`gemm_rate`: the best of three 768 × 768 products on
-NumPy's BLAS threads), the kernel pass at KERNEL_PASS_SHARE of it, LAPACK's Cholesky and eigensolver at their
-shares of it (a factor of LARGE_MATRIX_BYTES or more runs on one BLAS thread, lapack_threads.py: half the rate
-on this two-core machine), plus a fixed overhead per call of each solver where the Python around it dominates at
+at these rates: DGEMM's, measured once per process (:func:`gemm_rate`: one thread's, scaled to NumPy's BLAS
+threads), the kernel pass at KERNEL_PASS_SHARE of it, LAPACK's Cholesky and eigensolver at their shares of it
+(a factor of LARGE_MATRIX_BYTES or more runs on one BLAS thread, lapack_threads.py: half the rate on this
+two-core machine), plus a fixed overhead per call of each solver where the Python around it dominates at
 small n. The shares, the passes a solver takes and the overheads are measured, not guessed: bench/solver_choice.py
 times every candidate of every family at several sizes beside this model's prediction and prints both.
 """
@@ -66,18 +66,31 @@ EIGH_SUBSET_FLOPS_PER_CUBE = 4 / 3
 SPARSE_VALUE_FLOPS = 8
 
 
+#: Two BLAS threads' DGEMM rate against twice one thread's (1.73–1.82 on the performance page's Xeon 207).
+GEMM_THREAD_EFFICIENCY = 0.89
+
+
 @functools.lru_cache(maxsize=1)
 def gemm_rate() -> float:
-    """DGEMM's flops per second on NumPy's BLAS threads: the best of three 768 × 768 products."""
-    rng = np.random.default_rng(0)
-    a, b = rng.standard_normal((768, 768)), rng.standard_normal((768, 768))
-    a @ b  # the first call starts BLAS's threads
+    """DGEMM's flops per second on NumPy's BLAS threads: one thread's rate, the better of two 768 × 768 products
+    after one a quarter the size, times the BLAS threads and GEMM_THREAD_EFFICIENCY.
+
+    Measured on one thread because a threaded call leaves OpenBLAS's threads spinning on the cores for a while,
+    and the fit that asked for the rate would then run its first native passes beside them (a 3,000-sample
+    kernel took 2–3 times as long). The operands are constant: a product's speed does not depend on the values,
+    and drawing random ones would cost more than the products."""
+    from .lapack_threads import blas_threads, one_blas_thread
+
+    a, b = np.full((768, 768), 0.5), np.full((768, 768), 0.25)
     best = np.inf
-    for _ in range(3):
-        start = time.perf_counter()
-        a @ b
-        best = min(best, time.perf_counter() - start)
-    return 2 * 768**3 / max(best, 1e-9)
+    with one_blas_thread():
+        a[:384, :384] @ b[:384, :384]
+        for _ in range(2):
+            start = time.perf_counter()
+            a @ b
+            best = min(best, time.perf_counter() - start)
+    threads = blas_threads()
+    return 2 * 768**3 / max(best, 1e-9) * threads * (GEMM_THREAD_EFFICIENCY if threads > 1 else 1.0)
 
 
 def kernel_entry_flops(d: int) -> float:

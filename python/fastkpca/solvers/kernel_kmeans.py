@@ -210,7 +210,7 @@ def lloyd(product: Callable[[np.ndarray], np.ndarray], diagonal: np.ndarray, w: 
     n = diagonal.shape[0]
     rows = np.arange(n)
     total = float(w.sum())
-    threshold = None
+    threshold = 0.0  # tol × the variance, known after the first pass
     count = len(starts)
     labels = [np.array(s, dtype=np.int64) for s in starts]  # the labels whose centroids the next pass computes
     assigned: list[Any] = [None] * count  # the last assignment step's labels (before relocations)
@@ -223,7 +223,7 @@ def lloyd(product: Callable[[np.ndarray], np.ndarray], diagonal: np.ndarray, w: 
     variance = 0.0
     while not all(done):
         active = [s for s in range(count) if not done[s]]
-        first = threshold is None
+        first = passes == 0
         Z = np.zeros((n, k * len(active) + first))
         z = {}
         for a, s in enumerate(active):

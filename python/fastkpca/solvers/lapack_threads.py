@@ -36,8 +36,8 @@ import threading
 
 import numpy as np
 
-__all__ = ["factorisation_threads", "interruptible", "one_blas_thread", "on_one_blas_thread", "solve_lower_triangular",
-           "symmetric_eigh", "LARGE_MATRIX_BYTES", "INTERRUPTIBLE_FLOPS"]
+__all__ = ["blas_threads", "factorisation_threads", "interruptible", "one_blas_thread", "on_one_blas_thread",
+           "solve_lower_triangular", "symmetric_eigh", "LARGE_MATRIX_BYTES", "INTERRUPTIBLE_FLOPS"]
 
 #: Calls of at least this many flops run on a worker thread (:func:`interruptible`): enough work that a
 #: thread's start is a small part of it, little enough that a call below it holds Ctrl-C back no longer than
@@ -71,6 +71,11 @@ def _controller():
     from threadpoolctl import ThreadpoolController
 
     return ThreadpoolController()
+
+
+def blas_threads() -> int:
+    """The threads NumPy's BLAS runs on now (the most of the BLAS libraries loaded)."""
+    return max((int(info["num_threads"]) for info in _controller().select(user_api="blas").info()), default=1)
 
 
 def factorisation_threads(n: int, itemsize: int = 8):
