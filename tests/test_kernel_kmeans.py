@@ -245,3 +245,11 @@ def test_callable_and_kernel_objects_equal_the_native_kernel():
         np.testing.assert_array_equal(other.labels_, native.labels_)
         assert other.inertia_ == pytest.approx(native.inertia_, rel=1e-10)
     np.testing.assert_array_equal(by_object.predict(X[:20]), native.predict(X[:20]))
+
+
+def test_verbose_prints_each_iteration_without_the_labels(capsys):
+    X, _ = blobs(200, 3, 3, seed=1)
+    KernelKMeans(3, kernel="rbf", gamma=0.2, random_state=0, verbose=2).fit(X)
+    err = capsys.readouterr().err
+    assert "[KernelKMeans] iteration: iteration=1" in err and "inertia=" in err and "done:" in err
+    assert "labels" not in err

@@ -246,6 +246,10 @@ class KernelKMeans(Reporting, EngineFitted, ClusterMixin, TransformerMixin, Base
         w = v.nonnegative_weights(sample_weight, distances.shape[0])
         return -float(w @ distances.min(axis=1))
 
+    def _line(self, stage: str, info: dict) -> str:
+        # the printed line leaves out the labels (the callback gets them)
+        return super()._line(stage, {key: value for key, value in info.items() if key != "labels"})
+
     def __sklearn_tags__(self):
         tags = super().__sklearn_tags__()
         tags.input_tags.sparse = True
