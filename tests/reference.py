@@ -80,17 +80,21 @@ def double_center(K):
 
 def kernel_kmeans(K, labels, k, w=None, max_iter=300, tol=1e-4):
     """Weighted kernel k-means (Dhillon, Guan & Kulis 2004) on the whole kernel matrix K, as scikit-learn's Lloyd:
-    assign to the nearest centroid, move a point farthest from its centroid into each empty cluster (never a
-    cluster's last), recompute; stop when the assignment repeats or the centroids' total squared shift is at
-    most tol × the weighted feature-space variance, then assign to the final centroids. Returns (the labels
-    after every iteration, the final inertia)."""
+    assign to the nearest centroid (a cluster of no weight has none), move the point farthest from its centroid
+    into each cluster of no weight (never a weightless point, nor one whose cluster it would leave weightless),
+    recompute; stop when the assignment repeats or the centroids' total squared shift is at most
+    tol × the weighted feature-space variance, then assign to the final centroids. Returns (the labels after every
+    iteration, the final inertia)."""
     K = np.asarray(K, dtype=np.float64)
     n = K.shape[0]
     w = np.ones(n) if w is None else np.asarray(w, dtype=np.float64)
     W = w.sum()
     variance = w @ np.diag(K) / W - w @ K @ w / W**2
     labels = np.asarray(labels).copy()
-    history, previous_centroids, last_assigned = [], None, None
+    history, previous_centroids, previous_present, last_assigned = [], None, None, None
+
+    def cluster_weights(lab):
+        return np.array([w[lab == j].sum() for j in range(k)])
 
     def centroid_weights(lab):
         Z = np.zeros((n, k))
@@ -102,12 +106,14 @@ def kernel_kmeans(K, labels, k, w=None, max_iter=300, tol=1e-4):
 
     for iteration in range(max_iter):
         Z = centroid_weights(labels)
-        # squared distance of every point to every centroid, from K itself
+        present = cluster_weights(labels) > 0
+        # squared distance of every point to every centroid, from K itself; none to a cluster without one
         D = np.diag(K)[:, None] - 2 * K @ Z + np.diag(Z.T @ K @ Z)[None, :]
+        D[:, ~present] = np.inf
         nearest = D.argmin(axis=1)
         history.append(nearest)
         stop = iteration + 1 >= max_iter
-        if previous_centroids is not None:
+        if previous_centroids is not None and (present == previous_present).all() and present.all():
             delta = Z - previous_centroids
             stop = stop or np.trace(delta.T @ K @ delta) <= tol * variance
         if not stop and last_assigned is not None and (nearest == last_assigned).all():
@@ -117,16 +123,16 @@ def kernel_kmeans(K, labels, k, w=None, max_iter=300, tol=1e-4):
         last_assigned = nearest
         labels = nearest.copy()
         own = D[np.arange(n), nearest]
-        counts = np.bincount(labels, minlength=k)
-        empty = list(np.flatnonzero(counts == 0))
+        totals = cluster_weights(labels)
+        empty = list(np.flatnonzero(totals <= 0))
         for i in np.argsort(-own, kind="stable"):
             if not empty:
                 break
-            if counts[labels[i]] > 1:
-                counts[labels[i]] -= 1
+            if w[i] > 0 and totals[labels[i]] - w[i] > 0:
+                totals[labels[i]] -= w[i]
                 labels[i] = empty.pop(0)
-                counts[labels[i]] += 1
-        previous_centroids = Z
+                totals[labels[i]] += w[i]
+        previous_centroids, previous_present = Z, present
     raise AssertionError("unreachable")
 
 

@@ -253,3 +253,54 @@ def test_verbose_prints_each_iteration_without_the_labels(capsys):
     err = capsys.readouterr().err
     assert "[KernelKMeans] iteration: iteration=1" in err and "inertia=" in err and "done:" in err
     assert "labels" not in err
+
+
+@pytest.mark.parametrize("init", ["k-means++", "random"])
+def test_a_float32_precomputed_kernel_seeds_as_float64(init):
+    X, _ = blobs(200, 3, 3, seed=4)
+    K = ref.kernel(X, kernel="rbf", gamma=0.3)
+    single = KernelKMeans(3, kernel="precomputed", init=init, random_state=0).fit(K.astype(np.float32))
+    double = KernelKMeans(3, kernel="precomputed", init=init, random_state=0).fit(K)
+    assert adjusted_rand_score(single.labels_, double.labels_) > 0.99
+
+
+def test_auto_never_takes_nystrom_for_a_precomputed_kernel(monkeypatch):
+    from fastkpca.solvers import choice
+
+    monkeypatch.setattr(choice, "KMEANS_EXACT_SECONDS", 0.0)  # every exact fit "too slow"
+    X, _ = blobs(200, 3, 3, seed=4)
+    K = ref.kernel(X, kernel="rbf", gamma=0.3)
+    model = KernelKMeans(3, kernel="precomputed", random_state=0).fit(K)
+    assert model.solver_info_["solver"] == "exact"
+    assert not model.solver_info_["choice"]["candidates"]["nystrom"]["fits"]
+    other = KernelKMeans(3, kernel="rbf", gamma=0.3, random_state=0).fit(X).solver_info_["choice"]["candidates"]
+    assert other["nystrom"]["fits"] and other["nystrom"]["automatic"]
+
+
+@pytest.mark.parametrize("case", ["skipped label", "weightless cluster"])
+def test_a_cluster_without_weight_has_no_centroid(case):
+    X, _ = blobs(120, 2, 3, seed=2, std=0.5)
+    rng = np.random.default_rng(0)
+    init = rng.integers(0, 3, 120)
+    w = rng.uniform(0.5, 2.0, 120)
+    if case == "skipped label":
+        init[init == 1] = 0  # cluster 1 starts empty
+    else:
+        w[init == 1] = 0.0  # cluster 1's members weigh nothing
+    seen = recorded(KernelKMeans(3, kernel="rbf", gamma=0.5, init=init, max_iter=30), X, sample_weight=w)
+    history, inertia = ref.kernel_kmeans(ref.kernel(X, kernel="rbf", gamma=0.5), init, 3, w, max_iter=30)
+    assert len(seen) == len(history)
+    for ours, theirs in zip(seen, history):
+        np.testing.assert_array_equal(ours, theirs)
+    assert 1 not in seen[0]  # nothing is assigned to a cluster without a centroid
+    one_pass = KernelKMeans(3, kernel="rbf", gamma=0.5, init=init, max_iter=1).fit(X, sample_weight=w)
+    assert 1 not in one_pass.predict(X) and np.isinf(one_pass.transform(X[:5])[:, 1]).all()
+    full = KernelKMeans(3, kernel="rbf", gamma=0.5, init=init, max_iter=30).fit(X, sample_weight=w)
+    assert full.inertia_ == pytest.approx(inertia, rel=1e-10)
+
+
+def test_nystrom_plans_its_chunks_by_the_samples():
+    X, _ = blobs(1000, 4, 3, seed=1)
+    model = KernelKMeans(3, kernel="rbf", gamma=0.3, solver="nystrom", n_components=50, random_state=0,
+                         memory_limit="4MB").fit(X)
+    assert model.solver_info_["planned_bytes"] <= 4 * 10**6

@@ -512,12 +512,13 @@ KMEANS_NYSTROM_RANK = 200
 
 
 def kernel_kmeans(requested: str, *, n: int, d: int, columns: int, rank: int, exact_bytes: int, nystrom_bytes: int,
-                  memory_limit: int) -> Choice:
+                  memory_limit: int, approximable: bool = True) -> Choice:
     """Kernel k-means' solver for ``columns`` = n_clusters × n_init weight vectors: "exact" (KMEANS_PASSES passes
     of the kernel operator in the storage the memory limit leaves beside the solver's ``exact_bytes``) or
     "nystrom" (rank-``rank`` Nyström features on RPCholesky landmarks: one n × rank pass, then the passes by the
     features; ``nystrom_bytes``). The approximation is taken by "auto" only where the exact fit is predicted to
-    take more than KMEANS_EXACT_SECONDS, or does not fit the memory limit."""
+    take more than KMEANS_EXACT_SECONDS, or does not fit the memory limit; it is possible only where landmarks
+    can be evaluated against the samples (``approximable``: not for a precomputed kernel)."""
     exact = operator_passes_seconds(n, d, columns, KMEANS_PASSES, memory_limit, exact_bytes)
     rank = min(rank, n)
     nystrom = (kernel_pass_seconds(n, rank, d, rank) + KMEANS_PASSES * 4 * n * rank * columns / gemm_rate())
@@ -525,7 +526,8 @@ def kernel_kmeans(requested: str, *, n: int, d: int, columns: int, rank: int, ex
     exact_fits = exact_bytes + PLAN_SLACK_BYTES <= memory_limit
     return choose("kernel k-means", requested, [
         Candidate("exact", exact, exact_bytes + PLAN_SLACK_BYTES),
-        Candidate("nystrom", nystrom, nystrom_bytes, automatic=slow or not exact_fits,
-                  note="approximate: " + ("the exact passes are predicted to take longer than "
-                                          f"{KMEANS_EXACT_SECONDS:g} s" if slow else "landmarks")),
+        Candidate("nystrom", nystrom, nystrom_bytes, approximable, automatic=slow or not exact_fits,
+                  note="a precomputed kernel has no landmarks to evaluate" if not approximable else
+                  "approximate: " + ("the exact passes are predicted to take longer than "
+                                     f"{KMEANS_EXACT_SECONDS:g} s" if slow else "landmarks")),
     ], memory_limit)

@@ -62,6 +62,9 @@ class FeatureOperator:
     #: Rows of F converted to float64 at a time.
     CHUNK_ROWS = 16384
 
+    #: The columns' dtype (they are multiplied in float64).
+    dtype = np.dtype(np.float64)
+
     def __init__(self, F: np.ndarray):
         self.F = F
         self.shape = (F.shape[0], F.shape[0])
@@ -123,6 +126,16 @@ def _squared_distances(diagonal: np.ndarray, C: np.ndarray, centre_diagonal: np.
     return C
 
 
+def _columns(source, index: np.ndarray, buffer: np.ndarray) -> np.ndarray:
+    """The kernel columns ``index`` in float64 (``buffer``: n × len(index) in the source's dtype, overwritten; a
+    float32 source's columns come back as a float64 copy)."""
+    return np.asarray(source.columns(index, buffer), dtype=np.float64)
+
+
+def _buffer(source, n: int, width: int) -> np.ndarray:
+    return np.empty((n, width), dtype=np.dtype(getattr(source, "dtype", np.float64)))
+
+
 def kmeans_plus_plus(source, diagonal: np.ndarray, w: np.ndarray, k: int, rngs: list[np.random.RandomState],
                      n_local_trials: int | None = None) -> list[KMeansStart]:
     """Greedy k-means++ in feature space (Arthur & Vassilvitskii 2007, with scikit-learn's greedy local trials:
@@ -135,16 +148,16 @@ def kmeans_plus_plus(source, diagonal: np.ndarray, w: np.ndarray, k: int, rngs: 
     out = []
     for rng in rngs:
         first = np.array([rng.choice(n, p=p)], dtype=np.int64)
-        closest = _squared_distances(diagonal, source.columns(first, np.empty((n, 1))), diagonal[first])[:, 0]
+        closest = _squared_distances(diagonal, _columns(source, first, _buffer(source, n, 1)), diagonal[first])[:, 0]
         labels = np.zeros(n, dtype=np.int64)
         centres = np.zeros(k, dtype=np.int64)
         centres[0] = first[0]
-        C = np.empty((n, trials))
+        C = _buffer(source, n, trials)
         for centre in range(1, k):
             cumulative = np.cumsum(w * closest)
             draws = rng.uniform(size=trials) * cumulative[-1]
             candidates = np.minimum(np.searchsorted(cumulative, draws), n - 1).astype(np.int64)
-            D = _squared_distances(diagonal, source.columns(candidates, C), diagonal[candidates])
+            D = _squared_distances(diagonal, _columns(source, candidates, C), diagonal[candidates])
             np.minimum(D, closest[:, None], out=D)  # each candidate's new distances to the nearest centre
             best = int(np.argmin(w @ D))
             nearer = D[:, best] < closest
@@ -160,30 +173,32 @@ def random_centres(source, diagonal: np.ndarray, w: np.ndarray, k: int,
     """k distinct points drawn with probability ∝ w as the centres (scikit-learn's ``init="random"``), one set per
     random state, their k kernel columns evaluated together; each start's labels are the nearest centres."""
     n = diagonal.shape[0]
-    C = np.empty((n, k))
+    C = _buffer(source, n, k)
     out = []
     for rng in rngs:
         chosen = rng.choice(n, size=k, replace=False, p=w / w.sum()).astype(np.int64)
-        D = _squared_distances(diagonal, source.columns(chosen, C), diagonal[chosen])
+        D = _squared_distances(diagonal, _columns(source, chosen, C), diagonal[chosen])
         out.append(KMeansStart(np.argmin(D, axis=1).astype(np.int64), chosen, k))
     return out
 
 
-def _relocate_empty(labels: np.ndarray, distance_to_own: np.ndarray, k: int) -> int:
-    """Clusters left empty take the points farthest from their own centroids (scikit-learn's rule), one each,
-    never the last member of a cluster; ``labels`` is updated in place. Returns the clusters re-seeded."""
-    counts = np.bincount(labels, minlength=k)
-    empty = np.flatnonzero(counts == 0)
+def _relocate_empty(labels: np.ndarray, distance_to_own: np.ndarray, w: np.ndarray, k: int) -> int:
+    """Clusters of no weight (empty, or of weightless members) take the points farthest from their own centroids
+    (scikit-learn's rule), one each, never a point without weight nor one whose cluster it would leave without
+    weight; ``labels`` is updated in place. Returns the clusters re-seeded."""
+    totals = np.bincount(labels, weights=w, minlength=k)
+    empty = np.flatnonzero(totals <= 0)
     if empty.size == 0:
         return 0
     moved = 0
     for i in np.argsort(-distance_to_own, kind="stable"):
         if moved == empty.size:
             break
-        if counts[labels[i]] > 1:
-            counts[labels[i]] -= 1
+        own = labels[i]
+        if w[i] > 0 and totals[own] - w[i] > 0:
+            totals[own] -= w[i]
             labels[i] = empty[moved]
-            counts[empty[moved]] += 1
+            totals[empty[moved]] += w[i]
             moved += 1
     return moved
 
@@ -196,13 +211,17 @@ def working_bytes(n: int, k: int, starts: int) -> int:
 
 
 def lloyd(product: Callable[[np.ndarray], np.ndarray], diagonal: np.ndarray, w: np.ndarray, k: int,
-          starts: list[np.ndarray], *, max_iter: int, tol: float,
+          starts: list[np.ndarray], *, max_iter: int, tol: float, seeded: bool = False,
           progress: Callable[..., Any] | None = None) -> LloydResult:
     """Lloyd's iterations of every start side by side: each iteration one ``product`` of the kernel with the
     active starts' weight vectors (n × k·starts). ``tol`` is relative to the weighted feature-space variance
     Σ w_i K_ii / W − wᵀKw / W², whose product K w rides in the first pass as one more column.
     ``progress(iteration, labels, inertia, passes)`` after every pass (the first active start's assignment to the
-    centroids of that pass, and its inertia). Returns the start of least inertia.
+    centroids of that pass, and its inertia). Returns the start of least inertia. ``seeded``: the starts' labels
+    are already an assignment (to the seeds), so a first pass that repeats it has converged.
+
+    A cluster of no weight has no centroid: no point is assigned to it, and it takes the point farthest from its
+    centroid when the labels are next updated (:func:`_relocate_empty`).
 
     A weight vector z_j has one entry per member, so zⱼᵀKzⱼ = Σ_{i∈C_j} z_i P_ij and the shift's zⱼᵀK z'ⱼ =
     Σ_{i∈C_j} z_i P'_ij are sums over each cluster's members of one entry per row of this pass's product P and
@@ -213,7 +232,9 @@ def lloyd(product: Callable[[np.ndarray], np.ndarray], diagonal: np.ndarray, w: 
     threshold = 0.0  # tol × the variance, known after the first pass
     count = len(starts)
     labels = [np.array(s, dtype=np.int64) for s in starts]  # the labels whose centroids the next pass computes
-    assigned: list[Any] = [None] * count  # the last assignment step's labels (before relocations)
+    # the last assignment step's labels (before relocations)
+    assigned: list[Any] = [label.copy() for label in labels] if seeded else [None] * count
+    converged = [False] * count
     previous: list[Any] = [None] * count  # (P'_{i,label(i)} for the labels of the next pass, norms) of the last pass
     done = [False] * count
     n_iter = [0] * count
@@ -240,6 +261,7 @@ def lloyd(product: Callable[[np.ndarray], np.ndarray], diagonal: np.ndarray, w: 
         for a, s in enumerate(active):
             Ps = P[:, a * k:(a + 1) * k]
             norms = np.bincount(labels[s], weights=z[s] * Ps[rows, labels[s]], minlength=k)
+            norms[np.bincount(labels[s], weights=w, minlength=k) <= 0] = np.inf  # no centroid
             D = Ps * -2.0
             D += norms[None, :]
             D += diagonal[:, None]
@@ -247,13 +269,15 @@ def lloyd(product: Callable[[np.ndarray], np.ndarray], diagonal: np.ndarray, w: 
             nearest = np.argmin(D, axis=1)
             own = np.maximum(D[rows, nearest], 0.0)
             del D
-            stop = n_iter[s] >= max_iter
             if previous[s] is not None:
                 own_before, norms0 = previous[s]
                 cross = np.bincount(labels[s], weights=z[s] * own_before, minlength=k)
-                stop = stop or float(np.sum(norms - 2.0 * cross + norms0)) <= threshold
-            if not stop and assigned[s] is not None and np.array_equal(nearest, assigned[s]):
-                stop = True
+                with np.errstate(invalid="ignore"):  # a centroid that appeared or vanished: no shift to compare
+                    shift = float(np.sum(norms - 2.0 * cross + norms0))
+                converged[s] = bool(np.isfinite(shift) and shift <= threshold)
+            if not converged[s] and assigned[s] is not None and np.array_equal(nearest, assigned[s]):
+                converged[s] = True
+            stop = converged[s] or n_iter[s] >= max_iter
             if progress is not None and a == 0:
                 progress(n_iter[s], nearest, float(w @ own), passes)
             if stop:
@@ -263,7 +287,7 @@ def lloyd(product: Callable[[np.ndarray], np.ndarray], diagonal: np.ndarray, w: 
             else:
                 assigned[s] = nearest
                 new = nearest.copy()
-                reseeded[s] += _relocate_empty(new, own, k)
+                reseeded[s] += _relocate_empty(new, own, w, k)
                 labels[s] = new
                 previous[s] = (Ps[rows, new], norms)
         del P
@@ -271,14 +295,15 @@ def lloyd(product: Callable[[np.ndarray], np.ndarray], diagonal: np.ndarray, w: 
     nearest, inertia, centroid_labels, norms = final[best]
     info = {"passes": passes, "starts": count, "start_inertias": [float(f[1]) for f in final],
             "start_iterations": list(n_iter), "best_start": best, "empty_clusters_reseeded": int(reseeded[best]),
-            "converged": bool(n_iter[best] < max_iter), "variance": variance}
+            "converged": converged[best], "variance": variance}
     return LloydResult(nearest, inertia, weight_matrix(centroid_labels, w, k), norms, n_iter[best], info)
 
 
 class CentroidDistances:
     """A fitted row map: ``x ↦ −2 K(x, X)·Z + ‖μ‖²`` from the cross kernel's product (``correction`` of a
     fitted cross product): the squared feature-space distances to every centroid less k(x, x), which is the
-    same for every centroid of a row (so its argmin is the nearest centroid). Picklable."""
+    same for every centroid of a row (so its argmin is the nearest centroid); infinite for a cluster that has no
+    centroid (no weight). Picklable."""
 
     def __init__(self, norms: np.ndarray):
         self.norms = np.asarray(norms, dtype=np.float64)

@@ -80,7 +80,8 @@ def _cluster(product: Callable, source, diagonal: np.ndarray, w: np.ndarray, s: 
     seeding = time.perf_counter() - start
     report("init", seconds=seeding, starts=len(starts), kernel_columns=columns)
     start = time.perf_counter()
-    result = lloyd(product, diagonal, w, s.n_clusters, starts, max_iter=s.max_iter, tol=s.tol, progress=progress)
+    result = lloyd(product, diagonal, w, s.n_clusters, starts, max_iter=s.max_iter, tol=s.tol,
+                   seeded=isinstance(s.init, str), progress=progress)
     result.info.update(init_kernel_columns=columns, seconds={"init": seeding, "lloyd": time.perf_counter() - start})
     return result
 
@@ -103,7 +104,8 @@ def exact_bytes(n: int, k: int, starts: int) -> int:
 def nystrom_bytes(n: int, k: int, starts: int, rank: int) -> int:
     """The Nyström solver's: the n × rank float32 features, the iteration's arrays, the seeding's columns and the
     products' float64 chunks."""
-    return 4 * n * rank + working_bytes(n, k, starts) + seeding_bytes(n, k) + 2 * 8 * FeatureOperator.CHUNK_ROWS * rank
+    chunk = min(n, FeatureOperator.CHUNK_ROWS)
+    return 4 * n * rank + working_bytes(n, k, starts) + seeding_bytes(n, k) + 2 * 8 * chunk * rank
 
 
 class ExactKernelKMeans:
@@ -199,5 +201,6 @@ def make_solver(requested: str, samples, kernel, settings: KMeansSettings):
     rank = min(n, settings.n_components or choice.KMEANS_NYSTROM_RANK)
     picked = choice.kernel_kmeans(requested, n=n, d=choice.evaluated_features(kernel, samples), columns=k * starts,
                                   rank=rank, exact_bytes=exact_bytes(n, k, starts),
-                                  nystrom_bytes=nystrom_bytes(n, k, starts, rank), memory_limit=settings.limit)
+                                  nystrom_bytes=nystrom_bytes(n, k, starts, rank), memory_limit=settings.limit,
+                                  approximable=not kernel.precomputed)
     return _SOLVERS[picked.picked](settings), picked.as_dict()
