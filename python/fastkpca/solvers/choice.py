@@ -66,7 +66,8 @@ EIGH_SUBSET_FLOPS_PER_CUBE = 4 / 3
 SPARSE_VALUE_FLOPS = 8
 
 
-#: Two BLAS threads' DGEMM rate against twice one thread's (1.73–1.82 on the performance page's Xeon 207).
+#: Two BLAS threads' DGEMM rate against twice one thread's: what the second thread adds to a product (measured;
+#: the CHANGELOG gives the run).
 GEMM_THREAD_EFFICIENCY = 0.89
 
 
