@@ -10,7 +10,7 @@ from typing import Any, Callable
 
 from sklearn.utils.validation import check_is_fitted
 
-from .. import engines
+from .. import engines, kernels
 
 
 class Reporting:
@@ -121,3 +121,19 @@ class EngineFitted:
         check_is_fitted(self)
         engine = engines.select(X)
         return engine.apply(rowmap, engine.new_samples(self, X, accept_sparse=accept_sparse))
+
+
+class KernelInputTags:
+    """scikit-learn's input tags of an estimator on a ``kernel`` parameter whose X may be sparse: pairwise where the
+    kernel takes the kernel matrix as X (``"precomputed"``)."""
+
+    kernel: Any
+
+    def __sklearn_tags__(self):
+        tags = super().__sklearn_tags__()
+        tags.input_tags.sparse = True
+        tags.input_tags.pairwise = kernels.takes_matrix(self.kernel)
+        return tags
+
+    def _more_tags(self):  # scikit-learn < 1.6
+        return {"pairwise": kernels.takes_matrix(self.kernel)}

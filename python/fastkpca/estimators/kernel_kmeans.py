@@ -14,7 +14,7 @@ from sklearn.utils.validation import check_is_fitted
 from .. import engines, kernels
 from .. import _validation as v
 from ..solvers import kernel_kmeans_solvers
-from ._base import EngineFitted, Reporting
+from ._base import EngineFitted, KernelInputTags, Reporting
 
 __all__ = ["KernelKMeans"]
 
@@ -34,7 +34,7 @@ _CONSTRAINTS = {
 }
 
 
-class KernelKMeans(Reporting, EngineFitted, ClusterMixin, TransformerMixin, BaseEstimator):
+class KernelKMeans(Reporting, EngineFitted, KernelInputTags, ClusterMixin, TransformerMixin, BaseEstimator):
     """Kernel k-means: k-means in the feature space φ that a kernel induces, with scikit-learn's conventions.
 
     Each Lloyd iteration is one product of the kernel with the n × k matrix of the clusters' weight vectors
@@ -249,15 +249,6 @@ class KernelKMeans(Reporting, EngineFitted, ClusterMixin, TransformerMixin, Base
     def _line(self, stage: str, info: dict) -> str:
         # the printed line leaves out the labels (the callback gets them)
         return super()._line(stage, {key: value for key, value in info.items() if key != "labels"})
-
-    def __sklearn_tags__(self):
-        tags = super().__sklearn_tags__()
-        tags.input_tags.sparse = True
-        tags.input_tags.pairwise = kernels.takes_matrix(self.kernel)
-        return tags
-
-    def _more_tags(self):  # scikit-learn < 1.6
-        return {"pairwise": kernels.takes_matrix(self.kernel)}
 
 
 def _initial_labels(init, n: int, k: int) -> np.ndarray:

@@ -15,7 +15,7 @@ from sklearn.utils.validation import check_is_fitted
 from .. import engines, kernels
 from .. import _validation as v
 from ..solvers import low_rank, ridge, ridge_cv, ridge_solvers
-from ._base import EngineFitted, Reporting
+from ._base import EngineFitted, KernelInputTags, Reporting
 
 __all__ = ["KernelRidge", "KernelRidgeCV"]
 
@@ -34,7 +34,7 @@ _CONSTRAINTS = {
 }
 
 
-class KernelRidge(Reporting, EngineFitted, MultiOutputMixin, RegressorMixin, BaseEstimator):
+class KernelRidge(Reporting, EngineFitted, KernelInputTags, MultiOutputMixin, RegressorMixin, BaseEstimator):
     """Kernel ridge regression: a drop-in for sklearn.kernel_ridge.KernelRidge that is exact at any N.
 
     Solves ``(K + αI) β = y`` (with sample weights, ``(D K D + αI) z = D y`` and β = D z for D = diag(√w),
@@ -228,15 +228,6 @@ class KernelRidge(Reporting, EngineFitted, MultiOutputMixin, RegressorMixin, Bas
         y : ndarray (a dask array for a dask X) of shape (n_samples,) or (n_samples, n_targets)
         """
         return self._apply_fitted(getattr(self, "_predict_map", None), X, accept_sparse=("csr", "csc"))
-
-    def __sklearn_tags__(self):
-        tags = super().__sklearn_tags__()
-        tags.input_tags.sparse = True
-        tags.input_tags.pairwise = kernels.takes_matrix(self.kernel)
-        return tags
-
-    def _more_tags(self):  # scikit-learn < 1.6
-        return {"pairwise": kernels.takes_matrix(self.kernel)}
 
 
 class KernelRidgeCV(MultiOutputMixin, RegressorMixin, BaseEstimator):

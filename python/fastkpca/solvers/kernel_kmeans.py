@@ -28,7 +28,7 @@ from typing import Any, Callable
 import numpy as np
 
 __all__ = ["FeatureOperator", "KMeansStart", "LloydResult", "kmeans_plus_plus", "random_centres", "lloyd",
-           "working_bytes", "member_weights", "weight_matrix", "CentroidDistances", "NewDiagonal"]
+           "working_bytes", "member_weights", "weight_matrix", "local_trials", "CentroidDistances", "NewDiagonal"]
 
 
 @dataclass
@@ -102,18 +102,24 @@ class FeatureOperator:
         return out
 
 
-def member_weights(labels: np.ndarray, w: np.ndarray, k: int) -> np.ndarray:
-    """z_i = w_i / W_{label(i)}: each sample's entry in its cluster's weight vector (0 for a cluster of no weight)."""
+def member_weights(labels: np.ndarray, w: np.ndarray, k: int) -> tuple[np.ndarray, np.ndarray]:
+    """(z_i = w_i / W_{label(i)}: each sample's entry in its cluster's weight vector, 0 for a cluster of no
+    weight; the clusters' weights W_j)."""
     totals = np.bincount(labels, weights=w, minlength=k)
-    return w / np.where(totals > 0, totals, 1.0)[labels]
+    return w / np.where(totals > 0, totals, 1.0)[labels], totals
 
 
 def weight_matrix(labels: np.ndarray, w: np.ndarray, k: int) -> np.ndarray:
     """Z (n × k): z_ij = w_i / W_j for i in cluster j."""
     n = labels.shape[0]
     Z = np.zeros((n, k))
-    Z[np.arange(n), labels] = member_weights(labels, w, k)
+    Z[np.arange(n), labels] = member_weights(labels, w, k)[0]
     return Z
+
+
+def local_trials(k: int) -> int:
+    """k-means++'s candidates per centre: scikit-learn's 2 + ⌊ln k⌋."""
+    return 2 + int(math.log(k))
 
 
 def _squared_distances(diagonal: np.ndarray, C: np.ndarray, centre_diagonal: np.ndarray) -> np.ndarray:
@@ -143,7 +149,7 @@ def kmeans_plus_plus(source, diagonal: np.ndarray, w: np.ndarray, k: int, rngs: 
     most kept), one start per random state. Every candidate costs one kernel column. Returns each start's
     labels: every point's nearest chosen centre."""
     n = diagonal.shape[0]
-    trials = 2 + int(math.log(k)) if n_local_trials is None else n_local_trials
+    trials = local_trials(k) if n_local_trials is None else n_local_trials
     p = w / w.sum()
     out = []
     for rng in rngs:
@@ -246,9 +252,9 @@ def lloyd(product: Callable[[np.ndarray], np.ndarray], diagonal: np.ndarray, w: 
         active = [s for s in range(count) if not done[s]]
         first = passes == 0
         Z = np.zeros((n, k * len(active) + first))
-        z = {}
+        z, totals = {}, {}
         for a, s in enumerate(active):
-            z[s] = member_weights(labels[s], w, k)
+            z[s], totals[s] = member_weights(labels[s], w, k)
             Z[rows, a * k + labels[s]] = z[s]
         if first:
             Z[:, -1] = w
@@ -261,7 +267,7 @@ def lloyd(product: Callable[[np.ndarray], np.ndarray], diagonal: np.ndarray, w: 
         for a, s in enumerate(active):
             Ps = P[:, a * k:(a + 1) * k]
             norms = np.bincount(labels[s], weights=z[s] * Ps[rows, labels[s]], minlength=k)
-            norms[np.bincount(labels[s], weights=w, minlength=k) <= 0] = np.inf  # no centroid
+            norms[totals[s] <= 0] = np.inf  # no centroid
             D = Ps * -2.0
             D += norms[None, :]
             D += diagonal[:, None]

@@ -20,8 +20,8 @@ import numpy as np
 from .. import _validation as v
 from ..operators.storage import pass_bytes
 from . import choice, low_rank
-from .kernel_kmeans import (CentroidDistances, FeatureOperator, NewDiagonal, kmeans_plus_plus, lloyd, random_centres,
-                            working_bytes)
+from .kernel_kmeans import (CentroidDistances, FeatureOperator, NewDiagonal, kmeans_plus_plus, lloyd, local_trials,
+                            random_centres, working_bytes)
 
 __all__ = ["KMeansSettings", "KMeansFit", "make_solver", "ExactKernelKMeans", "NystromKernelKMeans"]
 
@@ -92,7 +92,7 @@ def _start_count(settings: KMeansSettings) -> int:
 
 def seeding_bytes(n: int, k: int) -> int:
     """The seeding's kernel columns of one start (k-means++'s trials, or random's k centres) and their sums."""
-    return 8 * n * (max(k, 2 + int(np.log(k))) + 3)
+    return 8 * n * (max(k, local_trials(k)) + 3)
 
 
 def exact_bytes(n: int, k: int, starts: int) -> int:
