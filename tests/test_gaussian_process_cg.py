@@ -298,7 +298,7 @@ def test_predictions_stay_within_the_memory_limit():
         rng = np.random.default_rng(0)
         X = rng.standard_normal((4000, 8))
         y = np.sin(X).sum(1) + 0.1 * rng.standard_normal(4000)
-        Xt = rng.standard_normal((300, 8))
+        Xt = rng.standard_normal((150, 8))  # two chunks: 138 points, then 12
         kernel = C(1.0) * RBF(np.ones(8))
         GaussianProcessRegressor(kernel, alpha=0.1, optimizer=None, solver="cg").fit(X[:300], y[:300]).predict(
             Xt[:10], return_std=True)

@@ -116,8 +116,8 @@ def test_ctrl_c_stops_within_a_second(case, delay):
 
 def test_interruptible_algebra_agrees_with_scipy(rng):
     """The pieces that keep dense algebra interruptible (solvers/lapack_threads.py) give SciPy's answers: the
-    blocked triangular solve (n²m above its threshold, so the blocks run) and NumPy's eigh for a large matrix,
-    whole and a subset; B is left as it was unless overwrite_b."""
+    blocked triangular solve (n²m above its threshold, so the blocks run) and LAPACK's eigensolver on a worker
+    thread for a large matrix, whole and a subset; B is left as it was unless overwrite_b."""
     from scipy import linalg as sla
 
     from fastkpca.solvers import lapack_threads as lt
@@ -142,8 +142,10 @@ def test_interruptible_algebra_agrees_with_scipy(rng):
     np.testing.assert_allclose(values, sla.eigvalsh(S), rtol=0, atol=1e-11 * np.abs(values).max())
     np.testing.assert_allclose(S @ vectors, vectors * values, rtol=0, atol=1e-10 * np.abs(values).max())
     top, top_vectors = lt.symmetric_eigh(S, subset_by_index=(n - 5, n - 1))
-    np.testing.assert_array_equal(top, values[-5:])
+    np.testing.assert_allclose(top, values[-5:], rtol=0, atol=1e-12 * np.abs(values).max())
+    np.testing.assert_allclose(S @ top_vectors, top_vectors * top, rtol=0, atol=1e-10 * np.abs(values).max())
     assert top_vectors.shape == (n, 5)
+    np.testing.assert_array_equal(S, A + A.T)  # not overwritten unless asked
 
 
 @pytest.mark.parametrize("dtype", [np.float64, np.float32])

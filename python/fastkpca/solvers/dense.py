@@ -32,13 +32,13 @@ def top_eigenpairs(Kc: np.ndarray, k: int, solver: str, *, tol=0.0, maxiter=None
     (ARPACK's start uniform(-1, 1) from random_state; randomized: 'module' selection)."""
     n = Kc.shape[0]
     if solver == "dense":
-        from scipy import linalg as sla
+        from .lapack_threads import symmetric_eigh
 
-        values, vectors = sla.eigh(Kc, subset_by_index=(n - k, n - 1))
+        values, vectors = symmetric_eigh(Kc, subset_by_index=(n - k, n - 1))
         if values.shape[0] < k:
             # LAPACK's subset-by-index driver can return fewer pairs than asked for (none at all on a
             # matrix with a highly repeated eigenvalue); the full decomposition always returns n.
-            values, vectors = sla.eigh(Kc)
+            values, vectors = symmetric_eigh(Kc)
             values, vectors = values[n - k:], vectors[:, n - k:]
         if values.shape[0] < k:
             raise RuntimeError(f"the dense eigensolver returned {values.shape[0]} of {k} pairs")

@@ -22,22 +22,25 @@ That works only for a call that releases the GIL while it computes. NumPy's do (
 ``scipy.linalg.eigh``, ``svd``, ``solve_triangular``, ``cho_solve``, ``lapack.dpotrf`` or ``dpotri`` does not
 run until the call returns; beside ``numpy.linalg.cholesky`` or ``svd`` it runs). Long calls therefore go
 through NumPy, or are cut into pieces:
-:func:`symmetric_eigh` is NumPy's ``eigh`` once a matrix is large enough for SciPy's to run long, and
+:func:`symmetric_eigh` is LAPACK's eigensolver called without the GIL on a worker thread, and
 :func:`solve_lower_triangular` the triangular solve by blocks, NumPy products between small SciPy solves.
-The exact solvers' n × n factorisations (``dpotrf``, ``dpotri``, in place to keep one n × n array) are not cut
-yet: Ctrl-C waits for them.
+The exact solvers' n × n factorisations (the Cholesky factor and its inverse, in place to keep one n × n array)
+are LAPACK's blocked algorithms written as calls of bounded work (blocked_lapack.py), on the threads of
+:func:`blocked_threads`.
 """
 
 from __future__ import annotations
 
+import atexit
 import contextlib
 import functools
 import threading
 
 import numpy as np
 
-__all__ = ["blas_threads", "factorisation_threads", "interruptible", "one_blas_thread", "on_one_blas_thread",
-           "solve_lower_triangular", "symmetric_eigh", "LARGE_MATRIX_BYTES", "INTERRUPTIBLE_FLOPS"]
+__all__ = ["blas_threads", "blocked_threads", "factorisation_threads", "interruptible", "one_blas_thread",
+           "on_one_blas_thread", "solve_lower_triangular", "symmetric_eigh", "LARGE_MATRIX_BYTES",
+           "INTERRUPTIBLE_FLOPS"]
 
 #: Calls of at least this many flops run on a worker thread (:func:`interruptible`): enough work that a
 #: thread's start is a small part of it, little enough that a call below it holds Ctrl-C back no longer than
@@ -45,7 +48,7 @@ __all__ = ["blas_threads", "factorisation_threads", "interruptible", "one_blas_t
 INTERRUPTIBLE_FLOPS = 2e8
 #: The main thread's wait between signal checks, in seconds.
 _WAIT = 0.02
-_abandoned: list[threading.Thread] = []
+_abandoned: list[threading.Event] = []  # the calls an interrupt left running
 
 #: Symmetric eigendecompositions of at least this many flops (9 n³) go through NumPy (on a worker thread, so
 #: that Ctrl-C interrupts them); smaller ones go to SciPy, which holds the GIL for their short call.
@@ -87,6 +90,14 @@ def factorisation_threads(n: int, itemsize: int = 8):
     return one_blas_thread()
 
 
+def blocked_threads(n: int):
+    """The context of blocked_lapack.py's factorisations of an n × n matrix: one BLAS thread up to
+    SMALL_MATRIX_ROWS rows (as :func:`factorisation_threads`), every thread above. Their symmetric rank-k updates
+    write blocks of at most a few thousand rows, far below the sizes where the threaded ``dsyrk`` crashes, so
+    LARGE_MATRIX_BYTES does not apply."""
+    return one_blas_thread() if n <= SMALL_MATRIX_ROWS else contextlib.nullcontext()
+
+
 def one_blas_thread():
     """A context in which NumPy's and SciPy's BLAS run on one thread: the dense algebra beside the native
     passes is small, and OpenBLAS's threads spin for a while after each call, taking cores from the next pass
@@ -109,9 +120,24 @@ def on_one_blas_thread(method):
     return wrapped
 
 
-def _wait(thread: threading.Thread) -> None:
-    while thread.is_alive():
-        thread.join(_WAIT)
+def _wait(done: threading.Event) -> None:
+    """Wait for a worker's call in short steps (where Ctrl-C reaches the main thread). Its Event, not the thread:
+    with Python 3.11, a KeyboardInterrupt that lands in ``Thread.join(timeout)`` marks the thread stopped
+    while it still runs its call, and every later join returns at once."""
+    while not done.wait(_WAIT):
+        pass
+
+
+@atexit.register
+def _finish_abandoned() -> None:
+    """At exit, the calls abandoned by an interrupt run to their end first. A worker still inside a BLAS call
+    when the interpreter exits leaves OpenBLAS's exit handler (gotoblas_quit → blas_thread_shutdown_) joining a
+    server thread that sleeps on its condition variable forever, or crashes the process: 4 exits in 5 hung
+    after Ctrl-C half a second into a 3,000 × 3,000 ``numpy.linalg.eigh`` on a worker thread, none once the
+    call had ended. The calls made this way are small (INTERRUPTIBLE_FLOPS; the long factorisations go by
+    blocks, blocked_lapack.py), so the wait is short."""
+    while _abandoned:
+        _wait(_abandoned.pop(0))
 
 
 def interruptible(func, *args, flops: float = INTERRUPTIBLE_FLOPS, **kwargs):
@@ -124,19 +150,21 @@ def interruptible(func, *args, flops: float = INTERRUPTIBLE_FLOPS, **kwargs):
         _wait(_abandoned[0])
         _abandoned.pop(0)
     outcome: dict = {}
+    done = threading.Event()
 
     def run() -> None:
         try:
             outcome["value"] = func(*args, **kwargs)
         except BaseException as exc:  # handed to the caller below
             outcome["error"] = exc
+        finally:
+            done.set()
 
-    worker = threading.Thread(target=run, name="fastkpca-lapack", daemon=True)
-    worker.start()
+    threading.Thread(target=run, name="fastkpca-lapack", daemon=True).start()
     try:
-        _wait(worker)
+        _wait(done)
     except BaseException:
-        _abandoned.append(worker)
+        _abandoned.append(done)
         raise
     if "error" in outcome:
         raise outcome["error"]
@@ -170,21 +198,59 @@ def solve_lower_triangular(L: np.ndarray, B: np.ndarray, *, overwrite_b: bool = 
     return X
 
 
-def symmetric_eigh(A: np.ndarray, subset_by_index: tuple[int, int] | None = None) -> tuple[np.ndarray, np.ndarray]:
-    """Eigenvalues (ascending) and eigenvectors of the symmetric A (its lower triangle), those with indices
+def symmetric_eigh(A: np.ndarray, subset_by_index: tuple[int, int] | None = None, *,
+                   overwrite_a: bool = False) -> tuple[np.ndarray, np.ndarray]:
+    """Eigenvalues (ascending) and eigenvectors of the symmetric A (float32 or float64), those with indices
     ``subset_by_index`` = (lo, hi) inclusive, or all; such that Ctrl-C interrupts it.
 
-    Small matrices go to SciPy's ``eigh`` (its subset driver), large ones (``LONG_EIGH_FLOPS``) to NumPy's
-    on a worker thread (:func:`interruptible`), which computes all pairs and keeps the subset. For a few
-    pairs that costs more than SciPy's subset driver would: the price of a step that Ctrl-C can
-    interrupt."""
+    LAPACK's ``syevr`` (the driver of SciPy's ``eigh``: tridiagonal reduction, MRRR, back-transformation;
+    ``subset_by_index`` computes only those pairs), called through ctypes with the GIL released
+    (blocked_lapack.routine) and, from ``LONG_EIGH_FLOPS`` on, on a worker thread (:func:`interruptible`): a
+    KeyboardInterrupt reaches the caller within a wait step, and the call runs on to its end in the background
+    (the next interruptible call, and the process's exit, wait for it). Like SciPy's subset driver, it may return
+    fewer pairs than asked for. ``overwrite_a``: A's memory may be used as the workspace."""
     n = A.shape[0]
-    if 9.0 * float(n) ** 3 < LONG_EIGH_FLOPS:
-        from scipy.linalg import eigh
+    dtype = np.float32 if A.dtype == np.float32 else np.float64
+    if overwrite_a and A.dtype == dtype and A.flags.writeable and (A.flags.f_contiguous or A.flags.c_contiguous):
+        work = A if A.flags.f_contiguous else A.T  # symmetric: its transpose is the same matrix
+    else:
+        work = np.array(A, dtype=dtype, order="F")
+    flops = 9.0 * float(n) ** 3
+    if flops < LONG_EIGH_FLOPS:
+        return _syevr(work, subset_by_index)
+    return interruptible(_syevr, work, subset_by_index, flops=flops)
 
-        return eigh(A, subset_by_index=subset_by_index, check_finite=False)
-    values, vectors = interruptible(np.linalg.eigh, A, flops=9.0 * float(n) ** 3)
-    if subset_by_index is None:
-        return values, vectors
-    lo, hi = subset_by_index
-    return values[lo:hi + 1], vectors[:, lo:hi + 1]
+
+def _syevr(A: np.ndarray, subset_by_index: tuple[int, int] | None) -> tuple[np.ndarray, np.ndarray]:
+    """LAPACK's ``dsyevr``/``ssyevr`` on the Fortran-ordered A (destroyed), its lower triangle."""
+    import ctypes
+
+    from .blocked_lapack import routine
+
+    n = A.shape[0]
+    real = ctypes.c_float if A.dtype == np.float32 else ctypes.c_double
+    call = routine(("s" if A.dtype == np.float32 else "d") + "syevr")
+    lo, hi = subset_by_index if subset_by_index is not None else (0, n - 1)
+    wanted = max(0, hi - lo + 1)
+    values = np.empty(max(1, n), A.dtype)
+    vectors = np.empty((max(1, n), max(1, wanted)), A.dtype, order="F")
+    support = np.empty(2 * max(1, wanted), np.int32)
+    found, info = ctypes.c_int(0), ctypes.c_int(0)
+
+    def run(work: np.ndarray, lwork: int, iwork: np.ndarray, liwork: int) -> None:
+        int_ = lambda v: ctypes.byref(ctypes.c_int(int(v)))  # noqa: E731
+        call(ctypes.c_char_p(b"V"), ctypes.c_char_p(b"A" if subset_by_index is None else b"I"),
+             ctypes.c_char_p(b"L"), int_(n), ctypes.c_void_p(A.ctypes.data), int_(max(1, A.strides[1] // A.itemsize)),
+             ctypes.byref(real(0)), ctypes.byref(real(0)), int_(lo + 1), int_(hi + 1), ctypes.byref(real(0)),
+             ctypes.byref(found), ctypes.c_void_p(values.ctypes.data), ctypes.c_void_p(vectors.ctypes.data),
+             int_(vectors.shape[0]), ctypes.c_void_p(support.ctypes.data), ctypes.c_void_p(work.ctypes.data),
+             int_(lwork), ctypes.c_void_p(iwork.ctypes.data), int_(liwork), ctypes.byref(info))
+
+    if n == 0 or wanted == 0:
+        return np.empty(0, A.dtype), np.empty((n, 0), A.dtype)
+    query, iquery = np.empty(1, A.dtype), np.empty(1, np.int32)
+    run(query, -1, iquery, -1)  # the workspace sizes
+    run(np.empty(int(query[0]), A.dtype), int(query[0]), np.empty(int(iquery[0]), np.int32), int(iquery[0]))
+    if info.value != 0:
+        raise np.linalg.LinAlgError(f"syevr: info {info.value} (an internal error of the eigensolver)")
+    return values[:found.value].copy(), vectors[:, :found.value]

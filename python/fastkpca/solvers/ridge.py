@@ -22,7 +22,8 @@ from .. import _validation as v
 from ..operators import pass_bytes
 from ..operators.storage import PLAN_SLACK_BYTES, fixed_bytes
 from . import cg
-from .lapack_threads import factorisation_threads, one_blas_thread
+from .blocked_lapack import cholesky_in_place
+from .lapack_threads import blocked_threads, factorisation_threads, one_blas_thread
 from .low_rank import RPCHOLESKY_BLOCK, landmark_whitening, nystrom_moments, rpcholesky, rpcholesky_bytes
 
 __all__ = ["solve_cholesky", "solve_cg", "solve_nystrom", "preconditioner_rank", "preconditioner_dtype", "cg_bytes",
@@ -72,9 +73,12 @@ def solve_cholesky(K: np.ndarray, Y: np.ndarray, alphas: np.ndarray, root_w=None
             _restore_factored(K, diagonal)
         K.flat[:: n + 1] = diagonal + alpha
         try:
+            with blocked_threads(n):
+                info = cholesky_in_place(A)
+            if info:
+                raise np.linalg.LinAlgError(f"{info}-th leading minor not positive definite")
             with factorisation_threads(n):
-                factor = sla.cho_factor(A, lower=True, overwrite_a=True, check_finite=False)
-            dual[:, columns] = sla.cho_solve(factor, Y[:, columns], check_finite=False)
+                dual[:, columns] = sla.cho_solve((A, True), Y[:, columns], check_finite=False)
         except np.linalg.LinAlgError:
             singular = True
             _restore_factored(K, diagonal)

@@ -16,12 +16,12 @@ from __future__ import annotations
 import warnings
 
 import numpy as np
-from scipy import linalg as sla
 
 from .. import _validation as v
 from ..exceptions import ConvergenceWarning
 from ..operators import build, plan_for
 from . import cg, choice
+from .lapack_threads import symmetric_eigh
 from .rows import as_rows
 
 __all__ = ["cross_validate", "loo_errors", "kfold_errors_dense", "kfold_errors_krylov", "folds"]
@@ -71,7 +71,7 @@ def cross_validate(samples, kernel, Y: np.ndarray, alphas, cv: int | None, weigh
 def loo_errors(K: np.ndarray, Y: np.ndarray, alphas, weights=None) -> list[float]:
     """Leave-one-out errors of every alpha from one eigendecomposition of K (overwritten): ŷ = H y with
     H = V Λ(Λ + α)⁻¹ Vᵀ, and the LOO residual of sample i is (y_i − ŷ_i)/(1 − H_ii)."""
-    values, V = sla.eigh(K, overwrite_a=True, check_finite=False)
+    values, V = symmetric_eigh(K, overwrite_a=True)
     values = np.maximum(values, 0.0)
     projected = V.T @ Y
     squares = V * V
@@ -91,7 +91,7 @@ def kfold_errors_dense(K: np.ndarray, Y: np.ndarray, alphas, k: int, weights=Non
     residuals = np.empty((len(alphas), n, Y.shape[1]))
     for held in folds(n, k):
         train = np.setdiff1d(np.arange(n), held)
-        values, V = sla.eigh(K[np.ix_(train, train)], check_finite=False)
+        values, V = symmetric_eigh(K[np.ix_(train, train)], overwrite_a=True)
         values = np.maximum(values, 0.0)
         projected = V.T @ Y[train]
         cross = K[np.ix_(held, train)] @ V

@@ -6,10 +6,11 @@ With K̂ = K + diag(a) = L Lᵀ (a: the system's diagonal, the regression's nois
     ∇_θ [w_q Σ_k quad_k + w_l log det K̂]_j = tr((−w_q α αᵀ + w_l K̂⁻¹) ∂K/∂θ_j),
 
 the interface's inv_quad_logdet (interface.py); the regression's weights (−½, −t/2) give scikit-learn's formulas
-(Rasmussen and Williams, eqs. 2.30 and 5.9). One n × n array holds K̂, then its factor (LAPACK potrf, in
-place), then K̂⁻¹ (potri, in place over the factor), then the weights W = −w_q α αᵀ + w_l K̂⁻¹; the traces
-tr(W ∂K/∂θ_j) come from the kernel (kernels.Kernel.gradient_traces), which reads W tile by tile and never holds
-∂K/∂θ_j. Memory: n²·8 bytes and O(n·(d + t)); flops: n³/3 for the factor, 2n³/3 for the inverse.
+(Rasmussen and Williams, eqs. 2.30 and 5.9). One n × n array holds K̂, then its factor (LAPACK's potrf, in
+place), then K̂⁻¹ (its potri, in place over the factor; both by blocks that Ctrl-C stops: blocked_lapack.py),
+then the weights W = −w_q α αᵀ + w_l K̂⁻¹; the traces tr(W ∂K/∂θ_j) come from the kernel
+(kernels.Kernel.gradient_traces), which reads W tile by tile and never holds ∂K/∂θ_j.
+Memory: n²·8 bytes and O(n·(d + t)); flops: n³/3 for the factor, 2n³/3 for the inverse.
 """
 
 from __future__ import annotations
@@ -19,7 +20,8 @@ import math
 import numpy as np
 
 from ... import _validation as v
-from ..lapack_threads import factorisation_threads, interruptible, solve_lower_triangular
+from ..blocked_lapack import cholesky_in_place, cholesky_inverse_in_place, zero_strict_upper
+from ..lapack_threads import blocked_threads, factorisation_threads, solve_lower_triangular
 from .objective import Objective
 from .interface import InvQuadLogdet
 
@@ -33,16 +35,15 @@ _BLOCK = 256
 def factor(K: np.ndarray, noise) -> np.ndarray:
     """The lower Cholesky factor L of K + diag(noise), computed in place: K (C-contiguous, symmetric, float64,
     the caller's to overwrite) becomes Lᵀ; L, returned, is its Fortran-ordered view, zero above the diagonal
-    (scipy.linalg.cholesky's lower factor). np.linalg.LinAlgError if K + diag(noise) is not positive definite."""
-    from scipy.linalg import lapack
-
+    (scipy.linalg.cholesky's lower factor). np.linalg.LinAlgError if K + diag(noise) is not positive definite.
+    By blocks that Ctrl-C stops (blocked_lapack.py)."""
     K[np.diag_indices_from(K)] += noise
-    with factorisation_threads(K.shape[0]):  # K.T is Fortran-ordered: in place
-        L, info = interruptible(lapack.dpotrf, K.T, lower=1, clean=1, overwrite_a=1, flops=K.shape[0] ** 3 / 3)
+    L = K.T  # Fortran-ordered: factored in place
+    with blocked_threads(K.shape[0]):
+        info = cholesky_in_place(L)
     if info > 0:
         raise np.linalg.LinAlgError(f"{info}-th leading minor not positive definite")
-    if info < 0:  # pragma: no cover - an argument LAPACK refuses
-        raise ValueError(f"dpotrf: illegal value in argument {-info}")
+    zero_strict_upper(L)
     return L
 
 
@@ -162,8 +163,8 @@ class ExactSolver(ExactOptimisation):
         if not eval_gradient:
             return InvQuadLogdet(quad, logdet, alpha)
         # K̂⁻¹ in the factor's triangle
-        with factorisation_threads(L.shape[0]):
-            _, info = interruptible(lapack.dpotri, L, lower=1, overwrite_c=1, flops=2 * L.shape[0] ** 3 / 3)
+        with blocked_threads(L.shape[0]):
+            info = cholesky_inverse_in_place(L)
         if info != 0:  # pragma: no cover - a factor with a zero diagonal entry cannot come from potrf
             raise np.linalg.LinAlgError(f"dpotri: info {info}")
         W = weights_in_place(K, alpha, -quad_weight, logdet_weight)

@@ -179,9 +179,10 @@ class ExactLaplace(ExactOptimisation):
         """(log q(y | θ), its gradient with ``eval_gradient`` else None, the mode) for the kernel (a
         kernels.Kernel holding θ); ``start`` is ("f", f0): scikit-learn's iteration from f0
         (laplace.posterior_mode), or ("settled", f0 or None): laplace.settled_mode's."""
-        from scipy.linalg import blas, lapack
+        from scipy.linalg import blas
 
-        from ..lapack_threads import interruptible
+        from ..blocked_lapack import cholesky_inverse_in_place
+        from ..lapack_threads import blocked_threads
 
         K, buffer = self._arrays(kernel)
         system = self._system(K, buffer, kernel.threads, start)
@@ -189,7 +190,8 @@ class ExactLaplace(ExactOptimisation):
         if not eval_gradient:
             return mode.log_marginal_likelihood, None, mode
         L = system.factored()
-        _, info = interruptible(lapack.dpotri, L, lower=1, overwrite_c=1, flops=2 * L.shape[0] ** 3 / 3)
+        with blocked_threads(L.shape[0]):
+            info = cholesky_inverse_in_place(L)
         if info != 0:  # pragma: no cover - a factor with a zero diagonal entry cannot come from potrf
             raise np.linalg.LinAlgError(f"dpotri: info {info}")
         S = mode.W_sr

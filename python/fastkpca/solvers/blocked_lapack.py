@@ -1,0 +1,225 @@
+"""Dense factorisations that Ctrl-C can stop: LAPACK's blocked algorithms, written as a loop over BLAS-3 calls
+of bounded work, each made with the GIL released.
+
+A LAPACK call checks no signal, and SciPy's wrappers hold the GIL while it runs: Ctrl-C waits for the whole
+factor of an n × n matrix (n³/3 flops: seconds at n = 10,000, tens of seconds at 20,000). Here the same
+arithmetic runs as LAPACK's own blocked right-looking algorithms, one panel of ``BLOCK`` columns at a time, with
+every BLAS call cut to at most ``POLL_FLOPS`` flops (a fraction of a second on one core). The calls go through
+the function pointers SciPy exports for Cython (``scipy.linalg.cython_blas`` / ``cython_lapack``: the BLAS and
+LAPACK SciPy itself uses), called through ctypes, which releases the GIL for the call; between two calls Python
+runs its signal handlers, so KeyboardInterrupt leaves the loop within one call, and nothing is left running
+in the background: the caller's array is all the memory the loop holds.
+
+The algorithms (Golub and Van Loan, "Matrix Computations", 4th ed., §4.2.9 and §3.1; LAPACK's ``dpotrf``,
+``dtrtri`` and ``dlauum``), for the lower triangle of a Fortran-ordered n × n array A:
+
+- :func:`cholesky_in_place`: for each panel j, L_jj = chol(A_jj) (``dpotrf`` on the b × b block),
+  L_ij = A_ij L_jjᵀ⁻¹ below it (``dtrsm``), and the trailing matrix loses L_·j L_·jᵀ (``dsyrk`` on the
+  diagonal blocks, ``dgemm`` below them), by column chunks.
+- :func:`cholesky_inverse_in_place`: A⁻¹ = L⁻ᵀ L⁻¹ from the factor, as ``dpotri``: first L⁻¹ in place
+  (panels from the last: the panel's rows below the diagonal block become −(L⁻¹)_trailing L_·j L_jj⁻¹), then
+  the product Lᵀ L of the inverse factor in place (panels from the first: the panel's row block collects
+  L_jjᵀ L_j,<j + L_>j,jᵀ L_>j,<j and its diagonal block L_jjᵀ L_jj + L_>j,jᵀ L_>j,j).
+
+Flops are LAPACK's (n³/3 for the factor, 2n³/3 for the inverse); the panel width and the cut only change
+how the work is split among calls.
+"""
+
+from __future__ import annotations
+
+import ctypes
+import functools
+
+import numpy as np
+
+__all__ = ["cholesky_in_place", "cholesky_inverse_in_place", "zero_strict_upper", "BLOCK", "POLL_FLOPS", "WHOLE_BELOW"]
+
+#: Panel width: LAPACK's own block size range, large enough that the BLAS-3 calls run at the machine's rate.
+BLOCK = 512
+#: The most flops in one call; between calls Ctrl-C is answered. 4e9 flops is a few hundredths of a second at
+#: a 2-core machine's DGEMM rate, and a few tenths with another process on the cores.
+POLL_FLOPS = 1.6e10
+#: Matrices with fewer rows go to LAPACK whole (one call of under n³/3 ≤ POLL_FLOPS / 3 flops).
+WHOLE_BELOW = 1536
+
+
+@functools.cache
+def routine(name: str):
+    """The BLAS or LAPACK routine ``name`` of SciPy's Cython exports, callable through ctypes (which releases
+    the GIL while it runs); arguments by reference, Fortran's convention."""
+    import scipy.linalg.cython_blas as blas
+    import scipy.linalg.cython_lapack as lapack
+
+    capsule = (blas.__pyx_capi__ if name in blas.__pyx_capi__ else lapack.__pyx_capi__)[name]
+    get_name = ctypes.pythonapi.PyCapsule_GetName
+    get_name.restype, get_name.argtypes = ctypes.c_char_p, [ctypes.py_object]
+    get_pointer = ctypes.pythonapi.PyCapsule_GetPointer
+    get_pointer.restype, get_pointer.argtypes = ctypes.c_void_p, [ctypes.py_object, ctypes.c_char_p]
+    return ctypes.CFUNCTYPE(None)(get_pointer(capsule, get_name(capsule)))
+
+
+class _Matrix:
+    """A Fortran-ordered float64 matrix's sub-blocks as the (pointer, leading dimension) pairs BLAS takes."""
+
+    def __init__(self, A: np.ndarray):
+        if A.dtype != np.float64 or A.ndim != 2 or A.shape[0] != A.shape[1] or A.strides[0] != 8 \
+                or A.strides[1] < 8 * A.shape[0] or not A.flags.writeable:
+            raise ValueError("a writeable, Fortran-ordered, square float64 array is required")
+        self.n = A.shape[0]
+        self.address = A.ctypes.data
+        self.ld = ctypes.byref(ctypes.c_int(A.strides[1] // 8))
+        self.array = A  # kept alive while its address is used
+
+    def at(self, i: int, j: int):
+        return ctypes.c_void_p(self.address + 8 * (i + j * (self.array.strides[1] // 8)))
+
+
+def _int(value: int):
+    return ctypes.byref(ctypes.c_int(int(value)))
+
+
+def _double(value: float):
+    return ctypes.byref(ctypes.c_double(value))
+
+
+def _char(value: str):
+    return ctypes.c_char_p(value.encode())
+
+
+def _chunk(flops_per_unit: float, least: int = 1) -> int:
+    """How many units (rows or columns) one call may take so that it stays within POLL_FLOPS."""
+    return max(least, int(POLL_FLOPS // max(flops_per_unit, 1.0)))
+
+
+def _gemm(ta: str, tb: str, m: int, n: int, k: int, alpha: float, a, lda, b, ldb, beta: float, c, ldc) -> None:
+    routine("dgemm")(_char(ta), _char(tb), _int(m), _int(n), _int(k), _double(alpha), a, lda, b, ldb,
+                      _double(beta), c, ldc)
+
+
+def _lapack_info(name: str, uplo: str, A: _Matrix, i: int, size: int, *extra) -> int:
+    info = ctypes.c_int(0)
+    routine(name)(_char(uplo), *extra, _int(size), A.at(i, i), A.ld, ctypes.byref(info))
+    return info.value
+
+
+def cholesky_in_place(A: np.ndarray) -> int:
+    """The lower Cholesky factor L of A (its lower triangle; Fortran-ordered, float64) in place over that
+    triangle, such that Ctrl-C stops it (see the module). Returns LAPACK's info: 0, or k > 0 when the leading
+    minor of order k is not positive definite (the factor is then incomplete). The strict upper triangle is
+    not touched."""
+    M = _Matrix(A)
+    n = M.n
+    if n < WHOLE_BELOW:
+        return _lapack_info("dpotrf", "L", M, 0, n)
+    trsm, syrk = routine("dtrsm"), routine("dsyrk")
+    for j in range(0, n, BLOCK):
+        b = min(BLOCK, n - j)
+        info = _lapack_info("dpotrf", "L", M, j, b)
+        if info:
+            return j + info
+        below = n - j - b
+        if not below:
+            break
+        rows = _chunk(float(b) * b, least=1)
+        for r in range(j + b, n, rows):  # L_ij = A_ij L_jj⁻ᵀ
+            trsm(_char("R"), _char("L"), _char("T"), _char("N"), _int(min(rows, n - r)), _int(b), _double(1.0),
+                 M.at(j, j), M.ld, M.at(r, j), M.ld)
+        k = j + b
+        while k < n:  # the trailing matrix's columns k:k+w lose L_·j L_k:k+w,jᵀ
+            w = min(n - k, max(BLOCK, _chunk(2.0 * (n - k) * b)))
+            syrk(_char("L"), _char("N"), _int(w), _int(b), _double(-1.0), M.at(k, j), M.ld, _double(1.0),
+                 M.at(k, k), M.ld)
+            rows = _chunk(2.0 * w * b, least=BLOCK)
+            for r in range(k + w, n, rows):
+                _gemm("N", "T", min(rows, n - r), w, b, -1.0, M.at(r, j), M.ld, M.at(k, j), M.ld, 1.0,
+                      M.at(r, k), M.ld)
+            k += w
+    return 0
+
+
+def cholesky_inverse_in_place(L: np.ndarray) -> int:
+    """(L Lᵀ)⁻¹'s lower triangle in place over the lower Cholesky factor L (Fortran-ordered, float64), as
+    LAPACK's ``dpotri`` computes it, such that Ctrl-C stops it (see the module). Returns LAPACK's info: 0, or
+    k > 0 when L_kk is zero. The strict upper triangle is not touched."""
+    M = _Matrix(L)
+    n = M.n
+    if n < WHOLE_BELOW:
+        return _lapack_info("dpotri", "L", M, 0, n)
+    info = _inverse_factor(M)
+    if info:
+        return info
+    _inverse_factor_product(M)
+    return 0
+
+
+def _inverse_factor(M: _Matrix) -> int:
+    """L⁻¹ in place (``dtrtri``, lower, non-unit): panels from the last; the inverse of the trailing triangle T
+    is already in place, so the panel's rows below its diagonal block become −T L_·j L_jj⁻¹."""
+    n, trmm, trsm = M.n, routine("dtrmm"), routine("dtrsm")
+    for j in range(((n - 1) // BLOCK) * BLOCK, -1, -BLOCK):
+        b = min(BLOCK, n - j)
+        t = j + b  # the trailing triangle T = A[t:, t:], its panel rows B = A[t:, j:t]
+        if t < n:
+            # B ← T B, in place from the bottom row block up: block rows r0:r1 take T_rr B_r + T_r,<r B_<r,
+            # where B_<r (above) still holds its own values.
+            r1 = n
+            while r1 > t:
+                rows = min(r1 - t, max(BLOCK, _chunk(2.0 * b * (r1 - t))))
+                r0 = r1 - rows
+                trmm(_char("L"), _char("L"), _char("N"), _char("N"), _int(rows), _int(b), _double(1.0),
+                     M.at(r0, r0), M.ld, M.at(r0, j), M.ld)
+                if r0 > t:
+                    _gemm_chunked_inner("N", "N", rows, b, r0 - t, M, (r0, t), (t, j), (r0, j))
+                r1 = r0
+            rows = _chunk(float(b) * b)
+            for r in range(t, n, rows):  # B ← −B L_jj⁻¹
+                trsm(_char("R"), _char("L"), _char("N"), _char("N"), _int(min(rows, n - r)), _int(b),
+                     _double(-1.0), M.at(j, j), M.ld, M.at(r, j), M.ld)
+        info = _lapack_info("dtrtri", "L", M, j, b, _char("N"))
+        if info:
+            return j + info
+    return 0
+
+
+def _gemm_chunked_inner(ta: str, tb: str, m: int, n: int, k: int, M: _Matrix, a: tuple, b: tuple,
+                        c: tuple) -> None:
+    """C += op(A) op(B) for blocks of M (C: m × n, inner dimension k), the inner dimension cut so that each
+    call stays within POLL_FLOPS. ``a``, ``b``, ``c``: the blocks' top-left (row, column) in M; op(A) is
+    m × k (A itself k × m with "T"), op(B) k × n."""
+    step = max(BLOCK, _chunk(2.0 * m * n))
+    for p in range(0, k, step):
+        q = min(step, k - p)
+        a_at = M.at(a[0], a[1] + p) if ta == "N" else M.at(a[0] + p, a[1])
+        b_at = M.at(b[0] + p, b[1]) if tb == "N" else M.at(b[0], b[1] + p)
+        _gemm(ta, tb, m, n, q, 1.0, a_at, M.ld, b_at, M.ld, 1.0, M.at(*c), M.ld)
+
+
+def _inverse_factor_product(M: _Matrix) -> None:
+    """Lᵀ L in place over the lower triangular L (``dlauum``, lower): for each panel j, its row block A[j:t, :j]
+    becomes L_jjᵀ L_j,<j + L_>j,jᵀ L_>j,<j and its diagonal block L_jjᵀ L_jj + L_>j,jᵀ L_>j,j."""
+    n, trmm, syrk = M.n, routine("dtrmm"), routine("dsyrk")
+    for j in range(0, n, BLOCK):
+        b = min(BLOCK, n - j)
+        t = j + b
+        columns = _chunk(float(b) * b)
+        for c0 in range(0, j, columns):
+            trmm(_char("L"), _char("L"), _char("T"), _char("N"), _int(b), _int(min(columns, j - c0)),
+                 _double(1.0), M.at(j, j), M.ld, M.at(j, c0), M.ld)
+        _lapack_info("dlauum", "L", M, j, b)
+        if t < n:
+            columns = max(BLOCK, _chunk(2.0 * b * (n - t)))
+            for c0 in range(0, j, columns):
+                _gemm_chunked_inner("T", "N", b, min(columns, j - c0), n - t, M, (t, j), (t, c0), (j, c0))
+            syrk(_char("L"), _char("T"), _int(b), _int(n - t), _double(1.0), M.at(t, j), M.ld, _double(1.0),
+                 M.at(j, j), M.ld)
+
+
+def zero_strict_upper(A: np.ndarray) -> None:
+    """Zeros above the diagonal of the square A, by column blocks (a memory pass over n²/2 entries, in pieces so
+    that Ctrl-C is answered between them)."""
+    n = A.shape[0]
+    for j0 in range(0, n, BLOCK):
+        j1 = min(n, j0 + BLOCK)
+        A[:j0, j0:j1] = 0.0
+        diagonal = A[j0:j1, j0:j1]
+        diagonal[np.triu_indices(j1 - j0, 1)] = 0.0

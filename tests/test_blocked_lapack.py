@@ -1,0 +1,118 @@
+"""The factorisations that Ctrl-C can stop (solvers/blocked_lapack.py) against LAPACK's: with small panels and
+a small cut every branch of the loops runs (several panels, trailing chunks, cut inner dimensions) on small
+matrices."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+from scipy import linalg as sla
+
+from fastkpca.solvers import blocked_lapack as bl
+
+
+@pytest.fixture
+def small_blocks(monkeypatch):
+    """Panels of 32 columns, calls of at most 2e5 flops, every matrix from 40 rows by blocks."""
+    monkeypatch.setattr(bl, "BLOCK", 32)
+    monkeypatch.setattr(bl, "POLL_FLOPS", 2e5)
+    monkeypatch.setattr(bl, "WHOLE_BELOW", 40)
+
+
+def spd(rng, n, shift=0.1):
+    G = rng.standard_normal((n, n + 3))
+    return G @ G.T / n + shift * np.eye(n)
+
+
+@pytest.mark.parametrize("n", [1, 39, 40, 97, 200])
+def test_cholesky_and_its_inverse_equal_lapacks(rng, small_blocks, n):
+    K = spd(rng, n)
+    A = np.array(K, order="F")
+    assert bl.cholesky_in_place(A) == 0
+    L = np.tril(A)
+    expected = sla.cholesky(K, lower=True)
+    assert np.abs(L - expected).max() <= 1e-13 * np.abs(expected).max()
+    np.testing.assert_array_equal(np.triu(A, 1), np.triu(K, 1))  # the other triangle untouched
+    assert bl.cholesky_inverse_in_place(A) == 0
+    inverse = np.linalg.inv(K)
+    assert np.abs(np.tril(A) - np.tril(inverse)).max() <= 1e-11 * np.abs(inverse).max()
+    np.testing.assert_array_equal(np.triu(A, 1), np.triu(K, 1))
+
+
+def test_a_sub_block_of_a_larger_array(rng, small_blocks):
+    """A Fortran-ordered view with a leading dimension above its rows (the blocks' addresses use it)."""
+    n = 90
+    K = spd(rng, n)
+    big = np.zeros((n + 13, n + 5), order="F")
+    A = big[7:7 + n, 2:2 + n]
+    A[...] = K
+    assert bl.cholesky_in_place(A) == 0
+    assert np.abs(np.tril(A) - sla.cholesky(K, lower=True)).max() <= 1e-13
+    assert not big[:7].any() and not big[7 + n:].any() and not big[:, :2].any()
+
+
+@pytest.mark.parametrize("where", [5, 33, 70])
+def test_not_positive_definite_reports_lapacks_info(rng, small_blocks, where):
+    """info = the order of the first leading minor that is not positive definite, in any panel."""
+    n = 100
+    K = spd(rng, n, shift=0.0) * 0 + np.eye(n)
+    K[where, where] = -1.0
+    assert bl.cholesky_in_place(np.asfortranarray(K)) == where + 1
+    _, info = sla.lapack.dpotrf(K, lower=1)
+    assert info == where + 1
+
+
+def test_a_zero_on_the_factors_diagonal_reports_its_index(small_blocks):
+    L = np.asfortranarray(np.eye(80))
+    L[50, 50] = 0.0
+    assert bl.cholesky_inverse_in_place(L) == 51
+
+
+def test_zero_strict_upper(rng, small_blocks):
+    A = np.asfortranarray(rng.standard_normal((75, 75)))
+    expected = np.tril(A)
+    bl.zero_strict_upper(A)
+    np.testing.assert_array_equal(A, expected)
+
+
+@pytest.mark.parametrize("bad", [np.zeros((4, 4)), np.zeros((4, 5), order="F"), np.zeros((4, 4), np.float32, "F"),
+                                 np.zeros((4, 4), order="F")[::2]])
+def test_refuses_arrays_blas_cannot_take_in_place(bad):
+    with pytest.raises(ValueError, match="Fortran-ordered"):
+        bl.cholesky_in_place(bad)
+
+
+def test_the_default_cut_bounds_every_call(monkeypatch):
+    """At the defaults every BLAS call of a 20,000-row factor and inverse stays within POLL_FLOPS (the calls
+    are recorded with their arguments, not made: nothing is computed)."""
+    calls: list[tuple] = []
+
+    class Shape:  # what the loops read of the matrix: its rows
+        n = 20000
+
+    monkeypatch.setattr(bl, "routine", lambda name: lambda *args: calls.append((name, args)))
+    monkeypatch.setattr(bl, "_lapack_info", lambda *args: 0)
+    monkeypatch.setattr(bl, "_Matrix", lambda A: Shape())
+    Shape.ld = None
+    Shape.at = staticmethod(lambda i, j: (i, j))
+    bl.cholesky_in_place(None)
+    bl.cholesky_inverse_in_place(None)
+
+    def value(arg):
+        return arg._obj.value if hasattr(arg, "_obj") else arg
+
+    worst = 0.0
+    for name, args in calls:
+        values = [value(a) for a in args]
+        if name == "dgemm":
+            m, n, k = values[2:5]
+            flops = 2.0 * m * n * k
+        elif name == "dsyrk":
+            n, k = values[2:4]
+            flops = float(n) * n * k
+        else:  # dtrsm, dtrmm (side, uplo, trans, diag, m, n, ...): the triangle is m × m on the left, n × n right
+            side, m, n = args[0].value.decode(), values[4], values[5]
+            flops = float(m) * m * n if side == "L" else float(m) * n * n
+        worst = max(worst, flops)
+    assert len(calls) > 100
+    assert worst <= bl.POLL_FLOPS
