@@ -13,8 +13,9 @@ from fastkpca.solvers import blocked_lapack as bl
 
 @pytest.fixture
 def small_blocks(monkeypatch):
-    """Panels of 32 columns, calls of at most 2e5 flops, every matrix from 40 rows by blocks."""
+    """Panels of 32 columns (24 in the inverse), calls of at most 2e5 flops, every matrix from 40 rows by blocks."""
     monkeypatch.setattr(bl, "BLOCK", 32)
+    monkeypatch.setattr(bl, "INVERSE_BLOCK", 24)
     monkeypatch.setattr(bl, "POLL_FLOPS", 2e5)
     monkeypatch.setattr(bl, "WHOLE_BELOW", 40)
 

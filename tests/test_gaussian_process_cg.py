@@ -893,3 +893,62 @@ def test_the_optimisers_value_is_the_gradients_integral():
     assert objective.optimum_value(np.array([0.5, 0.0]), -1.0) == func(np.array([0.5, 0.0]), False)
     assert Objective(func, integrate=False).optimum_value(np.array([0.5, 0.0]), -1.0) == -1.0
     assert Objective(func, integrate=False)(np.array([0.5, 0.0]))[0] == func(np.array([0.5, 0.0]), False)
+
+
+# ------------------------------------------------------------------------- the likelihood's standard error
+
+HARD_KERNEL = C(1.0) * RBF(np.full(4, 0.4)) + WhiteKernel(1e-3)  # many eigenvalues above a small noise
+
+
+def test_a_users_likelihood_is_refined_to_its_tolerance():
+    """log_marginal_likelihood(θ) by cg: with the fit's 16 probes its standard error is far above the tolerance
+    asked for, so more probes are taken until it is within it; the value is then within three standard errors
+    of the exact one, and the fitted solver keeps its probes (the same θ gives the same value again)."""
+    X, y = data(600)
+    theta = HARD_KERNEL.theta + 0.2
+    exact = GaussianProcessRegressor(HARD_KERNEL, optimizer=None, solver="cholesky").fit(X, y)
+    expected, expected_gradient = exact.log_marginal_likelihood(theta, eval_gradient=True)
+    assert exact.log_marginal_likelihood_info_["standard_error"] == 0.0
+    assert exact.log_marginal_likelihood_info_["reached"]
+    model = GaussianProcessRegressor(HARD_KERNEL, optimizer=None, solver="cg", random_state=0, preconditioner_rank=20,
+                                     likelihood_rtol=None).fit(X, y)
+    once = model.log_marginal_likelihood(theta)
+    first = model.log_marginal_likelihood_info_
+    assert first["probes"] == 16 and len(first["rounds"]) == 1 and first["standard_error"] > 0
+    rtol = first["relative_standard_error"] / 5  # 25 times the probes, or more
+    model.set_params(likelihood_rtol=rtol)
+    value, gradient = model.log_marginal_likelihood(theta, eval_gradient=True)
+    info = model.log_marginal_likelihood_info_
+    assert info["reached"] and len(info["rounds"]) > 1 and info["probes"] >= 25 * 16
+    assert info["standard_error"] <= rtol * abs(value)
+    assert [r["probes"] for r in info["rounds"]] == sorted(r["probes"] for r in info["rounds"])
+    assert abs(value - expected) <= 3 * info["standard_error"], (value, expected, info["standard_error"])
+    errors = info["gradient_standard_error"]
+    assert errors.shape == theta.shape and np.all(errors > 0)
+    assert np.all(np.abs(gradient - expected_gradient) <= 5 * errors), (gradient, expected_gradient, errors)
+    assert model.solver_info_["probes"] == 16  # the fitted solver's probes, untouched
+    model.set_params(likelihood_rtol=None)
+    assert model.log_marginal_likelihood(theta) == once
+
+
+def test_a_likelihood_short_of_its_tolerance_says_so(monkeypatch):
+    """Where the most probes allowed leave the standard error above the tolerance, a ConvergenceWarning says so
+    and the info says it was not reached."""
+    from fastkpca.exceptions import ConvergenceWarning
+    from fastkpca.solvers.gaussian_process import refined_estimate
+
+    monkeypatch.setattr(refined_estimate, "REFINE_MOST_PROBES", 48)
+    X, y = data(400)
+    model = GaussianProcessRegressor(HARD_KERNEL, optimizer=None, solver="cg", random_state=0, preconditioner_rank=20,
+                                     likelihood_rtol=1e-9).fit(X, y)
+    with pytest.warns(ConvergenceWarning, match="standard error.* above the tolerance 1e-09 after 48 probes"):
+        model.log_marginal_likelihood(HARD_KERNEL.theta)
+    info = model.log_marginal_likelihood_info_
+    assert not info["reached"] and info["probes"] == 48 and info["rtol"] == 1e-9
+
+
+@pytest.mark.parametrize("bad", [0.0, -1e-3, np.nan])
+def test_likelihood_rtol_is_checked(bad):
+    X, y = data(50)
+    with pytest.raises(ValueError, match="likelihood_rtol"):
+        GaussianProcessRegressor(HARD_KERNEL, optimizer=None, solver="cg", likelihood_rtol=bad).fit(X, y)

@@ -683,3 +683,30 @@ def test_cg_predictions_at_a_large_amplitude():
     exact_mean, _ = exact.latent_mean_and_variance(X_new)
     np.testing.assert_allclose(mean, exact_mean, atol=1e-3 * np.abs(exact_mean).max())
     np.testing.assert_allclose(cg.predict_proba(X_new), exact.predict_proba(X_new), atol=1e-4)
+
+
+def test_a_users_likelihood_reports_its_standard_error():
+    """log_marginal_likelihood(θ) by cg reports the value's standard error (the probes' of log det B), and is
+    within three of them of the exact value; more probes where the tolerance asks for them; the exact solver's
+    is 0."""
+    from sklearn.gaussian_process.kernels import RBF, ConstantKernel
+
+    rng = np.random.default_rng(0)
+    X = rng.standard_normal((500, 3))
+    y = np.sin(3 * X[:, 0]) + 0.3 * rng.standard_normal(500) > 0
+    kernel = ConstantKernel(4.0) * RBF(np.full(3, 0.3))
+    theta = kernel.theta + 0.1
+    exact = GaussianProcessClassifier(kernel, optimizer=None, solver="cholesky").fit(X, y)
+    expected = exact.log_marginal_likelihood(theta)
+    assert exact.base_estimator_.log_marginal_likelihood_info_["standard_error"] == 0.0
+    model = GaussianProcessClassifier(kernel, optimizer=None, solver="cg", random_state=0, preconditioner_rank=16,
+                                      likelihood_rtol=None).fit(X, y)
+    model.log_marginal_likelihood(theta)
+    first = model.base_estimator_.log_marginal_likelihood_info_
+    assert first["probes"] == 32 and first["standard_error"] > 0
+    model.set_params(likelihood_rtol=first["relative_standard_error"] / 3)
+    model.base_estimator_.set_params(likelihood_rtol=first["relative_standard_error"] / 3)
+    value = model.log_marginal_likelihood(theta)
+    info = model.base_estimator_.log_marginal_likelihood_info_
+    assert info["reached"] and info["probes"] > 32
+    assert abs(value - expected) <= 3 * info["standard_error"], (value, expected, info["standard_error"])

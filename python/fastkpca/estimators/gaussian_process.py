@@ -53,6 +53,8 @@ def _check_constructor(est) -> None:
     v.check_int(est.subset_start, "subset_start", minimum=0)
     if est.theta_tol is not None and not v.check_real(est.theta_tol, "theta_tol", minimum=0.0) > 0:
         raise ValueError(f"theta_tol must be > 0 or None, got {est.theta_tol}")
+    if est.likelihood_rtol is not None and not v.check_real(est.likelihood_rtol, "likelihood_rtol", minimum=0.0) > 0:
+        raise ValueError(f"likelihood_rtol must be > 0 or None, got {est.likelihood_rtol}")
 
 
 class GaussianProcessRegressor(EngineFitted, MultiOutputMixin, RegressorMixin, BaseEstimator):
@@ -138,6 +140,14 @@ class GaussianProcessRegressor(EngineFitted, MultiOutputMixin, RegressorMixin, B
         from ``random_state`` (where that is fewer than the training samples), which costs a few cg evaluations
         at tens of thousands of samples and saves most of the path from the kernel's initial θ;
         ``solver_info_["start"]`` reports it. 0: start from the kernel's θ.
+    likelihood_rtol : float or None, default=3e-4
+        cg: the relative standard error :meth:`log_marginal_likelihood` aims for when called with a θ (a
+        stochastic estimate, see Notes). The value is estimated with the fit's probes, then, while its standard
+        error is above ``likelihood_rtol`` times its magnitude, again with more (at most 2,048, within
+        ``memory_limit``, up to four rounds), and a ConvergenceWarning says where it stopped short;
+        ``log_marginal_likelihood_info_`` reports the standard error reached. The default keeps three standard
+        errors within 1e-3 of the value. None: the fit's probes only. The fit's own evaluations are not refined
+        (``theta_tol`` settles its optimum).
     theta_tol : float or None, default=0.05
         cg: the error in the fitted θ (every log-hyperparameter) the fit aims for. An estimate's optimum is off
         the exact likelihood's by the probes' error; after the optimiser, the fit multiplies the probes
@@ -162,6 +172,13 @@ class GaussianProcessRegressor(EngineFitted, MultiOutputMixin, RegressorMixin, B
         Its solution against ``y_train_``: the dual coefficients of the posterior mean.
     log_marginal_likelihood_value_ : float
         The log marginal likelihood of ``kernel_.theta``.
+    log_marginal_likelihood_info_ : dict
+        Set by each :meth:`log_marginal_likelihood` call with a θ: how good the value it returned is.
+        ``value``; ``standard_error`` and ``relative_standard_error`` (0 for the exact solver; cg's value is a
+        stochastic estimate); ``gradient_standard_error`` (cg with ``eval_gradient``: per log-hyperparameter,
+        from four batches of the probes; None otherwise); ``probes`` (those of the value returned);
+        ``rtol`` (``likelihood_rtol``); ``reached`` (whether the relative standard error is within it);
+        ``rounds`` (each evaluation's probes, value and standard error).
     n_iter_ : int
         Likelihood evaluations of the fit (at least 1).
     solver_info_ : dict
@@ -230,7 +247,8 @@ class GaussianProcessRegressor(EngineFitted, MultiOutputMixin, RegressorMixin, B
                  random_state: int | np.random.RandomState | None = None, memory_limit: int | str | None = None,
                  n_jobs: int | None = None, solver: str = "auto", n_probes: int = 16, tol: float = 1e-2,
                  final_tol: float = 1e-6, preconditioner_rank: int | None = None, max_iter: int = 1000,
-                 preconditioner_dtype: str = "float64", subset_start: int = 3000, theta_tol: float | None = 0.05):
+                 preconditioner_dtype: str = "float64", subset_start: int = 3000, theta_tol: float | None = 0.05,
+                 likelihood_rtol: float | None = 3e-4):
         self.kernel = kernel
         self.alpha = alpha
         self.optimizer = optimizer
@@ -250,6 +268,7 @@ class GaussianProcessRegressor(EngineFitted, MultiOutputMixin, RegressorMixin, B
         self.preconditioner_dtype = preconditioner_dtype
         self.subset_start = subset_start
         self.theta_tol = theta_tol
+        self.likelihood_rtol = likelihood_rtol
 
     # --------------------------------------------------------------------------------------------- fit
 
@@ -297,7 +316,7 @@ class GaussianProcessRegressor(EngineFitted, MultiOutputMixin, RegressorMixin, B
         if self.optimizer is not None and self.kernel_.n_dims > 0:
             self._optimise()
         else:
-            self.log_marginal_likelihood_value_ = self.log_marginal_likelihood(self.kernel_.theta, clone_kernel=False)
+            self.log_marginal_likelihood_value_ = self._likelihood(self.kernel_.theta, False, refine=False).value
         self._factor_final()
         self.n_iter_ = max(1, self._evaluations)
         self.solver_info_ = {"solver": self._solver.name, "choice": choice, "evaluations": self._evaluations,
@@ -416,12 +435,26 @@ class GaussianProcessRegressor(EngineFitted, MultiOutputMixin, RegressorMixin, B
         theta = np.asarray(theta, dtype=np.float64)
         if not clone_kernel:
             self.kernel_.theta = theta
-        kernel = self._kernel.with_theta(theta)
-        self._evaluations = getattr(self, "_evaluations", 0) + 1
-        value, gradient, _ = gp.log_marginal_likelihood(self._current_solver(), kernel, self._targets(), eval_gradient)
+        estimate = self._likelihood(theta, eval_gradient, refine=True)
+        self.log_marginal_likelihood_info_ = estimate.as_dict()
         if not eval_gradient:
-            return value
-        return value, (np.zeros_like(theta) if gradient is None else gradient)
+            return estimate.value
+        return estimate.value, (np.zeros_like(theta) if estimate.gradient is None else estimate.gradient)
+
+    def _likelihood(self, theta: np.ndarray, eval_gradient: bool, *, refine: bool):
+        """The likelihood at θ with its standard error (refined_estimate.LikelihoodEstimate): with ``refine``,
+        by more probes until within ``likelihood_rtol`` (cg; a user's call), else with the fit's probes."""
+        kernel = self._kernel.with_theta(theta)
+        solver = self._current_solver()
+        if refine:
+            solver = solver.with_probes(solver.probes)
+        Y = self._targets()
+
+        def evaluate(solver):
+            self._evaluations = getattr(self, "_evaluations", 0) + 1
+            return gp.log_marginal_likelihood(solver, kernel, Y, eval_gradient, with_gradient_error=True)
+
+        return gp.refine(solver, evaluate, self.likelihood_rtol if refine else None, stacklevel=4)
 
     # ----------------------------------------------------------------------------------------- predict
 

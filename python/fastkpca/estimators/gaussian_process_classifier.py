@@ -58,7 +58,7 @@ class _BinaryLaplaceClassifier(ClassifierMixin, BaseEstimator):
 
     def __init__(self, kernel=None, *, optimizer="fmin_l_bfgs_b", n_restarts_optimizer=0, max_iter_predict=100,
                  warm_start=False, copy_X_train=True, random_state=None, memory_limit=None, n_jobs=None,
-                 solver="auto", n_probes=32, preconditioner_rank=None, subset_start=3000):
+                 solver="auto", n_probes=32, preconditioner_rank=None, subset_start=3000, likelihood_rtol=3e-4):
         self.kernel = kernel
         self.optimizer = optimizer
         self.n_restarts_optimizer = n_restarts_optimizer
@@ -72,6 +72,7 @@ class _BinaryLaplaceClassifier(ClassifierMixin, BaseEstimator):
         self.n_probes = n_probes
         self.preconditioner_rank = preconditioner_rank
         self.subset_start = subset_start
+        self.likelihood_rtol = likelihood_rtol
 
     def fit(self, X, y):
         """Fit the binary model on validated samples X and labels y of exactly two classes."""
@@ -194,8 +195,19 @@ class _BinaryLaplaceClassifier(ClassifierMixin, BaseEstimator):
         theta = np.asarray(theta, dtype=np.float64)
         if not clone_kernel:
             self.kernel_.theta = theta
-        value, gradient = self._evaluate(theta, eval_gradient, self._newton_start())
-        return (value, gradient) if eval_gradient else value
+        fitted, start = self._solver, self._newton_start()
+
+        def evaluate(solver):  # the value's standard error: the probes' (laplace_iterative.py), 0 when exact
+            self._solver = solver
+            value, gradient = self._evaluate(theta, eval_gradient, start)
+            return value, gradient, solver.figures.get("standard_error", 0.0) if solver.probes else 0.0, None
+
+        try:
+            estimate = gp.refine(fitted.with_probes(fitted.probes), evaluate, self.likelihood_rtol, stacklevel=4)
+        finally:
+            self._solver = fitted
+        self.log_marginal_likelihood_info_ = estimate.as_dict()
+        return (estimate.value, estimate.gradient) if eval_gradient else estimate.value
 
     def _evaluate(self, theta: np.ndarray, eval_gradient: bool, start: tuple):
         """(log q(y | θ), its gradient or None) with Newton from ``start`` (ExactLaplace.evaluate); the mode
@@ -295,6 +307,10 @@ class GaussianProcessClassifier(ClassifierMixin, BaseEstimator):
         from ``random_state``, or where n is more than ten times this, of a cg fit on √(subset_start·n) samples
         itself started so; Newton's first iteration starts from that model's latent mean (reported in each
         binary model's ``solver_info_["start"]``). 0: from the kernel's θ.
+    likelihood_rtol : float or None, default=3e-4
+        cg: the relative standard error :meth:`log_marginal_likelihood` aims for when called with a θ (the
+        regressor's parameter: GaussianProcessRegressor says how); each binary model's
+        ``log_marginal_likelihood_info_`` reports the standard error reached. None: the fit's probes only.
 
     Attributes
     ----------
@@ -369,7 +385,7 @@ class GaussianProcessClassifier(ClassifierMixin, BaseEstimator):
                  copy_X_train: bool = True, random_state: int | np.random.RandomState | None = None,
                  multi_class: str = "one_vs_rest", n_jobs: int | None = None, solver: str = "auto",
                  memory_limit: int | str | None = None, n_probes: int = 32, preconditioner_rank: int | None = None,
-                 subset_start: int = 3000):
+                 subset_start: int = 3000, likelihood_rtol: float | None = 3e-4):
         self.kernel = kernel
         self.optimizer = optimizer
         self.n_restarts_optimizer = n_restarts_optimizer
@@ -384,6 +400,7 @@ class GaussianProcessClassifier(ClassifierMixin, BaseEstimator):
         self.n_probes = n_probes
         self.preconditioner_rank = preconditioner_rank
         self.subset_start = subset_start
+        self.likelihood_rtol = likelihood_rtol
 
     def _vector_input(self) -> bool:
         return self.kernel is None or self.kernel.requires_vector_input
@@ -444,7 +461,7 @@ class GaussianProcessClassifier(ClassifierMixin, BaseEstimator):
             random_state=self.random_state, memory_limit=limit // jobs, solver=self.solver,
             n_jobs=self.n_jobs if jobs == 1 else 1, n_probes=self.n_probes,
             preconditioner_rank=self.preconditioner_rank,
-            subset_start=self.subset_start)
+            subset_start=self.subset_start, likelihood_rtol=self.likelihood_rtol)
         if self.n_classes_ == 2:
             self.base_estimator_ = binary
         elif self.multi_class == "one_vs_rest":

@@ -3,7 +3,7 @@ of bounded work, each made with the GIL released.
 
 A LAPACK call checks no signal, and SciPy's wrappers hold the GIL while it runs: Ctrl-C waits for the whole
 factor of an n × n matrix (n³/3 flops: seconds at n = 10,000, tens of seconds at 20,000). Here the same
-arithmetic runs as LAPACK's own blocked right-looking algorithms, one panel of ``BLOCK`` columns at a time, with
+arithmetic runs as LAPACK's own blocked algorithms, one panel of ``BLOCK`` (``INVERSE_BLOCK``) columns at a time, with
 every BLAS call cut to at most ``POLL_FLOPS`` flops (a fraction of a second on one core). The calls go through
 the function pointers SciPy exports for Cython (``scipy.linalg.cython_blas`` / ``cython_lapack``: the BLAS and
 LAPACK SciPy itself uses), called through ctypes, which releases the GIL for the call; between two calls Python
@@ -32,12 +32,17 @@ import functools
 
 import numpy as np
 
-__all__ = ["cholesky_in_place", "cholesky_inverse_in_place", "zero_strict_upper", "BLOCK", "POLL_FLOPS", "WHOLE_BELOW"]
+__all__ = ["cholesky_in_place", "cholesky_inverse_in_place", "zero_strict_upper", "routine", "BLOCK", "INVERSE_BLOCK",
+           "POLL_FLOPS", "WHOLE_BELOW"]
 
-#: Panel width: LAPACK's own block size range, large enough that the BLAS-3 calls run at the machine's rate.
-BLOCK = 512
-#: The most flops in one call; between calls Ctrl-C is answered. 4e9 flops is a few hundredths of a second at
-#: a 2-core machine's DGEMM rate, and a few tenths with another process on the cores.
+#: Panel widths: LAPACK's own block size range, large enough that the BLAS-3 calls run at the machine's rate
+#: (the factor's trailing updates are products of inner dimension BLOCK; the inverse's products have a
+#: panel's rows as one side, and ran faster with the wider panel on a 2-core AVX-512 machine).
+BLOCK = 256
+INVERSE_BLOCK = 512
+#: The most flops in one call; between calls Ctrl-C is answered. 1.6e10 flops is about a tenth of a second at a
+#: 2-core machine's DGEMM rate and a few tenths with another process on the cores; a smaller cut made the
+#: inverse's products narrow enough to run slower than LAPACK's.
 POLL_FLOPS = 1.6e10
 #: Matrices with fewer rows go to LAPACK whole (one call of under n³/3 ≤ POLL_FLOPS / 3 flops).
 WHOLE_BELOW = 1536
@@ -156,15 +161,15 @@ def _inverse_factor(M: _Matrix) -> int:
     """L⁻¹ in place (``dtrtri``, lower, non-unit): panels from the last; the inverse of the trailing triangle T
     is already in place, so the panel's rows below its diagonal block become −T L_·j L_jj⁻¹."""
     n, trmm, trsm = M.n, routine("dtrmm"), routine("dtrsm")
-    for j in range(((n - 1) // BLOCK) * BLOCK, -1, -BLOCK):
-        b = min(BLOCK, n - j)
+    for j in range(((n - 1) // INVERSE_BLOCK) * INVERSE_BLOCK, -1, -INVERSE_BLOCK):
+        b = min(INVERSE_BLOCK, n - j)
         t = j + b  # the trailing triangle T = A[t:, t:], its panel rows B = A[t:, j:t]
         if t < n:
             # B ← T B, in place from the bottom row block up: block rows r0:r1 take T_rr B_r + T_r,<r B_<r,
             # where B_<r (above) still holds its own values.
             r1 = n
             while r1 > t:
-                rows = min(r1 - t, max(BLOCK, _chunk(2.0 * b * (r1 - t))))
+                rows = min(r1 - t, max(INVERSE_BLOCK, _chunk(2.0 * b * (r1 - t))))
                 r0 = r1 - rows
                 trmm(_char("L"), _char("L"), _char("N"), _char("N"), _int(rows), _int(b), _double(1.0),
                      M.at(r0, r0), M.ld, M.at(r0, j), M.ld)
@@ -186,7 +191,7 @@ def _gemm_chunked_inner(ta: str, tb: str, m: int, n: int, k: int, M: _Matrix, a:
     """C += op(A) op(B) for blocks of M (C: m × n, inner dimension k), the inner dimension cut so that each
     call stays within POLL_FLOPS. ``a``, ``b``, ``c``: the blocks' top-left (row, column) in M; op(A) is
     m × k (A itself k × m with "T"), op(B) k × n."""
-    step = max(BLOCK, _chunk(2.0 * m * n))
+    step = max(INVERSE_BLOCK, _chunk(2.0 * m * n))
     for p in range(0, k, step):
         q = min(step, k - p)
         a_at = M.at(a[0], a[1] + p) if ta == "N" else M.at(a[0] + p, a[1])
@@ -198,8 +203,8 @@ def _inverse_factor_product(M: _Matrix) -> None:
     """Lᵀ L in place over the lower triangular L (``dlauum``, lower): for each panel j, its row block A[j:t, :j]
     becomes L_jjᵀ L_j,<j + L_>j,jᵀ L_>j,<j and its diagonal block L_jjᵀ L_jj + L_>j,jᵀ L_>j,j."""
     n, trmm, syrk = M.n, routine("dtrmm"), routine("dsyrk")
-    for j in range(0, n, BLOCK):
-        b = min(BLOCK, n - j)
+    for j in range(0, n, INVERSE_BLOCK):
+        b = min(INVERSE_BLOCK, n - j)
         t = j + b
         columns = _chunk(float(b) * b)
         for c0 in range(0, j, columns):
@@ -207,7 +212,7 @@ def _inverse_factor_product(M: _Matrix) -> None:
                  _double(1.0), M.at(j, j), M.ld, M.at(j, c0), M.ld)
         _lapack_info("dlauum", "L", M, j, b)
         if t < n:
-            columns = max(BLOCK, _chunk(2.0 * b * (n - t)))
+            columns = max(INVERSE_BLOCK, _chunk(2.0 * b * (n - t)))
             for c0 in range(0, j, columns):
                 _gemm_chunked_inner("T", "N", b, min(columns, j - c0), n - t, M, (t, j), (t, c0), (j, c0))
             syrk(_char("L"), _char("T"), _int(b), _int(n - t), _double(1.0), M.at(t, j), M.ld, _double(1.0),

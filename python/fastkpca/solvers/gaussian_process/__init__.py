@@ -2,7 +2,8 @@
 exact solver (exact.py: one Cholesky factor) and the iterative one (iterative.py: preconditioned CG, stochastic
 Lanczos quadrature and probes, with its preconditioner.py, control_variate.py and rank.py), and for the Laplace
 approximation of classification (laplace.py) by its exact (laplace_exact.py) and iterative
-(laplace_iterative.py) solvers; the iterative ones share one memory plan (memory.py). The optimiser loop with
+(laplace_iterative.py) solvers; the iterative ones share one memory plan (memory.py), and their likelihoods, asked
+for at a θ, are refined to a standard error (refined_estimate.py). The optimiser loop with
 its restarts (optimiser.py), the subset start (subset_start.py) and what the optimiser minimises (objective.py)
 are written once for all of them. Which solver a fit uses is chosen once per fit by the library's cost model
 (solvers/choice.py): :func:`make_solver` for the regression, :func:`make_laplace_solver` for a binary
@@ -17,11 +18,13 @@ from .laplace_iterative import IterativeLaplace, LaplaceSettings, laplace_memory
 from .objective import Objective, restart_thetas
 from .optimiser import Optimum, optimise
 from .rank import DEFAULT_RANK
+from .refined_estimate import LikelihoodEstimate, refine
 
 __all__ = ["ExactLaplace", "ExactSolver", "GaussianProcessSolver", "InvQuadLogdet", "IterativeLaplace",
-           "IterativeSettings", "IterativeSolver", "LaplaceSettings", "LaplaceSolver", "Objective", "Optimum",
+           "IterativeSettings", "IterativeSolver", "LaplaceSettings", "LaplaceSolver", "LikelihoodEstimate",
+           "Objective", "Optimum",
            "RegressionSolver", "laplace_bytes", "laplace_choice", "log_marginal_likelihood", "make_laplace_solver",
-           "make_solver", "optimise", "restart_thetas"]
+           "make_solver", "optimise", "refine", "restart_thetas"]
 
 
 def make_solver(requested: str, samples, Y, noise, settings: IterativeSettings, *, memory_limit: int, n_jobs=None,

@@ -100,6 +100,13 @@ class ExactOptimisation:
     """How an exact solver's likelihood meets the optimiser (the regression's and the Laplace
     approximation's): from the kernel's θ, as it is, the optimum as found."""
 
+    #: No probes: the likelihood is exact, its standard error 0 (refined_estimate.py).
+    probes = 0
+
+    def with_probes(self, probes: int):
+        """Itself: an exact likelihood needs no probes (refined_estimate.py)."""
+        return self
+
     def start(self, theta: np.ndarray, fit_subset, size: int, random_state) -> tuple[np.ndarray, dict | None]:
         """The optimiser starts from the kernel's θ: an exact evaluation costs what an exact fit on a subset's
         would, relative to the whole fit."""

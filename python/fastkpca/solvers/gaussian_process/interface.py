@@ -62,6 +62,8 @@ class InvQuadLogdet:
     gradient: np.ndarray | None = None
     #: The standard error of logdet (0.0 where it is exact).
     standard_error: float = 0.0
+    #: The gradient's standard errors (None: exact, or not asked for: IterativeSolver.with_probes).
+    gradient_standard_error: np.ndarray | None = None
 
     @property
     def positive_definite(self) -> bool:
@@ -147,8 +149,10 @@ class LaplaceSolver(GaussianProcessSolver, Protocol):
         """The latent function's posterior variance at new points (after :meth:`fit_final`)."""
 
 
-def log_marginal_likelihood(solver: RegressionSolver, kernel, Y: np.ndarray, eval_gradient: bool):
-    """(log p(Y | θ), its gradient or None, the value's standard error) of the regression with targets Y
+def log_marginal_likelihood(solver: RegressionSolver, kernel, Y: np.ndarray, eval_gradient: bool,
+                            with_gradient_error: bool = False):
+    """(log p(Y | θ), its gradient or None, the value's standard error[, the gradient's standard errors or None
+    with ``with_gradient_error``]) of the regression with targets Y
     (n × t, one GP per column sharing K̂):
 
         log p(Y | θ) = Σ_k [−½ y_kᵀK̂⁻¹y_k − ½ log det K̂ − (n/2) log 2π],
@@ -158,11 +162,13 @@ def log_marginal_likelihood(solver: RegressionSolver, kernel, Y: np.ndarray, eva
     n, t = Y.shape
     answer = solver.inv_quad_logdet(kernel, Y, eval_gradient, quad_weight=-0.5, logdet_weight=-0.5 * t)
     if not answer.positive_definite:
-        return -np.inf, None, 0.0
+        return (-np.inf, None, 0.0, None) if with_gradient_error else (-np.inf, None, 0.0)
     assert answer.quad is not None
     # scikit-learn's order of the sums, output by output
     dims = -0.5 * answer.quad
     dims -= 0.5 * answer.logdet
     dims -= n / 2 * _LOG_2PI
     value = dims.sum(axis=-1)  # a NumPy float64, as scikit-learn's (a Python float would take float32 arithmetic)
+    if with_gradient_error:
+        return value, answer.gradient, t * 0.5 * answer.standard_error, answer.gradient_standard_error
     return value, answer.gradient, t * 0.5 * answer.standard_error

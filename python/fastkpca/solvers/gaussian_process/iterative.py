@@ -103,6 +103,9 @@ def _with_residual(K_cross: np.ndarray, info: dict) -> np.ndarray:
 
 #: Rounds at most while the optimum settles (IterativeSolver.settle), and how many times the fit's first probes
 #: they may take (16 probes become 256 at most).
+#: The batch means of the gradient's standard error, where it is asked for (with_probes): the probes' part of
+#: the gradient from each of this many groups alone, one pass each.
+GRADIENT_GROUPS = 4
 SETTLE_ROUNDS = 4
 SETTLE_PROBES = 16
 
@@ -201,6 +204,8 @@ class IterativeSolver(PlannedMemory):
     per_sample_objective = True
     stop_gain: float | None = None
     abnormal_restarts = 0
+    #: Groups of probes whose batch means give the gradient's standard error (0: none; with_probes sets it).
+    gradient_groups = 0
 
     def __init__(self, samples, Y: np.ndarray, noise, settings: IterativeSettings, *, memory_limit: int,
                  n_jobs=None, random_state=None, copies: int = 1):
@@ -348,7 +353,25 @@ class IterativeSolver(PlannedMemory):
             gradient += logdet_weight * control_variate_traces(kernel, self.samples, pre, Omega)
             seconds = self.figures["seconds"]
             seconds["control_variate"] = seconds.get("control_variate", 0.0) + time.perf_counter() - start
-        return InvQuadLogdet(quad, logdet, alpha, gradient, error)
+        gradient_error = None
+        if self.gradient_groups >= 2 and p >= 2:  # batch means of the probes' part, one group at a time
+            start = time.perf_counter()
+            groups = np.array_split(np.arange(p), min(self.gradient_groups, p))
+            means = np.array([self._probes_part(kernel, pre, U[:, g], Omega[:, g], logdet_weight) for g in groups])
+            gradient_error = means.std(axis=0, ddof=1) / math.sqrt(len(groups))
+            seconds = self.figures["seconds"]
+            seconds["gradient_error"] = seconds.get("gradient_error", 0.0) + time.perf_counter() - start
+        return InvQuadLogdet(quad, logdet, alpha, gradient, error, gradient_error)
+
+    def _probes_part(self, kernel, pre, U: np.ndarray, Omega: np.ndarray, logdet_weight: float) -> np.ndarray:
+        """The probes' part of the gradient from the probes given alone: w_l times their mean of
+        (P⁻¹z)ᵀ ∂K K̂⁻¹z and of the control variate's terms (one gradient pass)."""
+        traces = np.asarray(self.samples.gradient_traces(kernel, U, Omega * (logdet_weight / Omega.shape[1])),
+                            dtype=np.float64)
+        self.figures["products"] += 1
+        if self.settings.control_variate and kernel.cross_gradients:
+            traces = traces + logdet_weight * control_variate_traces(kernel, self.samples, pre, Omega)
+        return traces
 
     def _count(self, info: dict, start: float, stage: str) -> None:
         f = self.figures
@@ -432,6 +455,27 @@ class IterativeSolver(PlannedMemory):
                       "its hyperparameters may be that far from the exact likelihood's optimum. Raise n_probes or "
                       "memory_limit, or fit with solver='cholesky' where it fits", ConvergenceWarning, stacklevel=4)
         return theta, value, {"theta_tol": tol, "settled": False, "rounds": rounds}
+
+    @property
+    def probes(self) -> int:
+        """The probes held (refined_estimate.py)."""
+        return self.settings.probes
+
+    def most_probes(self, wanted: int) -> int:
+        """Up to ``wanted`` probes, as many as the memory limit holds (refined_estimate.py)."""
+        return self._more_probes(wanted)
+
+    def with_probes(self, probes: int) -> IterativeSolver:
+        """A copy that holds ``probes`` probes (those held, then new ones drawn from a copy of the random state:
+        this solver's draws are not consumed) and reports the gradient's standard error (GRADIENT_GROUPS batch
+        means). The likelihood a user asks for is evaluated on such a copy (refined_estimate.py)."""
+        twin = copy.copy(self)
+        twin.ranks, twin.rng = copy.copy(self.ranks), copy.deepcopy(self.rng)
+        twin.figures = copy.deepcopy(self.figures)
+        twin.gradient_groups = GRADIENT_GROUPS
+        if probes > self.settings.probes:
+            twin._add_probes(probes)
+        return twin
 
     def _more_probes(self, wanted: int) -> int:
         """``wanted`` probes, or as many as fit the memory limit beside the fit's rank (no fewer than now)."""

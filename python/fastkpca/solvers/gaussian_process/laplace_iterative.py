@@ -40,6 +40,8 @@ points within the memory limit.
 
 from __future__ import annotations
 
+import copy
+import dataclasses
 import math
 import time
 from dataclasses import dataclass
@@ -53,7 +55,7 @@ from ..lapack_threads import on_one_blas_thread, solve_lower_triangular
 from ..low_rank import CHUNK_ROWS
 from .control_variate import control_variate_traces
 from .laplace import SETTLED_TOL, LaplaceMode, mode_from, second_term
-from .memory import IterativeMemory, PlannedMemory
+from .memory import IterativeMemory, PlannedMemory, largest
 from .objective import Objective
 from .subset_start import subset_start
 from .newton_cg import newton_cg_step, newton_cg_update, step_gradient, step_preconditioner, sufficient_rank
@@ -235,6 +237,30 @@ class IterativeLaplace(PlannedMemory):
         self.a: np.ndarray | None = None
         #: the last mode's a: the first Newton step's starting guess (a θ nearby has its mode nearby)
         self.last_a: np.ndarray | None = None
+
+    @property
+    def probes(self) -> int:
+        """The probes held (refined_estimate.py)."""
+        return self.settings.probes
+
+    def most_probes(self, wanted: int) -> int:
+        """Up to ``wanted`` probes, as many as the memory limit holds (refined_estimate.py)."""
+        now = self.settings.probes
+        return largest(now, max(now, wanted), lambda probes: self.memory.working_bytes(self.rank, probes)
+                       <= self.memory.room)
+
+    def with_probes(self, probes: int) -> IterativeLaplace:
+        """A copy that holds ``probes`` probes: those held, then new signs drawn from a generator seeded by the
+        fit's seed and the count (the same refinement gives the same value again; refined_estimate.py)."""
+        twin = copy.copy(self)
+        twin.figures = copy.deepcopy(self.figures)
+        now = self.settings.probes
+        if probes > now:
+            extra = np.random.RandomState([self.seed, probes]).choice(np.array([-1.0, 1.0]),
+                                                                      size=(self.y.shape[0], probes - now))
+            twin.signs = np.hstack([self.signs, extra])
+            twin.settings = dataclasses.replace(self.settings, probes=probes)
+        return twin
 
     def _working_bytes(self, columns: int | None = None) -> int:
         """What an evaluation holds beside the kernel (memory.py): CG on the probes, or on ``columns`` right-hand
