@@ -231,7 +231,7 @@ def _exits(name: str, processes: int, delay: float) -> list[dict]:
     return out
 
 
-def speed(sizes: list[int], repeats: int) -> list[dict]:
+def speed(sizes: list[int], repeats: int, which=("factor", "inverse", "eigh")) -> list[dict]:
     """The factorisations' seconds against SciPy's on the same matrix (a Gram matrix plus a multiple of I),
     alternating the order, medians of ``repeats``."""
     from scipy import linalg as sla
@@ -266,6 +266,8 @@ def speed(sizes: list[int], repeats: int) -> list[dict]:
         pairs = {"Cholesky factor": (scipy_factor, ours_factor), "its inverse": (scipy_inverse, ours_inverse),
                  "eigh, all pairs": (lambda: sla.eigh(A, overwrite_a=True, check_finite=False),
                                      lambda: symmetric_eigh(A, overwrite_a=True))}
+        names = {"factor": "Cholesky factor", "inverse": "its inverse", "eigh": "eigh, all pairs"}
+        pairs = {names[w]: pairs[names[w]] for w in names if w in which or (w == "factor" and "inverse" in which)}
         for r in range(repeats):
             for who in ((0, 1) if r % 2 == 0 else (1, 0)):
                 A[...] = K
@@ -298,6 +300,7 @@ def main(argv=None) -> int:
     p.add_argument("--exits", type=int, default=0, help="fresh processes a case: time from interrupt to exit")
     p.add_argument("--speed", default=None, help="sizes: the factorisations against SciPy's")
     p.add_argument("--repeats", type=int, default=3, help="--speed's repetitions")
+    p.add_argument("--speed-of", default="factor,inverse,eigh", help="--speed's factorisations (comma-separated)")
     p.add_argument("--json", default=None, help="write the results here")
     p.add_argument("--child", nargs=2, help=argparse.SUPPRESS)
     args = p.parse_args(argv)
@@ -311,7 +314,7 @@ def main(argv=None) -> int:
     info = c.machine_info()
     c.print_machine(info)
     if args.speed:
-        rows = speed([int(x) for x in c.parse_list(args.speed)], args.repeats)
+        rows = speed([int(x) for x in c.parse_list(args.speed)], args.repeats, c.parse_list(args.speed_of))
         verdicts = [(f"{r['what']} at n = {r['n']:,} within 5% of SciPy's", r["ratio"] <= 1.05,
                      f"{r['ours']:.3f} s against {r['scipy']:.3f} s: {r['ratio']:.3f}") for r in rows]
         table = c.markdown_table(rows, [("n", "n", "d"), ("what", "what", "s"), ("SciPy (s)", "scipy", ".3f"),

@@ -904,7 +904,7 @@ def test_a_users_likelihood_is_refined_to_its_tolerance():
     """log_marginal_likelihood(θ) by cg: with the fit's 16 probes its standard error is far above the tolerance
     asked for, so more probes are taken until it is within it; the value is then within three standard errors
     of the exact one, and the fitted solver keeps its probes (the same θ gives the same value again)."""
-    X, y = data(600)
+    X, y = data(400)
     theta = HARD_KERNEL.theta + 0.2
     exact = GaussianProcessRegressor(HARD_KERNEL, optimizer=None, solver="cholesky").fit(X, y)
     expected, expected_gradient = exact.log_marginal_likelihood(theta, eval_gradient=True)

@@ -692,8 +692,8 @@ def test_a_users_likelihood_reports_its_standard_error():
     from sklearn.gaussian_process.kernels import RBF, ConstantKernel
 
     rng = np.random.default_rng(0)
-    X = rng.standard_normal((500, 3))
-    y = np.sin(3 * X[:, 0]) + 0.3 * rng.standard_normal(500) > 0
+    X = rng.standard_normal((300, 3))
+    y = np.sin(3 * X[:, 0]) + 0.3 * rng.standard_normal(300) > 0
     kernel = ConstantKernel(4.0) * RBF(np.full(3, 0.3))
     theta = kernel.theta + 0.1
     exact = GaussianProcessClassifier(kernel, optimizer=None, solver="cholesky").fit(X, y)

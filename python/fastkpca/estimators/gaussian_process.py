@@ -364,11 +364,13 @@ class GaussianProcessRegressor(EngineFitted, MultiOutputMixin, RegressorMixin, B
     def _optimise(self) -> None:
         """scikit-learn's search: from the kernel's theta, then from log-uniform starts; the best one kept and,
         where the likelihood is an estimate, settled by the solver (solvers/gaussian_process/optimiser.py)."""
-        def obj_func(theta, eval_gradient=True):
+        def obj_func(theta, eval_gradient=True):  # the fit's evaluations: its probes, not refined
+            theta = np.asarray(theta, dtype=np.float64)
+            self.kernel_.theta = theta
+            estimate = self._likelihood(theta, eval_gradient, refine=False)
             if eval_gradient:
-                lml, grad = self.log_marginal_likelihood(theta, eval_gradient=True, clone_kernel=False)
-                return -lml, -grad
-            return -self.log_marginal_likelihood(theta, clone_kernel=False)
+                return -estimate.value, -(np.zeros_like(theta) if estimate.gradient is None else estimate.gradient)
+            return -estimate.value
 
         found = gp.optimise(obj_func, self.kernel_.theta, self.kernel_.bounds, solver=self._solver,
                             optimizer=self.optimizer, samples=len(self.y_train_), restarts=self.n_restarts_optimizer,

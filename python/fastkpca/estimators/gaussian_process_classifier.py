@@ -117,7 +117,8 @@ class _BinaryLaplaceClassifier(ClassifierMixin, BaseEstimator):
         if self.optimizer is not None and self.kernel_.n_dims > 0:
             self._optimise()
         else:
-            self.log_marginal_likelihood_value_ = self.log_marginal_likelihood(self.kernel_.theta)
+            theta = np.asarray(self.kernel_.theta, dtype=np.float64)  # the fit's probes: not refined
+            self.log_marginal_likelihood_value_ = self._evaluate(theta, False, self._newton_start())[0]
         self._kernel = kernel.with_theta(self.kernel_.theta)
         mode = self._solver.fit_final(self._kernel, ("settled", self._fit_f), self.max_iter_predict)
         self.f_cached = mode.f

@@ -39,7 +39,7 @@ __all__ = ["cholesky_in_place", "cholesky_inverse_in_place", "zero_strict_upper"
 #: (the factor's trailing updates are products of inner dimension BLOCK; the inverse's products have a
 #: panel's rows as one side, and ran faster with the wider panel on a 2-core AVX-512 machine).
 BLOCK = 256
-INVERSE_BLOCK = 512
+INVERSE_BLOCK = 1024
 #: The most flops in one call; between calls Ctrl-C is answered. 1.6e10 flops is about a tenth of a second at a
 #: 2-core machine's DGEMM rate and a few tenths with another process on the cores; a smaller cut made the
 #: inverse's products narrow enough to run slower than LAPACK's.
@@ -215,8 +215,10 @@ def _inverse_factor_product(M: _Matrix) -> None:
             columns = max(INVERSE_BLOCK, _chunk(2.0 * b * (n - t)))
             for c0 in range(0, j, columns):
                 _gemm_chunked_inner("T", "N", b, min(columns, j - c0), n - t, M, (t, j), (t, c0), (j, c0))
-            syrk(_char("L"), _char("T"), _int(b), _int(n - t), _double(1.0), M.at(t, j), M.ld, _double(1.0),
-                 M.at(j, j), M.ld)
+            rows = _chunk(float(b) * b)
+            for r in range(t, n, rows):  # the diagonal block gains L_>j,jᵀ L_>j,j, by row ranges of L_>j,j
+                syrk(_char("L"), _char("T"), _int(b), _int(min(rows, n - r)), _double(1.0), M.at(r, j), M.ld,
+                     _double(1.0), M.at(j, j), M.ld)
 
 
 def zero_strict_upper(A: np.ndarray) -> None:

@@ -53,6 +53,8 @@ _abandoned: list[threading.Event] = []  # the calls an interrupt left running
 #: Symmetric eigendecompositions of at least this many flops (9 n³) go through NumPy (on a worker thread, so
 #: that Ctrl-C interrupts them); smaller ones go to SciPy, which holds the GIL for their short call.
 LONG_EIGH_FLOPS = 5e9
+#: Columns per block of :func:`symmetric_eigh`'s copy of its matrix.
+COPY_COLUMNS = 256
 #: Rows of L per diagonal block of :func:`solve_lower_triangular`.
 TRIANGULAR_BLOCK = 256
 
@@ -213,8 +215,10 @@ def symmetric_eigh(A: np.ndarray, subset_by_index: tuple[int, int] | None = None
     dtype = np.float32 if A.dtype == np.float32 else np.float64
     if overwrite_a and A.dtype == dtype and A.flags.writeable and (A.flags.f_contiguous or A.flags.c_contiguous):
         work = A if A.flags.f_contiguous else A.T  # symmetric: its transpose is the same matrix
-    else:
-        work = np.array(A, dtype=dtype, order="F")
+    else:  # by column blocks: Ctrl-C is answered between them (a transposing copy of GBs takes seconds)
+        work = np.empty((n, n), dtype=dtype, order="F")
+        for j in range(0, n, COPY_COLUMNS):
+            work[:, j:j + COPY_COLUMNS] = A[:, j:j + COPY_COLUMNS]
     flops = 9.0 * float(n) ** 3
     if flops < LONG_EIGH_FLOPS:
         return _syevr(work, subset_by_index)
