@@ -361,13 +361,13 @@ def test_cg_optimises_the_likelihood_per_sample(monkeypatch):
     seen, fits = {}, {}
     for solver in ("cholesky", "cg"):
         thetas = seen[solver] = []
-        original = GaussianProcessRegressor.log_marginal_likelihood
+        original = GaussianProcessRegressor._likelihood  # the fit's evaluations
 
-        def logged(self, theta=None, eval_gradient=False, clone_kernel=True, thetas=thetas, original=original):
+        def logged(self, theta, eval_gradient, *, refine, thetas=thetas, original=original):
             thetas.append(np.array(theta))
-            return original(self, theta, eval_gradient, clone_kernel)
+            return original(self, theta, eval_gradient, refine=refine)
 
-        monkeypatch.setattr(GaussianProcessRegressor, "log_marginal_likelihood", logged)
+        monkeypatch.setattr(GaussianProcessRegressor, "_likelihood", logged)
         fits[solver] = GaussianProcessRegressor(kobj, solver=solver, random_state=0).fit(X, y)
         monkeypatch.undo()
         assert fits[solver].n_iter_ == len(thetas)
@@ -772,6 +772,7 @@ def test_a_cg_fit_on_hard_data_follows_the_exact_one():
     assert np.sqrt(np.mean((fits[0].predict(Xt) - exact.predict(Xt)) ** 2)) <= 0.01 * np.std(y)
     # the likelihood reported is the solver's estimate at the fitted θ (with the probes the fit ended with; the
     # kernel's θ read back, log(exp(θ)), may differ in the last bit, where a CG iteration count can change)
+    fits[0].set_params(likelihood_rtol=None)  # the fit's probes, not refined
     assert fits[0].log_marginal_likelihood_value_ == pytest.approx(
         fits[0].log_marginal_likelihood(fits[0].kernel_.theta), rel=1e-5)
 
@@ -858,6 +859,7 @@ def test_a_custom_optimizer_settles_by_running_again():
                                    theta_tol=0.1).fit(X, y)
     rounds = est.solver_info_["settle"]["rounds"]
     assert rounds and all(r["by"] == "optimiser" for r in rounds)
+    est.set_params(likelihood_rtol=None)  # the fit's probes, not refined
     assert est.log_marginal_likelihood_value_ == pytest.approx(est.log_marginal_likelihood(est.kernel_.theta),
                                                                 rel=1e-5)
 
@@ -952,3 +954,14 @@ def test_likelihood_rtol_is_checked(bad):
     X, y = data(50)
     with pytest.raises(ValueError, match="likelihood_rtol"):
         GaussianProcessRegressor(HARD_KERNEL, optimizer=None, solver="cg", likelihood_rtol=bad).fit(X, y)
+
+
+def test_a_fits_own_evaluations_are_not_refined():
+    """The optimiser's evaluations use the fit's probes on the fitted solver (its standard error reported in
+    solver_info_), never the refinement a user's call gets."""
+    X, y = data(300)
+    model = GaussianProcessRegressor(KERNELS[0], solver="cg", random_state=0, theta_tol=None,
+                                     likelihood_rtol=1e-9).fit(X, y)
+    assert model.solver_info_["probes"] == 16
+    assert isinstance(model.solver_info_["standard_error"], float) and model.solver_info_["standard_error"] > 0
+    assert not hasattr(model, "log_marginal_likelihood_info_")

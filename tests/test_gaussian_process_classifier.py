@@ -439,7 +439,8 @@ def test_cg_settles_by_the_predicted_step(monkeypatch):
     for predicted in (True, False):
         if not predicted:
             monkeypatch.delattr(laplace_iterative._IterativeNewton, "predicted_move")
-        model = GaussianProcessClassifier(kernel, optimizer=None, solver="cg", random_state=0, warm_start=True)
+        model = GaussianProcessClassifier(kernel, optimizer=None, solver="cg", random_state=0, warm_start=True,
+                                          likelihood_rtol=None)  # the fitted solver's probes, its products
         binary = model.fit(X, y).base_estimator_
         steps, products, values = binary._newton_steps, binary._solver.info()["products"], []
         for shift in (0.02, 0.0, -0.01):  # warm_start: each from the last evaluation's mode (settled_mode)

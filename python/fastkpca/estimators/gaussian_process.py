@@ -140,14 +140,6 @@ class GaussianProcessRegressor(EngineFitted, MultiOutputMixin, RegressorMixin, B
         from ``random_state`` (where that is fewer than the training samples), which costs a few cg evaluations
         at tens of thousands of samples and saves most of the path from the kernel's initial θ;
         ``solver_info_["start"]`` reports it. 0: start from the kernel's θ.
-    likelihood_rtol : float or None, default=3e-4
-        cg: the relative standard error :meth:`log_marginal_likelihood` aims for when called with a θ (a
-        stochastic estimate, see Notes). The value is estimated with the fit's probes, then, while its standard
-        error is above ``likelihood_rtol`` times its magnitude, again with more (at most 2,048, within
-        ``memory_limit``, up to four rounds), and a ConvergenceWarning says where it stopped short;
-        ``log_marginal_likelihood_info_`` reports the standard error reached. The default keeps three standard
-        errors within 1e-3 of the value. None: the fit's probes only. The fit's own evaluations are not refined
-        (``theta_tol`` settles its optimum).
     theta_tol : float or None, default=0.05
         cg: the error in the fitted θ (every log-hyperparameter) the fit aims for. An estimate's optimum is off
         the exact likelihood's by the probes' error; after the optimiser, the fit multiplies the probes
@@ -157,6 +149,14 @@ class GaussianProcessRegressor(EngineFitted, MultiOutputMixin, RegressorMixin, B
         √(k − 1) times a draw of the error of the optimum it ends at (solvers/gaussian_process/iterative.py).
         Up to four rounds and 16 times ``n_probes``, within ``memory_limit``; a ConvergenceWarning says when it
         stopped short, ``solver_info_["settle"]`` lists the rounds. None: no rounds, the first optimum kept.
+    likelihood_rtol : float or None, default=3e-4
+        cg: the relative standard error :meth:`log_marginal_likelihood` aims for when called with a θ (a
+        stochastic estimate, see Notes). The value is estimated with the fit's probes, then, while its standard
+        error is above ``likelihood_rtol`` times its magnitude, again with more (at most 2,048, within
+        ``memory_limit``, up to four rounds), and a ConvergenceWarning says where it stopped short;
+        ``log_marginal_likelihood_info_`` reports the standard error reached. The default keeps three standard
+        errors within 1e-3 of the value. None: the fit's probes only. The fit's own evaluations are not refined
+        (``theta_tol`` settles its optimum).
 
     Attributes
     ----------

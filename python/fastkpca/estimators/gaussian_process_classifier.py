@@ -203,8 +203,9 @@ class _BinaryLaplaceClassifier(ClassifierMixin, BaseEstimator):
             value, gradient = self._evaluate(theta, eval_gradient, start)
             return value, gradient, solver.figures.get("standard_error", 0.0) if solver.probes else 0.0, None
 
-        try:
-            estimate = gp.refine(fitted.with_probes(fitted.probes), evaluate, self.likelihood_rtol, stacklevel=4)
+        try:  # refined on a copy of the fitted solver, which keeps its probes (None: the fitted one, as it is)
+            first = fitted if self.likelihood_rtol is None else fitted.with_probes(fitted.probes)
+            estimate = gp.refine(first, evaluate, self.likelihood_rtol, stacklevel=4)
         finally:
             self._solver = fitted
         self.log_marginal_likelihood_info_ = estimate.as_dict()
