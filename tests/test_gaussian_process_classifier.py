@@ -711,3 +711,10 @@ def test_a_users_likelihood_reports_its_standard_error():
     info = model.base_estimator_.log_marginal_likelihood_info_
     assert info["reached"] and info["probes"] > 32
     assert abs(value - expected) <= 3 * info["standard_error"], (value, expected, info["standard_error"])
+
+
+@pytest.mark.parametrize("bad", [0.0, -1.0, np.nan])
+def test_likelihood_rtol_is_checked(bad):
+    X = np.random.default_rng(0).standard_normal((20, 2))
+    with pytest.raises(ValueError, match="likelihood_rtol"):
+        GaussianProcessClassifier(likelihood_rtol=bad).fit(X, X[:, 0] > 0)

@@ -50,6 +50,8 @@ def _check_constructor(est) -> None:
     if est.preconditioner_rank is not None:
         v.check_int(est.preconditioner_rank, "preconditioner_rank", minimum=0)
     v.check_int(est.subset_start, "subset_start", minimum=0)
+    if est.likelihood_rtol is not None and not v.check_real(est.likelihood_rtol, "likelihood_rtol", minimum=0.0) > 0:
+        raise ValueError(f"likelihood_rtol must be > 0 or None, got {est.likelihood_rtol}")
 
 
 class _BinaryLaplaceClassifier(ClassifierMixin, BaseEstimator):
