@@ -33,7 +33,7 @@ import functools
 import numpy as np
 
 __all__ = ["cholesky_in_place", "cholesky_inverse_in_place", "zero_strict_upper", "routine", "BLOCK", "INVERSE_BLOCK",
-           "POLL_FLOPS", "WHOLE_BELOW"]
+           "POLL_FLOPS"]
 
 #: Panel widths: LAPACK's own block size range, large enough that the BLAS-3 calls run at the machine's rate
 #: (the factor's trailing updates are products of inner dimension BLOCK; the inverse's products have a
@@ -44,8 +44,6 @@ INVERSE_BLOCK = 1024
 #: 2-core machine's DGEMM rate and a few tenths with another process on the cores; a smaller cut made the
 #: inverse's products narrow enough to run slower than LAPACK's.
 POLL_FLOPS = 1.6e10
-#: Matrices with fewer rows go to LAPACK whole (one call of under n³/3 ≤ POLL_FLOPS / 3 flops).
-WHOLE_BELOW = 1536
 
 
 @functools.cache
@@ -114,7 +112,7 @@ def cholesky_in_place(A: np.ndarray) -> int:
     not touched."""
     M = _Matrix(A)
     n = M.n
-    if n < WHOLE_BELOW:
+    if float(n) ** 3 / 3 <= POLL_FLOPS:  # within one call's work: LAPACK's, whole
         return _lapack_info("dpotrf", "L", M, 0, n)
     trsm, syrk = routine("dtrsm"), routine("dsyrk")
     for j in range(0, n, BLOCK):
@@ -148,7 +146,7 @@ def cholesky_inverse_in_place(L: np.ndarray) -> int:
     k > 0 when L_kk is zero. The strict upper triangle is not touched."""
     M = _Matrix(L)
     n = M.n
-    if n < WHOLE_BELOW:
+    if 2 * float(n) ** 3 / 3 <= POLL_FLOPS:  # within one call's work: LAPACK's, whole
         return _lapack_info("dpotri", "L", M, 0, n)
     info = _inverse_factor(M)
     if info:

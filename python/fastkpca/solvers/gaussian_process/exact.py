@@ -32,18 +32,20 @@ __all__ = ["ExactOptimisation", "ExactSolver", "factor", "weights_in_place", "po
 _BLOCK = 256
 
 
-def factor(K: np.ndarray, noise) -> np.ndarray:
+def factor(K: np.ndarray, noise, clean: bool = False) -> np.ndarray:
     """The lower Cholesky factor L of K + diag(noise), computed in place: K (C-contiguous, symmetric, float64,
-    the caller's to overwrite) becomes Lᵀ; L, returned, is its Fortran-ordered view, zero above the diagonal
-    (scipy.linalg.cholesky's lower factor). np.linalg.LinAlgError if K + diag(noise) is not positive definite.
-    By blocks that Ctrl-C stops (blocked_lapack.py)."""
+    the caller's to overwrite) becomes Lᵀ; L, returned, is its Fortran-ordered view, its strict upper triangle
+    still K's, or with ``clean`` zero (scipy.linalg.cholesky's lower factor: a factor kept as ``L_``; the solves
+    and the inverse read the lower triangle only). np.linalg.LinAlgError if K + diag(noise) is not positive
+    definite. By blocks that Ctrl-C stops (blocked_lapack.py)."""
     K[np.diag_indices_from(K)] += noise
     L = K.T  # Fortran-ordered: factored in place
     with blocked_threads(K.shape[0]):
         info = cholesky_in_place(L)
     if info > 0:
         raise np.linalg.LinAlgError(f"{info}-th leading minor not positive definite")
-    zero_strict_upper(L)
+    if clean:
+        zero_strict_upper(L)
     return L
 
 
@@ -181,7 +183,7 @@ class ExactSolver(ExactOptimisation):
     def solve(self, kernel, Y: np.ndarray) -> np.ndarray:
         from scipy.linalg import cho_solve
 
-        self.L = factor(self._matrix(kernel), self.noise)
+        self.L = factor(self._matrix(kernel), self.noise, clean=True)
         return cho_solve((self.L, True), Y, check_finite=False)
 
     def variance(self, kernel, X_new) -> np.ndarray:

@@ -19,6 +19,7 @@ import numpy as np
 from ... import _native
 from .. import choice as _choice
 from ... import _validation as v
+from ..blocked_lapack import zero_strict_upper
 from .exact import ExactOptimisation, factor, posterior_variance
 from .laplace import LaplaceMode, mode_from, second_term, update_by_solve
 from .newton_cg import newton_cg_update, step_preconditioner, sufficient_rank
@@ -209,6 +210,7 @@ class ExactLaplace(ExactOptimisation):
         system = self._system(K, buffer, kernel.threads, start)
         mode = self._mode(system, start, max_iter)
         self.L, self.pi, self.W_sr = system.factored(), mode.pi, mode.W_sr
+        zero_strict_upper(self.L)  # kept as L_: scikit-learn's lower factor (the Newton steps read one triangle)
         self._held = None  # K goes; the other array is L now
         return mode
 
