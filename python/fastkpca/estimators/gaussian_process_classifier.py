@@ -201,23 +201,21 @@ class _BinaryLaplaceClassifier(ClassifierMixin, BaseEstimator):
         fitted, start = self._solver, self._newton_start()
 
         def evaluate(solver):  # the value's standard error: the probes' (laplace_iterative.py), 0 when exact
-            self._solver = solver
-            value, gradient = self._evaluate(theta, eval_gradient, start)
+            value, gradient = self._evaluate(theta, eval_gradient, start, solver)
             return value, gradient, solver.figures.get("standard_error", 0.0) if solver.probes else 0.0, None
 
-        try:  # refined on a copy of the fitted solver, which keeps its probes (None: the fitted one, as it is)
-            first = fitted if self.likelihood_rtol is None else fitted.with_probes(fitted.probes)
-            estimate = gp.refine(first, evaluate, self.likelihood_rtol, stacklevel=4)
-        finally:
-            self._solver = fitted
+        # refined on a copy of the fitted solver, which keeps its probes (None: the fitted one, as it is)
+        first = fitted if self.likelihood_rtol is None else fitted.with_probes(fitted.probes)
+        estimate = gp.refine(first, evaluate, self.likelihood_rtol, stacklevel=4)
         self.log_marginal_likelihood_info_ = estimate.as_dict()
         return (estimate.value, estimate.gradient) if eval_gradient else estimate.value
 
-    def _evaluate(self, theta: np.ndarray, eval_gradient: bool, start: tuple):
-        """(log q(y | θ), its gradient or None) with Newton from ``start`` (ExactLaplace.evaluate); the mode
-        found is the next start."""
-        value, gradient, mode = self._solver.evaluate(self._kernel.with_theta(theta), start, self.max_iter_predict,
-                                                      eval_gradient)
+    def _evaluate(self, theta: np.ndarray, eval_gradient: bool, start: tuple, solver=None):
+        """(log q(y | θ), its gradient or None) with Newton from ``start`` (ExactLaplace.evaluate) by ``solver``
+        (None: the fit's); the mode found is the next start."""
+        solver = self._solver if solver is None else solver
+        value, gradient, mode = solver.evaluate(self._kernel.with_theta(theta), start, self.max_iter_predict,
+                                                eval_gradient)
         self.f_cached = mode.f  # scikit-learn's warm start reads the last mode of any evaluation
         self._fit_f = mode.f
         self._evaluations = getattr(self, "_evaluations", 0) + 1

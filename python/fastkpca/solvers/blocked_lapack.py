@@ -32,8 +32,8 @@ import functools
 
 import numpy as np
 
-__all__ = ["cholesky_in_place", "cholesky_inverse_in_place", "zero_strict_upper", "routine", "BLOCK", "INVERSE_BLOCK",
-           "POLL_FLOPS"]
+__all__ = ["cholesky_in_place", "cholesky_inverse_in_place", "symmetric_eigenpairs", "zero_strict_upper", "routine",
+           "BLOCK", "INVERSE_BLOCK", "POLL_FLOPS"]
 
 #: Panel widths: LAPACK's own block size range, large enough that the BLAS-3 calls run at the machine's rate
 #: (the factor's trailing updates are products of inner dimension BLOCK; the inverse's products have a
@@ -83,6 +83,10 @@ def _int(value: int):
 
 def _double(value: float):
     return ctypes.byref(ctypes.c_double(value))
+
+
+def _pointer(array: np.ndarray):
+    return ctypes.c_void_p(array.ctypes.data)
 
 
 def _char(value: str):
@@ -228,3 +232,35 @@ def zero_strict_upper(A: np.ndarray) -> None:
         A[:j0, j0:j1] = 0.0
         diagonal = A[j0:j1, j0:j1]
         diagonal[np.triu_indices(j1 - j0, 1)] = 0.0
+
+
+def symmetric_eigenpairs(A: np.ndarray, subset_by_index: tuple[int, int] | None) -> tuple[np.ndarray, np.ndarray]:
+    """LAPACK's ``dsyevr``/``ssyevr`` (SciPy's ``eigh`` driver) on the lower triangle of the Fortran-ordered A
+    (destroyed): ascending eigenvalues and their vectors, those with indices ``subset_by_index`` = (lo, hi)
+    inclusive, or all. One call, the GIL released; it may return fewer pairs than asked for, as SciPy's."""
+    n = A.shape[0]
+    real = ctypes.c_float if A.dtype == np.float32 else ctypes.c_double
+    call = routine(("s" if A.dtype == np.float32 else "d") + "syevr")
+    lo, hi = subset_by_index if subset_by_index is not None else (0, n - 1)
+    wanted = max(0, hi - lo + 1)
+    if n == 0 or wanted == 0:
+        return np.empty(0, A.dtype), np.empty((n, 0), A.dtype)
+    values = np.empty(n, A.dtype)
+    vectors = np.empty((n, wanted), A.dtype, order="F")
+    support = np.empty(2 * wanted, np.int32)
+    found, info = ctypes.c_int(0), ctypes.c_int(0)
+    zero = ctypes.byref(real(0))  # the value range and the absolute tolerance (LAPACK's default): unused
+
+    def run(work: np.ndarray, iwork: np.ndarray, query: bool) -> None:
+        call(_char("V"), _char("A" if subset_by_index is None else "I"), _char("L"), _int(n), _pointer(A),
+             _int(max(1, A.strides[1] // A.itemsize)), zero, zero, _int(lo + 1), _int(hi + 1), zero,
+             ctypes.byref(found), _pointer(values), _pointer(vectors), _int(n), _pointer(support), _pointer(work),
+             _int(-1 if query else work.shape[0]), _pointer(iwork), _int(-1 if query else iwork.shape[0]),
+             ctypes.byref(info))
+
+    work, iwork = np.empty(1, A.dtype), np.empty(1, np.int32)
+    run(work, iwork, query=True)  # the workspace sizes
+    run(np.empty(int(work[0]), A.dtype), np.empty(int(iwork[0]), np.int32), query=False)
+    if info.value != 0:
+        raise np.linalg.LinAlgError(f"syevr: info {info.value} (an internal error of the eigensolver)")
+    return values[:found.value].copy(), vectors[:, :found.value]

@@ -207,10 +207,11 @@ def symmetric_eigh(A: np.ndarray, subset_by_index: tuple[int, int] | None = None
 
     LAPACK's ``syevr`` (the driver of SciPy's ``eigh``: tridiagonal reduction, MRRR, back-transformation;
     ``subset_by_index`` computes only those pairs), called through ctypes with the GIL released
-    (blocked_lapack.routine) and, from ``LONG_EIGH_FLOPS`` on, on a worker thread (:func:`interruptible`): a
-    KeyboardInterrupt reaches the caller within a wait step, and the call runs on to its end in the background
-    (the next interruptible call, and the process's exit, wait for it). Like SciPy's subset driver, it may return
-    fewer pairs than asked for. ``overwrite_a``: A's memory may be used as the workspace."""
+    (blocked_lapack.symmetric_eigenpairs) and, from ``LONG_EIGH_FLOPS`` on, on a worker thread
+    (:func:`interruptible`): a KeyboardInterrupt reaches the caller within a wait step, and the call runs on to
+    its end in the background (the next interruptible call, and the process's exit, wait for it). Like SciPy's
+    subset driver, it may return fewer pairs than asked for. ``overwrite_a``: A's memory may be used as the
+    workspace."""
     n = A.shape[0]
     dtype = np.float32 if A.dtype == np.float32 else np.float64
     if overwrite_a and A.dtype == dtype and A.flags.writeable and (A.flags.f_contiguous or A.flags.c_contiguous):
@@ -220,41 +221,8 @@ def symmetric_eigh(A: np.ndarray, subset_by_index: tuple[int, int] | None = None
         for j in range(0, n, COPY_COLUMNS):
             work[:, j:j + COPY_COLUMNS] = A[:, j:j + COPY_COLUMNS]
     flops = 9.0 * float(n) ** 3
+    from .blocked_lapack import symmetric_eigenpairs
+
     if flops < LONG_EIGH_FLOPS:
-        return _syevr(work, subset_by_index)
-    return interruptible(_syevr, work, subset_by_index, flops=flops)
-
-
-def _syevr(A: np.ndarray, subset_by_index: tuple[int, int] | None) -> tuple[np.ndarray, np.ndarray]:
-    """LAPACK's ``dsyevr``/``ssyevr`` on the Fortran-ordered A (destroyed), its lower triangle."""
-    import ctypes
-
-    from .blocked_lapack import routine
-
-    n = A.shape[0]
-    real = ctypes.c_float if A.dtype == np.float32 else ctypes.c_double
-    call = routine(("s" if A.dtype == np.float32 else "d") + "syevr")
-    lo, hi = subset_by_index if subset_by_index is not None else (0, n - 1)
-    wanted = max(0, hi - lo + 1)
-    values = np.empty(max(1, n), A.dtype)
-    vectors = np.empty((max(1, n), max(1, wanted)), A.dtype, order="F")
-    support = np.empty(2 * max(1, wanted), np.int32)
-    found, info = ctypes.c_int(0), ctypes.c_int(0)
-
-    def run(work: np.ndarray, lwork: int, iwork: np.ndarray, liwork: int) -> None:
-        int_ = lambda v: ctypes.byref(ctypes.c_int(int(v)))  # noqa: E731
-        call(ctypes.c_char_p(b"V"), ctypes.c_char_p(b"A" if subset_by_index is None else b"I"),
-             ctypes.c_char_p(b"L"), int_(n), ctypes.c_void_p(A.ctypes.data), int_(max(1, A.strides[1] // A.itemsize)),
-             ctypes.byref(real(0)), ctypes.byref(real(0)), int_(lo + 1), int_(hi + 1), ctypes.byref(real(0)),
-             ctypes.byref(found), ctypes.c_void_p(values.ctypes.data), ctypes.c_void_p(vectors.ctypes.data),
-             int_(vectors.shape[0]), ctypes.c_void_p(support.ctypes.data), ctypes.c_void_p(work.ctypes.data),
-             int_(lwork), ctypes.c_void_p(iwork.ctypes.data), int_(liwork), ctypes.byref(info))
-
-    if n == 0 or wanted == 0:
-        return np.empty(0, A.dtype), np.empty((n, 0), A.dtype)
-    query, iquery = np.empty(1, A.dtype), np.empty(1, np.int32)
-    run(query, -1, iquery, -1)  # the workspace sizes
-    run(np.empty(int(query[0]), A.dtype), int(query[0]), np.empty(int(iquery[0]), np.int32), int(iquery[0]))
-    if info.value != 0:
-        raise np.linalg.LinAlgError(f"syevr: info {info.value} (an internal error of the eigensolver)")
-    return values[:found.value].copy(), vectors[:, :found.value]
+        return symmetric_eigenpairs(work, subset_by_index)
+    return interruptible(symmetric_eigenpairs, work, subset_by_index, flops=flops)
