@@ -120,7 +120,7 @@ class _BinaryLaplaceClassifier(ClassifierMixin, BaseEstimator):
             self._optimise()
         else:
             theta = np.asarray(self.kernel_.theta, dtype=np.float64)  # the fit's probes: not refined
-            self.log_marginal_likelihood_value_ = self._evaluate(theta, False, self._newton_start())[0]
+            self.log_marginal_likelihood_value_ = self._evaluate(self._solver, theta, False, self._newton_start())[0]
         self._kernel = kernel.with_theta(self.kernel_.theta)
         mode = self._solver.fit_final(self._kernel, ("settled", self._fit_f), self.max_iter_predict)
         self.f_cached = mode.f
@@ -159,7 +159,7 @@ class _BinaryLaplaceClassifier(ClassifierMixin, BaseEstimator):
         def obj_func(theta, eval_gradient=True):
             theta = np.asarray(theta, dtype=np.float64)
             self.kernel_.theta = theta
-            lml, grad = self._evaluate(theta, eval_gradient, ("settled", self._fit_f))
+            lml, grad = self._evaluate(self._solver, theta, eval_gradient, ("settled", self._fit_f))
             return (-lml, -grad) if eval_gradient else -lml
 
         found = gp.optimise(obj_func, self.kernel_.theta, self.kernel_.bounds, solver=self._solver,
@@ -201,7 +201,7 @@ class _BinaryLaplaceClassifier(ClassifierMixin, BaseEstimator):
         fitted, start = self._solver, self._newton_start()
 
         def evaluate(solver):  # the value's standard error: the probes' (laplace_iterative.py), 0 when exact
-            value, gradient = self._evaluate(theta, eval_gradient, start, solver)
+            value, gradient = self._evaluate(solver, theta, eval_gradient, start)
             return value, gradient, solver.figures.get("standard_error", 0.0) if solver.probes else 0.0, None
 
         # refined on a copy of the fitted solver, which keeps its probes (None: the fitted one, as it is)
@@ -210,10 +210,9 @@ class _BinaryLaplaceClassifier(ClassifierMixin, BaseEstimator):
         self.log_marginal_likelihood_info_ = estimate.as_dict()
         return (estimate.value, estimate.gradient) if eval_gradient else estimate.value
 
-    def _evaluate(self, theta: np.ndarray, eval_gradient: bool, start: tuple, solver=None):
-        """(log q(y | θ), its gradient or None) with Newton from ``start`` (ExactLaplace.evaluate) by ``solver``
-        (None: the fit's); the mode found is the next start."""
-        solver = self._solver if solver is None else solver
+    def _evaluate(self, solver, theta: np.ndarray, eval_gradient: bool, start: tuple):
+        """(log q(y | θ), its gradient or None) by ``solver`` (the fit's, or a copy refining the value) with
+        Newton from ``start`` (ExactLaplace.evaluate); the mode found is the next start."""
         value, gradient, mode = solver.evaluate(self._kernel.with_theta(theta), start, self.max_iter_predict,
                                                 eval_gradient)
         self.f_cached = mode.f  # scikit-learn's warm start reads the last mode of any evaluation
