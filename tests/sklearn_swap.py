@@ -74,18 +74,35 @@ def pytest_collection_modifyitems(session, config, items):
         assert held is getattr(fastkpca, name), f"the {name} swap did not take"
 
 
-def run_swapped(test_module: str):
-    """``python -m pytest -p sklearn_swap --pyargs test_module`` in a subprocess (this folder on its path): the
-    installed scikit-learn test module with fastkpca's classes swapped in; returns the CompletedProcess after
-    checking that it passed and ran tests."""
-    import re
+def run_swapped(*test_modules: str, environment: dict | None = None, deselect: str | None = None) -> dict:
+    """``python -m pytest -p sklearn_swap --pyargs <test_modules>`` in one subprocess (this folder on its path):
+    the installed scikit-learn test modules with fastkpca's classes swapped in, ``environment`` added to its
+    environment, ``deselect`` a ``-k`` expression of the tests left out. Checks that it passed and that every
+    module ran tests; returns each module's counts (passed, skipped, failed) from its JUnit report."""
+    import collections
     import subprocess
+    import tempfile
+    import xml.etree.ElementTree as ElementTree
     from pathlib import Path
 
     here = Path(__file__).parent
-    env = {**os.environ, "PYTHONPATH": os.pathsep.join(filter(None, [str(here), os.environ.get("PYTHONPATH")]))}
-    out = subprocess.run([sys.executable, "-m", "pytest", "-q", "-p", "sklearn_swap", "-p", "no:cacheprovider",
-                          "--pyargs", test_module], capture_output=True, text=True, env=env, cwd=here.parent)
-    assert out.returncode == 0, out.stdout[-4000:] + out.stderr[-2000:]
-    assert re.search(r"\d+ passed", out.stdout) and not re.search(r"\d+ (failed|errors?)\b", out.stdout)
-    return out
+    env = {**os.environ, **(environment or {}),
+           "PYTHONPATH": os.pathsep.join(filter(None, [str(here), os.environ.get("PYTHONPATH")]))}
+    with tempfile.TemporaryDirectory() as folder:
+        report = Path(folder) / "report.xml"
+        out = subprocess.run([sys.executable, "-m", "pytest", "-q", "-p", "sklearn_swap", "-p", "no:cacheprovider",
+                              "-o", "junit_family=xunit1", f"--junitxml={report}",
+                              *(["-k", f"not ({deselect})"] if deselect else []), "--pyargs", *test_modules],
+                             capture_output=True, text=True, env=env, cwd=here.parent)
+        assert out.returncode == 0, out.stdout[-4000:] + out.stderr[-2000:]
+        counts: dict = collections.defaultdict(collections.Counter)
+        for case in ElementTree.parse(report).getroot().iter("testcase"):
+            module = Path(case.get("file", "")).with_suffix("").as_posix().replace("/", ".")
+            outcome = {child.tag for child in case} & {"failure", "error", "skipped"}
+            counts[module]["failed" if outcome & {"failure", "error"} else outcome.pop() if outcome else "passed"] += 1
+    by_module = {}
+    for test_module in test_modules:
+        found = [c for name, c in counts.items() if name.endswith(test_module)]
+        assert len(found) == 1 and found[0]["passed"] > 0 and not found[0]["failed"], (test_module, dict(counts))
+        by_module[test_module] = dict(found[0])
+    return by_module

@@ -1,15 +1,14 @@
-"""fastkpca.KernelPCA: scikit-learn's own test module and estimator checks, equality with scikit-learn,
-memory, explained variance, and the scikit-learn machinery (pipelines, grid search, clone, pickle)."""
+"""fastkpca.KernelPCA: scikit-learn's estimator checks (its own test module: test_sklearn_suites.py), equality
+with scikit-learn, memory, explained variance, and the scikit-learn machinery (pipelines, grid search, clone,
+pickle)."""
 
 from __future__ import annotations
 
 import io
-import os
 import pickle
 import subprocess
 import sys
 import textwrap
-from pathlib import Path
 
 import numpy as np
 import pytest
@@ -23,24 +22,6 @@ from sklearn.linear_model import LogisticRegression  # noqa: E402
 
 from fastkpca import KernelPCA  # noqa: E402
 import reference as ref  # noqa: E402
-
-TESTS = Path(__file__).parent
-
-
-@pytest.mark.parametrize("storage", ["auto", "matrix_free", "cached"])
-def test_sklearn_test_module_passes_with_fastkpca(storage):
-    """sklearn/decomposition/tests/test_kernel_pca.py from the installed wheel, KernelPCA swapped, with the
-    kernel in the storage the memory limit allows (packed here) and forced cached or matrix-free."""
-    env = {**os.environ, "PYTHONPATH": os.pathsep.join(filter(None, [str(TESTS), os.environ.get("PYTHONPATH")]))}
-    if storage != "auto":
-        env["FASTKPCA_TEST_STORAGE"] = storage
-    out = subprocess.run(
-        [sys.executable, "-m", "pytest", "-q", "-p", "sklearn_swap", "-p", "no:cacheprovider",
-         "--pyargs", "sklearn.decomposition.tests.test_kernel_pca"],
-        capture_output=True, text=True, env=env, cwd=TESTS.parent,
-    )
-    assert out.returncode == 0, out.stdout[-4000:] + out.stderr[-2000:]
-    assert " passed" in out.stdout and "failed" not in out.stdout
 
 
 @pytest.mark.parametrize("storage", ["auto", "matrix_free"])

@@ -1,15 +1,11 @@
 """Support vector machines (SVC, NuSVC, SVR, NuSVR, OneClassSVM): the dual's KKT conditions and optimum against a
 dense reference, LIBSVM's answers (scikit-learn's classes in the same process) for every formulation, kernel,
 weight, dtype and layout, the batched solver against the whole-problem one, multi-class shapes, probabilities,
-pickling, scikit-learn's own test modules and estimator checks, and bad input."""
+pickling, scikit-learn's estimator checks, and bad input (its own test modules: test_sklearn_suites.py)."""
 
 from __future__ import annotations
 
-import os
 import pickle
-import subprocess
-import sys
-from pathlib import Path
 
 import numpy as np
 import pytest
@@ -23,7 +19,6 @@ import fastkpca
 from fastkpca import _native
 from fastkpca.solvers import svm as solvers
 
-TESTS = Path(__file__).parent
 TIGHT = 1e-6
 
 
@@ -469,22 +464,6 @@ def test_patch_sklearn_covers_the_five_classes():
     from sklearn import svm
 
     assert svm.SVC is not fastkpca.SVC
-
-
-def test_sklearn_test_modules_pass_with_fastkpca():
-    """scikit-learn's test_svm.py and test_sparse.py with the five classes swapped in. Deselected, with the reason:
-    test_svr_errors fits a kernel that returns a 1×1 matrix for two samples and expects the fit to pass; fastkpca
-    refuses it at fit with a ValueError naming the kernel and the shape."""
-    env = {**os.environ, "PYTHONPATH": os.pathsep.join(filter(None, [str(TESTS), os.environ.get("PYTHONPATH")]))}
-    out = subprocess.run(
-        [sys.executable, "-m", "pytest", "-q", "-p", "sklearn_swap", "-p", "no:cacheprovider",
-         "-k", "not test_svr_errors",
-         "--pyargs", "sklearn.svm.tests.test_svm", "sklearn.svm.tests.test_sparse"],
-        capture_output=True, text=True, env=env, cwd=TESTS.parent,
-    )
-    assert out.returncode == 0, out.stdout[-4000:] + out.stderr[-2000:]
-    summary = out.stdout.strip().splitlines()[-1]
-    assert " passed" in summary and "failed" not in summary and "error" not in summary, summary
 
 
 #: scikit-learn declares these checks expected failures of its own five classes (PER_ESTIMATOR_XFAIL_CHECKS):
