@@ -42,7 +42,7 @@ plt.tight_layout()
 # Time and peak Python-side memory of the whole fit against n. scikit-learn's fit grows to about 30·n²·8
 # bytes (its gradient array); fastkpca's stays at one n × n array.
 kernel8 = C(1.0) * RBF(np.ones(8)) + WhiteKernel(0.1)
-sizes, rows = [200, 400, 800], []
+sizes, rows = [200, 400, 600], []
 for n in sizes:
     Xn = rng.uniform(-2, 2, (n, 8))
     yn = np.sin(2 * Xn[:, 0]) + 0.5 * Xn[:, 1] ** 2 - Xn[:, 2] * Xn[:, 3] + 0.1 * rng.standard_normal(n)
