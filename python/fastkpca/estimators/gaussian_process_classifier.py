@@ -200,9 +200,12 @@ class _BinaryLaplaceClassifier(ClassifierMixin, BaseEstimator):
             self.kernel_.theta = theta
         fitted, start = self._solver, self._newton_start()
 
-        def evaluate(solver):  # the value's standard error: the probes' (laplace_iterative.py), 0 when exact
+        def evaluate(solver):  # the standard errors: the probes' (laplace_iterative.py), 0 and None when exact
             value, gradient = self._evaluate(solver, theta, eval_gradient, start)
-            return value, gradient, solver.figures.get("standard_error", 0.0) if solver.probes else 0.0, None
+            if not solver.probes:
+                return value, gradient, 0.0, None
+            return value, gradient, solver.figures.get("standard_error", 0.0), solver.figures.get(
+                "gradient_standard_error")
 
         # refined on a copy of the fitted solver, which keeps its probes (None: the fitted one, as it is)
         first = fitted if self.likelihood_rtol is None else fitted.with_probes(fitted.probes)
@@ -311,7 +314,8 @@ class GaussianProcessClassifier(ClassifierMixin, BaseEstimator):
     likelihood_rtol : float or None, default=3e-4
         cg: the relative standard error :meth:`log_marginal_likelihood` aims for when called with a θ (the
         regressor's parameter: GaussianProcessRegressor says how); each binary model's
-        ``log_marginal_likelihood_info_`` reports the standard error reached. None: the fit's probes only.
+        ``log_marginal_likelihood_info_`` reports the standard error reached (the regressor's attribute: the
+        value's, the gradient's with ``eval_gradient``, the probes and rounds). None: the fit's probes only.
 
     Attributes
     ----------

@@ -71,6 +71,7 @@ from .objective import Objective
 from .interface import InvQuadLogdet
 from .control_variate import CONTROL_VARIATE_SQUARES, control_variate_traces
 from .preconditioner import NystromDiagonalPreconditioner, build_preconditioner
+from .refined_estimate import GRADIENT_GROUPS
 from .subset_start import subset_start
 from .memory import IterativeMemory, PlannedMemory, largest
 from .rank import RankSearch, factor_bytes_per_entry, preconditioner_rank
@@ -100,12 +101,8 @@ def _with_residual(K_cross: np.ndarray, info: dict) -> np.ndarray:
     return K_cross
 
 
-
 #: Rounds at most while the optimum settles (IterativeSolver.settle), and how many times the fit's first probes
 #: they may take (16 probes become 256 at most).
-#: The batch means of the gradient's standard error, where it is asked for (with_probes): the probes' part of
-#: the gradient from each of this many groups alone, one pass each.
-GRADIENT_GROUPS = 4
 SETTLE_ROUNDS = 4
 SETTLE_PROBES = 16
 

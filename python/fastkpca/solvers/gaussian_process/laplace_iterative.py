@@ -33,6 +33,11 @@ P̂ on the same pivots: it cancels the part of the probes' noise that the factor
 
 The estimate is a smooth function of θ (fixed probes and pivots), and its value and gradient are separate
 estimates, so the optimiser sees values integrated from the gradient (objective.py), as the regression's.
+A likelihood a user asks for (refined_estimate.py, on a copy from :meth:`IterativeLaplace.with_probes`) also
+reports the gradient's standard error: the gradient from each of GRADIENT_GROUPS groups of the probes alone,
+each with its own estimate of diag B⁻¹ and the u it gives (a u solve and a gradient pass per group), whose
+scatter over the groups, divided by √groups, is the full estimate's (the gradient is linear in the probes' terms:
+the full one is the groups' mean, for groups of equal size).
 
 Predictions: the latent mean K*ᵀ(y − π); its variance k** − (S k*)ᵀ B⁻¹ (S k*) by block CG on chunks of test
 points within the memory limit.
@@ -57,6 +62,7 @@ from .control_variate import control_variate_traces
 from .laplace import SETTLED_TOL, LaplaceMode, mode_from, second_term
 from .memory import IterativeMemory, PlannedMemory, largest
 from .objective import Objective
+from .refined_estimate import GRADIENT_GROUPS
 from .subset_start import subset_start
 from .newton_cg import newton_cg_step, newton_cg_update, step_gradient, step_preconditioner, sufficient_rank
 from .preconditioner import NystromDiagonalPreconditioner, kernel_factor
@@ -216,6 +222,8 @@ class IterativeLaplace(PlannedMemory):
     per_sample_objective = True
     stop_gain: float | None = CG_GAIN
     abnormal_restarts = CG_RESTARTS
+    #: Groups of probes whose batch means give the gradient's standard error (0: none; with_probes sets it).
+    gradient_groups = 0
 
     def __init__(self, samples, y: np.ndarray, settings: LaplaceSettings, *, memory_limit: int, n_jobs=None,
                  random_state=None, copies: int = 1):
@@ -251,9 +259,11 @@ class IterativeLaplace(PlannedMemory):
 
     def with_probes(self, probes: int) -> IterativeLaplace:
         """A copy that holds ``probes`` probes: those held, then new signs drawn from a generator seeded by the
-        fit's seed and the count (the same refinement gives the same value again; refined_estimate.py)."""
+        fit's seed and the count (the same refinement gives the same value again), and that reports the
+        gradient's standard error (GRADIENT_GROUPS batch means; refined_estimate.py)."""
         twin = copy.copy(self)
         twin.figures = copy.deepcopy(self.figures)
+        twin.gradient_groups = GRADIENT_GROUPS
         now = self.settings.probes
         if probes > now:
             extra = np.random.RandomState([self.seed, probes]).choice(np.array([-1.0, 1.0]),
@@ -307,6 +317,7 @@ class IterativeLaplace(PlannedMemory):
         """(log q(y | θ) estimated, its gradient estimated with ``eval_gradient`` else None, the mode); ``start``
         as ExactLaplace.evaluate's."""
         begin = time.perf_counter()
+        self.figures["gradient_standard_error"] = None
         F, d = self._factor(kernel)
         with self._operator(kernel) as op:
             system = self._system(op, F, d)
@@ -323,23 +334,50 @@ class IterativeLaplace(PlannedMemory):
             pre, S = system.pre, mode.W_sr
             PZ = pre.solve(Z)
             p = Z.shape[1]
-            inverse_diagonal = _inverse_diagonal(pre) + np.mean((U - PZ) * PZ, axis=1)
-            s2, residual = second_term(mode, inverse_diagonal, self.y)
-            u = system.u_solve(s2)
+            base_diagonal = _inverse_diagonal(pre)
+            # the probes as one set, then (where the gradient's standard error is asked for) as groups, each alone
+            sets = [slice(0, p)] + self._gradient_groups(p)
+            parts = []
+            for probes in sets:
+                inverse_diagonal = base_diagonal + np.mean((U[:, probes] - PZ[:, probes]) * PZ[:, probes], axis=1)
+                s2, residual = second_term(mode, inverse_diagonal, self.y)
+                parts.append((probes, system.u_solve(s2)))
         # the operator's storage (the kernel's cached tiles) goes before the gradient's passes, which the plan
         # did not leave room for beside it (the system's products hold it too)
         del op, system
+        pre_K = None
+        if F.shape[1] and kernel.cross_gradients:
+            noise = 1.0 / np.maximum(S**2, _SMALLEST_W)
+            pre_K = NystromDiagonalPreconditioner(F, d + noise, self.pivots)
+        gradients = [self._gradient(kernel, mode, pre_K, u, residual, U[:, probes], PZ[:, probes])
+                     for probes, u in parts]
+        gradient = gradients[0]
+        if len(gradients) > 2:  # batch means: the groups' gradients scatter as the probes' part does
+            self.figures["gradient_standard_error"] = (np.std(gradients[1:], axis=0, ddof=1)
+                                                       / math.sqrt(len(gradients) - 1))
+        self._stage("evaluations", begin)
+        return mode.log_marginal_likelihood, gradient, mode
+
+    def _gradient_groups(self, p: int) -> list:
+        """The probes' groups (column ranges) whose gradients give the gradient's standard error by batch means:
+        none unless ``gradient_groups`` asks for them (a user's likelihood: with_probes)."""
+        if self.gradient_groups < 2 or p < 2:
+            return []
+        return [slice(int(g[0]), int(g[-1]) + 1) for g in np.array_split(np.arange(p), min(self.gradient_groups, p))]
+
+    def _gradient(self, kernel, mode: LaplaceMode, pre_K, u: np.ndarray, residual: np.ndarray, U: np.ndarray,
+                  PZ: np.ndarray) -> np.ndarray:
+        """tr(Ω C_j) for every θ_j (module documentation) from the probes given (B⁻¹Z = U, P⁻¹Z = PZ) and u from
+        their diagonal of B⁻¹: one pass over the kernel's tiles, and the control variate's with ``pre_K``."""
+        S, p = mode.W_sr, U.shape[1]
         Omega = S[:, None] * PZ  # P̂⁻¹ ẑ in the regression's terms (module documentation)
         A = np.column_stack([0.5 * mode.a, u, S[:, None] * U])
         B = np.column_stack([mode.a, residual, Omega * (-0.5 / p)])
         gradient = np.asarray(self.samples.gradient_traces(kernel, A, B), dtype=np.float64)
         self.figures["products"] += 1
-        if F.shape[1] and kernel.cross_gradients:
-            noise = 1.0 / np.maximum(S**2, _SMALLEST_W)
-            pre_K = NystromDiagonalPreconditioner(F, d + noise, self.pivots)
+        if pre_K is not None:
             gradient -= 0.5 * control_variate_traces(kernel, self.samples, pre_K, Omega)
-        self._stage("evaluations", begin)
-        return mode.log_marginal_likelihood, gradient, mode
+        return gradient
 
     def start(self, theta: np.ndarray, fit_subset, size: int, random_state) -> tuple[np.ndarray, dict | None]:
         """θ of a fit on a subset of the samples (subset_start.py: exact on ``size`` samples, or where n is more

@@ -29,7 +29,7 @@ import numpy as np
 
 from ...exceptions import ConvergenceWarning
 
-__all__ = ["LikelihoodEstimate", "refine", "REFINE_ROUNDS", "REFINE_FACTOR", "REFINE_MOST_PROBES"]
+__all__ = ["LikelihoodEstimate", "refine", "REFINE_ROUNDS", "REFINE_FACTOR", "REFINE_MOST_PROBES", "GRADIENT_GROUPS"]
 
 #: At most this many rounds of more probes.
 REFINE_ROUNDS = 4
@@ -37,6 +37,9 @@ REFINE_ROUNDS = 4
 REFINE_FACTOR = 8
 #: The most probes a refined estimate takes (beside the memory limit's bound).
 REFINE_MOST_PROBES = 2048
+#: The gradient's standard error, where a user's likelihood asks for the gradient: batch means of this many
+#: groups of the probes, the gradient from each group alone (one more gradient pass each).
+GRADIENT_GROUPS = 4
 
 
 @dataclass
