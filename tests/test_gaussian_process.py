@@ -1,12 +1,11 @@
 """GaussianProcessRegressor: scikit-learn's answers (the likelihood and every gradient entry, the fitted
 hyperparameters, the predictions), from the native kernels and the gradient pass that never holds ∂K/∂θ, or from
-a kernel object's own __call__; scikit-learn's test module with the class swapped in; check_estimator; bad
+a kernel object's own __call__; check_estimator (scikit-learn's test module: test_sklearn_suites.py); bad
 input."""
 
 from __future__ import annotations
 
 import warnings
-from pathlib import Path
 
 import numpy as np
 import pytest
@@ -29,7 +28,6 @@ from fastkpca import GaussianProcessRegressor
 from fastkpca.kernels import make
 from fastkpca.kernels.gaussian_process import GaussianProcessKernel
 
-TESTS = Path(__file__).parent
 D = 4
 
 
@@ -245,13 +243,6 @@ def test_check_estimator():
 
     check_estimator(GaussianProcessRegressor())
     check_estimator(GaussianProcessRegressor(C(1.0) * Matern(1.0, nu=2.5) + WhiteKernel(0.1)))
-
-
-def test_scikit_learns_test_module_passes():
-    """sklearn/gaussian_process/tests/test_gpr.py from the installed package, GaussianProcessRegressor swapped."""
-    from sklearn_swap import run_swapped
-
-    run_swapped("sklearn.gaussian_process.tests.test_gpr")
 
 
 def test_patch_sklearn_covers_it():
