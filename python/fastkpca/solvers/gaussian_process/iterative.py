@@ -71,7 +71,7 @@ from .objective import Objective
 from .interface import InvQuadLogdet
 from .control_variate import CONTROL_VARIATE_SQUARES, control_variate_traces
 from .preconditioner import NystromDiagonalPreconditioner, build_preconditioner
-from .refined_estimate import GRADIENT_GROUPS
+from .refined_estimate import GRADIENT_GROUPS, batch_standard_error, probe_groups
 from .subset_start import subset_start
 from .memory import IterativeMemory, PlannedMemory, largest
 from .rank import RankSearch, factor_bytes_per_entry, preconditioner_rank
@@ -351,11 +351,11 @@ class IterativeSolver(PlannedMemory):
             seconds = self.figures["seconds"]
             seconds["control_variate"] = seconds.get("control_variate", 0.0) + time.perf_counter() - start
         gradient_error = None
-        if self.gradient_groups >= 2 and p >= 2:  # batch means of the probes' part, one group at a time
+        groups = probe_groups(p, self.gradient_groups)
+        if groups:  # batch means of the probes' part, one group at a time
             start = time.perf_counter()
-            groups = np.array_split(np.arange(p), min(self.gradient_groups, p))
-            means = np.array([self._probes_part(kernel, pre, U[:, g], Omega[:, g], logdet_weight) for g in groups])
-            gradient_error = means.std(axis=0, ddof=1) / math.sqrt(len(groups))
+            gradient_error = batch_standard_error(
+                [self._probes_part(kernel, pre, U[:, g], Omega[:, g], logdet_weight) for g in groups])
             seconds = self.figures["seconds"]
             seconds["gradient_error"] = seconds.get("gradient_error", 0.0) + time.perf_counter() - start
         return InvQuadLogdet(quad, logdet, alpha, gradient, error, gradient_error)

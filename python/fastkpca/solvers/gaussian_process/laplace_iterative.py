@@ -62,7 +62,7 @@ from .control_variate import control_variate_traces
 from .laplace import SETTLED_TOL, LaplaceMode, mode_from, second_term
 from .memory import IterativeMemory, PlannedMemory, largest
 from .objective import Objective
-from .refined_estimate import GRADIENT_GROUPS
+from .refined_estimate import GRADIENT_GROUPS, batch_standard_error, probe_groups
 from .subset_start import subset_start
 from .newton_cg import newton_cg_step, newton_cg_update, step_gradient, step_preconditioner, sufficient_rank
 from .preconditioner import NystromDiagonalPreconditioner, kernel_factor
@@ -336,7 +336,7 @@ class IterativeLaplace(PlannedMemory):
             p = Z.shape[1]
             base_diagonal = _inverse_diagonal(pre)
             # the probes as one set, then (where the gradient's standard error is asked for) as groups, each alone
-            sets = [slice(0, p)] + self._gradient_groups(p)
+            sets = [slice(0, p)] + probe_groups(p, self.gradient_groups)
             parts = []
             for probes in sets:
                 inverse_diagonal = base_diagonal + np.mean((U[:, probes] - PZ[:, probes]) * PZ[:, probes], axis=1)
@@ -353,17 +353,9 @@ class IterativeLaplace(PlannedMemory):
                      for probes, u in parts]
         gradient = gradients[0]
         if len(gradients) > 2:  # batch means: the groups' gradients scatter as the probes' part does
-            self.figures["gradient_standard_error"] = (np.std(gradients[1:], axis=0, ddof=1)
-                                                       / math.sqrt(len(gradients) - 1))
+            self.figures["gradient_standard_error"] = batch_standard_error(gradients[1:])
         self._stage("evaluations", begin)
         return mode.log_marginal_likelihood, gradient, mode
-
-    def _gradient_groups(self, p: int) -> list:
-        """The probes' groups (column ranges) whose gradients give the gradient's standard error by batch means:
-        none unless ``gradient_groups`` asks for them (a user's likelihood: with_probes)."""
-        if self.gradient_groups < 2 or p < 2:
-            return []
-        return [slice(int(g[0]), int(g[-1]) + 1) for g in np.array_split(np.arange(p), min(self.gradient_groups, p))]
 
     def _gradient(self, kernel, mode: LaplaceMode, pre_K, u: np.ndarray, residual: np.ndarray, U: np.ndarray,
                   PZ: np.ndarray) -> np.ndarray:

@@ -29,7 +29,8 @@ import numpy as np
 
 from ...exceptions import ConvergenceWarning
 
-__all__ = ["LikelihoodEstimate", "refine", "REFINE_ROUNDS", "REFINE_FACTOR", "REFINE_MOST_PROBES", "GRADIENT_GROUPS"]
+__all__ = ["LikelihoodEstimate", "refine", "REFINE_ROUNDS", "REFINE_FACTOR", "REFINE_MOST_PROBES", "GRADIENT_GROUPS",
+           "probe_groups", "batch_standard_error"]
 
 #: At most this many rounds of more probes.
 REFINE_ROUNDS = 4
@@ -40,6 +41,20 @@ REFINE_MOST_PROBES = 2048
 #: The gradient's standard error, where a user's likelihood asks for the gradient: batch means of this many
 #: groups of the probes, the gradient from each group alone (one more gradient pass each).
 GRADIENT_GROUPS = 4
+
+
+def probe_groups(probes: int, groups: int) -> list:
+    """Column ranges of ``groups`` groups of the probes, of sizes within one of each other (views of the probes'
+    blocks, no copies); none below two groups or two probes."""
+    if groups < 2 or probes < 2:
+        return []
+    return [slice(int(g[0]), int(g[-1]) + 1) for g in np.array_split(np.arange(probes), min(groups, probes))]
+
+
+def batch_standard_error(estimates) -> np.ndarray:
+    """The standard error of the mean of the groups' estimates (one row a group), by batch means."""
+    estimates = np.asarray(estimates, dtype=np.float64)
+    return estimates.std(axis=0, ddof=1) / math.sqrt(estimates.shape[0])
 
 
 @dataclass
