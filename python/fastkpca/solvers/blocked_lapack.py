@@ -5,9 +5,8 @@ A LAPACK call checks no signal, and SciPy's wrappers hold the GIL while it runs:
 factor of an n × n matrix (n³/3 flops: seconds at n = 10,000, tens of seconds at 20,000). Here the same
 arithmetic runs as LAPACK's own blocked algorithms, one panel of ``BLOCK`` (``INVERSE_BLOCK``) columns at a time, with
 every BLAS call cut to at most ``POLL_FLOPS`` flops (a fraction of a second on one core). The calls go through
-the function pointers SciPy exports for Cython (``scipy.linalg.cython_blas`` / ``cython_lapack``: the BLAS and
-LAPACK SciPy itself uses), called through ctypes, which releases the GIL for the call; between two calls Python
-runs its signal handlers, so KeyboardInterrupt leaves the loop within one call, and nothing is left running
+SciPy's own BLAS and LAPACK, called through ctypes with the GIL released (lapack_calls.py); between two calls
+Python runs its signal handlers, so KeyboardInterrupt leaves the loop within one call, and nothing is left running
 in the background: the caller's array is all the memory the loop holds.
 
 The algorithms (Golub and Van Loan, "Matrix Computations", 4th ed., §4.2.9 and §3.1; LAPACK's ``dpotrf``,
@@ -28,12 +27,13 @@ how the work is split among calls.
 from __future__ import annotations
 
 import ctypes
-import functools
 
 import numpy as np
 
-__all__ = ["cholesky_in_place", "cholesky_inverse_in_place", "symmetric_eigenpairs", "zero_strict_upper", "routine",
-           "BLOCK", "INVERSE_BLOCK", "POLL_FLOPS"]
+from .lapack_calls import Matrix, character as _char, integer as _int, routine
+
+__all__ = ["cholesky_in_place", "cholesky_inverse_in_place", "zero_strict_upper", "BLOCK", "INVERSE_BLOCK",
+           "POLL_FLOPS"]
 
 #: Panel widths: LAPACK's own block size range, large enough that the BLAS-3 calls run at the machine's rate
 #: (the factor's trailing updates are products of inner dimension BLOCK; the inverse's products have a
@@ -46,51 +46,12 @@ INVERSE_BLOCK = 1024
 POLL_FLOPS = 1.6e10
 
 
-@functools.cache
-def routine(name: str):
-    """The BLAS or LAPACK routine ``name`` of SciPy's Cython exports, callable through ctypes (which releases
-    the GIL while it runs); arguments by reference, Fortran's convention."""
-    import scipy.linalg.cython_blas as blas
-    import scipy.linalg.cython_lapack as lapack
-
-    capsule = (blas.__pyx_capi__ if name in blas.__pyx_capi__ else lapack.__pyx_capi__)[name]
-    get_name = ctypes.pythonapi.PyCapsule_GetName
-    get_name.restype, get_name.argtypes = ctypes.c_char_p, [ctypes.py_object]
-    get_pointer = ctypes.pythonapi.PyCapsule_GetPointer
-    get_pointer.restype, get_pointer.argtypes = ctypes.c_void_p, [ctypes.py_object, ctypes.c_char_p]
-    return ctypes.CFUNCTYPE(None)(get_pointer(capsule, get_name(capsule)))
-
-
-class _Matrix:
-    """A Fortran-ordered float64 matrix's sub-blocks as the (pointer, leading dimension) pairs BLAS takes."""
-
-    def __init__(self, A: np.ndarray):
-        if A.dtype != np.float64 or A.ndim != 2 or A.shape[0] != A.shape[1] or A.strides[0] != 8 \
-                or A.strides[1] < 8 * A.shape[0] or not A.flags.writeable:
-            raise ValueError("a writeable, Fortran-ordered, square float64 array is required")
-        self.n = A.shape[0]
-        self.address = A.ctypes.data
-        self.ld = ctypes.byref(ctypes.c_int(A.strides[1] // 8))
-        self.array = A  # kept alive while its address is used
-
-    def at(self, i: int, j: int):
-        return ctypes.c_void_p(self.address + 8 * (i + j * (self.array.strides[1] // 8)))
-
-
-def _int(value: int):
-    return ctypes.byref(ctypes.c_int(int(value)))
+def _Matrix(A: np.ndarray) -> Matrix:
+    return Matrix(A)  # square, float64
 
 
 def _double(value: float):
     return ctypes.byref(ctypes.c_double(value))
-
-
-def _pointer(array: np.ndarray):
-    return ctypes.c_void_p(array.ctypes.data)
-
-
-def _char(value: str):
-    return ctypes.c_char_p(value.encode())
 
 
 def _chunk(flops_per_unit: float, least: int = 1) -> int:
@@ -232,35 +193,3 @@ def zero_strict_upper(A: np.ndarray) -> None:
         A[:j0, j0:j1] = 0.0
         diagonal = A[j0:j1, j0:j1]
         diagonal[np.triu_indices(j1 - j0, 1)] = 0.0
-
-
-def symmetric_eigenpairs(A: np.ndarray, subset_by_index: tuple[int, int] | None) -> tuple[np.ndarray, np.ndarray]:
-    """LAPACK's ``dsyevr``/``ssyevr`` (SciPy's ``eigh`` driver) on the lower triangle of the Fortran-ordered A
-    (destroyed): ascending eigenvalues and their vectors, those with indices ``subset_by_index`` = (lo, hi)
-    inclusive, or all. One call, the GIL released; it may return fewer pairs than asked for, as SciPy's."""
-    n = A.shape[0]
-    real = ctypes.c_float if A.dtype == np.float32 else ctypes.c_double
-    call = routine(("s" if A.dtype == np.float32 else "d") + "syevr")
-    lo, hi = subset_by_index if subset_by_index is not None else (0, n - 1)
-    wanted = max(0, hi - lo + 1)
-    if n == 0 or wanted == 0:
-        return np.empty(0, A.dtype), np.empty((n, 0), A.dtype)
-    values = np.empty(n, A.dtype)
-    vectors = np.empty((n, wanted), A.dtype, order="F")
-    support = np.empty(2 * wanted, np.int32)
-    found, info = ctypes.c_int(0), ctypes.c_int(0)
-    zero = ctypes.byref(real(0))  # the value range and the absolute tolerance (LAPACK's default): unused
-
-    def run(work: np.ndarray, iwork: np.ndarray, query: bool) -> None:
-        call(_char("V"), _char("A" if subset_by_index is None else "I"), _char("L"), _int(n), _pointer(A),
-             _int(max(1, A.strides[1] // A.itemsize)), zero, zero, _int(lo + 1), _int(hi + 1), zero,
-             ctypes.byref(found), _pointer(values), _pointer(vectors), _int(n), _pointer(support), _pointer(work),
-             _int(-1 if query else work.shape[0]), _pointer(iwork), _int(-1 if query else iwork.shape[0]),
-             ctypes.byref(info))
-
-    work, iwork = np.empty(1, A.dtype), np.empty(1, np.int32)
-    run(work, iwork, query=True)  # the workspace sizes
-    run(np.empty(int(work[0]), A.dtype), np.empty(int(iwork[0]), np.int32), query=False)
-    if info.value != 0:
-        raise np.linalg.LinAlgError(f"syevr: info {info.value} (an internal error of the eigensolver)")
-    return values[:found.value].copy(), vectors[:, :found.value]

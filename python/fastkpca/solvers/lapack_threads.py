@@ -22,10 +22,10 @@ That works only for a call that releases the GIL while it computes. NumPy's do (
 ``scipy.linalg.eigh``, ``svd``, ``solve_triangular``, ``cho_solve``, ``lapack.dpotrf`` or ``dpotri`` does not
 run until the call returns; beside ``numpy.linalg.cholesky`` or ``svd`` it runs). Long calls therefore go
 through NumPy, or are cut into pieces:
-:func:`symmetric_eigh` is LAPACK's eigensolver called without the GIL on a worker thread, and
-:func:`solve_lower_triangular` the triangular solve by blocks, NumPy products between small SciPy solves.
+:func:`solve_lower_triangular` is the triangular solve by blocks, NumPy products between small SciPy solves.
 The exact solvers' n × n factorisations (the Cholesky factor and its inverse, in place to keep one n × n array)
-are LAPACK's blocked algorithms written as calls of bounded work (blocked_lapack.py), on the threads of
+and the symmetric eigendecomposition (:func:`symmetric_eigh`) are LAPACK's algorithms written as calls of
+bounded work (blocked_lapack.py, blocked_eigh.py); the factorisations run on the threads of
 :func:`blocked_threads`.
 """
 
@@ -50,9 +50,6 @@ INTERRUPTIBLE_FLOPS = 2e8
 _WAIT = 0.02
 _abandoned: list[threading.Event] = []  # the calls an interrupt left running
 
-#: Symmetric eigendecompositions of at least this many flops (9 n³) go through NumPy (on a worker thread, so
-#: that Ctrl-C interrupts them); smaller ones go to SciPy, which holds the GIL for their short call.
-LONG_EIGH_FLOPS = 5e9
 #: Columns per block of :func:`symmetric_eigh`'s copy of its matrix.
 COPY_COLUMNS = 256
 #: Rows of L per diagonal block of :func:`solve_lower_triangular`.
@@ -203,15 +200,15 @@ def solve_lower_triangular(L: np.ndarray, B: np.ndarray, *, overwrite_b: bool = 
 def symmetric_eigh(A: np.ndarray, subset_by_index: tuple[int, int] | None = None, *,
                    overwrite_a: bool = False) -> tuple[np.ndarray, np.ndarray]:
     """Eigenvalues (ascending) and eigenvectors of the symmetric A (float32 or float64), those with indices
-    ``subset_by_index`` = (lo, hi) inclusive, or all; such that Ctrl-C interrupts it.
+    ``subset_by_index`` = (lo, hi) inclusive, or all; such that Ctrl-C stops it.
 
-    LAPACK's ``syevr`` (the driver of SciPy's ``eigh``: tridiagonal reduction, MRRR, back-transformation;
-    ``subset_by_index`` computes only those pairs), called through ctypes with the GIL released
-    (blocked_lapack.symmetric_eigenpairs) and, from ``LONG_EIGH_FLOPS`` on, on a worker thread
-    (:func:`interruptible`): a KeyboardInterrupt reaches the caller within a wait step, and the call runs on to
-    its end in the background (the next interruptible call, and the process's exit, wait for it). Like SciPy's
-    subset driver, it may return fewer pairs than asked for. ``overwrite_a``: A's memory may be used as the
+    LAPACK's ``syevr`` (the driver of SciPy's ``eigh``: tridiagonal reduction, MRRR or bisection and inverse
+    iteration, back-transformation), its stages written as calls of bounded work with the GIL released
+    (blocked_eigh.py): a KeyboardInterrupt leaves it between two calls, and nothing runs on. Like SciPy's subset
+    driver, it may return fewer pairs than asked for. ``overwrite_a``: A's memory may be used as the
     workspace."""
+    from .blocked_eigh import symmetric_eigenpairs
+
     n = A.shape[0]
     dtype = np.float32 if A.dtype == np.float32 else np.float64
     if overwrite_a and A.dtype == dtype and A.flags.writeable and (A.flags.f_contiguous or A.flags.c_contiguous):
@@ -220,9 +217,4 @@ def symmetric_eigh(A: np.ndarray, subset_by_index: tuple[int, int] | None = None
         work = np.empty((n, n), dtype=dtype, order="F")
         for j in range(0, n, COPY_COLUMNS):
             work[:, j:j + COPY_COLUMNS] = A[:, j:j + COPY_COLUMNS]
-    flops = 9.0 * float(n) ** 3
-    from .blocked_lapack import symmetric_eigenpairs
-
-    if flops < LONG_EIGH_FLOPS:
-        return symmetric_eigenpairs(work, subset_by_index)
-    return interruptible(symmetric_eigenpairs, work, subset_by_index, flops=flops)
+    return symmetric_eigenpairs(work, subset_by_index)
