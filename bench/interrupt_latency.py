@@ -238,7 +238,8 @@ def speed(sizes: list[int], repeats: int, which=("factor", "inverse", "eigh")) -
     from scipy.linalg import lapack
 
     from fastkpca.solvers import blocked_lapack as bl
-    from fastkpca.solvers.lapack_threads import blocked_threads, symmetric_eigh
+    from fastkpca.solvers.blocked_eigh import symmetric_eigh
+    from fastkpca.solvers.lapack_threads import blocked_threads
 
     rows = []
     for n in sizes:

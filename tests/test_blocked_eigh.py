@@ -9,7 +9,7 @@ import pytest
 from scipy import linalg as sla
 
 from fastkpca.solvers import blocked_eigh as be
-from fastkpca.solvers.lapack_threads import symmetric_eigh
+from fastkpca.solvers.blocked_eigh import symmetric_eigh
 
 
 @pytest.fixture

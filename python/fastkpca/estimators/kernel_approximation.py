@@ -12,7 +12,8 @@ from sklearn.metrics.pairwise import PAIRWISE_KERNEL_FUNCTIONS
 
 from .. import engines, kernels
 from .. import _validation as v
-from ..solvers.lapack_threads import interruptible, symmetric_eigh
+from ..solvers.blocked_eigh import symmetric_eigh
+from ..solvers.lapack_threads import interruptible
 from ..kernels import Kernel
 from ..solvers import low_rank
 from ._base import EngineFitted

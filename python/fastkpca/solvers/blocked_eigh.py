@@ -37,7 +37,8 @@ import numpy as np
 from .lapack_calls import Matrix, character, integer, pointer, routine
 from .lapack_threads import interruptible
 
-__all__ = ["symmetric_eigenpairs", "PANEL", "PANEL_POLL_BYTES", "REFLECTOR_BLOCK", "POLL_FLOPS", "WHOLE_ROWS"]
+__all__ = ["symmetric_eigh", "symmetric_eigenpairs", "PANEL", "PANEL_POLL_BYTES", "REFLECTOR_BLOCK", "POLL_FLOPS",
+           "WHOLE_ROWS"]
 
 #: Columns a panel of the reduction (LAPACK's block size for ``sytrd``; its crossover to the unblocked
 #: reduction of the last columns is the same).
@@ -49,11 +50,34 @@ PANEL_POLL_BYTES = 2e9
 REFLECTOR_BLOCK = 64
 #: The most flops of one BLAS-3 call; between calls Ctrl-C is answered (blocked_lapack.POLL_FLOPS' reasoning).
 POLL_FLOPS = 1.6e10
+#: Columns per block of :func:`symmetric_eigh`'s copy of its matrix.
+COPY_COLUMNS = 256
 #: Matrices of at most this many rows go to ``syevr`` in one call: a fraction of a second.
 WHOLE_ROWS = 512
 #: Flops a tridiagonal eigenpair costs per row, about (MRRR's and inverse iteration's work, scalar code): the
 #: stage runs on a worker thread when it is long (see the module).
 TRIDIAGONAL_FLOPS = 200
+
+
+def symmetric_eigh(A: np.ndarray, subset_by_index: tuple[int, int] | None = None, *,
+                   overwrite_a: bool = False) -> tuple[np.ndarray, np.ndarray]:
+    """Eigenvalues (ascending) and eigenvectors of the symmetric A (float32 or float64), those with indices
+    ``subset_by_index`` = (lo, hi) inclusive, or all; such that Ctrl-C stops it.
+
+    LAPACK's ``syevr`` (the driver of SciPy's ``eigh``: tridiagonal reduction, MRRR or bisection and inverse
+    iteration, back-transformation), its stages written as calls of bounded work with the GIL released (see
+    the module): a KeyboardInterrupt leaves it between two calls. Like SciPy's subset
+    driver, it may return fewer pairs than asked for. ``overwrite_a``: A's memory may be used as the
+    workspace."""
+    n = A.shape[0]
+    dtype = np.float32 if A.dtype == np.float32 else np.float64
+    if overwrite_a and A.dtype == dtype and A.flags.writeable and (A.flags.f_contiguous or A.flags.c_contiguous):
+        work = A if A.flags.f_contiguous else A.T  # symmetric: its transpose is the same matrix
+    else:  # by column blocks: Ctrl-C is answered between them (a transposing copy of GBs takes seconds)
+        work = np.empty((n, n), dtype=dtype, order="F")
+        for j in range(0, n, COPY_COLUMNS):
+            work[:, j:j + COPY_COLUMNS] = A[:, j:j + COPY_COLUMNS]
+    return symmetric_eigenpairs(work, subset_by_index)
 
 
 def symmetric_eigenpairs(A: np.ndarray, subset_by_index: tuple[int, int] | None) -> tuple[np.ndarray, np.ndarray]:

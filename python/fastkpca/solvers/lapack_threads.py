@@ -24,7 +24,7 @@ run until the call returns; beside ``numpy.linalg.cholesky`` or ``svd`` it runs)
 through NumPy, or are cut into pieces:
 :func:`solve_lower_triangular` is the triangular solve by blocks, NumPy products between small SciPy solves.
 The exact solvers' n × n factorisations (the Cholesky factor and its inverse, in place to keep one n × n array)
-and the symmetric eigendecomposition (:func:`symmetric_eigh`) are LAPACK's algorithms written as calls of
+and the symmetric eigendecomposition (blocked_eigh.symmetric_eigh) are LAPACK's algorithms written as calls of
 bounded work (blocked_lapack.py, blocked_eigh.py); the factorisations run on the threads of
 :func:`blocked_threads`.
 """
@@ -39,7 +39,7 @@ import threading
 import numpy as np
 
 __all__ = ["blas_threads", "blocked_threads", "factorisation_threads", "interruptible", "one_blas_thread",
-           "on_one_blas_thread", "solve_lower_triangular", "symmetric_eigh", "LARGE_MATRIX_BYTES",
+           "on_one_blas_thread", "small_algebra_threads", "solve_lower_triangular", "LARGE_MATRIX_BYTES",
            "INTERRUPTIBLE_FLOPS"]
 
 #: Calls of at least this many flops run on a worker thread (:func:`interruptible`): enough work that a
@@ -50,8 +50,6 @@ INTERRUPTIBLE_FLOPS = 2e8
 _WAIT = 0.02
 _abandoned: list[threading.Event] = []  # the calls an interrupt left running
 
-#: Columns per block of :func:`symmetric_eigh`'s copy of its matrix.
-COPY_COLUMNS = 256
 #: Rows of L per diagonal block of :func:`solve_lower_triangular`.
 TRIANGULAR_BLOCK = 256
 
@@ -95,6 +93,15 @@ def blocked_threads(n: int):
     write blocks of at most a few thousand rows, far below the sizes where the threaded ``dsyrk`` crashes, so
     LARGE_MATRIX_BYTES does not apply."""
     return one_blas_thread() if n <= SMALL_MATRIX_ROWS else contextlib.nullcontext()
+
+
+def small_algebra_threads(flops: float):
+    """A context for a loop of dense algebra whose largest BLAS call takes about ``flops`` flops, interleaved
+    with the core's passes: one BLAS thread up to a SMALL_MATRIX_ROWS-row factorisation's flops, nothing
+    changed above. Two BLAS threads on small calls beside the core's OpenMP team made each side wait for the
+    other's threads to leave the cores (KernelRidge(solver="nystrom")'s scikit-learn checks ran ten times
+    slower)."""
+    return one_blas_thread() if flops <= SMALL_MATRIX_ROWS**3 / 3 else contextlib.nullcontext()
 
 
 def one_blas_thread():
@@ -195,26 +202,3 @@ def solve_lower_triangular(L: np.ndarray, B: np.ndarray, *, overwrite_b: bool = 
             j1 = min(m, j0 + columns)
             X[i0:i1, j0:j1] = solve_triangular(diagonal, X[i0:i1, j0:j1], lower=True, check_finite=False)
     return X
-
-
-def symmetric_eigh(A: np.ndarray, subset_by_index: tuple[int, int] | None = None, *,
-                   overwrite_a: bool = False) -> tuple[np.ndarray, np.ndarray]:
-    """Eigenvalues (ascending) and eigenvectors of the symmetric A (float32 or float64), those with indices
-    ``subset_by_index`` = (lo, hi) inclusive, or all; such that Ctrl-C stops it.
-
-    LAPACK's ``syevr`` (the driver of SciPy's ``eigh``: tridiagonal reduction, MRRR or bisection and inverse
-    iteration, back-transformation), its stages written as calls of bounded work with the GIL released
-    (blocked_eigh.py): a KeyboardInterrupt leaves it between two calls, and nothing runs on. Like SciPy's subset
-    driver, it may return fewer pairs than asked for. ``overwrite_a``: A's memory may be used as the
-    workspace."""
-    from .blocked_eigh import symmetric_eigenpairs
-
-    n = A.shape[0]
-    dtype = np.float32 if A.dtype == np.float32 else np.float64
-    if overwrite_a and A.dtype == dtype and A.flags.writeable and (A.flags.f_contiguous or A.flags.c_contiguous):
-        work = A if A.flags.f_contiguous else A.T  # symmetric: its transpose is the same matrix
-    else:  # by column blocks: Ctrl-C is answered between them (a transposing copy of GBs takes seconds)
-        work = np.empty((n, n), dtype=dtype, order="F")
-        for j in range(0, n, COPY_COLUMNS):
-            work[:, j:j + COPY_COLUMNS] = A[:, j:j + COPY_COLUMNS]
-    return symmetric_eigenpairs(work, subset_by_index)

@@ -39,7 +39,8 @@ from .. import _validation as v
 from ..kernels import Kernel
 from ..kernels.precomputed import MatrixColumns
 from .eigenvalues import check_psd_eigenvalues, column_signs
-from .lapack_threads import interruptible, symmetric_eigh
+from .blocked_eigh import symmetric_eigh
+from .lapack_threads import interruptible, small_algebra_threads
 from .subnormals import flush_subnormals
 from .rows import as_rows
 
@@ -139,9 +140,6 @@ def rpcholesky(X: np.ndarray, rank: int, kernel: Kernel | None, *, random_state=
     # subtracting r columns of F accumulates about r of them.
     eps = np.finfo(source.dtype).eps
     tiny = max(rank, 16) * eps * max(float(diag.max(initial=0.0)), np.finfo(np.float64).tiny)
-    pivots: list[np.ndarray] = []
-    r = proposals = idle_blocks = 0
-    exhausted = False
     # Buffers reused by every block (fresh memory is expensive to touch); flat, so that a narrower last
     # block is still a C-contiguous n × b view. With G[:, keep]'s copy, the working memory is three n × b
     # float64 arrays (rpcholesky_bytes).
@@ -149,6 +147,22 @@ def rpcholesky(X: np.ndarray, rank: int, kernel: Kernel | None, *, random_state=
     columns_buf = np.empty(n * width, source.dtype)
     residual_buf = columns_buf if source.dtype == np.float64 else np.empty(n * width)
     update_buf = np.empty(n * width)
+    with small_algebra_threads(2.0 * n * rank * width):  # the largest product: F F[S]ᵀ
+        r, proposals, exhausted, pivots = _rpcholesky_blocks(source, rank, rng, block_size, factor, diag, tiny,
+                                                             columns_buf, residual_buf, update_buf)
+    piv = np.concatenate(pivots) if pivots else np.empty(0, dtype=np.int64)
+    if r < rank:
+        factor = factor[:, :r].copy()
+    return LowRankFactor(piv.astype(np.int64), factor, trace, float(diag.sum()), proposals, exhausted)
+
+
+def _rpcholesky_blocks(source, rank, rng, block_size, factor, diag, tiny, columns_buf, residual_buf, update_buf):
+    """RPCholesky's blocks (see :func:`rpcholesky`): fills ``factor`` and updates ``diag`` in place; returns
+    (rank reached, proposals made, whether the residual vanished, the accepted pivots of each block)."""
+    n = source.n
+    pivots: list[np.ndarray] = []
+    r = proposals = idle_blocks = 0
+    exhausted = False
     while r < rank:
         total = float(diag.sum())
         if not total > tiny * n or idle_blocks >= 8:
@@ -182,10 +196,7 @@ def rpcholesky(X: np.ndarray, rank: int, kernel: Kernel | None, *, random_state=
         diag[chosen] = 0.0
         pivots.append(chosen)
         r += a
-    piv = np.concatenate(pivots) if pivots else np.empty(0, dtype=np.int64)
-    if r < rank:
-        factor = factor[:, :r].copy()
-    return LowRankFactor(piv.astype(np.int64), factor, trace, float(diag.sum()), proposals, exhausted)
+    return r, proposals, exhausted, pivots
 
 
 def rpcholesky_bytes(n: int, block_size: int, source_itemsize: int = 8) -> int:

@@ -21,7 +21,7 @@ from .. import _validation as v
 from ..exceptions import ConvergenceWarning
 from ..operators import build, plan_for
 from . import cg, choice
-from .lapack_threads import symmetric_eigh
+from .blocked_eigh import symmetric_eigh
 from .rows import as_rows
 
 __all__ = ["cross_validate", "loo_errors", "kfold_errors_dense", "kfold_errors_krylov", "folds"]
