@@ -41,8 +41,6 @@ from .python_kernels import ScikitLearnHyperparameters
 
 __all__ = ["GaussianProcessKernel", "terms_of", "RADIAL", "ard_moments", "low_rank_weight_sums"]
 
-#: Kernel entries below which a pass runs on one thread (64 × 64: a few microseconds of work).
-SMALL_PASS_ENTRIES = 4096
 #: The radial kernels a term may have, as the native registry names them (rbf with gamma = ½ is exp(−r²/2);
 #: matern with gamma = 1 is its function of r = ‖x − y‖), and "constant" (κ = 1).
 RADIAL = {"rbf": 0.5, "matern12": 1.0, "matern32": 1.0, "matern52": 1.0}
@@ -270,18 +268,12 @@ class GaussianProcessKernel(ScikitLearnHyperparameters, Kernel):
                         None if Y is None else v.contiguous(Y * scale)))
         return out
 
-    def _threads(self, entries: int) -> int:
-        """The threads of a pass over ``entries`` kernel entries: one below SMALL_PASS_ENTRIES, where the
-        pass takes microseconds and waking a second thread (which may have to wait for a core that another
-        library's spinning thread holds) costs more than it saves; else the kernel's."""
-        return 1 if entries < SMALL_PASS_ENTRIES else self.threads
-
     def cross(self, X, Y=None, out=None) -> np.ndarray:
         n_y = X.shape[0] if Y is None else Y.shape[0]
         if out is None:
             out = v.empty((X.shape[0], n_y), np.float64, f"a {X.shape[0]}×{n_y} kernel block")
         _native.core.sum_gram_into(self._core_terms(X, Y), self.terms.white if Y is None else 0.0, out,
-                                   self._threads(out.size))
+                                   self.pass_threads(out.size))
         return out
 
     def diagonal(self, X) -> np.ndarray:
@@ -353,8 +345,8 @@ class GaussianProcessKernel(ScikitLearnHyperparameters, Kernel):
         """
         return self.traces_from(
             _local_pass(X, lambda Xs, kind, ard: _native.core.gp_gradient_pass(Xs, W, kind, ard,
-                                                                               self._threads(W.size))),
-            lambda: float(_native.core.symmetric_sum(W, self._threads(W.size))), lambda: float(np.trace(W)))
+                                                                               self.pass_threads(W.size))),
+            lambda: float(_native.core.symmetric_sum(W, self.pass_threads(W.size))), lambda: float(np.trace(W)))
 
     def gradient_traces_low_rank(self, X, A: np.ndarray, B: np.ndarray) -> np.ndarray:
         """:meth:`gradient_traces` for W = ½(A Bᵀ + B Aᵀ) (A, B of shape (n, m)), W's tiles formed where the

@@ -33,6 +33,10 @@ import numpy as np
 from .. import _native
 from .. import _validation as v
 
+#: Kernel entries below which a native pass runs on one thread unless a thread count was asked for (64 × 64:
+#: microseconds of work; see Kernel.pass_threads).
+SMALL_PASS_ENTRIES = 4096
+
 __all__ = ["Kernel", "KernelColumns", "CrossProduct", "CROSS_KERNEL_CHUNK_BYTES", "chunk_rows"]
 
 #: Largest piece of a cross kernel a chunked product builds at once (also at most a quarter of the memory
@@ -102,6 +106,13 @@ class Kernel:
 
     def __init__(self, threads: int = 0):
         self.threads = threads
+
+    def pass_threads(self, entries: int) -> int:
+        """The threads of a native pass over ``entries`` kernel entries: the kernel's, but one for a pass below
+        SMALL_PASS_ENTRIES when no thread count was asked for (``threads`` 0): such a pass takes microseconds,
+        and waking a second thread costs more than it saves, many times more when that thread has to wait for
+        a core another library's spinning thread holds (BLAS's, after a small call beside the pass)."""
+        return 1 if self.threads <= 0 and entries < SMALL_PASS_ENTRIES else self.threads
 
     # ---------------------------------------------------------------------------------------- identity
 

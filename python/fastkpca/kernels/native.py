@@ -116,11 +116,12 @@ class NativeKernel(Kernel):
         n_y = X.shape[0] if Y is None else Y.shape[0]
         if out is None:
             out = v.empty((X.shape[0], n_y), X.dtype, f"a {X.shape[0]}×{n_y} kernel block")
+        threads = self.pass_threads(out.size)
         if v.is_sparse(X):
             _native.core.sparse_gram_into(native_operand(X), None if Y is None else native_operand(Y), *self.params,
-                                          out, self.threads)
+                                          out, threads)
         else:
-            _native.core.gram_into(X, Y, *self.params, out, self.threads)
+            _native.core.gram_into(X, Y, *self.params, out, threads)
         return out
 
     def product(self, X, Y, V: np.ndarray, memory_limit: int | None = None, out: np.ndarray | None = None,
@@ -139,19 +140,21 @@ class NativeKernel(Kernel):
         for start in range(0, X.shape[0], rows):
             part = X[start:start + rows]
             target = out[start:start + part.shape[0]]
+            threads = self.pass_threads(part.shape[0] * Y.shape[0])
             if sparse:
                 _native.core.sparse_cross_product_into(native_operand(part), Y_operand, *self.params, V, target,
-                                                       self.threads)
+                                                       threads)
             else:
-                _native.core.cross_product_into(part, Y, *self.params, V, target, self.threads)
+                _native.core.cross_product_into(part, Y, *self.params, V, target, threads)
         return out
 
     def diagonal(self, X) -> np.ndarray:
         out = np.empty(X.shape[0], dtype=X.dtype)
+        threads = self.pass_threads(X.shape[0])
         if v.is_sparse(X):
-            _native.core.sparse_kernel_diagonal_into(native_operand(X), *self.params, out, self.threads)
+            _native.core.sparse_kernel_diagonal_into(native_operand(X), *self.params, out, threads)
         else:
-            _native.core.kernel_diagonal_into(X, *self.params, out, self.threads)
+            _native.core.kernel_diagonal_into(X, *self.params, out, threads)
         return out
 
     def matrix(self, X):

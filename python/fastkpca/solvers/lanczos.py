@@ -29,6 +29,10 @@ DEFAULT_TOL = 1e-10
 DEFAULT_MAX_PASSES = 1000
 #: Memory the Krylov basis may take before the solver restarts sooner (at least k + 4 blocks are kept).
 BASIS_BUDGET_BYTES = 256 * 2**20
+#: eigsh on a matrix of at most this many rows runs on one thread unless n_jobs says otherwise: a pass over it
+#: takes microseconds, less than waking a second thread costs (many times less when that thread waits for a
+#: core another library's spinning thread holds).
+SMALL_ROWS = 256
 
 
 def default_block_size(k: int, n: int, compute_bound: bool = False) -> int:
@@ -277,6 +281,9 @@ def eigsh(A: Any, k: int, *, tol: float | None = None, maxiter: int | None = Non
     array([3., 2.])
     """
     threads = v.n_threads(n_jobs)
+    shape = getattr(A, "shape", ())
+    if threads == 0 and len(shape) == 2 and shape[0] <= SMALL_ROWS:
+        threads = 1  # a pass over so small a matrix takes microseconds: a second thread costs more than it saves
     op, dtype = as_native_operator(A, threads)
     n = op.n
     k = v.check_int(k, "k", minimum=1, maximum=n)
