@@ -16,6 +16,17 @@ def cli(*args, cwd=None):
                           cwd=cwd)
 
 
+def cli_in_process(capsys, *args):
+    """The command line's main() in this process (the code ``python -m fastkpca`` runs, without a Python start
+    of its own): the same (returncode, stdout, stderr)."""
+    from fastkpca.__main__ import main
+
+    capsys.readouterr()
+    code = main([str(a) for a in args])
+    out, err = capsys.readouterr()
+    return subprocess.CompletedProcess(args, code, out, err)
+
+
 def test_help():
     out = cli("--help")
     assert out.returncode == 0 and "demo" in out.stdout and "fit" in out.stdout
@@ -32,7 +43,8 @@ def test_demo(tmp_path):
 
 
 @pytest.mark.parametrize("src, dst", [("npy", "npy"), ("csv", "csv"), ("txt", "npy")])
-def test_fit(tmp_path, rng, src, dst):
+def test_fit(tmp_path, rng, capsys, src, dst):
+    """The first case through the command line's process, the file formats' others through its main()."""
     from fastkpca import KernelPCA
 
     X = rng.standard_normal((120, 4))
@@ -42,7 +54,8 @@ def test_fit(tmp_path, rng, src, dst):
     else:
         np.savetxt(path, X, delimiter="," if src == "csv" else " ")
     out_path = tmp_path / f"out.{dst}"
-    out = cli("fit", path, "--kernel", "rbf", "--gamma", "0.1", "-k", "2", "-o", out_path)
+    args = ("fit", path, "--kernel", "rbf", "--gamma", "0.1", "-k", "2", "-o", out_path)
+    out = cli(*args) if src == "npy" else cli_in_process(capsys, *args)
     assert out.returncode == 0, out.stderr
     assert "variance" in out.stdout and "wrote" in out.stdout and " s " in out.stdout
     assert out.stderr == ""  # no progress display when stderr is not a terminal
@@ -88,7 +101,8 @@ def test_errors_are_one_line(tmp_path, capsys):
         assert "Traceback" not in err
 
 
-def test_cluster_and_embed(tmp_path):
+def test_cluster_and_embed(tmp_path, capsys):
+    """The first command through the command line's process, the others through its main()."""
     from sklearn.datasets import make_blobs
     from sklearn.metrics import adjusted_rand_score
 
@@ -99,15 +113,16 @@ def test_cluster_and_embed(tmp_path):
     assert out.returncode == 0, out.stderr
     assert "3 clusters" in out.stdout and "wrote" in out.stdout
     assert adjusted_rand_score(np.load(tmp_path / "labels.npy"), y) == 1.0
-    out = cli("embed", path, "-k", "2", "-o", tmp_path / "e.csv")
+    out = cli_in_process(capsys, "embed", path, "-k", "2", "-o", tmp_path / "e.csv")
     assert out.returncode == 0, out.stderr
     assert np.loadtxt(tmp_path / "e.csv", delimiter=",").shape == (600, 2)
-    out = cli("cluster", path, "--n-clusters", "3", "--method", "kmeans", "--gamma", "0.1", "-o",
-              tmp_path / "k.npy")
+    out = cli_in_process(capsys, "cluster", path, "--n-clusters", "3", "--method", "kmeans", "--gamma", "0.1",
+                         "-o", tmp_path / "k.npy")
     assert out.returncode == 0, out.stderr
     assert "kernel k-means" in out.stdout and "objective" in out.stdout
     assert adjusted_rand_score(np.load(tmp_path / "k.npy"), y) == 1.0
-    out = cli("cluster", path, "--method", "kmeans", "--solver", "lanczos", "-o", tmp_path / "k.npy")
+    out = cli_in_process(capsys, "cluster", path, "--method", "kmeans", "--solver", "lanczos", "-o",
+                         tmp_path / "k.npy")
     assert out.returncode == 2 and "--method kmeans" in out.stderr
-    out = cli("cluster", path, "--n-clusters", "700", "-o", tmp_path / "l.npy")
+    out = cli_in_process(capsys, "cluster", path, "--n-clusters", "700", "-o", tmp_path / "l.npy")
     assert out.returncode == 2 and "n_clusters=700" in out.stderr and "Traceback" not in out.stderr

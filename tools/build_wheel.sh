@@ -15,7 +15,8 @@
 #      source tree (a copy of tests/), so that a file missing from the wheel, or a module that imports only
 #      from the source tree, fails here: those listed in tools/wheel_tests.txt (what only an installed wheel
 #      answers, and a smoke test of each part of the package), or the pytest arguments given (`tests` for the
-#      whole suite).
+#      whole suite); FASTKPCA_WHEEL_STAGE=1 marks the run, for the tests that run here only (the extension
+#      built on the headers the wheel ships).
 #
 # Outputs: build/wheel/dist (the raw wheel), build/wheel/wheelhouse (the repaired one), build/wheel/report.txt.
 # Linux only (auditwheel); cibuildwheel's configuration in pyproject.toml covers the other platforms.
@@ -87,5 +88,5 @@ else
   mapfile -t selection < <(sed -e 's/#.*//' -e 's/[[:space:]]*$//' "$root/tools/wheel_tests.txt" | grep -v '^$')
 fi
 start=$SECONDS
-PATH=$clean_path:/usr/bin:/bin CC=false CXX=false "$env_dir/bin/python" -m pytest -q -p no:cacheprovider "${selection[@]}"
+PATH=$clean_path:/usr/bin:/bin CC=false CXX=false FASTKPCA_WHEEL_STAGE=1 "$env_dir/bin/python" -m pytest -q -p no:cacheprovider "${selection[@]}"
 say "== the tests passed against the installed wheel in $((SECONDS - start)) s: ${selection[*]}"
