@@ -64,7 +64,7 @@ def _gemm(ta: str, tb: str, m: int, n: int, k: int, alpha: float, a, lda, b, ldb
                       _double(beta), c, ldc)
 
 
-def _lapack_info(name: str, uplo: str, A: _Matrix, i: int, size: int, *extra) -> int:
+def _lapack_info(name: str, uplo: str, A: Matrix, i: int, size: int, *extra) -> int:
     info = ctypes.c_int(0)
     routine(name)(_char(uplo), *extra, _int(size), A.at(i, i), A.ld, ctypes.byref(info))
     return info.value
@@ -120,7 +120,7 @@ def cholesky_inverse_in_place(L: np.ndarray) -> int:
     return 0
 
 
-def _inverse_factor(M: _Matrix) -> int:
+def _inverse_factor(M: Matrix) -> int:
     """L⁻¹ in place (``dtrtri``, lower, non-unit): panels from the last; the inverse of the trailing triangle T
     is already in place, so the panel's rows below its diagonal block become −T L_·j L_jj⁻¹."""
     n, trmm, trsm = M.n, routine("dtrmm"), routine("dtrsm")
@@ -149,7 +149,7 @@ def _inverse_factor(M: _Matrix) -> int:
     return 0
 
 
-def _gemm_chunked_inner(ta: str, tb: str, m: int, n: int, k: int, M: _Matrix, a: tuple, b: tuple,
+def _gemm_chunked_inner(ta: str, tb: str, m: int, n: int, k: int, M: Matrix, a: tuple, b: tuple,
                         c: tuple) -> None:
     """C += op(A) op(B) for blocks of M (C: m × n, inner dimension k), the inner dimension cut so that each
     call stays within POLL_FLOPS. ``a``, ``b``, ``c``: the blocks' top-left (row, column) in M; op(A) is
@@ -162,7 +162,7 @@ def _gemm_chunked_inner(ta: str, tb: str, m: int, n: int, k: int, M: _Matrix, a:
         _gemm(ta, tb, m, n, q, 1.0, a_at, M.ld, b_at, M.ld, 1.0, M.at(*c), M.ld)
 
 
-def _inverse_factor_product(M: _Matrix) -> None:
+def _inverse_factor_product(M: Matrix) -> None:
     """Lᵀ L in place over the lower triangular L (``dlauum``, lower): for each panel j, its row block A[j:t, :j]
     becomes L_jjᵀ L_j,<j + L_>j,jᵀ L_>j,<j and its diagonal block L_jjᵀ L_jj + L_>j,jᵀ L_>j,j."""
     n, trmm, syrk = M.n, routine("dtrmm"), routine("dsyrk")

@@ -281,7 +281,7 @@ def eigsh(A: Any, k: int, *, tol: float | None = None, maxiter: int | None = Non
     array([3., 2.])
     """
     threads = v.n_threads(n_jobs)
-    shape = getattr(A, "shape", ())
+    shape: tuple = tuple(getattr(A, "shape", ()))
     if threads == 0 and len(shape) == 2 and shape[0] <= SMALL_ROWS:
         threads = 1  # a pass over so small a matrix takes microseconds: a second thread costs more than it saves
     op, dtype = as_native_operator(A, threads)
