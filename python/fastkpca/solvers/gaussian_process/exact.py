@@ -21,7 +21,7 @@ import numpy as np
 
 from ... import _validation as v
 from ..blocked_lapack import cholesky_in_place, cholesky_inverse_in_place, zero_strict_upper
-from ..lapack_threads import blocked_threads, factorisation_threads, solve_lower_triangular
+from ..lapack_threads import blocked_threads, factorisation_threads, small_algebra_threads, solve_lower_triangular
 from .objective import Objective
 from .interface import InvQuadLogdet
 
@@ -158,6 +158,11 @@ class ExactSolver(ExactOptimisation):
 
     def inv_quad_logdet(self, kernel, Y: np.ndarray, eval_gradient: bool, *, quad_weight: float,
                         logdet_weight: float) -> InvQuadLogdet:
+        with small_algebra_threads(float(self.X.shape[0]) ** 3 / 3):  # the products beside the factorisations
+            return self._inv_quad_logdet(kernel, Y, eval_gradient, quad_weight, logdet_weight)
+
+    def _inv_quad_logdet(self, kernel, Y: np.ndarray, eval_gradient: bool, quad_weight: float,
+                         logdet_weight: float) -> InvQuadLogdet:
         from scipy.linalg import lapack
 
         K = self._matrix(kernel)
@@ -184,15 +189,18 @@ class ExactSolver(ExactOptimisation):
         from scipy.linalg import cho_solve
 
         self.L = factor(self._matrix(kernel), self.noise, clean=True)
-        return cho_solve((self.L, True), Y, check_finite=False)
+        with small_algebra_threads(float(self.L.shape[0]) ** 3 / 3):
+            return cho_solve((self.L, True), Y, check_finite=False)
 
     def variance(self, kernel, X_new) -> np.ndarray:
         assert self.L is not None
-        return posterior_variance(kernel, X_new, self.X, self.L, self.limit)
+        with small_algebra_threads(float(self.L.shape[0]) ** 2 * X_new.shape[0]):
+            return posterior_variance(kernel, X_new, self.X, self.L, self.limit)
 
     def covariance(self, kernel, X_new) -> np.ndarray:
         assert self.L is not None
-        return posterior_covariance(kernel, X_new, self.X, self.L, self.limit)
+        with small_algebra_threads(float(self.L.shape[0]) ** 2 * X_new.shape[0]):
+            return posterior_covariance(kernel, X_new, self.X, self.L, self.limit)
 
     def fitted_attributes(self) -> dict:
         return {"L_": self.L}
