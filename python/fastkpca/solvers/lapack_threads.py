@@ -98,9 +98,8 @@ def blocked_threads(n: int):
 def small_algebra_threads(flops: float):
     """A context for a loop of dense algebra whose largest BLAS call takes about ``flops`` flops, interleaved
     with the core's passes: one BLAS thread up to a SMALL_MATRIX_ROWS-row factorisation's flops, nothing
-    changed above. Two BLAS threads on small calls beside the core's OpenMP team made each side wait for the
-    other's threads to leave the cores (KernelRidge(solver="nystrom")'s scikit-learn checks ran ten times
-    slower)."""
+    changed above. Two BLAS threads on small calls beside the core's OpenMP team make each side wait for the
+    other's spinning threads to leave the cores, many times the calls' own work."""
     return one_blas_thread() if flops <= SMALL_MATRIX_ROWS**3 / 3 else contextlib.nullcontext()
 
 
