@@ -108,10 +108,23 @@ class Kernel:
         self.threads = threads
 
     def pass_threads(self, entries: int) -> int:
-        """The threads of a native pass over ``entries`` kernel entries: the kernel's, but one for a pass below
-        SMALL_PASS_ENTRIES when no thread count was asked for (``threads`` 0): such a pass takes microseconds,
-        and waking a second thread costs more than it saves, many times more when that thread has to wait for
-        a core another library's spinning thread holds (BLAS's, after a small call beside the pass)."""
+        """The threads of a native pass over ``entries`` kernel entries.
+
+        The kernel's own count, but one for a pass below SMALL_PASS_ENTRIES when no thread count was asked for
+        (``threads`` 0): such a pass takes microseconds, and waking a second thread costs more than it saves,
+        many times more when that thread has to wait for a core another library's spinning thread holds (BLAS's,
+        after a small call beside the pass).
+
+        Parameters
+        ----------
+        entries : int
+            Kernel entries the pass evaluates.
+
+        Returns
+        -------
+        threads : int
+            For the core: 0 (OpenMP's default) or a count.
+        """
         return 1 if self.threads <= 0 and entries < SMALL_PASS_ENTRIES else self.threads
 
     # ---------------------------------------------------------------------------------------- identity
