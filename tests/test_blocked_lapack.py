@@ -13,10 +13,11 @@ from fastkpca.solvers import blocked_lapack as bl
 
 @pytest.fixture
 def small_blocks(monkeypatch):
-    """Panels of 32 columns (24 in the inverse), calls of at most 2e5 flops: the factor of a matrix above 84
-    rows and the inverse above 66 go by blocks."""
+    """Panels of 32 columns (24 in the inverse), calls of at most 2e5 flops, triangular solves split above 5
+    columns: the factor of a matrix above 84 rows and the inverse above 66 go by blocks."""
     monkeypatch.setattr(bl, "BLOCK", 32)
     monkeypatch.setattr(bl, "INVERSE_BLOCK", 24)
+    monkeypatch.setattr(bl, "TRSM_BLOCK", 5)  # the panels' triangular solves split down to 5 columns
     monkeypatch.setattr(bl, "POLL_FLOPS", 2e5)
 
 

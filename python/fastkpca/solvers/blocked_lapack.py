@@ -13,7 +13,7 @@ The algorithms (Golub and Van Loan, "Matrix Computations", 4th ed., §4.2.9 and 
 ``dtrtri`` and ``dlauum``), for the lower triangle of a Fortran-ordered n × n array A:
 
 - :func:`cholesky_in_place`: for each panel j, L_jj = chol(A_jj) (``dpotrf`` on the b × b block),
-  L_ij = A_ij L_jjᵀ⁻¹ below it (``dtrsm``), and the trailing matrix loses L_·j L_·jᵀ (``dsyrk`` on the
+  L_ij = A_ij L_jjᵀ⁻¹ below it (``dtrsm``, a wide triangle split so that most of its work is ``dgemm``), and the trailing matrix loses L_·j L_·jᵀ (``dsyrk`` on the
   diagonal blocks, ``dgemm`` below them), by column chunks.
 - :func:`cholesky_inverse_in_place`: A⁻¹ = L⁻ᵀ L⁻¹ from the factor, as ``dpotri``: first L⁻¹ in place
   (panels from the last: the panel's rows below the diagonal block become −(L⁻¹)_trailing L_·j L_jj⁻¹), then
@@ -40,6 +40,9 @@ __all__ = ["cholesky_in_place", "cholesky_inverse_in_place", "zero_strict_upper"
 #: panel's rows as one side, and ran faster with the wider panel on a 2-core AVX-512 machine).
 BLOCK = 256
 INVERSE_BLOCK = 1024
+#: The widest triangle a right-side triangular solve hands to ``dtrsm`` whole: a wider one is split in halves,
+#: the coupling between them a ``dgemm`` (:func:`_solve_right_lower`).
+TRSM_BLOCK = 256
 #: The most flops in one call; between calls Ctrl-C is answered. 1.6e10 flops is about a tenth of a second at a
 #: 2-core machine's DGEMM rate and a few tenths with another process on the cores; a smaller cut made the
 #: inverse's products narrow enough to run slower than LAPACK's.
@@ -79,7 +82,7 @@ def cholesky_in_place(A: np.ndarray) -> int:
     n = M.n
     if float(n) ** 3 / 3 <= POLL_FLOPS:  # within one call's work: LAPACK's, whole
         return _lapack_info("dpotrf", "L", M, 0, n)
-    trsm, syrk = routine("dtrsm"), routine("dsyrk")
+    syrk = routine("dsyrk")
     for j in range(0, n, BLOCK):
         b = min(BLOCK, n - j)
         info = _lapack_info("dpotrf", "L", M, j, b)
@@ -90,8 +93,7 @@ def cholesky_in_place(A: np.ndarray) -> int:
             break
         rows = _chunk(float(b) * b, least=1)
         for r in range(j + b, n, rows):  # L_ij = A_ij L_jj⁻ᵀ
-            trsm(_char("R"), _char("L"), _char("T"), _char("N"), _int(min(rows, n - r)), _int(b), _double(1.0),
-                 M.at(j, j), M.ld, M.at(r, j), M.ld)
+            _solve_right_lower(M, r, min(rows, n - r), j, b, "T", 1.0)
         k = j + b
         while k < n:  # the trailing matrix's columns k:k+w lose L_·j L_k:k+w,jᵀ
             w = min(n - k, max(BLOCK, _chunk(2.0 * (n - k) * b)))
@@ -123,7 +125,7 @@ def cholesky_inverse_in_place(L: np.ndarray) -> int:
 def _inverse_factor(M: Matrix) -> int:
     """L⁻¹ in place (``dtrtri``, lower, non-unit): panels from the last; the inverse of the trailing triangle T
     is already in place, so the panel's rows below its diagonal block become −T L_·j L_jj⁻¹."""
-    n, trmm, trsm = M.n, routine("dtrmm"), routine("dtrsm")
+    n, trmm = M.n, routine("dtrmm")
     for j in range(((n - 1) // INVERSE_BLOCK) * INVERSE_BLOCK, -1, -INVERSE_BLOCK):
         b = min(INVERSE_BLOCK, n - j)
         t = j + b  # the trailing triangle T = A[t:, t:], its panel rows B = A[t:, j:t]
@@ -141,12 +143,36 @@ def _inverse_factor(M: Matrix) -> int:
                 r1 = r0
             rows = _chunk(float(b) * b)
             for r in range(t, n, rows):  # B ← −B L_jj⁻¹
-                trsm(_char("R"), _char("L"), _char("N"), _char("N"), _int(min(rows, n - r)), _int(b),
-                     _double(-1.0), M.at(j, j), M.ld, M.at(r, j), M.ld)
+                _solve_right_lower(M, r, min(rows, n - r), j, b, "N", -1.0)
         info = _lapack_info("dtrtri", "L", M, j, b, _char("N"))
         if info:
             return j + info
     return 0
+
+
+def _solve_right_lower(M: Matrix, r: int, rows: int, j: int, b: int, trans: str, alpha: float) -> None:
+    """X = α B op(L)⁻¹ in place over B = M[r:r+rows, j:j+b], for the lower triangular L = M[j:j+b, j:j+b] and
+    op(L) = L ("N") or Lᵀ ("T"): LAPACK's ``dtrsm`` (side R), with a triangle wider than TRSM_BLOCK split in
+    halves L = [L₁₁ 0; L₂₁ L₂₂] and the coupling done by ``dgemm``, which runs at the machine's rate where
+    ``dtrsm`` on a wide triangle does not. The same substitution, blocked: X op(L) = αB by blocks of columns,
+    for "N" from the last (X₂ L₂₂ = αB₂, then X₁ L₁₁ = αB₁ − X₂ L₂₁), for "T" from the first (X₁ L₁₁ᵀ = αB₁,
+    then X₂ L₂₂ᵀ = αB₂ − X₁ L₂₁ᵀ)."""
+    if b <= TRSM_BLOCK:
+        routine("dtrsm")(_char("R"), _char("L"), _char(trans), _char("N"), _int(rows), _int(b), _double(alpha),
+                         M.at(j, j), M.ld, M.at(r, j), M.ld)
+        return
+    h = b // 2
+    if trans == "N":
+        _solve_right_lower(M, r, rows, j + h, b - h, trans, alpha)
+        # αB₁ − X₂ L₂₁ = α(B₁ − X₂ L₂₁ / α): B₁ takes −X₂ L₂₁ / α, then the solve scales by α
+        _gemm("N", "N", rows, h, b - h, -1.0 / alpha, M.at(r, j + h), M.ld, M.at(j + h, j), M.ld, 1.0,
+              M.at(r, j), M.ld)
+        _solve_right_lower(M, r, rows, j, h, trans, alpha)
+    else:
+        _solve_right_lower(M, r, rows, j, h, trans, alpha)
+        _gemm("N", "T", rows, b - h, h, -1.0 / alpha, M.at(r, j), M.ld, M.at(j + h, j), M.ld, 1.0,
+              M.at(r, j + h), M.ld)
+        _solve_right_lower(M, r, rows, j + h, b - h, trans, alpha)
 
 
 def _gemm_chunked_inner(ta: str, tb: str, m: int, n: int, k: int, M: Matrix, a: tuple, b: tuple,
