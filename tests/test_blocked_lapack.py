@@ -94,7 +94,7 @@ def test_the_default_cut_bounds_every_call(monkeypatch):
 
     monkeypatch.setattr(bl, "routine", lambda name: lambda *args: calls.append((name, args)))
     monkeypatch.setattr(bl, "_lapack_info", lambda *args: 0)
-    monkeypatch.setattr(bl, "_Matrix", lambda A: Shape())
+    monkeypatch.setattr(bl, "Matrix", lambda A: Shape())
     Shape.ld = None
     Shape.at = staticmethod(lambda i, j: (i, j))
     bl.cholesky_in_place(None)

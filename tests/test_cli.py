@@ -69,8 +69,6 @@ def test_errors_are_one_line(tmp_path, capsys):
     """Each error is one line on stderr and status 2: the first two cases (an unreadable file, an unknown
     command) through the command line's process, the others through its main() in this process (the same
     code, without a Python start of its own for each)."""
-    from fastkpca.__main__ import main
-
     bad = tmp_path / "bad.csv"
     bad.write_text("1,2\n3,x\n")
     good = tmp_path / "good.npy"
@@ -89,12 +87,8 @@ def test_errors_are_one_line(tmp_path, capsys):
         ("frobnicate",),
     ]
     for i, args in enumerate(cases):
-        if i == 0 or args == ("frobnicate",):
-            out = cli(*args)
-            code, err = out.returncode, out.stderr
-        else:
-            capsys.readouterr()
-            code, err = main([str(a) for a in args]), capsys.readouterr().err
+        out = cli(*args) if i == 0 or args == ("frobnicate",) else cli_in_process(capsys, *args)
+        code, err = out.returncode, out.stderr
         assert code == 2, (args, err)
         lines = err.strip().splitlines()
         assert len(lines) == 1 and lines[0].startswith("fastkpca: error:"), (args, err)

@@ -34,7 +34,7 @@ import ctypes
 
 import numpy as np
 
-from .lapack_calls import Matrix, character, integer, pointer, routine
+from .lapack_calls import Matrix, character, integer, pointer, precision, routine
 from .lapack_threads import interruptible
 
 __all__ = ["symmetric_eigh", "symmetric_eigenpairs", "PANEL", "PANEL_POLL_BYTES", "REFLECTOR_BLOCK", "POLL_FLOPS",
@@ -237,8 +237,8 @@ def _tridiagonal_eigenpairs_mrrr(d: np.ndarray, e: np.ndarray):
     """All eigenpairs of the tridiagonal T (``stemr``, as ``syevr`` calls it: relative accuracy tried);
     (None, None) when MRRR fails."""
     n, dtype = d.shape[0], d.dtype
-    call = routine(("s" if dtype == np.float32 else "d") + "stemr")
-    real = ctypes.c_float if dtype == np.float32 else ctypes.c_double
+    p, real = precision(dtype)
+    call = routine(p + "stemr")
     diagonal, off = d.copy(), np.zeros(n, dtype)
     off[:n - 1] = e
     values = np.empty(n, dtype)
@@ -266,8 +266,7 @@ def _tridiagonal_eigenpairs_bisection(d: np.ndarray, e: np.ndarray, lo: int, hi:
     LAPACK's default tolerance), vectors by inverse iteration (``stein``); ascending. Pairs whose inverse
     iteration failed are left out (as SciPy's subset driver returns fewer pairs)."""
     n, dtype = d.shape[0], d.dtype
-    p = "s" if dtype == np.float32 else "d"
-    real = ctypes.c_float if dtype == np.float32 else ctypes.c_double
+    p, real = precision(dtype)
     zero = ctypes.byref(real(0))
     wanted = hi - lo + 1
     values = np.empty(n, dtype)
@@ -305,15 +304,15 @@ def _apply_reflectors(M: Matrix, tau: np.ndarray, Z: np.ndarray) -> None:
     larft, larfb = M.routine("larft"), M.routine("larfb")
     T = np.empty((REFLECTOR_BLOCK, REFLECTOR_BLOCK), Z.dtype, order="F")
     reflectors = n - 1
+    work = np.empty((k, REFLECTOR_BLOCK), Z.dtype, order="F")  # larfb's workspace, for every block's chunks
     for i in range(((reflectors - 1) // REFLECTOR_BLOCK) * REFLECTOR_BLOCK, -1, -REFLECTOR_BLOCK):
         b = min(REFLECTOR_BLOCK, reflectors - i)
         rows = integer(reflectors - i)  # the block acts on Z's rows i + 1:
         larft(character("F"), character("C"), rows, integer(b), M.at(i + 1, i), M.ld, pointer(tau, i), pointer(T),
               integer(REFLECTOR_BLOCK))
         columns = max(1, min(k, int(POLL_FLOPS // (4.0 * b * (reflectors - i)))))
-        work = np.empty((columns, b), Z.dtype, order="F")
         for c0 in range(0, k, columns):
             w = min(columns, k - c0)
             larfb(character("L"), character("N"), character("F"), character("C"), rows, integer(w), integer(b),
                   M.at(i + 1, i), M.ld, pointer(T), integer(REFLECTOR_BLOCK), C.at(i + 1, c0), C.ld, pointer(work),
-                  integer(columns))
+                  integer(work.shape[0]))

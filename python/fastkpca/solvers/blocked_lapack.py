@@ -50,10 +50,6 @@ TRSM_BLOCK = 256
 POLL_FLOPS = 1.6e10
 
 
-def _Matrix(A: np.ndarray) -> Matrix:
-    return Matrix(A)  # square, float64
-
-
 def _double(value: float):
     return ctypes.byref(ctypes.c_double(value))
 
@@ -79,7 +75,7 @@ def cholesky_in_place(A: np.ndarray) -> int:
     triangle, such that Ctrl-C stops it (see the module). Returns LAPACK's info: 0, or k > 0 when the leading
     minor of order k is not positive definite (the factor is then incomplete). The strict upper triangle is
     not touched."""
-    M = _Matrix(A)
+    M = Matrix(A)
     n = M.n
     if float(n) ** 3 / 3 <= POLL_FLOPS:  # within one call's work: LAPACK's, whole
         return _lapack_info("dpotrf", "L", M, 0, n)
@@ -112,7 +108,7 @@ def cholesky_inverse_in_place(L: np.ndarray) -> int:
     """(L Lᵀ)⁻¹'s lower triangle in place over the lower Cholesky factor L (Fortran-ordered, float64), as
     LAPACK's ``dpotri`` computes it, such that Ctrl-C stops it (see the module). Returns LAPACK's info: 0, or
     k > 0 when L_kk is zero. The strict upper triangle is not touched."""
-    M = _Matrix(L)
+    M = Matrix(L)
     n = M.n
     if 2 * float(n) ** 3 / 3 <= POLL_FLOPS:  # within one call's work: LAPACK's, whole
         return _lapack_info("dpotri", "L", M, 0, n)

@@ -14,7 +14,7 @@ import functools
 
 import numpy as np
 
-__all__ = ["routine", "Matrix", "integer", "character", "pointer"]
+__all__ = ["routine", "Matrix", "precision", "integer", "character", "pointer"]
 
 
 @functools.cache
@@ -30,6 +30,11 @@ def routine(name: str, returns=None):
     get_pointer = ctypes.pythonapi.PyCapsule_GetPointer
     get_pointer.restype, get_pointer.argtypes = ctypes.c_void_p, [ctypes.py_object, ctypes.c_char_p]
     return ctypes.CFUNCTYPE(returns)(get_pointer(capsule, get_name(capsule)))
+
+
+def precision(dtype) -> tuple[str, type]:
+    """(the routines' prefix, the ctypes type of a scalar) for float32 ("s", c_float) or float64 ("d", c_double)."""
+    return ("s", ctypes.c_float) if np.dtype(dtype) == np.float32 else ("d", ctypes.c_double)
 
 
 def integer(value: int):
@@ -61,8 +66,7 @@ class Matrix:
         self.step = A.strides[1] // A.itemsize
         self.address = A.ctypes.data
         self.ld = integer(self.step)
-        self.prefix = "s" if A.dtype == np.float32 else "d"
-        self.real = ctypes.c_float if A.dtype == np.float32 else ctypes.c_double
+        self.prefix, self.real = precision(A.dtype)
         self.array = A  # kept alive while its address is used
 
     def at(self, i: int, j: int):

@@ -92,7 +92,7 @@ def blocked_threads(n: int):
     SMALL_MATRIX_ROWS rows (as :func:`factorisation_threads`), every thread above. Their symmetric rank-k updates
     write blocks of at most a few thousand rows, far below the sizes where the threaded ``dsyrk`` crashes, so
     LARGE_MATRIX_BYTES does not apply."""
-    return one_blas_thread() if n <= SMALL_MATRIX_ROWS else contextlib.nullcontext()
+    return small_algebra_threads(float(n) ** 3 / 3)
 
 
 def small_algebra_threads(flops: float):
