@@ -2,18 +2,23 @@
 GaussianProcessRegressor, GaussianProcessClassifier and SVM tests with fastkpca's classes (and
 spectral_embedding, spectral_clustering) swapped in.
 
-Used by tests/test_decomposition.py as ``python -m pytest -p sklearn_swap --pyargs
-sklearn.decomposition.tests.test_kernel_pca`` (and by tests/test_kernel_approximation.py and
-tests/test_kernel_ridge.py with ``sklearn.tests.test_kernel_approximation`` and
-``sklearn.tests.test_kernel_ridge``): the installed test module is imported after the swap, so
-its ``from sklearn.decomposition import KernelPCA`` gets fastkpca's class.
+Used by tests/test_sklearn_suites.py through ``run_swapped``: ``python -m pytest -p sklearn_swap --pyargs
+<modules>`` in a subprocess, so that the installed test modules are imported after the swap and their
+``from sklearn.decomposition import KernelPCA`` gets fastkpca's class.
 
-With ``FASTKPCA_TEST_STORAGE=matrix_free`` (or ``cached``) in the environment, every lanczos fit keeps its
-kernel in that storage mode instead of the one its memory limit allows (see ``force_storage``).
+With ``FASTKPCA_TEST_STORAGES=matrix_free,cached`` in the environment, each test of scikit-learn's KernelPCA
+module runs once as it is and once for each storage named, where "auto" takes the lanczos solver wherever it
+can (``prefer_lanczos``) and every lanczos fit keeps its kernel in that storage (``force_storage``) instead of
+the one its memory limit allows; the variants run in the same process as the rest, whose start (scikit-learn's
+import) is most of a run's cost at these sizes.
 """
 
 import os
 import sys
+
+import pytest
+
+KERNEL_PCA_TESTS = "sklearn.decomposition.tests.test_kernel_pca"
 
 
 def force_storage(storage):
@@ -32,6 +37,22 @@ def force_storage(storage):
 
     operators.plan_storage = plan
     return lambda: setattr(operators, "plan_storage", original)
+
+
+def prefer_lanczos():
+    """Make KernelPCA's "auto" take the lanczos solver wherever it can solve the fit (a symmetric kernel, fewer
+    components than samples) instead of the dense one the cost model picks at scikit-learn's test sizes, so that
+    a forced storage has fits to hold; returns a function that undoes it."""
+    from fastkpca.solvers import choice
+
+    original = choice.kernel_pca
+
+    def kernel_pca(requested, **kw):
+        lanczos = requested == "auto" and kw["symmetric"] and not kw["all_components"]
+        return original("lanczos" if lanczos else requested, **kw)
+
+    choice.kernel_pca = kernel_pca
+    return lambda: setattr(choice, "kernel_pca", original)
 
 
 # (module scikit-learn's tests import the class from, class name, the test module that uses it)
@@ -55,8 +76,25 @@ def pytest_configure(config):
 
     for module, name, _ in SWAPS:
         setattr(importlib.import_module(module), name, getattr(fastkpca, name))
-    if os.environ.get("FASTKPCA_TEST_STORAGE"):
-        force_storage(os.environ["FASTKPCA_TEST_STORAGE"])
+
+
+@pytest.fixture(autouse=True)
+def fastkpca_storage(request):
+    """The storage forced for this test (its parameter, from pytest_generate_tests), undone after it; none
+    for a test without one."""
+    storage = getattr(request, "param", None)
+    undo = [force_storage(storage), prefer_lanczos()] if storage else []
+    yield storage
+    for step in undo:
+        step()
+
+
+def pytest_generate_tests(metafunc):
+    storages = os.environ.get("FASTKPCA_TEST_STORAGES")
+    if storages and metafunc.module.__name__ == KERNEL_PCA_TESTS:
+        forced = [None, *storages.split(",")]
+        metafunc.parametrize("fastkpca_storage", forced, indirect=True,
+                             ids=[storage or "planned" for storage in forced])
 
 
 def pytest_collection_modifyitems(session, config, items):
@@ -72,6 +110,10 @@ def pytest_collection_modifyitems(session, config, items):
         if held is None:
             held = getattr(importlib.import_module(source), name)
         assert held is getattr(fastkpca, name), f"the {name} swap did not take"
+    if os.environ.get("FASTKPCA_TEST_STORAGES"):  # every storage named got its runs of the KernelPCA module
+        forced = {item.callspec.params.get("fastkpca_storage") for item in items
+                  if item.module.__name__ == KERNEL_PCA_TESTS and hasattr(item, "callspec")}
+        assert forced == {None, *os.environ["FASTKPCA_TEST_STORAGES"].split(",")}, forced
 
 
 def run_swapped(*test_modules: str, environment: dict | None = None, deselect: str | None = None) -> dict:

@@ -2,8 +2,10 @@
 modules import them): KernelPCA, Nystroem, KernelRidge, SpectralEmbedding / spectral_embedding,
 SpectralClustering / spectral_clustering, GaussianProcessRegressor, GaussianProcessClassifier and the five SVM
 classes, from the installed scikit-learn. All the modules run in one pytest process (scikit-learn's import is
-most of a process's start), with its float32 variants on; KernelPCA's module runs again with every tiled fit
-forced matrix-free, then cached.
+most of a process's start), with its float32 variants on; each test of KernelPCA's module runs also with
+every "auto" fit that Lanczos can solve given to Lanczos (sklearn_swap.prefer_lanczos: the cost model picks the
+dense solver at these sizes) and its kernel forced matrix-free, then cached (sklearn_swap.force_storage:
+instead of the packed matrix the memory limit allows).
 
 Deselected, with the reason: test_svm.py's test_svr_errors fits a kernel that returns a 1×1 matrix for two
 samples and expects the fit to pass; fastkpca refuses it at fit with a ValueError naming the kernel and the
@@ -11,20 +13,13 @@ shape. test_gpc.py's test_lml_gradient cases that scikit-learn marks xfail (its 
 scikit-learn issue 31366) pass here: they are reported as xpassed.
 """
 
-import pytest
-
 from sklearn_swap import SWAPS, run_swapped
 
 MODULES = tuple(dict.fromkeys(test for _, _, test in SWAPS))
 
 
 def test_scikit_learns_test_modules_pass():
-    counts = run_swapped(*MODULES, environment={"SKLEARN_RUN_FLOAT32_TESTS": "1"}, deselect="test_svr_errors")
+    counts = run_swapped(*MODULES, environment={"SKLEARN_RUN_FLOAT32_TESTS": "1",
+                                                 "FASTKPCA_TEST_STORAGES": "matrix_free,cached"},
+                         deselect="test_svr_errors")
     assert set(counts) == set(MODULES)
-
-
-@pytest.mark.parametrize("storage", ["matrix_free", "cached"])
-def test_kernel_pca_module_passes_in_every_tiled_storage(storage):
-    """The kernel in the storage forced (sklearn_swap.force_storage) wherever the memory limit allows a tiled
-    one, instead of the packed matrix it allows at these sizes."""
-    run_swapped("sklearn.decomposition.tests.test_kernel_pca", environment={"FASTKPCA_TEST_STORAGE": storage})
