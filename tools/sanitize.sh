@@ -42,7 +42,7 @@ export ASAN_OPTIONS="detect_leaks=0:abort_on_error=1:halt_on_error=1:strict_stri
 export UBSAN_OPTIONS="print_stacktrace=1:halt_on_error=1:log_path=$reports/ubsan"
 export FASTKPCA_SANITIZER_STAGE=1
 status=0
-python -m pytest -q -p no:cacheprovider \
+python -m pytest -q -p no:cacheprovider -n 0 \
   -k "not peak_memory and not allocates_no_square and not ctrl_c" "$@" || status=$?
 if compgen -G "$reports/*" > /dev/null; then
   echo "sanitize.sh: sanitizer reports:" >&2
