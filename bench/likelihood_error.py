@@ -106,8 +106,8 @@ def main(argv=None) -> int:
     p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("--data", default="hard,sf_temps", help="comma-separated: hard, sf_temps")
     p.add_argument("--n", type=int, default=None,
-                   help="samples of each data set (default: hard 5,000; sf_temps 2,000, where the noise at 5,000 hours, "
-                        "1.4e-4 of the variance, makes one refined cg value take over ten minutes on 2 cores)")
+                   help="samples of each data set (default: hard 5,000; sf_temps 2,000, where the noise at 5,000 "
+                        "hours, 1.4e-4 of the variance, makes one refined cg value take over ten minutes on 2 cores)")
     p.add_argument("--draws", type=int, default=5)
     p.add_argument("--seed", type=int, default=1)
     p.add_argument("--json", default=None)
