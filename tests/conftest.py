@@ -27,6 +27,32 @@ if os.environ.get("PYTEST_XDIST_WORKER"):
         _native.load(_level)
     _ONE_OPENMP_THREAD = threadpoolctl.threadpool_limits(1, user_api="openmp")
 
+#: Test files whose tests run teams of threads on purpose (thread counts, every ISA level's parallel paths):
+#: in two workers each of their tests has the machine to itself (_machine_share), since a team that shares its
+#: cores with the other worker's test waits for them at every parallel region (ten times slower here).
+THREAD_TEAM_FILES = frozenset({"test_operators.py", "test_memory_safety.py", "test_eigsh.py", "test_micro_kernel.py",
+                               "test_float32_products.py"})
+
+
+@pytest.fixture(autouse=True)
+def _machine_share(request):
+    """In a worker: a shared lock on a file of this run around every test, an exclusive one around the tests of
+    THREAD_TEAM_FILES, so that those run while the other worker waits."""
+    try:
+        import fcntl
+    except ImportError:  # (no flock: Windows) the tests share the machine as they come
+        fcntl = None
+    run = os.environ.get("PYTEST_XDIST_TESTRUNUID")
+    if not run or fcntl is None:
+        yield
+        return
+    import tempfile
+
+    exclusive = request.node.path.name in THREAD_TEAM_FILES
+    with open(os.path.join(tempfile.gettempdir(), f"fastkpca-tests-{run}.lock"), "a") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX if exclusive else fcntl.LOCK_SH)
+        yield
+
 
 def _runnable_levels():
     from fastkpca import _native
