@@ -36,21 +36,52 @@ settings.register_profile("ci", max_examples=40, deadline=None, derandomize=True
 settings.load_profile("ci" if os.environ.get("CI") else "default")
 
 #: Test files whose tests run teams of threads on purpose (thread counts, every ISA level's parallel paths):
-#: in two workers each of their tests has the machine to itself (_machine_share), since a team that shares its
+#: in two workers each of them has the machine to itself (_machine_to_itself), since a team that shares its
 #: cores with the other worker's test waits for them at every parallel region (ten times slower here).
 THREAD_TEAM_FILES = frozenset({"test_operators.py", "test_memory_safety.py", "test_eigsh.py", "test_micro_kernel.py",
                                "test_float32_products.py"})
 
 
-@pytest.fixture(autouse=True)
-def _machine_share(request):
-    """In a worker: a shared lock on MACHINE_LOCK around every test, an exclusive one around the tests of
-    THREAD_TEAM_FILES, so that those run while the other worker waits."""
-    if MACHINE_LOCK is None:
+#: The files that take longest, longest first. The two workers start on them (xdist's own order, by number of
+#: tests, is turned off in pyproject.toml's addopts), so that none of them starts last and runs alone while the
+#: other worker has finished, and none is running its one long test when a THREAD_TEAM_FILES file waits for it.
+LONG_FILES = ("test_sklearn_suites.py", "test_reliability.py", "test_dask.py", "test_gaussian_process_cg.py",
+              "test_gaussian_process_classifier.py", "test_decomposition.py", "test_hostile_input.py")
+
+
+def pytest_collection_modifyitems(items):
+    """LONG_FILES first, in their order; every other file after them, in collection order."""
+    rank = {name: position for position, name in enumerate(LONG_FILES)}
+    items.sort(key=lambda item: rank.get(item.path.name, len(rank)))
+
+
+def _machine_lock(shared):
+    """The context of a lock on MACHINE_LOCK, shared or exclusive."""
+    lock = open(MACHINE_LOCK, "a")
+    fcntl.flock(lock, fcntl.LOCK_SH if shared else fcntl.LOCK_EX)
+    return lock
+
+
+@pytest.fixture(autouse=True, scope="module")
+def _machine_to_itself(request):
+    """In a worker: an exclusive lock on MACHINE_LOCK around a whole file of THREAD_TEAM_FILES, so that its
+    tests run while the other worker waits. A lock a file rather than a test: the worker waits once for the
+    test the other one is running (up to a minute), not once a test."""
+    if MACHINE_LOCK is None or request.path.name not in THREAD_TEAM_FILES:
         yield
         return
-    with open(MACHINE_LOCK, "a") as lock:
-        fcntl.flock(lock, fcntl.LOCK_EX if request.node.path.name in THREAD_TEAM_FILES else fcntl.LOCK_SH)
+    with _machine_lock(shared=False):
+        yield
+
+
+@pytest.fixture(autouse=True)
+def _machine_share(request):
+    """In a worker: a shared lock on MACHINE_LOCK around every test outside THREAD_TEAM_FILES (whose file holds
+    the exclusive one already: a second lock of the same process on another descriptor would wait for it)."""
+    if MACHINE_LOCK is None or request.node.path.name in THREAD_TEAM_FILES:
+        yield
+        return
+    with _machine_lock(shared=True):
         yield
 
 
