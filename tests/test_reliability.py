@@ -284,6 +284,43 @@ def test_concurrent_calls_from_python_threads(rng):
         np.testing.assert_allclose(vals, vals_ref, rtol=1e-9)
 
 
+def test_one_blas_thread_from_overlapping_threads():
+    """Two Python threads' one-BLAS-thread contexts overlapping (the first opens, the second opens, the first
+    closes, the second closes: two fits in joblib's threading backend): BLAS stays on one thread while either
+    is open and is back on its threads after both. Each context restoring what it found left it on one."""
+    import threading
+
+    from threadpoolctl import threadpool_limits
+
+    from fastkpca.solvers import lapack_threads as lt
+
+    steps = [threading.Event() for _ in range(3)]
+    seen = {}
+
+    def first():
+        with lt.one_blas_thread():
+            steps[0].set()
+            steps[1].wait(10)
+        seen["first closed"] = lt.blas_threads()
+        steps[2].set()
+
+    def second():
+        steps[0].wait(10)
+        with lt.one_blas_thread():
+            steps[1].set()
+            steps[2].wait(10)
+            seen["second open"] = lt.blas_threads()
+
+    with threadpool_limits(2, user_api="blas"):
+        threads = [threading.Thread(target=first), threading.Thread(target=second)]
+        for thread in threads:
+            thread.start()
+        for thread in threads:
+            thread.join(20)
+        assert seen == {"first closed": 1, "second open": 1}
+        assert lt.blas_threads() == 2
+
+
 @pytest.mark.parametrize("backend", ["threading", "loky"])
 def test_inside_joblib_workers(backend, rng):
     joblib = pytest.importorskip("joblib")
@@ -293,9 +330,13 @@ def test_inside_joblib_workers(backend, rng):
     def fit(seed):
         return fastkpca.KernelPCA(3, kernel="rbf", random_state=seed).fit(X).eigenvalues_
 
+    from fastkpca.solvers.lapack_threads import blas_threads
+
+    before = blas_threads()
     results = joblib.Parallel(n_jobs=2, backend=backend, timeout=120)(joblib.delayed(fit)(s) for s in range(4))
     for r in results[1:]:
         np.testing.assert_allclose(r, results[0], rtol=1e-9)
+    assert blas_threads() == before  # the fits' one-BLAS-thread contexts overlapped: the count is restored
 
 
 def test_fork_after_a_parallel_call():

@@ -103,11 +103,53 @@ def small_algebra_threads(flops: float):
     return one_blas_thread() if flops <= SMALL_MATRIX_ROWS**3 / 3 else contextlib.nullcontext()
 
 
+#: How many contexts of :func:`one_blas_thread` are open now, in any Python thread, and the BLAS libraries'
+#: thread counts from before the first of them.
+_one_thread_lock = threading.Lock()
+_one_thread_users = 0
+_threads_before: list = []
+
+
+def _set_blas_threads(library, count: int) -> None:
+    """Set a BLAS library's thread count (the process's) from whichever Python thread. threadpoolctl from 3.8
+    lets only the Python thread that set OpenBLAS's count last set it again while that thread lives (its
+    "controlling thread", until its own limits end), and ignores the others without a word: the control is
+    taken from whichever thread holds it for the setting and given back after it."""
+    release = getattr(type(library), "clear_controlling_thread", None)
+    if release is not None:
+        release(force=True)
+    library.set_num_threads(count)
+    if release is not None:
+        release(force=True)
+
+
+@contextlib.contextmanager
 def one_blas_thread():
     """A context in which NumPy's and SciPy's BLAS run on one thread: the dense algebra beside the native
     passes is small, and OpenBLAS's threads spin for a while after each call, taking cores from the next pass
-    (and, under load, slowing the call itself many times over)."""
-    return _controller().limit(limits=1, user_api="blas")
+    (and, under load, slowing the call itself many times over).
+
+    BLAS's thread count belongs to the process, and fits may run in several Python threads at once (joblib's
+    threading backend): the first context to open sets one thread and the last to close restores the counts
+    from before the first. (Each context saving and restoring on its own, two that overlapped restored in the
+    wrong order and left the process on one BLAS thread for good.)"""
+    global _one_thread_users, _threads_before
+    with _one_thread_lock:
+        if _one_thread_users == 0:
+            _threads_before = [(library, library.num_threads)
+                               for library in _controller().select(user_api="blas").lib_controllers]
+            for library, _ in _threads_before:
+                _set_blas_threads(library, 1)
+        _one_thread_users += 1
+    try:
+        yield
+    finally:
+        with _one_thread_lock:
+            _one_thread_users -= 1
+            if _one_thread_users == 0:
+                for library, count in _threads_before:
+                    _set_blas_threads(library, count)
+                _threads_before = []
 
 
 def on_one_blas_thread(method):
