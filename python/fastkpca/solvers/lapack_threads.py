@@ -156,9 +156,7 @@ def on_one_blas_thread(method):
     """The method (a decorator) with NumPy's BLAS on one thread (:func:`one_blas_thread`): the iterative Gaussian
     process solvers' dense algebra, beside the native passes, is small; under load two BLAS threads made the
     preconditioner's r × r factorisations many times slower, and Ctrl-C waited for them. (Not the regression's
-    predictive variances: there one BLAS thread put the standard deviations of
-    tests/test_gaussian_process_cg.py's amplitude-dwarfs case off the Cholesky fit's by more than two did, for
-    a reason not found.)"""
+    predictive variances, which run on NumPy's threads.)"""
     @functools.wraps(method)
     def wrapped(*args, **kwargs):
         with one_blas_thread():

@@ -42,7 +42,10 @@ evaluations, as their iteration counts say pays (rank.py); the final solve fixes
 
 Predictions: the mean is K(X*, X)α; the variances k** − k*ᵀK̂⁻¹k* by block CG on the test points' kernel
 columns, in chunks, with the fit's preconditioner, each quadratic form taken as vᵀ(k* + r) from CG's
-v ≈ K̂⁻¹k* and its true residual r (error second order in r: _with_residual). A chunk of c points holds
+v ≈ K̂⁻¹k* and its true residual r (error −rᵀK̂⁻¹r, second order in r: _with_residual), and CG goes on for
+the columns where that error, estimated as rᵀP⁻¹r, is still above ``final_tol`` of the variance it leaves
+(_quadratic_form_solve: at an amplitude 10⁸ times the variance, final_tol's residual alone left it 0.3% off
+the Cholesky fit's at some points). A chunk of c points holds
 pcg's blocks (cg.pcg_bytes) and the kernel pass's working memory (operators.pass_bytes: about 15 n-vectors
 a column for wide chunks, more for narrow ones, its widths rounded up to 8), beside the preconditioner and
 the kernel's storage; the chunk and the storage are planned together within the memory limit
@@ -75,7 +78,7 @@ from .refined_estimate import GRADIENT_GROUPS, batch_standard_error, probe_group
 from .subset_start import subset_start
 from .memory import IterativeMemory, PlannedMemory, largest
 from .rank import RankSearch, factor_bytes_per_entry, preconditioner_rank
-from ..cg import pcg, pcg_bytes
+from ..cg import PCG_BLOCKS, pcg, pcg_bytes
 from ..lapack_threads import on_one_blas_thread
 from ..lanczos_cg import quadrature_log
 from ..low_rank import CHUNK_ROWS
@@ -87,19 +90,25 @@ def _cross_columns(rows, X_new, kernel):
     return kernel.cross(rows, X_new)
 
 
-def _with_residual(K_cross: np.ndarray, info: dict) -> np.ndarray:
-    """K* + R in K*'s memory, R = K* − K̂V the true residual pcg checked (K* alone where it has none), so that
-    (K* + R)ᵀV stands for K*ᵀK̂⁻¹K*. With K̂V = K* − R, (K* + R)ᵀV = (K* + R)ᵀK̂⁻¹(K* − R) = K*ᵀK̂⁻¹K* − RᵀK̂⁻¹R
-    + (RᵀK̂⁻¹K* − K*ᵀK̂⁻¹R): its diagonal's error, −rᵀK̂⁻¹r, is second order in r where K*ᵀV's, −rᵀK̂⁻¹k*, is
-    first order, and the off-diagonal's first-order part is antisymmetric, which symmetrising removes. The
-    variance k** − k*ᵀK̂⁻¹k* is a small difference of large numbers when the amplitude is many times the
-    posterior variance (the RBF fit of bench/gaussian_process.py at 20,000 samples), where K*ᵀV at final_tol
-    1e-6 put the standard deviations far further off the Cholesky fit's than this form does."""
-    R = info["residual_block"]
+def _with_residual(K_cross: np.ndarray, R: np.ndarray | None) -> np.ndarray:
+    """K* + R in K*'s memory, R = K* − K̂V the true residual pcg checked (K* alone where it has none: None),
+    so that (K* + R)ᵀV stands for K*ᵀK̂⁻¹K*. With K̂V = K* − R,
+    (K* + R)ᵀV = (K* + R)ᵀK̂⁻¹(K* − R) = K*ᵀK̂⁻¹K* − RᵀK̂⁻¹R + (RᵀK̂⁻¹K* − K*ᵀK̂⁻¹R): its diagonal's error,
+    −rᵀK̂⁻¹r, is second order in r where K*ᵀV's, −rᵀK̂⁻¹k*, is first order, and the off-diagonal's first-order
+    part is antisymmetric, which symmetrising removes. The variance k** − k*ᵀK̂⁻¹k* is a small difference of
+    large numbers when the amplitude is many times the posterior variance (the RBF fit of
+    bench/gaussian_process.py at 20,000 samples), where K*ᵀV at final_tol 1e-6 put the standard deviations far
+    further off the Cholesky fit's than this form does."""
     if R is not None:
         K_cross += R
     return K_cross
 
+
+#: Rounds at most of the predictive variances' further CG (IterativeSolver._quadratic_form_solve), and how far
+#: below its target each round aims the quadratic form's estimated error (a residual's square: its tolerance
+#: falls by the square root of the ratio).
+QUADRATIC_FORM_ROUNDS = 2
+QUADRATIC_FORM_MARGIN = 0.25
 
 #: Rounds at most while the optimum settles (IterativeSolver.settle), and how many times the fit's first probes
 #: they may take (16 probes become 256 at most).
@@ -582,12 +591,51 @@ class IterativeSolver(PlannedMemory):
             matmat = self._matmat(op)
             for start in range(0, n_new, rows):
                 Kt = self._cross(kernel, X_new[start:start + rows])  # n × c
-                V, info = pcg(matmat, Kt, precondition=pre, tol=self.settings.final_tol,
-                              maxiter=self.settings.max_iter)
-                self._check(info, "the predictive variances' conjugate gradients", stacklevel=4)
-                out[start:start + Kt.shape[1]] -= np.einsum("ij,ij->j", _with_residual(Kt, info), V)
-                del Kt, V, info  # the next chunk's blocks replace these, not join them
+                chunk = slice(start, start + Kt.shape[1])
+                V, R = self._quadratic_form_solve(matmat, Kt, out[chunk],
+                                                  "the predictive variances' conjugate gradients")
+                out[chunk] -= np.einsum("ij,ij->j", _with_residual(Kt, R), V)
+                del Kt, V, R  # the next chunk's blocks replace these, not join them
         return out
+
+    def _quadratic_form_solve(self, matmat, Kt: np.ndarray, prior: np.ndarray, what: str):
+        """(V, R): V ≈ K̂⁻¹K* by pcg to ``final_tol``, R = K* − K̂V its true residual (None where pcg has none),
+        for the quadratic forms (k* + r)ᵀv ≈ k*ᵀK̂⁻¹k* subtracted from ``prior`` (k** per column).
+
+        A form's error is −rᵀK̂⁻¹r (_with_residual): at final_tol it is final_tol²·‖k*‖²/λ at worst, which
+        matters where k** is many times the variance k** − k*ᵀK̂⁻¹k* (a large amplitude over a small noise). The
+        error is estimated as rᵀP⁻¹r (P the fit's preconditioner, close to K̂ where it helps CG most), and CG
+        goes on from V, up to QUADRATIC_FORM_ROUNDS times, for the columns whose estimate is above
+        ``final_tol`` of their variance (or of a few ulps of k**, the subtraction's own rounding), each to a
+        residual QUADRATIC_FORM_MARGIN of the way there; a round's columns at most 6/9 of the chunk's, so that
+        V, K* and R beside pcg's blocks stay within the PCG_BLOCKS blocks planned for the chunk. Those rounds
+        only go further than final_tol and warn of nothing; the first solve's ConvergenceWarning stands."""
+        pre, settings = self.preconditioner, self.settings
+        V, info = pcg(matmat, Kt, precondition=pre, tol=settings.final_tol, maxiter=settings.max_iter)
+        self._check(info, what, stacklevel=5)
+        R, residuals = info["residual_block"], info["residuals"]
+        del info
+        if R is None:
+            return V, None
+        columns = Kt.shape[1]
+        width = max(1, (PCG_BLOCKS - 3) * columns // PCG_BLOCKS)
+        for _ in range(QUADRATIC_FORM_ROUNDS):
+            error = np.einsum("ij,ij->j", R, pre(R))  # rᵀP⁻¹r ≈ rᵀK̂⁻¹r
+            variance = prior - np.einsum("ij,ij->j", Kt, V) - np.einsum("ij,ij->j", R, V)
+            target = settings.final_tol * np.maximum(variance, 16 * np.finfo(np.float64).eps * np.abs(prior))
+            short = np.flatnonzero(error > target)
+            if not short.size:
+                break
+            tol = residuals[short] * np.sqrt(QUADRATIC_FORM_MARGIN * target[short] / error[short])
+            for part in range(0, short.size, width):
+                group = short[part:part + width]
+                V[:, group], info = pcg(matmat, Kt[:, group], precondition=pre, tol=tol[part:part + width],
+                                        maxiter=settings.max_iter, x0=V[:, group])
+                if info["residual_block"] is None:  # no true residual: the forms stay as they were
+                    return V, None
+                R[:, group], residuals[group] = info["residual_block"], info["residuals"]
+                del info
+        return V, R
 
     def covariance(self, kernel, X_new) -> np.ndarray:
         """K(X*, X*) − K*ᵀK̂⁻¹K* by block CG (a small test set: n × n_new arrays)."""
@@ -603,11 +651,11 @@ class IterativeSolver(PlannedMemory):
                        "predict return_std=True takes any number of points")
         plan = self._plan(kernel, n_new, other)
         Kt = self._cross(kernel, X_new)
+        prior = np.asarray(kernel.cross(X_new), dtype=np.float64)
         with self._operator(kernel, plan) as op:
-            V, info = pcg(self._matmat(op), Kt, precondition=pre, tol=self.settings.final_tol,
-                          maxiter=self.settings.max_iter)
-        self._check(info, "the posterior covariance's conjugate gradients", stacklevel=4)
-        cov = np.asarray(kernel.cross(X_new), dtype=np.float64) - _with_residual(Kt, info).T @ V
+            V, R = self._quadratic_form_solve(self._matmat(op), Kt, np.diagonal(prior).copy(),
+                                              "the posterior covariance's conjugate gradients")
+        cov = prior - _with_residual(Kt, R).T @ V
         return 0.5 * (cov + cov.T)  # symmetrising also removes the first-order error (_with_residual)
 
     def fitted_attributes(self) -> dict:
