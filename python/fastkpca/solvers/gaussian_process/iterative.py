@@ -611,6 +611,7 @@ class IterativeSolver(PlannedMemory):
         V, K* and R beside pcg's blocks stay within the PCG_BLOCKS blocks planned for the chunk. Those rounds
         only go further than final_tol and warn of nothing; the first solve's ConvergenceWarning stands."""
         pre, settings = self.preconditioner, self.settings
+        assert pre is not None
         V, info = pcg(matmat, Kt, precondition=pre, tol=settings.final_tol, maxiter=settings.max_iter)
         self._check(info, what, stacklevel=5)
         R, residuals = info["residual_block"], info["residuals"]
