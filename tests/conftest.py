@@ -12,9 +12,9 @@ if os.environ.get("PYTEST_XDIST_WORKER"):
     # Before the OpenMP runtime loads (it reads this once; NumPy's OpenBLAS does not load it): a worker's idle
     # OpenMP threads sleep instead of spinning on cores the other worker's test needs. Each worker's native
     # passes take one OpenMP thread unless a test asks for more (n_jobs, threads): two teams of spinning threads
-    # on two cores made the thread-count tests three times slower. NumPy's BLAS keeps its threads: results that
-    # depend on its rounding stay those of a single-process run. The processes a test starts (interrupts,
-    # exits, memory peaks) keep every default.
+    # on two cores made the thread-count tests three times slower. NumPy's and SciPy's BLAS take one thread as
+    # well (two workers' two BLAS threads each spin on two cores); the tests whose subject is BLAS's thread
+    # count set their own. The processes a test starts (interrupts, exits, memory peaks) keep every default.
     os.environ.setdefault("OMP_WAIT_POLICY", "PASSIVE")
     import threadpoolctl
 
@@ -22,7 +22,9 @@ if os.environ.get("PYTEST_XDIST_WORKER"):
 
     for _level in _native.runnable_levels():  # every ISA module's OpenMP runtime loaded, then limited
         _native.load(_level)
-    _ONE_OPENMP_THREAD = threadpoolctl.threadpool_limits(1, user_api="openmp")
+    import scipy.linalg  # noqa: F401  (SciPy's own OpenBLAS loaded, to be limited too)
+
+    _ONE_THREAD = threadpoolctl.threadpool_limits(1)
     try:
         import fcntl
     except ImportError:  # the tests share the machine as they come
