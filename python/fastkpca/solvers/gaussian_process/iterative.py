@@ -630,12 +630,11 @@ class IterativeSolver(PlannedMemory):
             tol = residuals[short] * np.sqrt(QUADRATIC_FORM_MARGIN * target[short] / error[short])
             for part in range(0, short.size, width):
                 group = short[part:part + width]
-                V[:, group], info = pcg(matmat, Kt[:, group], precondition=pre, tol=tol[part:part + width],
-                                        maxiter=settings.max_iter, x0=V[:, group])
-                if info["residual_block"] is None:  # no true residual: the forms stay as they were
-                    return V, None
-                R[:, group], residuals[group] = info["residual_block"], info["residuals"]
-                del info
+                further, info = pcg(matmat, Kt[:, group], precondition=pre, tol=tol[part:part + width],
+                                    maxiter=settings.max_iter, x0=V[:, group])
+                if info["residual_block"] is not None:  # else no true residual: these columns stay as they were
+                    V[:, group], R[:, group], residuals[group] = further, info["residual_block"], info["residuals"]
+                del further, info
         return V, R
 
     def covariance(self, kernel, X_new) -> np.ndarray:
