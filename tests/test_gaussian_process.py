@@ -277,7 +277,8 @@ def test_large_factorisations_run_on_one_blas_thread():
 
     with threadpool_limits(2, user_api="blas"):  # whatever the run's own count (one in the suite's workers)
         before = blas_threads()
-        assert set(before) == {2}
+        if set(before) != {2}:
+            pytest.skip(f"this BLAS does not take two threads ({before})")
         with factorisation_threads(16_384):  # 2 GiB exactly
             assert set(blas_threads()) == {1}
         assert blas_threads() == before

@@ -321,6 +321,54 @@ def test_one_blas_thread_from_overlapping_threads():
         assert lt.blas_threads() == 2
 
 
+@pytest.mark.skipif(not hasattr(os, "fork"), reason="no fork on this platform")
+def test_fork_inside_another_threads_one_blas_thread():
+    """A process forked while another Python thread has BLAS on one thread: the child, which has no such
+    thread, gets its BLAS threads back and opens and closes contexts of its own (a lock held by the other
+    thread at the fork would have hung it)."""
+    import threading
+
+    from threadpoolctl import threadpool_limits
+
+    from fastkpca.solvers import lapack_threads as lt
+
+    opened, release = threading.Event(), threading.Event()
+
+    def hold():
+        with lt.one_blas_thread():
+            opened.set()
+            release.wait(20)
+
+    with threadpool_limits(2, user_api="blas"):
+        holder = threading.Thread(target=hold)
+        holder.start()
+        try:
+            assert opened.wait(10) and lt.blas_threads() == 1
+            pid = os.fork()
+            if pid == 0:  # the child: exit status 0 only if every check holds
+                status = 1
+                try:
+                    if lt.blas_threads() == 2:
+                        with lt.one_blas_thread():
+                            inside = lt.blas_threads()
+                        status = 0 if inside == 1 and lt.blas_threads() == 2 else 3
+                finally:
+                    os._exit(status)
+            deadline = time.monotonic() + 30
+            while (done := os.waitpid(pid, os.WNOHANG))[0] == 0 and time.monotonic() < deadline:
+                time.sleep(0.05)
+            if done[0] == 0:
+                os.kill(pid, signal.SIGKILL)
+                os.waitpid(pid, 0)
+                pytest.fail("the forked child hung")
+            assert os.waitstatus_to_exitcode(done[1]) == 0
+            assert lt.blas_threads() == 1  # the parent's holder still has its context
+        finally:
+            release.set()
+            holder.join(20)
+        assert lt.blas_threads() == 2
+
+
 @pytest.mark.parametrize("backend", ["threading", "loky"])
 def test_inside_joblib_workers(backend, rng):
     joblib = pytest.importorskip("joblib")
@@ -330,13 +378,16 @@ def test_inside_joblib_workers(backend, rng):
     def fit(seed):
         return fastkpca.KernelPCA(3, kernel="rbf", random_state=seed).fit(X).eigenvalues_
 
+    from threadpoolctl import threadpool_limits
+
     from fastkpca.solvers.lapack_threads import blas_threads
 
-    before = blas_threads()
-    results = joblib.Parallel(n_jobs=2, backend=backend, timeout=120)(joblib.delayed(fit)(s) for s in range(4))
+    with threadpool_limits(2, user_api="blas"):  # whatever the run's own count (one in the suite's workers)
+        results = joblib.Parallel(n_jobs=2, backend=backend, timeout=120)(joblib.delayed(fit)(s) for s in range(4))
+        # the fits' one-BLAS-thread contexts overlapped in the threading backend: the count is restored
+        assert blas_threads() == 2
     for r in results[1:]:
         np.testing.assert_allclose(r, results[0], rtol=1e-9)
-    assert blas_threads() == before  # the fits' one-BLAS-thread contexts overlapped: the count is restored
 
 
 def test_fork_after_a_parallel_call():

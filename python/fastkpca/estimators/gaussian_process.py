@@ -119,9 +119,10 @@ class GaussianProcessRegressor(EngineFitted, MultiOutputMixin, RegressorMixin, B
     final_tol : float, default=1e-6
         cg: relative residual of the final solve for ``alpha_`` and of the exact predictive variances and
         covariance, checked on the true residual (CG resumes from it where its recurrence drifted); a
-        ConvergenceWarning says when ``max_iter`` stopped one short. A variance's CG then goes on while its
-        estimated error (rᵀP⁻¹r, r the residual) is above ``final_tol`` of the variance: where the kernel's
-        amplitude is many times the variance, the residual alone leaves it far less accurate.
+        ConvergenceWarning says when ``max_iter`` stopped one short. A variance's CG then goes on, for two
+        rounds at most, where its estimated error (rᵀP⁻¹r, r the residual) is above ``final_tol`` of the
+        variance: where the kernel's amplitude is many times the variance, the residual alone leaves it far
+        less accurate.
     preconditioner_rank : int, default=None
         cg: rank of the randomly pivoted Cholesky preconditioner, kept through the fit (0: the diagonal only).
         None: the fit starts at 1024 within half of ``memory_limit`` (and lower where CG's blocks and the

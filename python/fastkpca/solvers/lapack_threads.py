@@ -34,6 +34,7 @@ from __future__ import annotations
 import atexit
 import contextlib
 import functools
+import os
 import threading
 
 import numpy as np
@@ -103,11 +104,17 @@ def small_algebra_threads(flops: float):
     return one_blas_thread() if flops <= SMALL_MATRIX_ROWS**3 / 3 else contextlib.nullcontext()
 
 
-#: How many contexts of :func:`one_blas_thread` are open now, in any Python thread, and the BLAS libraries'
-#: thread counts from before the first of them.
+#: The contexts of :func:`one_blas_thread` open now, per Python thread (its ident), and the thread counts from
+#: before the first of them of the BLAS libraries whose count is the process's.
 _one_thread_lock = threading.Lock()
-_one_thread_users = 0
+_one_thread_users: dict[int, int] = {}
 _threads_before: list = []
+
+
+def _per_thread(library) -> bool:
+    """Whether the library's thread count is the calling thread's rather than the process's: OpenBLAS built on
+    OpenMP, whose count threadpoolctl sets through ``omp_set_num_threads``."""
+    return getattr(library, "threading_layer", None) == "openmp"
 
 
 def _set_blas_threads(library, count: int) -> None:
@@ -123,33 +130,80 @@ def _set_blas_threads(library, count: int) -> None:
         release(force=True)
 
 
+def _restore_shared() -> None:
+    """The process-wide counts back to what they were before the first open context (under the lock)."""
+    global _threads_before
+    before, _threads_before = _threads_before, []
+    for library, count in before:
+        _set_blas_threads(library, count)
+
+
+def _open_shared(libraries) -> None:
+    """The first context's one thread for the process-wide libraries (under the lock); on an error, those set
+    are set back."""
+    global _threads_before
+    if _one_thread_users:
+        return
+    _threads_before = [(library, library.num_threads) for library in libraries if not _per_thread(library)]
+    try:
+        for library, _ in _threads_before:
+            _set_blas_threads(library, 1)
+    except BaseException:
+        _restore_shared()
+        raise
+
+
+def _after_fork_in_child() -> None:
+    """A forked child has only the thread that forked: a fresh lock (another thread may have held it), that
+    thread's open contexts kept, the others' gone, and the counts restored if none of its own is open."""
+    global _one_thread_lock
+    _one_thread_lock = threading.Lock()
+    mine = _one_thread_users.get(threading.get_ident(), 0)
+    _one_thread_users.clear()
+    if mine:
+        _one_thread_users[threading.get_ident()] = mine
+    elif _threads_before:
+        _restore_shared()
+
+
+if hasattr(os, "register_at_fork"):
+    os.register_at_fork(after_in_child=_after_fork_in_child)
+
+
 @contextlib.contextmanager
 def one_blas_thread():
     """A context in which NumPy's and SciPy's BLAS run on one thread: the dense algebra beside the native
     passes is small, and OpenBLAS's threads spin for a while after each call, taking cores from the next pass
     (and, under load, slowing the call itself many times over).
 
-    BLAS's thread count belongs to the process, and fits may run in several Python threads at once (joblib's
-    threading backend): the first context to open sets one thread and the last to close restores the counts
-    from before the first. (Each context saving and restoring on its own, two that overlapped restored in the
-    wrong order and left the process on one BLAS thread for good.)"""
-    global _one_thread_users, _threads_before
-    with _one_thread_lock:
-        if _one_thread_users == 0:
-            _threads_before = [(library, library.num_threads)
-                               for library in _controller().select(user_api="blas").lib_controllers]
-            for library, _ in _threads_before:
-                _set_blas_threads(library, 1)
-        _one_thread_users += 1
+    BLAS's thread count belongs to the process (OpenBLAS on its own threads), and fits may run in several
+    Python threads at once (joblib's threading backend): the first context to open sets one thread and the
+    last to close restores the counts from before the first. (Each context saving and restoring on its own,
+    two that overlapped restored in the wrong order and left the process on one BLAS thread for good.) A
+    library whose count is the calling thread's (OpenBLAS on OpenMP) is set and restored by each context in
+    its own thread."""
+    libraries = _controller().select(user_api="blas").lib_controllers
+    own = [(library, library.num_threads) for library in libraries if _per_thread(library)]
+    me = threading.get_ident()
+    opened = False
     try:
+        for library, _ in own:
+            library.set_num_threads(1)
+        with _one_thread_lock:
+            _open_shared(libraries)
+            _one_thread_users[me] = _one_thread_users.get(me, 0) + 1
+            opened = True
         yield
     finally:
-        with _one_thread_lock:
-            _one_thread_users -= 1
-            if _one_thread_users == 0:
-                for library, count in _threads_before:
-                    _set_blas_threads(library, count)
-                _threads_before = []
+        if opened:
+            with _one_thread_lock:
+                _one_thread_users[me] -= 1
+                if not _one_thread_users[me]:
+                    del _one_thread_users[me]
+                if not _one_thread_users:
+                    _restore_shared()
+        for library, count in own:
+            library.set_num_threads(count)
 
 
 def on_one_blas_thread(method):

@@ -44,8 +44,8 @@ Predictions: the mean is K(X*, X)α; the variances k** − k*ᵀK̂⁻¹k* by bl
 columns, in chunks, with the fit's preconditioner, each quadratic form taken as vᵀ(k* + r) from CG's
 v ≈ K̂⁻¹k* and its true residual r (error −rᵀK̂⁻¹r, second order in r: _with_residual), and CG goes on for
 the columns where that error, estimated as rᵀP⁻¹r, is still above ``final_tol`` of the variance it leaves
-(_quadratic_form_solve: at an amplitude 10⁸ times the variance, final_tol's residual alone left it 0.3% off
-the Cholesky fit's at some points). A chunk of c points holds
+(_quadratic_form_solve: where the amplitude is many times the variance, a residual within final_tol alone can
+leave a large part of it). A chunk of c points holds
 pcg's blocks (cg.pcg_bytes) and the kernel pass's working memory (operators.pass_bytes: about 15 n-vectors
 a column for wide chunks, more for narrow ones, its widths rounded up to 8), beside the preconditioner and
 the kernel's storage; the chunk and the storage are planned together within the memory limit
@@ -607,19 +607,21 @@ class IterativeSolver(PlannedMemory):
         error is estimated as rᵀP⁻¹r (P the fit's preconditioner, close to K̂ where it helps CG most), and CG
         goes on from V, up to QUADRATIC_FORM_ROUNDS times, for the columns whose estimate is above
         ``final_tol`` of their variance (or of a few ulps of k**, the subtraction's own rounding), each to a
-        residual QUADRATIC_FORM_MARGIN of the way there; a round's columns at most 6/9 of the chunk's, so that
-        V, K* and R beside pcg's blocks stay within the PCG_BLOCKS blocks planned for the chunk. Those rounds
-        only go further than final_tol and warn of nothing; the first solve's ConvergenceWarning stands."""
+        residual QUADRATIC_FORM_MARGIN of the way there; a round's columns at most 6/10 of the chunk's, so that
+        V, K* and R beside pcg's blocks and its copy of the start stay within the PCG_BLOCKS blocks planned for
+        the chunk. Only after a first solve that converged (one that did not has its ConvergenceWarning, and
+        more of the same iterations would not help); the rounds go further than final_tol and warn of
+        nothing."""
         pre, settings = self.preconditioner, self.settings
         assert pre is not None
         V, info = pcg(matmat, Kt, precondition=pre, tol=settings.final_tol, maxiter=settings.max_iter)
         self._check(info, what, stacklevel=5)
-        R, residuals = info["residual_block"], info["residuals"]
+        R, residuals, converged = info["residual_block"], info["residuals"], info["converged"]
         del info
-        if R is None:
-            return V, None
+        if R is None or not converged:
+            return V, R
         columns = Kt.shape[1]
-        width = max(1, (PCG_BLOCKS - 3) * columns // PCG_BLOCKS)
+        width = max(1, (PCG_BLOCKS - 3) * columns // (PCG_BLOCKS + 1))
         for _ in range(QUADRATIC_FORM_ROUNDS):
             error = np.einsum("ij,ij->j", R, pre(R))  # rᵀP⁻¹r ≈ rᵀK̂⁻¹r
             variance = prior - np.einsum("ij,ij->j", Kt, V) - np.einsum("ij,ij->j", R, V)
