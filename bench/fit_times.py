@@ -18,7 +18,8 @@ and first-call costs stay out of the timing), builds its data (seed 0) and times
 The new build is this interpreter with this checkout's package (or whatever ``import fastkpca`` finds); the
 previous one ``--compare PYTHON`` and/or ``--compare-pythonpath DIR`` (prepended to PYTHONPATH for it). Rounds
 alternate the order (AB, BA, ...); the table gives each side's median seconds and the ratio new / previous.
-Quote the CPU (printed) with the figures.
+Quote the CPU (printed) with the figures. Keep both builds' files on the same file system (copies of one tree
+under two different file systems have measured several percent apart here with identical code).
 """
 
 from __future__ import annotations
