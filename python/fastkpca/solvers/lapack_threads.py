@@ -74,9 +74,24 @@ def _controller():
     return ThreadpoolController()
 
 
+def _per_thread(library) -> bool:
+    """Whether the library's thread count is the calling thread's rather than the process's: OpenBLAS built on
+    OpenMP, whose count threadpoolctl sets through ``omp_set_num_threads``."""
+    return getattr(library, "threading_layer", None) == "openmp"
+
+
+@functools.lru_cache(maxsize=1)
+def _blas_libraries():
+    """(process-wide, per-thread): the BLAS libraries of :func:`_controller`'s view, by whose thread count they
+    keep, sorted once."""
+    libraries = _controller().select(user_api="blas").lib_controllers
+    return (tuple(library for library in libraries if not _per_thread(library)),
+            tuple(library for library in libraries if _per_thread(library)))
+
+
 def blas_threads() -> int:
     """The threads NumPy's BLAS runs on now (the most of the BLAS libraries loaded)."""
-    return max((int(info["num_threads"]) for info in _controller().select(user_api="blas").info()), default=1)
+    return max((int(library.num_threads) for group in _blas_libraries() for library in group), default=1)
 
 
 def factorisation_threads(n: int, itemsize: int = 8):
@@ -111,12 +126,6 @@ _one_thread_users: dict[int, int] = {}
 _threads_before: list = []
 
 
-def _per_thread(library) -> bool:
-    """Whether the library's thread count is the calling thread's rather than the process's: OpenBLAS built on
-    OpenMP, whose count threadpoolctl sets through ``omp_set_num_threads``."""
-    return getattr(library, "threading_layer", None) == "openmp"
-
-
 def _set_blas_threads(library, count: int) -> None:
     """Set a BLAS library's thread count (the process's) from whichever Python thread. threadpoolctl from 3.8
     lets only the Python thread that set OpenBLAS's count last set it again while that thread lives (its
@@ -138,13 +147,13 @@ def _restore_shared() -> None:
         _set_blas_threads(library, count)
 
 
-def _open_shared(libraries) -> None:
+def _open_shared() -> None:
     """The first context's one thread for the process-wide libraries (under the lock); on an error, those set
     are set back."""
     global _threads_before
     if _one_thread_users:
         return
-    _threads_before = [(library, library.num_threads) for library in libraries if not _per_thread(library)]
+    _threads_before = [(library, library.num_threads) for library in _blas_libraries()[0]]
     try:
         for library, _ in _threads_before:
             _set_blas_threads(library, 1)
@@ -182,15 +191,14 @@ def one_blas_thread():
     two that overlapped restored in the wrong order and left the process on one BLAS thread for good.) A
     library whose count is the calling thread's (OpenBLAS on OpenMP) is set and restored by each context in
     its own thread."""
-    libraries = _controller().select(user_api="blas").lib_controllers
-    own = [(library, library.num_threads) for library in libraries if _per_thread(library)]
+    own = [(library, library.num_threads) for library in _blas_libraries()[1]]
     me = threading.get_ident()
     opened = False
     try:
         for library, _ in own:
             library.set_num_threads(1)
         with _one_thread_lock:
-            _open_shared(libraries)
+            _open_shared()
             _one_thread_users[me] = _one_thread_users.get(me, 0) + 1
             opened = True
         yield
