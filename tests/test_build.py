@@ -34,8 +34,52 @@ def test_best_isa_is_chosen_by_default():
     assert runnable, "no native module can run here"
     if "FASTKPCA_ISA" not in os.environ:
         assert _native.core.__name__ == f"fastkpca._core_{runnable[-1]}"
-    if sys.platform.startswith("linux") and os.uname().machine == "x86_64":
+    if sys.platform.startswith("linux") and os.uname().machine == "x86_64" and "baseline" in _native.installed_levels():
         assert "baseline" in runnable
+
+
+def test_a_build_without_a_baseline_module_reads_the_cpu_flags(monkeypatch, tmp_path):
+    """A source build for its CPU ships one level and no baseline probe: /proc/cpuinfo's flags decide."""
+    flags = "fpu sse2 avx avx2 fma bmi2"
+    cpuinfo = tmp_path / "cpuinfo"
+    cpuinfo.write_text(f"processor\t: 0\nflags\t\t: {flags}\n")
+    real_open = open
+
+    def fake_open(path, *args, **kwargs):
+        return real_open(cpuinfo if path == "/proc/cpuinfo" else path, *args, **kwargs)
+
+    monkeypatch.setattr("builtins.open", fake_open)
+    assert _native._cpuinfo_levels(["v3"]) == ["v3"]
+    assert _native._cpuinfo_levels(["v4"]) == []  # no AVX-512 in those flags
+    assert _native._cpuinfo_levels(["baseline", "v3", "v4"]) == ["baseline", "v3"]
+
+
+def test_openmp_threads_sleep_when_idle():
+    """The core's OpenMP runtime waits passively (fastkpca/_native.py's OPENMP_DEFAULTS): after a call on two
+    threads the process uses no CPU while it sleeps. GNU OpenMP's default spins each idle thread for milliseconds
+    after every parallel region: a core taken from the process beside it. Where the user sets a policy, theirs
+    holds (and the environment is left as the user set it)."""
+    code = ("import os, time, numpy as np, fastkpca\n"
+            "print(os.environ.get('OMP_WAIT_POLICY'))\n"
+            "X = np.random.default_rng(0).standard_normal((1500, 16))\n"
+            "spent = []\n"
+            "for _ in range(5):\n"
+            "    fastkpca.gram(X, kernel='rbf', n_jobs=2)\n"
+            "    start = time.process_time(); time.sleep(0.05); spent.append(time.process_time() - start)\n"
+            "print(min(spent))\n")
+    env = {k: val for k, val in os.environ.items() if k not in ("OMP_WAIT_POLICY", "GOMP_SPINCOUNT")}
+    env["OMP_NUM_THREADS"] = "2"
+    quiet = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=env)
+    assert quiet.returncode == 0, quiet.stderr
+    policy, idle = quiet.stdout.split()
+    assert policy == "None"  # the default was set for the runtime's start only
+    assert float(idle) < 0.002
+    spinning = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                              env={**env, "OMP_WAIT_POLICY": "active"})
+    assert spinning.returncode == 0, spinning.stderr
+    policy, idle = spinning.stdout.split()
+    assert policy == "active"
+    assert float(idle) > 0.01  # the user's policy holds: its idle thread spins while the process sleeps
 
 
 @pytest.mark.parametrize("level", _native.runnable_levels())

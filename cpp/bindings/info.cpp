@@ -6,6 +6,7 @@
 #include <vector>
 
 #include "common.hpp"
+#include "fastkpca/isa.hpp"
 #include "fastkpca/simd.hpp"
 
 namespace fastkpca::bindings {
@@ -27,16 +28,9 @@ py::list supported_isas() {
   py::list out;
 #if defined(__x86_64__) || defined(_M_X64)
   out.append("baseline");
-#if defined(__GNUC__)
-  __builtin_cpu_init();
-  const bool v3 = __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma") && __builtin_cpu_supports("bmi2") &&
-                  __builtin_cpu_supports("avx");
-  const bool v4 = v3 && __builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512bw") &&
-                  __builtin_cpu_supports("avx512dq") && __builtin_cpu_supports("avx512vl") &&
-                  __builtin_cpu_supports("avx512cd");
-  if (v3) out.append("v3");
-  if (v4) out.append("v4");
-#endif
+  const IsaSupport support = isa_support();
+  if (support.v3) out.append("v3");
+  if (support.v4) out.append("v4");
 #else
   out.append("generic");
 #endif

@@ -1,14 +1,18 @@
 """Import the best native core this CPU can run.
 
-The package ships the same C++ core compiled for several x86-64 ISA levels (``baseline``, ``v3`` =
-AVX2+FMA, ``v4`` = AVX-512) as private modules ``fastkpca._core_<level>``; other architectures get a
-single ``generic`` build. The baseline module runs anywhere and says which levels the CPU supports; the
-best one that is both supported and installed is used. ``FASTKPCA_ISA=<level>`` forces a level (for tests
-and bug reports); forcing one the CPU cannot run raises ImportError instead of crashing later.
+A wheel ships the same C++ core compiled for several x86-64 ISA levels (``baseline``, ``v3`` = AVX2+FMA,
+``v4`` = AVX-512) as private modules ``fastkpca._core_<level>``; other architectures get a single ``generic``
+build. The baseline module runs anywhere and says which levels the CPU supports; the best one that is both
+supported and installed is used. A source build compiles only the level of the CPU that builds it (CMake's
+``FASTKPCA_ISAS=host``), with no baseline module to ask: the CPU's flags (``/proc/cpuinfo``) say whether it
+runs here, and where they cannot be read the module is taken as built for this CPU.
+``FASTKPCA_ISA=<level>`` forces a level (for tests and bug reports); forcing one the CPU cannot run raises
+ImportError instead of crashing later.
 """
 
 from __future__ import annotations
 
+import contextlib
 import importlib
 import os
 from types import ModuleType
@@ -30,21 +34,78 @@ def installed_levels() -> list[str]:
     return [lv for lv in LEVELS if find_spec(f"fastkpca._core_{lv}") is not None]
 
 
+#: The CPU flags (as Linux's /proc/cpuinfo names them) each x86-64 level's modules need: the checks of the
+#: core's isa_support() (cpp/include/fastkpca/isa.hpp).
+_LEVEL_FLAGS = {"baseline": set(), "v3": {"avx", "avx2", "fma", "bmi2"},
+                "v4": {"avx", "avx2", "fma", "bmi2", "avx512f", "avx512bw", "avx512dq", "avx512vl", "avx512cd"}}
+
+
+def _cpuinfo_levels(installed: list[str]) -> list[str]:
+    """The installed levels the CPU's flags allow (Linux), or all of them where the flags cannot be read (a
+    source build's single module, compiled for the CPU that built it)."""
+    try:
+        with open("/proc/cpuinfo", encoding="utf-8", errors="replace") as f:
+            flags = next((set(line.split(":", 1)[1].split()) for line in f if line.startswith("flags")), None)
+    except OSError:
+        flags = None
+    if flags is None:
+        return installed
+    return [lv for lv in installed if _LEVEL_FLAGS.get(lv, set()) <= flags]
+
+
 def runnable_levels() -> list[str]:
     """Installed levels this CPU can execute, worst first."""
     installed = installed_levels()
-    probe = _import("baseline") or _import("generic")
-    if probe is None:
+    if not installed:
         raise ImportError("fastkpca: no native core module is installed (reinstall the package)")
+    probe = _import("baseline") if "baseline" in installed else _import("generic") if "generic" in installed else None
+    if probe is None:  # a source build for its CPU (see the module)
+        return _cpuinfo_levels(installed)
     supported = set(probe.supported_isas())
     return [lv for lv in installed if lv in supported]
 
 
+#: OpenMP's wait policy for the core's thread team where the user sets none (docs/user_guide/threads.md): idle
+#: threads sleep at once instead of spinning. GNU OpenMP's default spins each idle thread for 300,000 pauses
+#: (milliseconds) after every parallel region and at every barrier, and a spinning thread holds a core that a
+#: thread of another process, of NumPy's BLAS or of the same team needs: a 100-row Gram on two threads beside
+#: another process's fit took 1.4 ms (median) instead of 30 µs, a 400-row one 5.9 ms instead of 0.2 ms; passive,
+#: 46 µs and 0.23 ms, and that fit ran faster too (bench/small.py, the "beside" rows). Waking a sleeping thread
+#: costs tens of microseconds, which the passes' thread rule (kernels/kernel.py) leaves to work that pays for it.
+OPENMP_DEFAULTS = {"OMP_WAIT_POLICY": "passive"}
+#: Variables by which a user sets the policy; any of them set, the defaults are not applied.
+_OPENMP_POLICY_VARIABLES = ("OMP_WAIT_POLICY", "GOMP_SPINCOUNT")
+
+
+@contextlib.contextmanager
+def _openmp_defaults():
+    """OPENMP_DEFAULTS in the environment while the core's modules load (the OpenMP runtime reads them once, when
+    it loads with the first of them), then taken out again: other libraries' OpenMP runtimes loaded later, and
+    child processes, see the environment the user set."""
+    if any(name in os.environ for name in _OPENMP_POLICY_VARIABLES):
+        yield
+        return
+    os.environ.update(OPENMP_DEFAULTS)
+    try:
+        yield
+    finally:
+        for name in OPENMP_DEFAULTS:
+            os.environ.pop(name, None)
+
+
 def load(level: str | None = None) -> ModuleType:
     """The core module for ``level`` (default: $FASTKPCA_ISA, else the best runnable one)."""
-    level = level or os.environ.get("FASTKPCA_ISA") or None
+    with _openmp_defaults():
+        return _load(level or os.environ.get("FASTKPCA_ISA") or None)
+
+
+def _load(level: str | None) -> ModuleType:
     runnable = runnable_levels()
     if level is None:
+        if not runnable:
+            raise ImportError(f"fastkpca: this CPU cannot run the native modules installed "
+                              f"({', '.join(installed_levels())}): they were built for another CPU; reinstall the "
+                              "package on this one")
         level = runnable[-1]
     elif level not in runnable:
         raise ImportError(
