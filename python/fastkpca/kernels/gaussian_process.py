@@ -273,7 +273,7 @@ class GaussianProcessKernel(ScikitLearnHyperparameters, Kernel):
         if out is None:
             out = v.empty((X.shape[0], n_y), np.float64, f"a {X.shape[0]}×{n_y} kernel block")
         _native.core.sum_gram_into(self._core_terms(X, Y), self.terms.white if Y is None else 0.0, out,
-                                   self.pass_threads(out.size))
+                                   self.pass_threads(out.size * self.copies, X.shape[1]))
         return out
 
     def diagonal(self, X) -> np.ndarray:
@@ -290,7 +290,9 @@ class GaussianProcessKernel(ScikitLearnHyperparameters, Kernel):
         vector = V.ndim == 1
         V2 = V.reshape(V.shape[0], -1)
         out = v.empty((X.shape[0], V2.shape[1]), np.float64, f"a {X.shape[0]}×{V2.shape[1]} product")
-        _native.core.sum_cross_product_into(self._core_terms(X, Y), V2, out, self.threads)
+        _native.core.sum_cross_product_into(self._core_terms(X, Y), V2, out,
+                                            self.pass_threads(X.shape[0] * Y.shape[0] * self.copies,
+                                                              X.shape[1] + 2 * V2.shape[1]))
         return out[:, 0] if vector else out
 
     def native_operator(self, X, cached_tile_rows: int, threads: int, zero_diagonal: bool = False):
@@ -344,8 +346,8 @@ class GaussianProcessKernel(ScikitLearnHyperparameters, Kernel):
         traces : ndarray of shape (len(theta),)
         """
         return self.traces_from(
-            _local_pass(X, lambda Xs, kind, ard: _native.core.gp_gradient_pass(Xs, W, kind, ard,
-                                                                               self.pass_threads(W.size))),
+            _local_pass(X, lambda Xs, kind, ard: _native.core.gp_gradient_pass(
+                Xs, W, kind, ard, self.pass_threads(W.size, (2 + ard) * X.shape[1]))),
             lambda: float(_native.core.symmetric_sum(W, self.pass_threads(W.size))), lambda: float(np.trace(W)))
 
     def gradient_traces_low_rank(self, X, A: np.ndarray, B: np.ndarray) -> np.ndarray:

@@ -30,12 +30,8 @@ from typing import Any, Callable
 
 import numpy as np
 
-from .. import _native
+from .. import _native, _threads
 from .. import _validation as v
-
-#: Kernel entries below which a native pass runs on one thread unless a thread count was asked for (64 × 64:
-#: microseconds of work; see Kernel.pass_threads).
-SMALL_PASS_ENTRIES = 4096
 
 __all__ = ["Kernel", "KernelColumns", "CrossProduct", "CROSS_KERNEL_CHUNK_BYTES", "chunk_rows"]
 
@@ -107,25 +103,26 @@ class Kernel:
     def __init__(self, threads: int = 0):
         self.threads = threads
 
-    def pass_threads(self, entries: int) -> int:
-        """The threads of a native pass over ``entries`` kernel entries.
+    def pass_threads(self, entries: float, features: int = 0) -> int:
+        """The threads of a native pass over ``entries`` kernel entries of ``features`` features.
 
-        The kernel's own count, but one for a pass below SMALL_PASS_ENTRIES when no thread count was asked for
-        (``threads`` 0): such a pass takes microseconds, and waking a second thread costs more than it saves,
-        many times more when that thread has to wait for a core another library's spinning thread holds (BLAS's,
-        after a small call beside the pass).
+        The kernel's own count, but one thread for a pass whose predicted work is below what a team needs to
+        pay for itself when no thread count was asked for (``threads`` 0): the library's thread rule
+        (fastkpca/_threads.py).
 
         Parameters
         ----------
-        entries : int
+        entries : float
             Kernel entries the pass evaluates.
+        features : int, default=0
+            Features of each entry's distance or inner product.
 
         Returns
         -------
         threads : int
             For the core: 0 (OpenMP's default) or a count.
         """
-        return 1 if self.threads <= 0 and entries < SMALL_PASS_ENTRIES else self.threads
+        return _threads.pass_threads(self.threads, _threads.kernel_seconds(entries, features))
 
     # ---------------------------------------------------------------------------------------- identity
 

@@ -12,11 +12,19 @@ from .. import _validation as v
 from . import registry
 from .kernel import Kernel
 
-__all__ = ["NativeKernel", "native_operand"]
+__all__ = ["NativeKernel", "features", "native_operand"]
 
 #: Log-space bounds of gamma as a hyperparameter (scikit-learn's default bounds of a length scale, 1e-5 to
 #: 1e5, mapped through gamma = 1/(2ℓ²)).
 _GAMMA_BOUNDS = (math.log(0.5e-10), math.log(0.5e10))
+
+
+def features(X) -> int:
+    """The features an entry of X's rows evaluates: its columns, or for CSR rows the values a row stores on average
+    (the thread rule's depth of an entry, fastkpca/_threads.py)."""
+    if v.is_sparse(X):
+        return int(min(X.shape[1], math.ceil(X.nnz / max(X.shape[0], 1))))
+    return int(X.shape[1])
 
 
 def native_operand(X):
@@ -116,7 +124,7 @@ class NativeKernel(Kernel):
         n_y = X.shape[0] if Y is None else Y.shape[0]
         if out is None:
             out = v.empty((X.shape[0], n_y), X.dtype, f"a {X.shape[0]}×{n_y} kernel block")
-        threads = self.pass_threads(out.size)
+        threads = self.pass_threads(out.size, features(X))
         if v.is_sparse(X):
             _native.core.sparse_gram_into(native_operand(X), None if Y is None else native_operand(Y), *self.params,
                                           out, threads)
@@ -140,7 +148,7 @@ class NativeKernel(Kernel):
         for start in range(0, X.shape[0], rows):
             part = X[start:start + rows]
             target = out[start:start + part.shape[0]]
-            threads = self.pass_threads(part.shape[0] * Y.shape[0])
+            threads = self.pass_threads(part.shape[0] * Y.shape[0], features(Y) + 2 * V.shape[1])
             if sparse:
                 _native.core.sparse_cross_product_into(native_operand(part), Y_operand, *self.params, V, target,
                                                        threads)
@@ -150,7 +158,7 @@ class NativeKernel(Kernel):
 
     def diagonal(self, X) -> np.ndarray:
         out = np.empty(X.shape[0], dtype=X.dtype)
-        threads = self.pass_threads(X.shape[0])
+        threads = self.pass_threads(X.shape[0], features(X))
         if v.is_sparse(X):
             _native.core.sparse_kernel_diagonal_into(native_operand(X), *self.params, out, threads)
         else:

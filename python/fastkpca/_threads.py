@@ -1,0 +1,42 @@
+"""The thread rule: which native calls run on a team of OpenMP threads, and which on one thread.
+
+A team pays for itself only where the work it shares is large against what starting it costs. Under the
+wait policy the core runs with (passive: idle threads sleep, fastkpca/_native.py says why), a call that starts
+a team wakes its sleeping threads, TEAM_START_SECONDS on an idle machine and a scheduler's slice when a core is
+busy; two threads then save at most half of the work. So a call whose thread count is the default (``n_jobs``
+None) runs on one thread when its predicted work on one thread is below TEAM_MIN_SECONDS, and on the default
+team above it; an ``n_jobs`` the user gave is obeyed as given. The work of a kernel pass is predicted from its
+entries (:func:`kernel_seconds`); other callers (the SVM's solve, the eigensolver's passes) predict theirs in
+the same seconds.
+
+The constants are measured on one thread, so they hold at any core count: ``python bench/thread_costs.py``
+prints each beside the figure it measures (the values below: AMD EPYC family 25 model 17, Zen 4, AVX-512,
+2 cores). The cost model of solvers/choice.py adds TEAM_START_SECONDS to the calls that start a team.
+"""
+
+from __future__ import annotations
+
+__all__ = ["TEAM_START_SECONDS", "TEAM_MIN_SECONDS", "ENTRY_SECONDS", "FEATURE_SECONDS", "kernel_seconds",
+           "pass_threads"]
+
+#: Seconds a call pays to wake the team's sleeping threads (idle machine; bench/thread_costs.py, "team start").
+TEAM_START_SECONDS = 40e-6
+#: Predicted one-thread work from which a call with the default thread count starts a team: at four times the
+#: start, two threads save at least the start again (and a busy core's wait stays a small share of the call).
+TEAM_MIN_SECONDS = 4 * TEAM_START_SECONDS
+#: One kernel entry's seconds on one thread, beyond its features (the exponential, the scaling, the store) ...
+ENTRY_SECONDS = 1.5e-9
+#: ... and per feature of its distance or inner product (bench/thread_costs.py, "entry seconds").
+FEATURE_SECONDS = 0.25e-9
+
+
+def kernel_seconds(entries: float, features: int) -> float:
+    """Predicted seconds on one thread of evaluating ``entries`` kernel entries of ``features`` features."""
+    return float(entries) * (ENTRY_SECONDS + max(int(features), 0) * FEATURE_SECONDS)
+
+
+def pass_threads(threads: int, seconds: float) -> int:
+    """The thread count of a native call asked for ``threads`` (0: the default) whose predicted work on one
+    thread is ``seconds``: one thread for the default below TEAM_MIN_SECONDS, else ``threads`` unchanged (0 is
+    the default team: OMP_NUM_THREADS, threadpoolctl's limit, shared among concurrent calls by the core)."""
+    return 1 if threads <= 0 and seconds < TEAM_MIN_SECONDS else threads

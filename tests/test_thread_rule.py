@@ -1,0 +1,68 @@
+"""The thread rule (fastkpca/_threads.py): a native call with the default thread count starts a team of OpenMP
+threads only where its predicted work pays for the team; a count the user gave is obeyed."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+
+import numpy as np
+import pytest
+
+from fastkpca import _threads, kernels
+
+
+def test_the_rule_starts_a_team_only_for_work_that_pays_for_it():
+    small, large = 0.5 * _threads.TEAM_MIN_SECONDS, 2 * _threads.TEAM_MIN_SECONDS
+    assert _threads.pass_threads(0, small) == 1
+    assert _threads.pass_threads(0, large) == 0  # the default team
+    assert _threads.pass_threads(3, small) == 3  # asked for: obeyed
+    assert _threads.pass_threads(1, large) == 1
+
+
+def test_kernel_work_grows_with_entries_and_features():
+    assert _threads.kernel_seconds(2e6, 8) == pytest.approx(2 * _threads.kernel_seconds(1e6, 8))
+    assert _threads.kernel_seconds(1e6, 64) > _threads.kernel_seconds(1e6, 4)
+
+
+def test_a_native_kernel_passes_small_blocks_to_one_thread():
+    kernel = kernels.make("rbf", gamma=0.5, n_features=5)
+    assert kernel.pass_threads(100 * 100, 5) == 1  # a 100-row Gram: microseconds
+    assert kernel.pass_threads(3000 * 3000, 64) == 0  # milliseconds: the default team
+    asked = kernels.make("rbf", gamma=0.5, n_features=5, n_jobs=2)
+    assert asked.pass_threads(100 * 100, 5) == 2
+
+
+_COUNT_THREADS = """
+import os, numpy as np, fastkpca
+def threads():
+    return len(os.listdir('/proc/self/task'))
+rng = np.random.default_rng(0)
+fastkpca.gram(np.ones((2, 2)))  # the module and NumPy's BLAS loaded, their threads started
+before = threads()
+fastkpca.gram(rng.standard_normal((100, 5)), kernel='rbf')
+small = threads()
+fastkpca.gram(rng.standard_normal((3000, 32)), kernel='rbf')
+print(before, small, threads())
+"""
+
+
+@pytest.mark.skipif(not os.path.isdir("/proc/self/task"), reason="counts the process's threads in /proc")
+def test_a_small_call_starts_no_team_and_a_large_one_does():
+    """In a fresh process on two OpenMP threads: a 100-row Gram leaves the process's thread count as it was (no
+    OpenMP worker started); a 3,000-row one starts the team's second thread."""
+    env = {**os.environ, "OMP_NUM_THREADS": "2"}
+    out = subprocess.run([sys.executable, "-c", _COUNT_THREADS], capture_output=True, text=True, env=env)
+    assert out.returncode == 0, out.stderr
+    before, small, large = map(int, out.stdout.split())
+    assert small == before
+    assert large == before + 1
+
+
+def test_results_do_not_depend_on_the_rule(rng):
+    """The rule moves only the thread count, and results do not depend on it (bit for bit)."""
+    import fastkpca
+
+    X = rng.standard_normal((150, 7))
+    assert np.array_equal(fastkpca.gram(X, kernel="rbf"), fastkpca.gram(X, kernel="rbf", n_jobs=2))
