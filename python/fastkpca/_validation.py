@@ -8,6 +8,7 @@ invariants (and shapes at its boundary).
 
 from __future__ import annotations
 
+import functools
 import math
 import numbers
 import os
@@ -292,36 +293,56 @@ def n_threads(n_jobs) -> int:
     return n_jobs
 
 
-def available_memory() -> int:
-    """Bytes this process can still allocate: MemAvailable, capped by a cgroup limit if one is set."""
-    avail = None
+def _read_file(path: str) -> bytes | None:
+    """A small file's bytes (raw reads: a text file object costs several times as much), None if unreadable."""
     try:
-        with open("/proc/meminfo") as f:
-            for line in f:
-                if line.startswith("MemAvailable:"):
-                    avail = int(line.split()[1]) * 1024
-                    break
+        fd = os.open(path, os.O_RDONLY)
     except OSError:
-        pass
+        return None
+    try:
+        return os.read(fd, 8192)
+    except OSError:
+        return None
+    finally:
+        os.close(fd)
+
+
+#: The cgroup's memory limit and usage files, v2's then v1's (the container's own where it runs in one).
+_CGROUP_FILES = (("/sys/fs/cgroup/memory.max", "/sys/fs/cgroup/memory.current"),
+                 ("/sys/fs/cgroup/memory/memory.limit_in_bytes", "/sys/fs/cgroup/memory/memory.usage_in_bytes"))
+#: A cgroup limit from this many bytes is no limit (cgroup v1 writes "no limit" as about 2**63).
+_NO_CGROUP_LIMIT = 2**60
+
+
+@functools.lru_cache(maxsize=1)
+def _cgroup_files() -> tuple[str, str] | None:
+    """The (limit, usage) files of this process's cgroup, found once: the first pair that exists."""
+    return next((pair for pair in _CGROUP_FILES if os.path.exists(pair[0]) and os.path.exists(pair[1])), None)
+
+
+def available_memory() -> int:
+    """Bytes this process can still allocate: MemAvailable, capped by a cgroup limit if one is set (about 20 µs)."""
+    avail = None
+    meminfo = _read_file("/proc/meminfo")
+    if meminfo is not None:
+        at = meminfo.find(b"MemAvailable:")
+        if at >= 0:
+            try:
+                avail = int(meminfo[at + 13:meminfo.index(b"kB", at)]) * 1024
+            except ValueError:
+                avail = None
     if avail is None:
         try:
             avail = os.sysconf("SC_AVPHYS_PAGES") * os.sysconf("SC_PAGE_SIZE")
         except (ValueError, OSError, AttributeError):  # pragma: no cover
             return 1 << 62
-    for limit_file, usage_file in (
-        ("/sys/fs/cgroup/memory.max", "/sys/fs/cgroup/memory.current"),
-        ("/sys/fs/cgroup/memory/memory.limit_in_bytes", "/sys/fs/cgroup/memory/memory.usage_in_bytes"),
-    ):
-        try:
-            with open(limit_file) as f:
-                limit = f.read().strip()
-            with open(usage_file) as f:
-                usage = int(f.read().strip())
-        except (OSError, ValueError):
-            continue
-        if limit.isdigit():
-            avail = min(avail, max(0, int(limit) - usage))
-        break
+    files = _cgroup_files()
+    if files is not None:
+        limit, usage = _read_file(files[0]), None
+        if limit is not None and limit.strip().isdigit() and int(limit) < _NO_CGROUP_LIMIT:
+            usage = _read_file(files[1])
+        if limit is not None and usage is not None and usage.strip().isdigit():
+            avail = min(avail, max(0, int(limit) - int(usage)))
     return avail
 
 
@@ -353,8 +374,17 @@ def memory_limit(value, name: str = "memory_limit") -> int:
     return int(nbytes)
 
 
+#: Allocations below this many bytes are not checked against the memory available: the probe
+#: (:func:`available_memory`) would cost more than such an allocation, and one this small that the machine cannot
+#: give is no question a memory limit answers. They are still checked against a fit's memory limit.
+SMALL_ALLOCATION_BYTES = 16 * 2**20
+
+
 def check_memory(nbytes: int, what: str) -> None:
-    """Raise MemoryError, before allocating, if ``nbytes`` cannot fit in the memory available."""
+    """Raise MemoryError, before allocating, if ``nbytes`` cannot fit in the memory available (allocations below
+    SMALL_ALLOCATION_BYTES pass unprobed)."""
+    if nbytes < SMALL_ALLOCATION_BYTES:
+        return
     avail = available_memory()
     if nbytes > avail:
         raise MemoryError(
