@@ -21,6 +21,7 @@ struct PyKernelColumns {
   std::vector<py::object> keep;
   std::vector<double> diagonal;
   std::string kind, dtype;
+  double features = 0;  // the values an entry's rows hold (0: read from a matrix), for the thread rule's work
 
   void init_diagonal(int n_threads) {
     diagonal.assign(static_cast<std::size_t>(columns->samples()), 0.0);
@@ -42,6 +43,7 @@ std::shared_ptr<PyKernelColumns> dense_columns(const Input<S>& x, const std::str
   out->columns = std::make_unique<svm::DenseColumns<S>>(ConstRowMatrixMap<S>(x.data(), x.shape(0), x.shape(1)), params);
   out->kind = "dense";
   out->dtype = sizeof(S) == 4 ? "float32" : "float64";
+  out->features = static_cast<double>(x.shape(1));
   out->init_diagonal(n_threads);
   return out;
 }
@@ -56,6 +58,7 @@ std::shared_ptr<PyKernelColumns> sparse_columns(const SparseInput<S>& x, const s
   out->columns = std::make_unique<svm::SparseColumns<S>>(xv, params);
   out->kind = "sparse";
   out->dtype = "float64";  // the sparse products' sums run in double
+  out->features = static_cast<double>(xv.indptr[xv.rows]) / static_cast<double>(std::max<Index>(xv.rows, 1));
   out->init_diagonal(n_threads);
   return out;
 }
@@ -222,6 +225,7 @@ void init_svm(py::module_& m) {
       .def_property_readonly("samples", [](const PyKernelColumns& c) { return c.columns->samples(); })
       .def_property_readonly("kind", [](const PyKernelColumns& c) { return c.kind; })
       .def_property_readonly("dtype", [](const PyKernelColumns& c) { return c.dtype; })
+      .def_property_readonly("features", [](const PyKernelColumns& c) { return c.features; })
       .def("diagonal",
            [](const PyKernelColumns& c) { return py::array_t<double>(c.diagonal.size(), c.diagonal.data()); })
       .def(

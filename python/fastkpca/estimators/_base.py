@@ -8,7 +8,7 @@ import sys
 import weakref
 from typing import Any, Callable
 
-from sklearn.utils.validation import check_is_fitted
+from .._sklearn_compat import check_is_fitted
 
 from .. import engines, kernels
 

@@ -226,14 +226,14 @@ class _BinaryLaplaceClassifier(ClassifierMixin, BaseEstimator):
 
     def latent_mean_and_variance(self, X):
         """The latent function's mean and variance at X (Algorithm 3.2, lines 4–6)."""
-        from sklearn.utils.validation import check_is_fitted
+        from .._sklearn_compat import check_is_fitted
 
         check_is_fitted(self)
         X = self._kernel.new_rows(X, self.X_train_)
         return self._solver.latent_mean(self._kernel, X), self._solver.latent_variance(self._kernel, X)
 
     def predict(self, X):
-        from sklearn.utils.validation import check_is_fitted
+        from .._sklearn_compat import check_is_fitted
 
         check_is_fitted(self)
         X = self._kernel.new_rows(X, self.X_train_)
@@ -493,7 +493,7 @@ class GaussianProcessClassifier(ClassifierMixin, BaseEstimator):
         -------
         y : ndarray of shape (n_samples,)
         """
-        from sklearn.utils.validation import check_is_fitted
+        from .._sklearn_compat import check_is_fitted
 
         check_is_fitted(self)
         return self.base_estimator_.predict(self._validate(X, reset=False))
@@ -512,7 +512,7 @@ class GaussianProcessClassifier(ClassifierMixin, BaseEstimator):
         proba : ndarray of shape (n_samples, n_classes)
             Columns in the order of ``classes_``.
         """
-        from sklearn.utils.validation import check_is_fitted
+        from .._sklearn_compat import check_is_fitted
 
         check_is_fitted(self)
         if self.n_classes_ > 2 and self.multi_class == "one_vs_one":
@@ -549,7 +549,7 @@ class GaussianProcessClassifier(ClassifierMixin, BaseEstimator):
         log_likelihood_gradient : ndarray of shape (n_kernel_params,)
             Only with ``eval_gradient``.
         """
-        from sklearn.utils.validation import check_is_fitted
+        from .._sklearn_compat import check_is_fitted
 
         check_is_fitted(self)
         if theta is None:
@@ -585,7 +585,7 @@ class GaussianProcessClassifier(ClassifierMixin, BaseEstimator):
         if self.n_classes_ > 2:
             raise ValueError("Returning the mean and variance of the latent function f is only supported for binary "
                              f"classification, received {self.n_classes_} classes.")
-        from sklearn.utils.validation import check_is_fitted
+        from .._sklearn_compat import check_is_fitted
 
         check_is_fitted(self)
         return self.base_estimator_.latent_mean_and_variance(self._validate(X, reset=False))

@@ -9,7 +9,7 @@ from typing import Any, Callable
 import numpy as np
 from sklearn.base import BaseEstimator, ClusterMixin, TransformerMixin
 from sklearn.metrics.pairwise import PAIRWISE_KERNEL_FUNCTIONS
-from sklearn.utils.validation import check_is_fitted
+from .._sklearn_compat import check_is_fitted
 
 from .. import engines, kernels
 from .. import _validation as v

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import numpy as np
 from sklearn.base import BaseEstimator, ClassNamePrefixFeaturesOutMixin, TransformerMixin
-from sklearn.utils.validation import check_is_fitted
+from .._sklearn_compat import check_is_fitted
 
 from .. import _validation as v
 from .._sklearn_compat import validate_data

@@ -12,7 +12,7 @@ import numpy as np
 from sklearn.base import BaseEstimator, ClassifierMixin, OutlierMixin, RegressorMixin
 from sklearn.exceptions import ConvergenceWarning, NotFittedError
 from sklearn.utils.metaestimators import available_if
-from sklearn.utils.validation import check_is_fitted
+from .._sklearn_compat import check_is_fitted
 
 from .. import engines, kernels
 from .. import _validation as v
@@ -89,6 +89,18 @@ _COMMON = {
 }
 
 
+def _plain_labels(y) -> bool:
+    """y is class labels that scikit-learn's checks (``column_or_1d``, ``check_classification_targets``) take as
+    they are: a 1-D NumPy array of integers or booleans, or of finite floats that are all whole numbers (labels
+    by type_of_target: "binary" or "multiclass"). Anything else goes through those checks."""
+    if type(y) is not np.ndarray or y.ndim != 1 or y.dtype.kind not in "biuf":
+        return False
+    if y.dtype.kind != "f":
+        return True
+    with np.errstate(invalid="ignore", over="ignore"):  # type_of_target's test: equal to themselves cast to int
+        return bool(np.isfinite(y).all()) and bool((y == y.astype(int)).all())
+
+
 class _BaseSVM(Reporting, BaseEstimator):
     """What the five estimators share: validation, the kernel, the solve, the fitted decision function. Each
     estimator says which of LIBSVM's formulations it fits by its ``_formulation()`` (solvers/svm/formulation.py)."""
@@ -136,16 +148,20 @@ class _BaseSVM(Reporting, BaseEstimator):
     def _validate_targets(self, y, n: int, *, classifier: bool):
         from sklearn.utils.validation import column_or_1d
 
-        y = column_or_1d(y, warn=True)
+        plain = _plain_labels(y) if classifier else False
+        y = y if plain else column_or_1d(y, warn=True)
         if y.shape[0] != n:
             raise ValueError(f"X and y have incompatible shapes.\nX has {n} samples, but y has {y.shape[0]}.")
         if classifier:
             from sklearn.utils.class_weight import compute_class_weight
             from sklearn.utils.multiclass import check_classification_targets
 
-            check_classification_targets(y)
+            if not plain:
+                check_classification_targets(y)
             classes, labels = np.unique(y, return_inverse=True)
-            self.class_weight_ = compute_class_weight(self.class_weight, classes=classes, y=y)
+            # scikit-learn's weights for class_weight=None, without its parameter validation (50 µs a fit)
+            self.class_weight_ = (np.ones(classes.shape[0], dtype=np.float64) if self.class_weight is None
+                                  else compute_class_weight(self.class_weight, classes=classes, y=y))
             if classes.shape[0] < 2:
                 raise ValueError(f"The number of classes has to be greater than one; got {classes.shape[0]} class")
             self.classes_ = classes
@@ -189,8 +205,10 @@ class _BaseSVM(Reporting, BaseEstimator):
         support = np.asarray(self.support_, dtype=np.int64)
         if V.shape[0] != support.shape[0]:
             raise ValueError(f"The internal representation of {type(self).__name__} was altered")
-        rowmap = fitted.DecisionMap(self._support_set, support, V, self._intercept_, type(self).__name__,
-                                    v.memory_limit(self.memory_limit), finish)
+        # the limit bounds only the chunks of a kernel evaluated in Python: None (no probe) gives their default size
+        limit = None if self.memory_limit is None else v.memory_limit(self.memory_limit)
+        rowmap = fitted.DecisionMap(self._support_set, support, V, self._intercept_, type(self).__name__, limit,
+                                    finish)
         return engine.apply(rowmap, X)
 
     @property

@@ -313,7 +313,7 @@ class Kernel:
         K = v.contiguous(np.asarray(K))
         if K.dtype not in (np.float32, np.float64):
             K = K.astype(np.float64)
-        return _native.core.svm_matrix_columns(K, self.threads)
+        return _native.core.svm_matrix_columns(K, self.pass_threads(K.shape[0]))
 
     def new_rows(self, X, Y, dtype=None):
         """New samples as this kind evaluates them against fitted samples.

@@ -173,13 +173,14 @@ class NativeKernel(Kernel):
         once (dense), or from the sparse rows (CSR); X is read in place, or with ``fast`` a float32 copy of a
         dense float64 X (the sparse rows' products run in float64 whatever their dtype)."""
         if v.is_sparse(X):
-            return _native.core.svm_sparse_columns(native_operand(X), *self.params, self.threads)
+            return _native.core.svm_sparse_columns(native_operand(X), *self.params,
+                                                   self.pass_threads(X.shape[0], features(X)))
         if fast and X.dtype == np.float64 and (self.name in ("linear", "cosine")
                                                 or self.gamma <= float(np.finfo(np.float32).max)):
             if memory_limit is not None:
                 v.check_within(X.size * 4, memory_limit, f"a float32 copy of the {X.shape[0]}×{X.shape[1]} samples")
             X = v.contiguous(X.astype(np.float32))
-        return _native.core.svm_dense_columns(X, *self.params, self.threads)
+        return _native.core.svm_dense_columns(X, *self.params, self.pass_threads(X.shape[0], X.shape[1]))
 
     def native_operator(self, X, cached_tile_rows: int, threads: int, zero_diagonal: bool = False):
         if v.is_sparse(X):

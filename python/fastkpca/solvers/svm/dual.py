@@ -10,6 +10,7 @@ from typing import Callable
 
 import numpy as np
 
+from ... import _threads
 from ... import _validation as v
 from .formulation import Formulation
 
@@ -118,11 +119,14 @@ def solve(columns, formulation: Formulation, samples: np.ndarray, settings: Dual
         choice = plan.choice(plan.Columns(columns), settings, samples.shape[0], formulation.variables(samples.shape[0]),
                              v.memory_limit(None), settings.cache_bytes)
     dual = formulation.dual(samples, upper, y=y, targets=targets)
+    # the thread rule (fastkpca/_threads.py) on the columns of the whole problem: the least a solve evaluates
+    threads = _threads.pass_threads(settings.threads,
+                                    _threads.kernel_seconds(float(samples.shape[0]) ** 2, int(columns.features)))
     stats = formulation.native_solve()(
         columns, dual.samples, dual.sign, np.ascontiguousarray(dual.p), dual.upper, dual.alpha, tol=float(settings.tol),
         max_iter=int(settings.max_iter), shrinking=bool(settings.shrinking), whole=plan.takes_whole(choice),
         working_set=int(settings.working_set), cache_bytes=float(settings.cache_bytes),
-        n_threads=int(settings.threads), progress=settings.progress)
+        n_threads=int(threads), progress=settings.progress)
     stats["columns_dtype"] = columns.dtype
     stats["choice"] = choice.as_dict()
     coef, rho = formulation.solution(dual, stats)

@@ -15,7 +15,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from ... import _native
+from ... import _native, _threads
 from .dual import DualSettings, solve
 from .formulation import Formulation
 
@@ -31,9 +31,11 @@ def decision_values(columns, targets: np.ndarray, support: np.ndarray, coef: np.
     """Σ_s coef_s k(x_t, x_s) - rho for target rows t (indices into ``columns``), by one fused product."""
     out = np.empty(targets.shape[0])
     if support.size:
+        work = _threads.kernel_seconds(float(targets.shape[0]) * support.shape[0], int(columns.features))
         _native.core.svm_kernel_product(columns, np.ascontiguousarray(targets, dtype=np.int64),
                                         np.ascontiguousarray(support, dtype=np.int64),
-                                        np.ascontiguousarray(coef, dtype=np.float64), out, threads)
+                                        np.ascontiguousarray(coef, dtype=np.float64), out,
+                                        _threads.pass_threads(threads, work))
     else:
         out[:] = 0.0
     return out - rho
