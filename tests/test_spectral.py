@@ -73,12 +73,13 @@ def test_normalized_view_checks_its_vectors():
 
 @pytest.mark.parametrize("norm_laplacian", [True, False])
 @pytest.mark.parametrize("drop_first", [True, False])
-def test_function_matches_the_dense_laplacian(norm_laplacian, drop_first, rng):
+@pytest.mark.parametrize("eigen_solver", ["lanczos", "dense"])
+def test_function_matches_the_dense_laplacian(norm_laplacian, drop_first, eigen_solver, rng):
     X, _ = blobs(300, std=4.0)
     A = rbf_kernel(X, gamma=0.05)
     A[np.diag_indices_from(A)] = rng.uniform(0, 3, 300)  # the diagonal must be ignored
     E = spectral_embedding(A, n_components=4, norm_laplacian=norm_laplacian, drop_first=drop_first,
-                           random_state=0, eigen_tol=1e-12)
+                           random_state=0, eigen_tol=1e-12, eigen_solver=eigen_solver)
     R, values = reference_embedding(A, 4, norm_laplacian, drop_first)
     gaps = np.diff(values[: 4 + drop_first + 1])
     assert gaps.min() > 1e-5 * values[-1]  # the data give a well-defined subspace
@@ -95,7 +96,7 @@ def test_estimator_matches_scikit_learn_in_every_storage(storage, dtype):
     X = X.astype(dtype)
     undo = force_storage(storage) if storage in ("cached", "matrix_free") else (lambda: None)
     try:
-        ours = SpectralEmbedding(n_components=3, affinity="rbf", gamma=0.05, random_state=0,
+        ours = SpectralEmbedding(n_components=3, affinity="rbf", gamma=0.05, random_state=0, eigen_solver="lanczos",
                                  memory_limit="4GB" if storage != "full" else None).fit(X)
     finally:
         undo()
@@ -107,6 +108,23 @@ def test_estimator_matches_scikit_learn_in_every_storage(storage, dtype):
     assert info["solver"] == "lanczos" and info["converged"]
     if storage in ("cached", "matrix_free"):
         assert info["storage"] == storage
+
+
+@pytest.mark.parametrize("dtype", [np.float64, np.float32])
+def test_the_dense_solver_is_auto_for_few_samples_and_gives_scikit_learns_embedding(dtype):
+    X, _ = blobs(200, std=3.0)
+    ours = SpectralEmbedding(n_components=3, affinity="rbf", gamma=0.05, random_state=0).fit(X.astype(dtype))
+    assert ours.solver_info_["solver"] == "dense" and ours.embedding_.dtype == dtype
+    ref = skm.SpectralEmbedding(n_components=3, affinity="rbf", gamma=0.05, random_state=0).fit(X)
+    assert max_angle(ours.embedding_.astype(np.float64), ref.embedding_) < (1e-9 if dtype == np.float64 else 1e-3)
+    lanczos = SpectralEmbedding(n_components=3, affinity="rbf", gamma=0.05, random_state=0,
+                                eigen_solver="lanczos").fit(X.astype(dtype))
+    np.testing.assert_allclose(ours.solver_info_["laplacian_eigenvalues"],
+                               lanczos.solver_info_["laplacian_eigenvalues"], atol=1e-8 if dtype == np.float64 else 1e-5)
+    # many samples: the Lanczos passes, which need no n × n matrix
+    from fastkpca.solvers import choice
+
+    assert choice.spectral(None, n=20_000, d=16, k=4, memory_limit=2**34).picked == "lanczos"
 
 
 @given(n=st.integers(12, 80), d=st.integers(1, 5), gamma=st.floats(0.05, 2.0), seed=st.integers(0, 10**6))

@@ -16,23 +16,33 @@ prints each beside the figure it measures (the values below: AMD EPYC family 25 
 
 from __future__ import annotations
 
-__all__ = ["TEAM_START_SECONDS", "TEAM_MIN_SECONDS", "ENTRY_SECONDS", "FEATURE_SECONDS", "kernel_seconds",
-           "pass_threads"]
+__all__ = ["TEAM_START_SECONDS", "TEAM_MIN_SECONDS", "ENTRY_SECONDS", "FEATURE_SECONDS", "FLOP_SECONDS",
+           "kernel_seconds", "operator_pass_seconds", "pass_threads"]
 
 #: Seconds a call pays to wake the team's sleeping threads (idle machine; bench/thread_costs.py, "team start").
 TEAM_START_SECONDS = 40e-6
 #: Predicted one-thread work from which a call with the default thread count starts a team: at four times the
 #: start, two threads save at least the start again (and a busy core's wait stays a small share of the call).
 TEAM_MIN_SECONDS = 4 * TEAM_START_SECONDS
-#: One kernel entry's seconds on one thread, beyond its features (the exponential, the scaling, the store) ...
+#: One kernel entry's seconds on one thread, beyond its features (the exponential, the scaling, the store: about
+#: 0.9 ns in a large block, up to 2.5 ns in the small ones the rule decides about) ...
 ENTRY_SECONDS = 1.5e-9
 #: ... and per feature of its distance or inner product (bench/thread_costs.py, "entry seconds").
-FEATURE_SECONDS = 0.25e-9
+FEATURE_SECONDS = 0.05e-9
+#: Seconds of one flop of an operator pass's products on one thread: a stored kernel's 2n²b, a kernel pass's
+#: products beside its entries (bench/thread_costs.py, "operator pass").
+FLOP_SECONDS = 20e-12
 
 
 def kernel_seconds(entries: float, features: int) -> float:
     """Predicted seconds on one thread of evaluating ``entries`` kernel entries of ``features`` features."""
     return float(entries) * (ENTRY_SECONDS + max(int(features), 0) * FEATURE_SECONDS)
+
+
+def operator_pass_seconds(cost: dict) -> float:
+    """Predicted seconds on one thread of one pass of a kernel operator, from the core's ``pass_cost(b)``: its
+    kernel entries evaluated (their features unknown there: the entry's own cost) and its products' flops."""
+    return float(cost["kernel_entries"]) * ENTRY_SECONDS + float(cost["flops"]) * FLOP_SECONDS
 
 
 def pass_threads(threads: int, seconds: float) -> int:

@@ -214,7 +214,7 @@ LanczosResult dense_eigsh(const Op& op, Index k, Interrupt& interrupt) {
         p.residuals = (a * p.vectors - p.vectors * p.values.asDiagonal()).colwise().norm().transpose();
         return p;
       },
-      interrupt);
+      interrupt, 9.0 * static_cast<double>(n) * static_cast<double>(n) * static_cast<double>(n));
   out.values = std::move(pairs.values);
   out.vectors = std::move(pairs.vectors);
   out.residuals = std::move(pairs.residuals);
@@ -284,7 +284,7 @@ LanczosResult block_lanczos(const Op& op, const ColMatrix<double>& v0, const Lan
             return std::make_pair(Eigen::VectorXd(eig.eigenvalues().reverse()),
                                   Eigen::MatrixXd(eig.eigenvectors().rowwise().reverse()));
           },
-          interrupt);
+          interrupt, rr_flops);
       res = (r * y.middleRows(cur, b)).colwise().norm().transpose();
       flops_since_rr = 0;
 

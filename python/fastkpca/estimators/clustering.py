@@ -51,10 +51,11 @@ class SpectralClustering(ClusterMixin, SpectralFit):
     Parameters
     ----------
     n_clusters : int, default=8
-    eigen_solver : {None, "auto", "lanczos", "nystrom", "arpack", "lobpcg", "amg"}, default=None
-        None/"auto"/"lanczos": fastkpca's block Lanczos on the normalised affinity; ``"nystrom"``: the
-        approximate embedding on ``n_landmarks`` landmarks (native kernels); the others: scikit-learn's
-        solver on the materialised affinity.
+    eigen_solver : {None, "auto", "lanczos", "dense", "nystrom", "arpack", "lobpcg", "amg"}, default=None
+        ``"lanczos"``: fastkpca's block Lanczos on the normalised affinity; ``"dense"``: LAPACK's eigensolver on
+        it as a matrix; None/"auto": the cheaper of the two by the library's cost model (dense for a few hundred
+        samples); ``"nystrom"``: the approximate embedding on ``n_landmarks`` landmarks (native kernels); the
+        others: scikit-learn's solver on the materialised affinity.
     n_components : int, default=None
         Eigenvectors of the embedding (None: n_clusters).
     random_state : int, RandomState instance or None, default=None
@@ -181,7 +182,7 @@ def spectral_clustering(affinity: Any, *, n_clusters: int = 8, n_components: int
         Symmetric, non-negative affinity.
     n_clusters : int, default=8
     n_components : int, default=None
-    eigen_solver : {None, "lanczos", "arpack", "lobpcg", "amg"}, default=None
+    eigen_solver : {None, "lanczos", "dense", "arpack", "lobpcg", "amg"}, default=None
     random_state : int, RandomState instance or None, default=None
     n_init : int, default=10
     eigen_tol : float or "auto", default="auto"

@@ -41,9 +41,11 @@ def spectral_embedding(adjacency: Any, *, n_components: int = 8, eigen_solver: s
         The symmetric, non-negative affinity (adjacency) matrix of the graph; its diagonal is ignored.
     n_components : int, default=8
         Dimension of the projection subspace.
-    eigen_solver : {None, "lanczos", "arpack", "lobpcg", "amg"}, default=None
-        None and ``"lanczos"``: fastkpca's block Lanczos on the normalised affinity (no Laplacian copy, no
-        factorisation); the others run scikit-learn's solver of that name.
+    eigen_solver : {None, "lanczos", "dense", "arpack", "lobpcg", "amg"}, default=None
+        ``"lanczos"``: fastkpca's block Lanczos on the normalised affinity (no Laplacian copy, no factorisation);
+        ``"dense"``: LAPACK's eigensolver on the normalised affinity as a matrix; None: the cheaper of the two by
+        the library's cost model (dense for a few hundred samples); the others run scikit-learn's solver of that
+        name.
     random_state : int, RandomState instance or None, default=None
         Seed of the solver's random start.
     eigen_tol : float or "auto", default="auto"
@@ -222,10 +224,12 @@ class SpectralEmbedding(SpectralFit):
     gamma : float, default=None
         Kernel coefficient of the kernel affinities (None: 1 / n_features).
     random_state : int, RandomState instance or None, default=None
-    eigen_solver : {None, "auto", "lanczos", "nystrom", "arpack", "lobpcg", "amg"}, default=None
-        None/"auto"/"lanczos": block Lanczos on the normalised affinity; ``"nystrom"``: the approximate
-        embedding on ``n_landmarks`` landmarks (native kernels; see :mod:`fastkpca.solvers.spectral_nystrom`);
-        the others: scikit-learn's solver on the materialised affinity.
+    eigen_solver : {None, "auto", "lanczos", "dense", "nystrom", "arpack", "lobpcg", "amg"}, default=None
+        ``"lanczos"``: block Lanczos on the normalised affinity; ``"dense"``: LAPACK's eigensolver on it as a
+        matrix; None/"auto": the cheaper of the two by the library's cost model (dense for a few hundred
+        samples, ``solver_info_["choice"]``); ``"nystrom"``: the approximate embedding on ``n_landmarks``
+        landmarks (native kernels; see :mod:`fastkpca.solvers.spectral_nystrom`); the others: scikit-learn's
+        solver on the materialised affinity.
     eigen_tol : float or "auto", default="auto"
         Relative residual of the eigenpairs (``"auto"``: 1e-8 for lanczos, relative to the top eigenvalue, 1).
     n_neighbors : int, default=None

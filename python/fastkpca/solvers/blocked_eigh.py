@@ -35,7 +35,7 @@ import ctypes
 import numpy as np
 
 from .lapack_calls import Matrix, character, integer, pointer, precision, routine
-from .lapack_threads import interruptible
+from .lapack_threads import interruptible, small_algebra_threads
 
 __all__ = ["symmetric_eigh", "symmetric_eigenpairs", "PANEL", "PANEL_POLL_BYTES", "REFLECTOR_BLOCK", "POLL_FLOPS",
            "WHOLE_ROWS"]
@@ -90,8 +90,9 @@ def symmetric_eigenpairs(A: np.ndarray, subset_by_index: tuple[int, int] | None)
     if n == 0 or hi < lo:
         return np.empty(0, A.dtype), np.empty((n, 0), A.dtype)
     M = Matrix(A, dtypes=(np.float32, np.float64))
-    if n <= WHOLE_ROWS:
-        return _syevr(M, subset_by_index)
+    if n <= WHOLE_ROWS:  # on one BLAS thread (lapack_threads.small_algebra_threads: its threads would spin after)
+        with small_algebra_threads(4.0 * n**3 / 3):
+            return _syevr(M, subset_by_index)
     scale = _scale_into_range(M)
     d, e, tau = _tridiagonalise(M)
     wanted = hi - lo + 1

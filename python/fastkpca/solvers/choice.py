@@ -335,11 +335,13 @@ def kernel_pca(requested: str, *, n: int, d: int, k: int, symmetric: bool, all_c
 
 # ---- Spectral embedding and clustering: the bottom eigenvectors of a normalised Laplacian --------------------
 
-def spectral(requested: str | None, *, n: int, d: int, k: int, memory_limit: int) -> Choice:
+def spectral(requested: str | None, *, n: int, d: int, k: int, memory_limit: int,
+             matrix_possible: bool = True) -> Choice:
     """The spectral estimators' eigensolver (``requested`` None: "auto"): "lanczos" (block Lanczos on the Laplacian
-    view of the affinity's operator, in any storage) is the one exact solver that needs no n × n matrix;
-    scikit-learn's "arpack", "lobpcg" and "amg" solve the materialised affinity and "nystrom" is approximate:
-    those only when asked for."""
+    view of the affinity's operator, in any storage) or "dense" (LAPACK's eigensolver on that view made an n × n
+    matrix: the affinity and its normalised copy; ``matrix_possible`` as for :func:`kernel_ridge`), the exact
+    solvers; scikit-learn's "arpack", "lobpcg" and "amg" solve the materialised affinity and "nystrom" is
+    approximate: those only when asked for."""
     b = k + 10
     dense = 8 * n * n
     sklearn = kernel_pass_seconds(n, n, d, 0) + (ARPACK_PRODUCTS + ARPACK_PRODUCTS_PER_PAIR * k) * 2 * n * n / (
@@ -348,6 +350,8 @@ def spectral(requested: str | None, *, n: int, d: int, k: int, memory_limit: int
         Candidate("lanczos", LANCZOS_SETUP_SECONDS + operator_passes_seconds(n, d, b, LANCZOS_PASSES, memory_limit,
                                                                              8 * n * (8 * b + k)),
                   8 * n * (8 * b + k)),
+        Candidate("dense", kernel_pass_seconds(n, n, d, 0) + eigh_seconds(n, k), 2 * dense, matrix_possible,
+                  note=_MATRIX_NOTE[matrix_possible]),
         *(Candidate(name, sklearn, dense, automatic=False, note="scikit-learn's, on the materialised affinity")
           for name in ("arpack", "lobpcg", "amg")),
         Candidate("nystrom", kernel_pass_seconds(n, min(n, 1000), d, k), 8 * 1000 * 1000, automatic=False,

@@ -14,7 +14,7 @@ import warnings
 
 import numpy as np
 
-from .. import _native
+from .. import _native, _threads
 from .. import _validation as v
 from ..exceptions import ConvergenceWarning
 from ..operators.arithmetic import products_for
@@ -29,10 +29,6 @@ DEFAULT_TOL = 1e-10
 DEFAULT_MAX_PASSES = 1000
 #: Memory the Krylov basis may take before the solver restarts sooner (at least k + 4 blocks are kept).
 BASIS_BUDGET_BYTES = 256 * 2**20
-#: eigsh on a matrix of at most this many rows runs on one thread unless n_jobs says otherwise: a pass over it
-#: takes microseconds, less than waking a second thread costs (many times less when that thread waits for a
-#: core another library's spinning thread holds).
-SMALL_ROWS = 256
 
 
 def default_block_size(k: int, n: int, compute_bound: bool = False) -> int:
@@ -131,6 +127,8 @@ def solve(op, k: int, *, tol, maxiter, block_size, random_state, threads: int, p
     op = getattr(op, "native", op)
     n = op.n
     b = block_size_for(op, k) if block_size is None else block_size
+    # the thread rule (fastkpca/_threads.py) on one pass: every pass starts the team anew
+    threads = _threads.pass_threads(threads, _threads.operator_pass_seconds(op.pass_cost(b)))
     tol = DEFAULT_TOL if tol is None else tol
     maxiter = DEFAULT_MAX_PASSES if maxiter is None else maxiter
     rng = v.check_random_state(random_state)
@@ -282,8 +280,8 @@ def eigsh(A: Any, k: int, *, tol: float | None = None, maxiter: int | None = Non
     """
     threads = v.n_threads(n_jobs)
     shape: tuple = tuple(getattr(A, "shape", ()))
-    if threads == 0 and len(shape) == 2 and shape[0] <= SMALL_ROWS:
-        threads = 1  # a pass over so small a matrix takes microseconds: a second thread costs more than it saves
+    if len(shape) == 2:  # the input's scan, by the thread rule on its entries (the passes' own: solve)
+        threads = _threads.pass_threads(threads, _threads.kernel_seconds(float(shape[0]) * shape[0], 0))
     op, dtype = as_native_operator(A, threads)
     n = op.n
     k = v.check_int(k, "k", minimum=1, maximum=n)

@@ -4,6 +4,7 @@ what is computed), its figures and the affinity matrix it held, so the estimator
 
 - :class:`LanczosEmbedding`: block Lanczos on the Laplacian view of the affinity's operator (any storage),
   started from a k-means partition of the samples where the affinity is a kernel (spectral_start.py);
+- :class:`DenseEmbedding`: LAPACK's symmetric eigensolver on the same view made an n × n matrix (few samples);
 - :class:`ScikitLearnEmbedding`: scikit-learn's "arpack", "lobpcg" or "amg" on the materialised affinity;
 - :class:`NystromEmbedding`: the embedding of the normalised Nyström affinity on landmarks (spectral_nystrom.py):
   approximate.
@@ -24,14 +25,14 @@ from .affinity import Affinity, affinity_of, warn_if_disconnected
 from .spectral_nystrom import nystrom_embedding
 from .spectral_start import partition_of
 
-__all__ = ["LanczosEmbedding", "ScikitLearnEmbedding", "NystromEmbedding", "make_solver", "SKLEARN_SOLVERS",
-           "SOLVERS", "MATRIX_SOLVERS"]
+__all__ = ["LanczosEmbedding", "DenseEmbedding", "ScikitLearnEmbedding", "NystromEmbedding", "make_solver",
+           "SKLEARN_SOLVERS", "SOLVERS", "MATRIX_SOLVERS"]
 
 #: scikit-learn's own solvers, run on the materialised affinity when asked for by name.
 SKLEARN_SOLVERS = ("arpack", "lobpcg", "amg")
 #: Every solver's name, and those that solve a given affinity matrix (the Nyström one needs samples).
-SOLVERS = ("auto", "lanczos", "nystrom", *SKLEARN_SOLVERS)
-MATRIX_SOLVERS = ("auto", "lanczos", *SKLEARN_SOLVERS)
+SOLVERS = ("auto", "lanczos", "dense", "nystrom", *SKLEARN_SOLVERS)
+MATRIX_SOLVERS = ("auto", "lanczos", "dense", *SKLEARN_SOLVERS)
 # scikit-learn's implementation, kept before patch_sklearn replaces the module's names with ours (the public
 # function calls the private one through the module, which would then be ours again).
 _SKLEARN_SPECTRAL_EMBEDDING = getattr(_sk_embedding, "_spectral_embedding", _sk_embedding.spectral_embedding)
@@ -94,6 +95,53 @@ class LanczosEmbedding(_OnAnAffinity):
         return E.astype(dtype, copy=False), {**info, **affinity.op.info()}
 
 
+class DenseEmbedding(_OnAnAffinity):
+    """LAPACK's symmetric eigensolver (blocked_eigh.symmetric_eigh, by index) on the Laplacian view of the
+    affinity (spectral.py) made an n × n matrix (:func:`laplacian_matrix`). The same pairs as the Lanczos
+    solver's, exact, for problems whose matrix is small (a few hundred samples): one LAPACK call instead of
+    passes and Rayleigh–Ritz steps."""
+
+    name = "dense"
+
+    def solve(self, affinity: Affinity, n_components: int, *, random_state, eigen_tol, memory_limit: int,
+              drop_first: bool = True, norm_laplacian: bool = True, progress=None, dtype=np.float64):
+        from .blocked_eigh import symmetric_eigh
+
+        n = affinity.op.shape[0]
+        k = _check_size(n, n_components, drop_first)
+        warn_if_disconnected(affinity)
+        deg = affinity.degrees
+        A = affinity.dense("eigen_solver='dense'", memory_limit)
+        start = time.perf_counter()
+        M, shift = laplacian_matrix(A, deg, norm_laplacian)
+        values, vectors = symmetric_eigh(M, subset_by_index=(n - k, n - 1), overwrite_a=True)
+        if values.shape[0] < k:  # the subset driver may return fewer: the whole decomposition never does
+            values, vectors = symmetric_eigh(laplacian_matrix(A, deg, norm_laplacian)[0], overwrite_a=True)
+            values, vectors = values[n - k:], vectors[:, n - k:]
+        values, vectors = values[::-1], vectors[:, ::-1]  # descending θ: ascending Laplacian eigenvalues
+        E = spectral.finish(vectors, deg.root if norm_laplacian else None, drop_first, n_components)
+        info = {"method": "dense", "solve_seconds": time.perf_counter() - start, "converged": True,
+                "laplacian_eigenvalues": shift - values, "n_isolated": deg.n_isolated, "storage": "full"}
+        return E.astype(dtype, copy=False), info
+
+
+def laplacian_matrix(A, deg, norm_laplacian: bool) -> tuple[np.ndarray, float]:
+    """(the matrix whose top eigenvectors are the Laplacian's bottom ones, the shift c with the Laplacian's
+    eigenvalues c − θ): spectral.laplacian_view's operator as a Fortran-ordered array, A₀ the affinity without
+    its diagonal (the graph ignores self-loops): S A₀ S with S = diag(1/√d) (c = 1), or A₀ − D + c·I with
+    c = 2·max d."""
+    M = np.array(A.toarray() if hasattr(A, "toarray") else A, dtype=np.float64, order="F", copy=True)
+    np.fill_diagonal(M, 0.0)
+    if norm_laplacian:
+        scale = 1.0 / deg.root
+        M *= scale[:, None]
+        M *= scale[None, :]
+        return M, 1.0
+    shift = 2.0 * float(deg.degrees.max(initial=0.0)) or 1.0
+    M[np.diag_indices(M.shape[0])] += shift - deg.degrees
+    return M, shift
+
+
 class ScikitLearnEmbedding(_OnAnAffinity):
     """scikit-learn's solver ``name`` on the materialised affinity (checked against the memory limit)."""
 
@@ -139,9 +187,10 @@ def make_solver(requested: str | None, samples, kernel, k: int, *, memory_limit:
     an embedding of ``k`` vectors, by the library's cost model (solvers/choice.py)."""
     n = samples.shape[0]
     picked = choice.spectral(requested, n=n, d=choice.evaluated_features(kernel, samples), k=k,
-                             memory_limit=memory_limit)
+                             memory_limit=memory_limit, matrix_possible=bool(getattr(samples, "holds_matrix", True)))
     name = picked.picked
     solver = (LanczosEmbedding() if name == LanczosEmbedding.name
+              else DenseEmbedding() if name == DenseEmbedding.name
               else NystromEmbedding(n_landmarks, landmarks) if name == NystromEmbedding.name
               else ScikitLearnEmbedding(name))
     return solver, picked.as_dict()
