@@ -119,8 +119,9 @@ def test_the_dense_solver_is_auto_for_few_samples_and_gives_scikit_learns_embedd
     assert max_angle(ours.embedding_.astype(np.float64), ref.embedding_) < (1e-9 if dtype == np.float64 else 1e-3)
     lanczos = SpectralEmbedding(n_components=3, affinity="rbf", gamma=0.05, random_state=0,
                                 eigen_solver="lanczos").fit(X.astype(dtype))
-    np.testing.assert_allclose(ours.solver_info_["laplacian_eigenvalues"],
-                               lanczos.solver_info_["laplacian_eigenvalues"], atol=1e-8 if dtype == np.float64 else 1e-5)
+    values = "laplacian_eigenvalues"
+    np.testing.assert_allclose(ours.solver_info_[values], lanczos.solver_info_[values],
+                               atol=1e-8 if dtype == np.float64 else 1e-5)
     # many samples: the Lanczos passes, which need no n × n matrix
     from fastkpca.solvers import choice
 

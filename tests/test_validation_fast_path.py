@@ -68,8 +68,9 @@ CASES = {
 
 @pytest.mark.parametrize("case", list(CASES))
 @pytest.mark.parametrize("copy", [False, True])
-def test_samples_as_scikit_learn_validates_them(case, copy):
-    (ours, ours_attrs, ours_warn), (theirs, theirs_attrs, theirs_warn) = _both(CASES[case], dtype=FLOATS, copy=copy)
+@pytest.mark.parametrize("dtype", [FLOATS, "numeric"])
+def test_samples_as_scikit_learn_validates_them(case, copy, dtype):
+    (ours, ours_attrs, ours_warn), (theirs, theirs_attrs, theirs_warn) = _both(CASES[case], dtype=dtype, copy=copy)
     _same(ours, theirs)
     assert ours_attrs == theirs_attrs and ours_warn == theirs_warn
     if copy and not isinstance(ours, Exception):

@@ -8,7 +8,8 @@ features, and targets likewise a 1-D or 2-D numeric array — :func:`validate_da
 would do with them: the same array back (a copy when asked), ``n_features_in_`` set on a fit and checked on a
 prediction, a ``feature_names_in_`` of an earlier fit removed. Anything else (lists, dataframes, sparse
 matrices, other dtypes, NaN or infinity, empty arrays, a feature count that differs, names to check) goes
-through scikit-learn's own function, which makes its conversions and raises its own errors.
+through scikit-learn's own function, which makes its conversions and raises its own errors. (Targets without
+``multi_output`` come back as they are where scikit-learn returns a 1-D view of the same values.)
 """
 
 from __future__ import annotations
@@ -29,7 +30,16 @@ except ImportError:  # pragma: no cover - scikit-learn 1.5
 
 _FLOATS = (np.dtype(np.float64), np.dtype(np.float32))
 #: The keyword arguments the fast path knows: any other goes to scikit-learn.
-_FAST_KEYWORDS = frozenset({"accept_sparse", "copy", "dtype", "reset", "y", "multi_output", "y_numeric"})
+_FAST_KEYWORDS = frozenset({"accept_sparse", "copy", "dtype", "reset", "y", "multi_output", "y_numeric",
+                            "ensure_2d"})
+
+
+def _keeps_floats(dtype) -> bool:
+    """Whether check_array's ``dtype`` keeps a float32 or float64 array as it is: [float64, float32] (the
+    estimators' list), or "numeric"."""
+    if isinstance(dtype, str):
+        return dtype == "numeric"
+    return list(dtype) == [np.float64, np.float32]
 
 
 def _plain_samples(X) -> bool:
@@ -41,9 +51,11 @@ def _plain_samples(X) -> bool:
         return bool(np.isfinite(X.sum()))
 
 
-def _plain_targets(y, n: int) -> bool:
-    """y is what the fast path takes beside n samples: a 1-D or 2-D numeric ndarray of n finite rows."""
-    if type(y) is not np.ndarray or y.ndim not in (1, 2) or y.shape[0] != n or y.dtype.kind not in "biuf":
+def _plain_targets(y, n: int, multi_output: bool) -> bool:
+    """y is what the fast path takes beside n samples: a numeric ndarray of n finite rows, 1-D or (with
+    ``multi_output``) 2-D."""
+    if (type(y) is not np.ndarray or y.ndim not in ((1, 2) if multi_output else (1,)) or y.shape[0] != n
+            or y.dtype.kind not in "biuf"):
         return False
     if y.dtype.kind != "f":
         return True
@@ -54,13 +66,14 @@ def _plain_targets(y, n: int) -> bool:
 def validate_data(estimator, X="no_validation", **kwargs):
     """scikit-learn's ``validate_data`` (see the module: plain arrays take a fast path with the same result)."""
     reset = kwargs.get("reset", True)
-    fast = (set(kwargs) <= _FAST_KEYWORDS and list(kwargs.get("dtype", ())) == [np.float64, np.float32]
-            and _plain_samples(X) and (reset or not hasattr(estimator, "feature_names_in_"))
+    fast = (set(kwargs) <= _FAST_KEYWORDS and kwargs.get("ensure_2d", True) is True
+            and _keeps_floats(kwargs.get("dtype", ())) and _plain_samples(X)
+            and (reset or not hasattr(estimator, "feature_names_in_"))
             and (reset or getattr(estimator, "n_features_in_", None) == X.shape[1]))
     y = kwargs.get("y", "no_validation")
     with_targets = not (isinstance(y, str) and y == "no_validation")
     if fast and with_targets:
-        fast = kwargs.get("multi_output", False) and _plain_targets(y, X.shape[0])
+        fast = _plain_targets(y, X.shape[0], bool(kwargs.get("multi_output", False)))
     if not fast:
         return _sklearn_validate(estimator, X, **kwargs)
     if kwargs.get("copy", False):

@@ -367,9 +367,15 @@ class GaussianProcessRegressor(EngineFitted, MultiOutputMixin, RegressorMixin, B
     def _optimise(self) -> None:
         """scikit-learn's search: from the kernel's theta, then from log-uniform starts; the best one kept and,
         where the likelihood is an estimate, settled by the solver (solvers/gaussian_process/optimiser.py)."""
+        # scikit-learn's objective sets kernel_.theta at every evaluation (its likelihood with clone_kernel=False):
+        # kept for a callable optimizer, which may read it; L-BFGS-B's loop here sets it once, at the optimum (the
+        # object's setter reads every hyperparameter of the kernel's tree: most of a small problem's evaluation).
+        sets_theta = callable(self.optimizer)
+
         def obj_func(theta, eval_gradient=True):  # the fit's evaluations: its probes, not refined
             theta = np.asarray(theta, dtype=np.float64)
-            self.kernel_.theta = theta
+            if sets_theta:
+                self.kernel_.theta = theta
             estimate = self._likelihood(theta, eval_gradient, refine=False)
             if eval_gradient:
                 return -estimate.value, -(np.zeros_like(theta) if estimate.gradient is None else estimate.gradient)
@@ -493,7 +499,10 @@ class GaussianProcessRegressor(EngineFitted, MultiOutputMixin, RegressorMixin, B
         if not hasattr(self, "X_train_"):
             return self._prior(X, return_std, return_cov)
         X = self._kernel.new_rows(X, self.X_train_)
-        mean = self._mean_map(X)  # K(X, X_train)·α, tile by tile (where the training samples are)
+        if return_std:  # the mean and the variances (the solver's: one cross kernel for both where it has one)
+            mean, var = self._solver.mean_and_variance(self._kernel, X, self._mean_map)
+        else:
+            mean = self._mean_map(X)  # K(X, X_train)·α, tile by tile (where the training samples are)
         if self.alpha_.ndim == 1:
             mean = mean[:, 0]
         mean = self._y_train_std * mean + self._y_train_mean
@@ -505,7 +514,6 @@ class GaussianProcessRegressor(EngineFitted, MultiOutputMixin, RegressorMixin, B
             cov = self._solver.covariance(self._kernel, X)
             cov = np.outer(cov, self._y_train_std**2).reshape(*cov.shape, -1)
             return mean, (np.squeeze(cov, axis=2) if cov.shape[2] == 1 else cov)
-        var = self._solver.variance(self._kernel, X)
         if np.any(var < 0):
             warnings.warn("Predicted variances smaller than 0. Setting those variances to 0.", stacklevel=2)
             var[var < 0] = 0.0

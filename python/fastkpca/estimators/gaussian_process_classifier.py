@@ -156,9 +156,12 @@ class _BinaryLaplaceClassifier(ClassifierMixin, BaseEstimator):
         in the (log) bounds; the best optimum kept (solvers/gaussian_process/optimiser.py). θ and its bounds are
         logarithms: the restarts are uniform between them (scikit-learn's binary classifier exponentiates the
         draw, a θ far outside the bounds that L-BFGS-B clips to a corner)."""
+        sets_theta = callable(self.optimizer)  # as the regressor's _optimise: scikit-learn's side effect kept for it
+
         def obj_func(theta, eval_gradient=True):
             theta = np.asarray(theta, dtype=np.float64)
-            self.kernel_.theta = theta
+            if sets_theta:
+                self.kernel_.theta = theta
             lml, grad = self._evaluate(self._solver, theta, eval_gradient, ("settled", self._fit_f))
             return (-lml, -grad) if eval_gradient else -lml
 

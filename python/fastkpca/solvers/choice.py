@@ -71,10 +71,16 @@ SPARSE_VALUE_FLOPS = 8
 GEMM_THREAD_EFFICIENCY = 0.89
 
 
+#: Rows of the square products gemm_rate times: large enough for DGEMM's full rate on one thread (384: 53 GFLOP/s
+#: against 50 at 768 on an AMD EPYC Zen 4 core), small enough that the measurement costs a few milliseconds once
+#: per process (768 took 60 ms of every process's first fit, a joblib worker's included).
+GEMM_RATE_ROWS = 384
+
+
 @functools.lru_cache(maxsize=1)
 def gemm_rate() -> float:
-    """DGEMM's flops per second on NumPy's BLAS threads: one thread's rate, the better of two 768 × 768 products
-    after one a quarter the size, times the BLAS threads and GEMM_THREAD_EFFICIENCY.
+    """DGEMM's flops per second on NumPy's BLAS threads: one thread's rate, the better of two GEMM_RATE_ROWS-square
+    products after one a quarter the size, times the BLAS threads and GEMM_THREAD_EFFICIENCY.
 
     Measured on one thread because a threaded call leaves OpenBLAS's threads spinning on the cores for a while,
     and the fit that asked for the rate would then run its first native passes beside them (a 3,000-sample
@@ -82,16 +88,17 @@ def gemm_rate() -> float:
     and drawing random ones would cost more than the products."""
     from .lapack_threads import blas_threads, one_blas_thread
 
-    a, b = np.full((768, 768), 0.5), np.full((768, 768), 0.25)
+    m = GEMM_RATE_ROWS
+    a, b = np.full((m, m), 0.5), np.full((m, m), 0.25)
     best = np.inf
     with one_blas_thread():
-        a[:384, :384] @ b[:384, :384]
+        a[:m // 2, :m // 2] @ b[:m // 2, :m // 2]
         for _ in range(2):
             start = time.perf_counter()
             a @ b
             best = min(best, time.perf_counter() - start)
     threads = blas_threads()
-    return 2 * 768**3 / max(best, 1e-9) * threads * (GEMM_THREAD_EFFICIENCY if threads > 1 else 1.0)
+    return 2 * m**3 / max(best, 1e-9) * threads * (GEMM_THREAD_EFFICIENCY if threads > 1 else 1.0)
 
 
 def kernel_entry_flops(d: int) -> float:

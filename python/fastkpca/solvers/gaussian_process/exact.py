@@ -38,7 +38,7 @@ def factor(K: np.ndarray, noise, clean: bool = False) -> np.ndarray:
     still K's, or with ``clean`` zero (scipy.linalg.cholesky's lower factor: a factor kept as ``L_``; the solves
     and the inverse read the lower triangle only). np.linalg.LinAlgError if K + diag(noise) is not positive
     definite. By blocks that Ctrl-C stops (blocked_lapack.py)."""
-    K[np.diag_indices_from(K)] += noise
+    K.flat[::K.shape[0] + 1] += noise  # the diagonal
     L = K.T  # Fortran-ordered: factored in place
     with blocked_threads(K.shape[0]):
         info = cholesky_in_place(L)
@@ -54,6 +54,13 @@ def weights_in_place(K: np.ndarray, A: np.ndarray, outer_weight: float, inverse_
     its upper triangle (row-major; the lower triangle of the Fortran-ordered factor that potri wrote). Row
     blocks: the upper part of each is formed, its lower part copied from the rows above."""
     n = A.shape[0]
+    if n <= _BLOCK:  # one block: the same entries, formed whole
+        U = np.triu(K)
+        U += np.triu(U, 1).T
+        U *= inverse_weight
+        U += outer_weight * (A @ A.T)
+        K[...] = U
+        return K
     for i0 in range(0, n, _BLOCK):
         i1 = min(n, i0 + _BLOCK)
         rows = K[i0:i1, i0:]
@@ -72,21 +79,25 @@ def _test_chunks(n_train: int, n_test: int, memory_limit: int) -> int:
 
 
 def posterior_variance(kernel, X_new, X_train, L: np.ndarray, memory_limit: int,
-                       scale: np.ndarray | None = None) -> np.ndarray:
+                       scale: np.ndarray | None = None, mean_weights: np.ndarray | None = None):
     """k(x, x) − v·v with v = L⁻¹ S K(X_train, x) for every new point (S = diag(scale), None: I), in chunks of
     new points that fit a quarter of the memory limit (scikit-learn's formula, without its n_train × n_new
-    array)."""
+    array). With ``mean_weights`` A (n_train × t), (K(x, X_train)·A, the variances) from the same chunks of the
+    cross kernel: the posterior mean and variance by one evaluation of it."""
     n_new = X_new.shape[0]
     rows = _test_chunks(L.shape[0], n_new, memory_limit)
     out = kernel.diagonal(X_new).astype(np.float64)
+    mean = None if mean_weights is None else np.empty((n_new, mean_weights.shape[1]))
     for start in range(0, n_new, rows):
         part = X_new[start:start + rows]
         Kt = kernel.cross(part, X_train).T
+        if mean is not None:
+            mean[start:start + part.shape[0]] = Kt.T @ mean_weights
         if scale is not None:
             Kt = Kt * scale[:, None]
         V = solve_lower_triangular(L, Kt, overwrite_b=True)
         out[start:start + part.shape[0]] -= np.einsum("ij,ij->j", V, V)
-    return out
+    return out if mean is None else (mean, out)
 
 
 def posterior_covariance(kernel, X_new, X_train, L: np.ndarray, memory_limit: int) -> np.ndarray:
@@ -145,6 +156,7 @@ class ExactSolver(ExactOptimisation):
         self.samples, self.noise, self.limit = samples, noise, memory_limit
         self.X = samples.fitted()
         self.L: np.ndarray | None = None
+        self.alpha: np.ndarray | None = None  # K̂⁻¹Y of the final solve
 
     def _matrix(self, kernel) -> np.ndarray:
         """K(X, X) in float64, the caller's to overwrite, after the memory check."""
@@ -190,12 +202,20 @@ class ExactSolver(ExactOptimisation):
 
         self.L = factor(self._matrix(kernel), self.noise, clean=True)
         with small_algebra_threads(float(self.L.shape[0]) ** 3 / 3):
-            return cho_solve((self.L, True), Y, check_finite=False)
+            self.alpha = cho_solve((self.L, True), Y, check_finite=False)
+        return self.alpha
 
     def variance(self, kernel, X_new) -> np.ndarray:
         assert self.L is not None
         with small_algebra_threads(float(self.L.shape[0]) ** 2 * X_new.shape[0]):
             return posterior_variance(kernel, X_new, self.X, self.L, self.limit)
+
+    def mean_and_variance(self, kernel, X_new, mean_map) -> tuple[np.ndarray, np.ndarray]:
+        """The posterior mean K(x, X)·α and the variances from one evaluation of the cross kernel (scikit-learn's
+        K_trans), chunk by chunk."""
+        assert self.L is not None
+        with small_algebra_threads(float(self.L.shape[0]) ** 2 * X_new.shape[0]):
+            return posterior_variance(kernel, X_new, self.X, self.L, self.limit, mean_weights=self.alpha)
 
     def covariance(self, kernel, X_new) -> np.ndarray:
         assert self.L is not None

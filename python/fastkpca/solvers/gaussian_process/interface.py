@@ -124,6 +124,10 @@ class RegressionSolver(GaussianProcessSolver, Protocol):
     def variance(self, kernel, X_new) -> np.ndarray:
         """k(x, x) − k*ᵀK̂⁻¹k* for every new point (after :meth:`solve`)."""
 
+    def mean_and_variance(self, kernel, X_new, mean_map) -> tuple[np.ndarray, np.ndarray]:
+        """(the posterior mean K(X*, X)·K̂⁻¹Y, n_new × t; :meth:`variance`) after :meth:`solve`: ``mean_map`` is the
+        fitted row map of the mean (engines/base.py), which a solver may use or replace by its own evaluation."""
+
     def covariance(self, kernel, X_new) -> np.ndarray:
         """K(X*, X*) − K*ᵀK̂⁻¹K* (after :meth:`solve`)."""
 

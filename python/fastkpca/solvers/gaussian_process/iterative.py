@@ -577,6 +577,10 @@ class IterativeSolver(PlannedMemory):
         # not even one point beside the samples' copies: the plan's own MemoryError says what it needs
         return columns, self._plan(kernel, 1, self._prediction_bytes(1)) if chosen is None else chosen
 
+    def mean_and_variance(self, kernel, X_new, mean_map) -> tuple[np.ndarray, np.ndarray]:
+        """The posterior mean by ``mean_map`` (tile by tile where the samples are) and :meth:`variance`."""
+        return mean_map(X_new), self.variance(kernel, X_new)
+
     def variance(self, kernel, X_new) -> np.ndarray:
         """k(x, x) − k*ᵀK̂⁻¹k* for every new point, by block CG on the test points' kernel columns in chunks
         within the memory limit (_prediction_plan)."""
