@@ -233,6 +233,9 @@ def _bindings():
     sum_tiles = core.sum_block_tiles(sum_terms(lambda a: a), 0.1, 1)
     rows, cols = np.arange(0, 36, 3, dtype=np.int64), np.array([3, 17, 0, 39, 8], dtype=np.int64)
 
+    upper = np.triu(np.random.default_rng(5).uniform(0.05, 0.95, (6, 4, 4)), 1)
+    pairwise = upper + np.tril(1 - np.swapaxes(upper, 1, 2), -1)  # r_ji = 1 - r_ij
+
     def svm_columns(source):  # a column source's columns and product, against the rows and columns above
         block = np.empty((5, 12), np.float32)
         core.svm_kernel_columns(source, rows, cols, block, 1)
@@ -314,6 +317,9 @@ def _bindings():
                                ("out",)],
         "svm_solve": [lambda m: svm_solve(m), ("alpha",)],
         "svm_solve_nu": [lambda m: svm_solve(m, core.svm_solve_nu, 0.5), ("alpha",)],
+        "svm_couple": [lambda m: core.svm_couple(m(pairwise)), ()],
+        "svm_platt": [lambda m: core.svm_platt(m(V[:, 0].copy()), (V[:, 1] > 0).astype(np.uint8)), ()],  # bytes:
+        # always aligned
     }
 
 

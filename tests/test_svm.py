@@ -6,6 +6,7 @@ pickling, scikit-learn's estimator checks, and bad input (its own test modules: 
 from __future__ import annotations
 
 import pickle
+import warnings
 
 import numpy as np
 import pytest
@@ -421,6 +422,29 @@ def test_probabilities_log_loss_within_five_percent(classes):
     assert np.allclose(np.exp(ours.predict_log_proba(Xt)), p)
     assert log_loss(yt, p) <= 1.05 * log_loss(yt, theirs.predict_proba(Xt))
     assert ours.probA_.shape == (classes * (classes - 1) // 2,)
+
+
+@pytest.mark.parametrize("k", [2, 3, 5])
+def test_coupling_is_scikit_learns(k):
+    """The core's coupling (svm/coupling.hpp) gives scikit-learn's probabilities: a fitted scikit-learn classifier's
+    Platt sigmoids of its decision values, coupled, are its own predict_proba."""
+    from sklearn.svm import SVC as SkSVC
+
+    from fastkpca.solvers.svm import probability
+
+    rng = np.random.default_rng(k)
+    X = rng.standard_normal((60 * k, k))
+    y = np.argmax(X + 0.5 * rng.standard_normal((60 * k, k)), axis=1)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", FutureWarning)  # scikit-learn 1.9 deprecates probability=True
+        theirs = SkSVC(probability=True, decision_function_shape="ovo", random_state=0).fit(X, y)
+        expected = theirs.predict_proba(X[:20])
+        A, B = theirs._probA, theirs._probB
+    decisions = theirs.decision_function(X[:20]).reshape(20, -1)
+    if k == 2:
+        decisions = -decisions  # scikit-learn's binary decision is LIBSVM's negated
+    got = probability.class_probabilities(decisions, A, B, k)
+    np.testing.assert_allclose(got, expected, atol=1e-12)
 
 
 def test_platt_and_coupling_against_their_definitions():

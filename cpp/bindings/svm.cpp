@@ -8,6 +8,7 @@
 #include <vector>
 
 #include "common.hpp"
+#include "fastkpca/svm/probability.hpp"
 #include "fastkpca/svm/dual_solver.hpp"
 #include "sparse_input.hpp"
 
@@ -207,6 +208,34 @@ void kernel_columns(const PyKernelColumns& columns, const Input<std::int64_t>& r
   });
 }
 
+// Platt's (A, B) for decision values f of classes `positive` (svm/probability.hpp).
+py::tuple platt(const Input<double>& f, const Input<std::uint8_t>& positive) {
+  if (f.ndim() != 1 || positive.ndim() != 1 || f.size() != positive.size())
+    throw py::value_error("f and positive must be 1-D arrays of one length");
+  svm::Sigmoid s;
+  {
+    py::gil_scoped_release release;
+    s = svm::platt_sigmoid(f.size(), f.data(), positive.data());
+  }
+  return py::make_tuple(s.a, s.b);
+}
+
+// p[s] (k values) from r[s] (k × k) for every sample s (svm/probability.hpp).
+py::array_t<double> couple(const Input<double>& r) {
+  if (r.ndim() != 3 || r.shape(1) != r.shape(2) || r.shape(1) < 1)
+    throw py::value_error("r must be an array of shape (n, k, k)");
+  const Index n = r.shape(0), k = r.shape(1);
+  py::array_t<double> out({n, k});
+  double* o = out.mutable_data();
+  const double* in = r.data();
+  {
+    py::gil_scoped_release release;
+    std::vector<double> q, qp;
+    for (Index s = 0; s < n; ++s) svm::couple_pairwise(k, in + s * k * k, o + s * k, q, qp);
+  }
+  return out;
+}
+
 template <class S>
 void def_columns(py::module_& m) {
   m.def("svm_dense_columns", &dense_columns<S>, py::arg("x"), py::arg("kernel"), py::arg("gamma"), py::arg("degree"),
@@ -239,6 +268,10 @@ void init_svm(py::module_& m) {
   def_solve<svm::PerSignEqualities>(m, "svm_solve_nu",
                                     "Solve an SVM dual under one equality per sign of y (LIBSVM's Solver_NU: nu-SVC, "
                                     "nu-SVR) in place of alpha; returns the solver's figures.");
+  m.def("svm_platt", &platt, py::arg("f"), py::arg("positive"),
+        "Platt's sigmoid (A, B) of P(+1 | f) = 1/(1 + exp(A f + B)) for decision values f (LIBSVM's fit).");
+  m.def("svm_couple", &couple, py::arg("r"),
+        "Class probabilities (n, k) from pairwise ones r (n, k, k) by Wu, Lin & Weng's second method (LIBSVM's).");
   m.def("svm_kernel_columns", &kernel_columns, py::arg("columns"), py::arg("rows"), py::arg("cols"), py::arg("out"),
         py::arg("n_threads"), "out[c, r] = k(x_rows[r], x_cols[c]) as float, as a solve's session evaluates it.");
   m.def("svm_kernel_product", &kernel_product, py::arg("columns"), py::arg("targets"), py::arg("cols"), py::arg("w"),

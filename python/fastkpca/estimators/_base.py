@@ -8,9 +8,8 @@ import sys
 import weakref
 from typing import Any, Callable
 
-from .._sklearn_compat import check_is_fitted
-
 from .. import engines, kernels
+from .._sklearn_compat import check_is_fitted
 
 
 class Reporting:

@@ -7,9 +7,9 @@ from typing import Any, Callable
 import numpy as np
 from sklearn.base import BaseEstimator, ClassNamePrefixFeaturesOutMixin, TransformerMixin
 from sklearn.exceptions import NotFittedError
-from .._sklearn_compat import check_is_fitted
 
 from .. import engines, kernels
+from .._sklearn_compat import check_is_fitted
 from .. import _validation as v
 from ..solvers import dense, kernel_pca_solvers, low_rank
 from ._base import EngineFitted, Reporting

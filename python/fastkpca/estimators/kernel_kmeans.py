@@ -9,9 +9,9 @@ from typing import Any, Callable
 import numpy as np
 from sklearn.base import BaseEstimator, ClusterMixin, TransformerMixin
 from sklearn.metrics.pairwise import PAIRWISE_KERNEL_FUNCTIONS
-from .._sklearn_compat import check_is_fitted
 
 from .. import engines, kernels
+from .._sklearn_compat import check_is_fitted
 from .. import _validation as v
 from ..solvers import kernel_kmeans_solvers
 from ._base import EngineFitted, KernelInputTags, Reporting

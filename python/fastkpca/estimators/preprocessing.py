@@ -4,10 +4,9 @@ from __future__ import annotations
 
 import numpy as np
 from sklearn.base import BaseEstimator, ClassNamePrefixFeaturesOutMixin, TransformerMixin
-from .._sklearn_compat import check_is_fitted
 
 from .. import _validation as v
-from .._sklearn_compat import validate_data
+from .._sklearn_compat import check_is_fitted, validate_data
 from ..kernels import KernelCentering
 
 __all__ = ["KernelCenterer"]

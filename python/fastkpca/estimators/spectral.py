@@ -9,9 +9,9 @@ from typing import Any, Callable
 
 import numpy as np
 from sklearn.base import BaseEstimator
-from .._sklearn_compat import check_is_fitted
 
 from .. import engines, kernels
+from .._sklearn_compat import check_is_fitted
 from .. import _validation as v
 from ..solvers import low_rank, spectral_solvers
 from ..solvers.affinity import matrix_affinity

@@ -12,10 +12,10 @@ import numpy as np
 from sklearn.base import BaseEstimator, ClassifierMixin, OutlierMixin, RegressorMixin
 from sklearn.exceptions import ConvergenceWarning, NotFittedError
 from sklearn.utils.metaestimators import available_if
-from .._sklearn_compat import check_is_fitted
 
 from .. import engines, kernels
 from .. import _validation as v
+from .._sklearn_compat import check_is_fitted
 from ..solvers import svm
 from ..solvers.svm import fitted, one_vs_one, probability
 from ._base import Reporting
@@ -289,7 +289,7 @@ class _BaseSVC(ClassifierMixin, _BaseSVM):
         settings = self._settings(v.n_threads(self.n_jobs))
         if self._effective_probability:
             self._probA, self._probB = problem.platt(settings, limit, self.cache_size,
-                                                     v.check_random_state(self.random_state))
+                                                     probability.seed_source(self.random_state))
         else:
             self._probA = self._probB = np.empty(0)
         pairs = problem.fit(settings, limit, self.cache_size)

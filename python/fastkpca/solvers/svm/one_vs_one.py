@@ -139,17 +139,18 @@ class Pairs:
         return PairModel(i, j, samples, solve(self.sources.columns(made), self.formulation, samples, settings, y=y,
                                               upper=bounds, choice=made))
 
-    def platt(self, settings: DualSettings, memory_limit: int, cache_size, rng) -> tuple[np.ndarray, np.ndarray]:
+    def platt(self, settings: DualSettings, memory_limit: int, cache_size, seeds) -> tuple[np.ndarray, np.ndarray]:
         """Every pair's Platt sigmoid (A, B) from its 5-fold cross-validated decision values (LIBSVM's procedure;
-        one seed per pair drawn from ``rng``)."""
+        one seed per pair from ``seeds()``: probability.seed_source)."""
         from . import probability
 
         planned = self._planned(settings, memory_limit, cache_size, 1, max(t[2].size for t in self.tasks))
         prob_a, prob_b = [], []
         for _, _, samples, y, bounds in self.tasks:
-            seed = rng.randint(np.iinfo(np.int32).max)
+            seed = seeds()
+            # the folds' permutation from its own generator (PCG64: microseconds to seed, a RandomState 0.1 ms)
             decisions = probability.cross_validated_decisions(self.sources, self.formulation, samples, y, bounds,
-                                                              planned, np.random.RandomState(seed), memory_limit)
+                                                              planned, np.random.default_rng(seed), memory_limit)
             a, b = probability.sigmoid_fit(decisions, y > 0)
             prob_a.append(a)
             prob_b.append(b)

@@ -19,7 +19,8 @@ from ... import _native, _threads
 from .dual import DualSettings, solve
 from .formulation import Formulation
 
-__all__ = ["FOLDS", "cross_validated_decisions", "sigmoid_fit", "sigmoid_predict", "couple", "class_probabilities"]
+__all__ = ["FOLDS", "seed_source", "cross_validated_decisions", "sigmoid_fit", "sigmoid_predict", "couple",
+           "class_probabilities"]
 
 FOLDS = 5
 #: Pairwise probabilities are kept within [MIN_PROBABILITY, 1 - MIN_PROBABILITY] before coupling.
@@ -41,8 +42,23 @@ def decision_values(columns, targets: np.ndarray, support: np.ndarray, coef: np.
     return out - rho
 
 
+def seed_source(random_state):
+    """A function drawing the pairs' seeds from ``random_state`` (an estimator's): an int seeds a PCG64 generator
+    (microseconds, where a RandomState's seeding takes 0.1 ms, a tenth of a small fit), a RandomState or None
+    (NumPy's global one) is drawn from, so that fits that share one differ as scikit-learn's do."""
+    import numbers
+
+    if isinstance(random_state, numbers.Integral) and not isinstance(random_state, bool):
+        generator = np.random.default_rng(int(random_state))
+        return lambda: int(generator.integers(np.iinfo(np.int32).max))
+    from ... import _validation as v
+
+    state = v.check_random_state(random_state)
+    return lambda: int(state.randint(np.iinfo(np.int32).max))
+
+
 def cross_validated_decisions(sources, formulation: Formulation, samples: np.ndarray, y: np.ndarray,
-                              upper: np.ndarray, settings: DualSettings, rng: np.random.RandomState,
+                              upper: np.ndarray, settings: DualSettings, rng: np.random.Generator,
                               memory_limit: int) -> np.ndarray:
     """Held-out decision values of a binary problem from a 5-fold cross-validation (LIBSVM's folds: one random
     permutation cut in five), each fold's problem whole or batched as its size calls for within the cache
@@ -51,6 +67,7 @@ def cross_validated_decisions(sources, formulation: Formulation, samples: np.nda
     n = samples.shape[0]
     perm = rng.permutation(n)
     out = np.empty(n)
+    plans: dict = {}  # the choice of whole or batched by the size of a fold's problem (sizes differ by one at most)
     for f in range(FOLDS):
         begin, end = f * n // FOLDS, (f + 1) * n // FOLDS
         held = perm[begin:end]
@@ -59,7 +76,9 @@ def cross_validated_decisions(sources, formulation: Formulation, samples: np.nda
         if positive == 0 or negative == 0:
             out[held] = 0.0 if positive == negative else (1.0 if positive else -1.0)
             continue
-        made = sources.choice(settings, train.size, formulation.variables(train.size), memory_limit)
+        if train.size not in plans:
+            plans[train.size] = sources.choice(settings, train.size, formulation.variables(train.size), memory_limit)
+        made = plans[train.size]
         columns = sources.columns(made)
         solution = solve(columns, formulation, samples[train], settings, y=y[train], upper=upper[train], choice=made)
         sv = solution.coef != 0
@@ -68,46 +87,11 @@ def cross_validated_decisions(sources, formulation: Formulation, samples: np.nda
     return out
 
 
-def _objective(f: np.ndarray, t: np.ndarray) -> float:
-    """Σ t log(1 + e^-f) + (1 - t) log(1 + e^f), i.e. the cross-entropy of targets t against 1/(1 + e^f), written so
-    that no exponential overflows."""
-    return float(np.sum(np.where(f >= 0, t * f + np.log1p(np.exp(-np.abs(f))),
-                                 (t - 1) * f + np.log1p(np.exp(-np.abs(f))))))
-
-
 def sigmoid_fit(decisions: np.ndarray, positive: np.ndarray) -> tuple[float, float]:
-    """(A, B) of P(+1 | f) = 1 / (1 + exp(A f + B)) (see the module's documentation)."""
-    f = np.asarray(decisions, dtype=np.float64)
-    n_pos = float(np.count_nonzero(positive))
-    n_neg = float(f.size - n_pos)
-    t = np.where(positive, (n_pos + 1) / (n_pos + 2), 1 / (n_neg + 2))
-    A, B = 0.0, float(np.log((n_neg + 1) / (n_pos + 1)))
-    value = _objective(f * A + B, t)
-    sigma, min_step = 1e-12, 1e-10
-    for _ in range(100):
-        z = f * A + B
-        p = np.where(z >= 0, np.exp(-np.abs(z)) / (1 + np.exp(-np.abs(z))), 1 / (1 + np.exp(-np.abs(z))))
-        d2 = p * (1 - p)
-        h11, h22, h21 = sigma + np.dot(f * f, d2), sigma + d2.sum(), np.dot(f, d2)
-        d1 = t - p
-        g1, g2 = float(np.dot(f, d1)), float(d1.sum())
-        if abs(g1) < 1e-5 and abs(g2) < 1e-5:
-            break
-        det = h11 * h22 - h21 * h21
-        dA = -(h22 * g1 - h21 * g2) / det
-        dB = -(-h21 * g1 + h11 * g2) / det
-        slope = g1 * dA + g2 * dB
-        step = 1.0
-        while step >= min_step:
-            new_A, new_B = A + step * dA, B + step * dB
-            new_value = _objective(f * new_A + new_B, t)
-            if new_value < value + 1e-4 * step * slope:
-                A, B, value = new_A, new_B, new_value
-                break
-            step /= 2
-        if step < min_step:
-            break
-    return float(A), float(B)
+    """(A, B) of P(+1 | f) = 1 / (1 + exp(A f + B)) (see the module's documentation), by the core's Newton iteration
+    (cpp/include/fastkpca/svm/probability.hpp)."""
+    return _native.core.svm_platt(np.ascontiguousarray(decisions, dtype=np.float64),
+                                  np.ascontiguousarray(positive, dtype=np.uint8))
 
 
 def sigmoid_predict(decisions: np.ndarray, A: float, B: float) -> np.ndarray:
@@ -119,31 +103,9 @@ def sigmoid_predict(decisions: np.ndarray, A: float, B: float) -> np.ndarray:
 
 def couple(r: np.ndarray) -> np.ndarray:
     """Class probabilities (n, k) from pairwise ones r (n, k, k), r_ij = P(i | i or j), by Wu, Lin & Weng's second
-    method, iterated per sample until max_t |(Qp)_t - pᵀQp| < 0.005/k (at most max(100, k) sweeps)."""
-    n, k = r.shape[0], r.shape[1]
-    Q = -r.transpose(0, 2, 1) * r  # Q_tj = -r_jt r_tj
-    diag = np.einsum("njt,njt->nt", r, r) - np.einsum("ntt,ntt->nt", r, r)  # Σ_{j≠t} r_jt²
-    idx = np.arange(k)
-    Q[:, idx, idx] = diag
-    p = np.full((n, k), 1.0 / k)
-    active = np.ones(n, dtype=bool)
-    eps = 0.005 / k
-    for _ in range(max(100, k)):
-        Qp = np.einsum("ntj,nj->nt", Q, p)
-        pQp = np.einsum("nt,nt->n", p, Qp)
-        active &= np.abs(Qp - pQp[:, None]).max(axis=1) >= eps
-        if not active.any():
-            break
-        a = np.flatnonzero(active)
-        pa, Qpa, pQpa, Qa = p[a], Qp[a], pQp[a], Q[a]
-        for t in range(k):
-            diff = (-Qpa[:, t] + pQpa) / Qa[:, t, t]
-            pa[:, t] += diff
-            pQpa = (pQpa + diff * (diff * Qa[:, t, t] + 2 * Qpa[:, t])) / (1 + diff) / (1 + diff)
-            Qpa = (Qpa + diff[:, None] * Qa[:, t, :]) / (1 + diff)[:, None]
-            pa /= (1 + diff)[:, None]
-        p[a] = pa
-    return p
+    method, iterated per sample until max_t |(Qp)_t - pᵀQp| < 0.005/k (at most max(100, k) sweeps): LIBSVM's
+    iteration, in the core (cpp/include/fastkpca/svm/coupling.hpp)."""
+    return _native.core.svm_couple(np.ascontiguousarray(r, dtype=np.float64))
 
 
 def pairwise_probabilities(decisions: np.ndarray, prob_a: np.ndarray, prob_b: np.ndarray, n_classes: int) -> np.ndarray:
