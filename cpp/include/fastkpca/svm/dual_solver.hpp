@@ -543,7 +543,7 @@ class DualSolver {
       const long long left = opt_.max_iter - stats_.iterations;
       cap = cap < 0 ? left : std::min(cap, left);
     }
-    const LocalResult result = solve_local<Equalities>(local, eps, cap, interrupt_);
+    const LocalResult result = solve_local<Equalities>(local, eps, cap, interrupt_, whole && opt_.shrinking);
     stats_.iterations += result.iterations;
     stats_.seconds_local += seconds_since(t0);
     // A step that moves nothing while the whole problem's gap is above tol would repeat forever: the selection

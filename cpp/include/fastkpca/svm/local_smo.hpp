@@ -1,7 +1,7 @@
 // The dual restricted to a working set of m variables, the others fixed: sequential minimal optimisation
 // (Platt 1998) with second-order selection of the pair (Fan, Chen & Lin, JMLR 6, 2005), on the working set's
 // m × m kernel block while it is in cache. With the whole problem as the working set this is LIBSVM's
-// iteration (without shrinking); the batched solver (dual_solver.hpp) calls it once per outer step.
+// iteration, shrinking included; the batched solver (dual_solver.hpp) calls it once per outer step.
 //
 // The dual is  min ½ αᵀQα + pᵀα  s.t.  0 <= α_i <= C_i  and the formulation's equalities (formulation.hpp: yᵀα
 // = Δ, or one per sign of y), with Q_ij = y_i y_j K_ij and y_i = ±1. Writing G = Qα + p and s_i = -y_i G_i, i is
@@ -15,9 +15,11 @@
 // LIBSVM's.
 #pragma once
 
+#include <algorithm>
 #include <cmath>
 #include <cstdint>
 #include <limits>
+#include <vector>
 
 #include "fastkpca/parallel.hpp"
 #include "fastkpca/svm/formulation.hpp"
@@ -63,15 +65,17 @@ void consider(const LocalProblem& p, Index t, Tops& tops) {
   if (s >= tops.top[c]) tops.top[c] = s, tops.arg[c] = t;
 }
 
-// j: the best second-order decrease among I_low with s_j < s_i (i the top of j's group); i = -1 when the gap is
-// below eps (or no pair can move).
+// j: the best second-order decrease among I_low with s_j < s_i (i the top of j's group), over the variables
+// `active` (count of them; nullptr: all m); i = -1 when the gap is below eps (or no pair can move).
 template <class Equalities>
-void select_pair(const LocalProblem& p, const Tops& tops, double eps, Index& out_i, Index& out_j) {
+void select_pair(const LocalProblem& p, const Index* active, Index count, const Tops& tops, double eps, Index& out_i,
+                 Index& out_j) {
   constexpr double inf = std::numeric_limits<double>::infinity();
   const Index m = p.m;
   double low[2] = {-inf, -inf}, best = inf;
   Index j = -1;
-  for (Index t = 0; t < m; ++t) {
+  for (Index a = 0; a < count; ++a) {
+    const Index t = active ? active[a] : a;
     if (!in_low(p.y[t], p.alpha[t], p.upper[t])) continue;
     const int c = Equalities::group(p.y[t]);
     const double s = -p.y[t] * p.grad[t];
@@ -80,9 +84,9 @@ void select_pair(const LocalProblem& p, const Tops& tops, double eps, Index& out
     if (b <= 0) continue;
     const Index i = tops.arg[c];
     const float q_it = static_cast<float>(p.y[i] * p.y[t]) * p.k[i * m + t];
-    double a = p.diag[i] + p.diag[t] - 2.0 * p.y[i] * p.y[t] * static_cast<double>(q_it);
-    if (a <= 0) a = kTau;
-    const double decrease = -(b * b) / a;
+    double a2 = p.diag[i] + p.diag[t] - 2.0 * p.y[i] * p.y[t] * static_cast<double>(q_it);
+    if (a2 <= 0) a2 = kTau;
+    const double decrease = -(b * b) / a2;
     if (decrease <= best) best = decrease, j = t;
   }
   double gap = tops.top[0] + low[0];
@@ -137,19 +141,110 @@ inline void pair_step(const LocalProblem& p, Index i, Index j) {
 
 }  // namespace detail
 
-// Iterates until the subproblem's gap is below eps or `max_iterations` steps (< 0: no limit) were taken. Each step
-// is two sweeps: j's selection, then the gradient's update fused with the next i's.
+// LIBSVM's shrinking inside the local solve (Fan, Chen & Lin 2005, §4; the rule of dual_solver.hpp's
+// `shrinkable`): every kShrinkSteps steps (at most m), a variable at a bound whose s lies beyond the other set's
+// extreme in its group (below every I_low's s for one in I_up only, above every I_up's for one in I_low only)
+// leaves the active set: the sweeps of the selection and of the gradient's update skip it. When the active
+// variables' gap first falls below kUnshrinkFactor·eps, and when it falls below eps, the left ones' gradients
+// are rebuilt from the block, G_t = G⁰_t + Σ_u Q_tu (α_u − α⁰_u) over the variables that moved, and all are active
+// again; the solve stops only when the whole set's gap is below eps. Where nothing is left out, the iterates are
+// the unshrunk ones.
+constexpr Index kShrinkSteps = 1000;
+constexpr double kUnshrinkFactor = 10.0;
+
+namespace detail {
+
+// The extremes of s over I_up and I_low of each group, over `active`.
 template <class Equalities>
-LocalResult solve_local(const LocalProblem& p, double eps, long long max_iterations, Interrupt& interrupt) {
+void extremes(const LocalProblem& p, const std::vector<Index>& active, double* up, double* low) {
+  constexpr double inf = std::numeric_limits<double>::infinity();
+  for (int c = 0; c < 2; ++c) up[c] = -inf, low[c] = inf;
+  for (Index t : active) {
+    const int c = Equalities::group(p.y[t]);
+    const double s = -p.y[t] * p.grad[t];
+    if (in_up(p.y[t], p.alpha[t], p.upper[t])) up[c] = std::max(up[c], s);
+    if (in_low(p.y[t], p.alpha[t], p.upper[t])) low[c] = std::min(low[c], s);
+  }
+}
+
+}  // namespace detail
+
+// Iterates until the subproblem's gap is below eps or `max_iterations` steps (< 0: no limit) were taken. Each step
+// is two sweeps: j's selection, then the gradient's update fused with the next i's. `shrinking`: LIBSVM's
+// shrinking (above), for a large working set (the whole problem).
+template <class Equalities>
+LocalResult solve_local(const LocalProblem& p, double eps, long long max_iterations, Interrupt& interrupt,
+                        bool shrinking = false) {
   LocalResult result;
   const Index m = p.m;
+  std::vector<Index> active(static_cast<std::size_t>(m));
+  for (Index t = 0; t < m; ++t) active[static_cast<std::size_t>(t)] = t;
+  std::vector<double> start_grad, start_alpha;  // G⁰ and α⁰, to rebuild the left-out gradients
+  if (shrinking) start_grad.assign(p.grad, p.grad + m), start_alpha.assign(p.alpha, p.alpha + m);
+  bool unshrunk = false;
+  Index countdown = std::min(m, kShrinkSteps);
   detail::Tops tops;
-  detail::reset(tops);
-  for (Index t = 0; t < m; ++t) detail::consider<Equalities>(p, t, tops);
+  const auto find_tops = [&] {
+    detail::reset(tops);
+    for (Index t : active) detail::consider<Equalities>(p, t, tops);
+  };
+  // Every variable back in the active set, the left-out ones' gradients rebuilt from the moves since the start.
+  const auto unshrink = [&] {
+    if (static_cast<Index>(active.size()) == m) return;
+    std::vector<char> is_active(static_cast<std::size_t>(m), 0);
+    for (Index t : active) is_active[static_cast<std::size_t>(t)] = 1;
+    std::vector<Index> moved;
+    for (Index u = 0; u < m; ++u)
+      if (p.alpha[u] != start_alpha[static_cast<std::size_t>(u)]) moved.push_back(u);
+    for (Index t = 0; t < m; ++t) {
+      if (is_active[static_cast<std::size_t>(t)]) continue;
+      double g = start_grad[static_cast<std::size_t>(t)];
+      const float yt = p.y[t];
+      for (Index u : moved)  // Q_tu from column u (row u of the block): its entry at t
+        g += static_cast<double>(yt * static_cast<float>(p.y[u]) * p.k[u * m + t]) *
+             (p.alpha[u] - start_alpha[static_cast<std::size_t>(u)]);
+      p.grad[t] = g;
+    }
+    active.resize(static_cast<std::size_t>(m));
+    for (Index t = 0; t < m; ++t) active[static_cast<std::size_t>(t)] = t;
+  };
+  const auto shrink = [&] {
+    double up[2], low[2];
+    detail::extremes<Equalities>(p, active, up, low);
+    double gap = up[0] - low[0];
+    for (int c = 1; c < Equalities::kGroups; ++c) gap = std::max(gap, up[c] - low[c]);
+    if (!unshrunk && gap <= kUnshrinkFactor * eps) {  // near the end: every variable back once
+      unshrunk = true;
+      unshrink();
+      detail::extremes<Equalities>(p, active, up, low);
+    }
+    std::size_t kept = 0;
+    for (Index t : active) {
+      const bool u = in_up(p.y[t], p.alpha[t], p.upper[t]), l = in_low(p.y[t], p.alpha[t], p.upper[t]);
+      const int c = Equalities::group(p.y[t]);
+      const double s = -p.y[t] * p.grad[t];
+      const bool out = !(u && l) && (u ? s < low[c] : s > up[c]);
+      if (!out) active[kept++] = t;
+    }
+    active.resize(kept);
+  };
+  find_tops();
   while (true) {
+    if (shrinking && --countdown == 0) {
+      countdown = std::min(m, kShrinkSteps);
+      shrink();
+      find_tops();
+    }
     Index i, j;
-    detail::select_pair<Equalities>(p, tops, eps, i, j);
-    if (i < 0) break;
+    detail::select_pair<Equalities>(p, active.data(), static_cast<Index>(active.size()), tops, eps, i, j);
+    if (i < 0) {
+      if (static_cast<Index>(active.size()) == m) break;
+      unshrink();  // converged on the active set: the whole set decides, now
+      find_tops();
+      detail::select_pair<Equalities>(p, active.data(), m, tops, eps, i, j);
+      if (i < 0) break;
+      countdown = 1;  // a pair of the whole set: on from it, shrinking again after this step, as LIBSVM does
+    }
     if (max_iterations >= 0 && result.iterations >= max_iterations) break;
     if ((result.iterations & 1023) == 1023 && interrupt.poll()) break;
     const double old_i = p.alpha[i], old_j = p.alpha[j];
@@ -160,12 +255,13 @@ LocalResult solve_local(const LocalProblem& p, double eps, long long max_iterati
     const float* ki = p.k + i * m;
     const float* kj = p.k + j * m;
     detail::reset(tops);
-    for (Index t = 0; t < m; ++t) {
+    for (Index t : active) {
       const float yt = p.y[t];
       p.grad[t] += static_cast<double>(yi * yt * ki[t]) * di + static_cast<double>(yj * yt * kj[t]) * dj;
       detail::consider<Equalities>(p, t, tops);
     }
   }
+  if (shrinking) unshrink();  // every gradient current (max_iterations may have stopped it shrunk)
   interrupt.throw_if_stopped();
   return result;
 }
