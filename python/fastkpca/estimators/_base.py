@@ -4,6 +4,7 @@ a model fitted by any engine as one that lives in this process."""
 from __future__ import annotations
 
 import importlib.util
+import inspect
 import sys
 import weakref
 from typing import Any, Callable
@@ -136,3 +137,16 @@ class KernelInputTags:
 
     def _more_tags(self):  # scikit-learn < 1.6
         return {"pairwise": kernels.takes_matrix(self.kernel)}
+
+
+def parameter_defaults(cls):
+    """Class decorator: every constructor parameter's default, also a class attribute (where the class has no
+    attribute of that name). scikit-learn lets a subclass write its own ``__init__`` that sets only the parameters
+    it takes (pyod's PyODKernelPCA sets scikit-learn's, without fastkpca's ``memory_limit``): its instances then
+    read fastkpca's parameters at their defaults instead of failing with AttributeError. ``get_params`` and
+    ``clone`` read the subclass's own signature, as always."""
+    for name, parameter in inspect.signature(cls.__init__).parameters.items():
+        if name != "self" and parameter.default is not inspect.Parameter.empty and not hasattr(cls, name):
+            setattr(cls, name, parameter.default)
+    return cls
+

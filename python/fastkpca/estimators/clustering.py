@@ -13,6 +13,7 @@ from .. import kernels
 from .. import _validation as v
 from ..solvers import low_rank
 from .spectral import AFFINITIES, SOLVERS, SpectralFit
+from ._base import parameter_defaults
 
 __all__ = ["SpectralClustering", "spectral_clustering", "assign_labels"]
 
@@ -44,6 +45,7 @@ def assign_labels(maps: np.ndarray, n_clusters: int, method: str, random_state, 
     return discretize(maps, random_state=random_state)
 
 
+@parameter_defaults
 class SpectralClustering(ClusterMixin, SpectralFit):
     """Spectral clustering, a drop-in for sklearn.cluster.SpectralClustering whose kernel affinities are
     never built (scikit-learn's default, rbf, is a dense N×N matrix factorised by LU).

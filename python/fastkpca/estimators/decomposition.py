@@ -12,7 +12,7 @@ from .. import engines, kernels
 from .._sklearn_compat import check_is_fitted
 from .. import _validation as v
 from ..solvers import dense, kernel_pca_solvers, low_rank
-from ._base import EngineFitted, Reporting
+from ._base import EngineFitted, Reporting, parameter_defaults
 
 __all__ = ["KernelPCA"]
 
@@ -30,6 +30,7 @@ _CONSTRAINTS = {
 }
 
 
+@parameter_defaults
 class KernelPCA(Reporting, EngineFitted, ClassNamePrefixFeaturesOutMixin, TransformerMixin, BaseEstimator):
     """Kernel principal component analysis, a drop-in for sklearn.decomposition.KernelPCA.
 
@@ -241,6 +242,10 @@ object, default="linear"
         self.solver_info_ = {**fit.info, "solver": solver.name, "choice": choice}
         for name, value in fit.attributes.items():  # the centering's means, or the landmarks
             setattr(self, name, value)
+        if "K_fit_rows_" in fit.attributes:  # scikit-learn's fitted centerer, which subclasses and callers read
+            from .preprocessing import KernelCenterer
+
+            self._centerer = KernelCenterer.fitted(fit.attributes["K_fit_rows_"], fit.attributes["K_fit_all_"])
         if pre_image is not None:
             self._fit_inverse_transform(*fit.pre_image_pairs(self.transform), pre_image)
         return self
@@ -309,6 +314,18 @@ object, default="linear"
             )
         check_is_fitted(self)
         return self._pre_image.predict(X).astype(self.dual_coef_.dtype, copy=False)
+
+    def _get_kernel(self, X, Y=None):
+        """The fitted kernel between X and Y (Y None: X), as scikit-learn's KernelPCA._get_kernel gives it: its
+        pairwise_kernels with ``gamma_``, ``degree`` and ``coef0`` (a callable with ``kernel_params``); native
+        kernels evaluated by fastkpca."""
+        from ..kernels.pairwise import pairwise_kernels
+
+        if callable(self.kernel) and not isinstance(self.kernel, str):
+            params = self.kernel_params or {}
+        else:
+            params = {"gamma": getattr(self, "gamma_", self.gamma), "degree": self.degree, "coef0": self.coef0}
+        return pairwise_kernels(X, Y, metric=self.kernel, filter_params=True, n_jobs=self.n_jobs, **params)
 
     # --------------------------------------------------------------------------------- attributes
 

@@ -12,7 +12,7 @@ from sklearn.base import BaseEstimator, MultiOutputMixin, RegressorMixin, clone
 from .. import engines, kernels
 from .. import _validation as v
 from ..solvers import gaussian_process as gp
-from ._base import EngineFitted
+from ._base import EngineFitted, parameter_defaults
 
 __all__ = ["GaussianProcessRegressor"]
 
@@ -57,6 +57,7 @@ def _check_constructor(est) -> None:
         raise ValueError(f"likelihood_rtol must be > 0 or None, got {est.likelihood_rtol}")
 
 
+@parameter_defaults
 class GaussianProcessRegressor(EngineFitted, MultiOutputMixin, RegressorMixin, BaseEstimator):
     """Gaussian process regression, a drop-in for sklearn.gaussian_process.GaussianProcessRegressor.
 

@@ -14,6 +14,7 @@ from .. import _validation as v
 from .. import engines, kernels
 from ..solvers import gaussian_process as gp
 from ..solvers.gaussian_process import laplace
+from ._base import parameter_defaults
 
 __all__ = ["GaussianProcessClassifier"]
 
@@ -249,6 +250,7 @@ class _BinaryLaplaceClassifier(ClassifierMixin, BaseEstimator):
         return np.vstack((1 - pi_star, pi_star)).T
 
 
+@parameter_defaults
 class GaussianProcessClassifier(ClassifierMixin, BaseEstimator):
     """Gaussian process classification by the Laplace approximation, a drop-in for
     sklearn.gaussian_process.GaussianProcessClassifier.

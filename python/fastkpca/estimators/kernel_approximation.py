@@ -16,7 +16,7 @@ from ..solvers.blocked_eigh import symmetric_eigh
 from ..solvers.lapack_threads import interruptible
 from ..kernels import Kernel
 from ..solvers import low_rank
-from ._base import EngineFitted
+from ._base import EngineFitted, parameter_defaults
 
 __all__ = ["Nystroem"]
 
@@ -26,6 +26,7 @@ _KERNELS = tuple(dict.fromkeys((*kernels.KERNEL_NAMES, *PAIRWISE_KERNEL_FUNCTION
 _SINGULAR_VALUE_FLOOR = 1e-12
 
 
+@parameter_defaults
 class Nystroem(EngineFitted, ClassNamePrefixFeaturesOutMixin, TransformerMixin, BaseEstimator):
     """Approximate a kernel map by the Nyström method: a drop-in for sklearn.kernel_approximation.Nystroem.
 

@@ -14,7 +14,7 @@ from .. import engines, kernels
 from .._sklearn_compat import check_is_fitted
 from .. import _validation as v
 from ..solvers import kernel_kmeans_solvers
-from ._base import EngineFitted, KernelInputTags, Reporting
+from ._base import EngineFitted, KernelInputTags, Reporting, parameter_defaults
 
 __all__ = ["KernelKMeans"]
 
@@ -34,6 +34,7 @@ _CONSTRAINTS = {
 }
 
 
+@parameter_defaults
 class KernelKMeans(Reporting, EngineFitted, KernelInputTags, ClusterMixin, TransformerMixin, BaseEstimator):
     """Kernel k-means: k-means in the feature space φ that a kernel induces, with scikit-learn's conventions.
 

@@ -15,7 +15,7 @@ from .. import engines, kernels
 from .._sklearn_compat import check_is_fitted
 from .. import _validation as v
 from ..solvers import low_rank, ridge, ridge_cv, ridge_solvers
-from ._base import EngineFitted, KernelInputTags, Reporting
+from ._base import EngineFitted, KernelInputTags, Reporting, parameter_defaults
 
 __all__ = ["KernelRidge", "KernelRidgeCV"]
 
@@ -34,6 +34,7 @@ _CONSTRAINTS = {
 }
 
 
+@parameter_defaults
 class KernelRidge(Reporting, EngineFitted, KernelInputTags, MultiOutputMixin, RegressorMixin, BaseEstimator):
     """Kernel ridge regression: a drop-in for sklearn.kernel_ridge.KernelRidge that is exact at any N.
 
@@ -230,6 +231,7 @@ class KernelRidge(Reporting, EngineFitted, KernelInputTags, MultiOutputMixin, Re
         return self._apply_fitted(getattr(self, "_predict_map", None), X, accept_sparse=("csr", "csc"))
 
 
+@parameter_defaults
 class KernelRidgeCV(MultiOutputMixin, RegressorMixin, BaseEstimator):
     """Kernel ridge regression with alpha (and optionally gamma) chosen by cross-validation, cheaply.
 

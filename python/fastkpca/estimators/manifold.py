@@ -17,6 +17,7 @@ from ..kernels import double_center_distances, gram
 from ..operators import from_matrix
 from ..solvers import lanczos
 from ..solvers.eigenvalues import sign_flip
+from ._base import parameter_defaults
 
 __all__ = ["ClassicalMDS", "classical_mds"]
 
@@ -114,6 +115,7 @@ def _check_symmetric(B, name, n_jobs):
                          "distances must be symmetric")
 
 
+@parameter_defaults
 class ClassicalMDS(ClassNamePrefixFeaturesOutMixin, TransformerMixin, BaseEstimator):
     """Classical multidimensional scaling (Torgerson–Gower principal coordinates).
 

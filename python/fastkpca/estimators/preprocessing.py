@@ -8,10 +8,12 @@ from sklearn.base import BaseEstimator, ClassNamePrefixFeaturesOutMixin, Transfo
 from .. import _validation as v
 from .._sklearn_compat import check_is_fitted, validate_data
 from ..kernels import KernelCentering
+from ._base import parameter_defaults
 
 __all__ = ["KernelCenterer"]
 
 
+@parameter_defaults
 class KernelCenterer(ClassNamePrefixFeaturesOutMixin, TransformerMixin, BaseEstimator):
     """Center an arbitrary kernel matrix K: the API of sklearn.preprocessing.KernelCenterer.
 
@@ -42,6 +44,16 @@ class KernelCenterer(ClassNamePrefixFeaturesOutMixin, TransformerMixin, BaseEsti
            [  0.,  14., -14.],
            [ -5., -14.,  19.]])
     """
+
+    @classmethod
+    def fitted(cls, column_means, grand_mean) -> KernelCenterer:
+        """A centerer fitted to a kernel matrix with these column means and grand mean (what KernelPCA's
+        ``_centerer`` is), without the matrix."""
+        centerer = cls()
+        centerer.K_fit_rows_ = np.asarray(column_means)
+        centerer.K_fit_all_ = grand_mean
+        centerer.n_features_in_ = centerer.K_fit_rows_.shape[0]
+        return centerer
 
     def fit(self, K, y=None):
         """Learn the column means and the grand mean of the training kernel.

@@ -16,7 +16,7 @@ from .. import _validation as v
 from ..solvers import low_rank, spectral_solvers
 from ..solvers.affinity import matrix_affinity
 from ..solvers.rows import ArrayRows
-from ._base import EngineFitted, Reporting
+from ._base import EngineFitted, Reporting, parameter_defaults
 
 __all__ = ["SpectralEmbedding", "SpectralFit", "spectral_embedding", "SOLVERS"]
 
@@ -205,6 +205,7 @@ _CONSTRAINTS = {
 }
 
 
+@parameter_defaults
 class SpectralEmbedding(SpectralFit):
     """Spectral embedding for non-linear dimensionality reduction; a drop-in for
     sklearn.manifold.SpectralEmbedding whose kernel affinities are never built.

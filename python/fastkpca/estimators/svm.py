@@ -18,7 +18,7 @@ from .. import _validation as v
 from .._sklearn_compat import check_is_fitted
 from ..solvers import svm
 from ..solvers.svm import fitted, one_vs_one, probability
-from ._base import Reporting
+from ._base import Reporting, parameter_defaults
 
 __all__ = ["SVC", "NuSVC", "SVR", "NuSVR", "OneClassSVM"]
 
@@ -221,7 +221,7 @@ class _BaseSVM(Reporting, BaseEstimator):
         return self._support_counts()
 
     def _support_counts(self) -> np.ndarray:
-        """The support vectors per class: scikit-learn keeps two entries where there is one count (LIBSVM's layout),
+        """The support vectors per class: scikit-learn keeps the one count twice (LIBSVM's layout of two classes),
         and shows the first."""
         return np.array([self._n_support[0]])
 
@@ -452,7 +452,9 @@ class _BaseSingle(_BaseSVM):
         self.n_iter_ = solution.iterations
         self._num_iter = np.array([self.n_iter_], dtype=np.int32)
         self._probA = self._probB = np.empty(0)
-        self._finish_fit(samples, kernel, keep[nonzero], [np.count_nonzero(nonzero), 0],
+        # scikit-learn's wrapper counts a one-model fit's support vectors twice ([n_SV, n_SV]): LIBSVM's layout of two
+        # classes, which the one-class and regression models are taken to have
+        self._finish_fit(samples, kernel, keep[nonzero], [np.count_nonzero(nonzero)] * 2,
                          solution.coef[nonzero][None, :], [-solution.rho], [solution.iterations], solution.status)
         self.solver_info_ = dict(solution.stats)
         self.dual_coef_ = self._dual_coef_
@@ -478,6 +480,7 @@ _CLASSIFIER = {**_COMMON, "class_weight": _class_weight, "probability": _probabi
                "decision_function_shape": v.choice("ovo", "ovr"), "break_ties": v.flag, "random_state": v.anything}
 
 
+@parameter_defaults
 class SVC(_BaseSVC):
     """C-Support Vector Classification: a drop-in for sklearn.svm.SVC with LIBSVM's answers.
 
@@ -585,6 +588,7 @@ class SVC(_BaseSVC):
         return svm.CClassification(self.C, self.class_weight_)
 
 
+@parameter_defaults
 class NuSVC(_BaseSVC):
     """Nu-Support Vector Classification: a drop-in for sklearn.svm.NuSVC with LIBSVM's answers (see :class:`SVC`
     for the solver and the other parameters).
@@ -645,6 +649,7 @@ class NuSVC(_BaseSVC):
         return svm.NuClassification(self.nu)
 
 
+@parameter_defaults
 class SVR(RegressorMixin, _BaseSingle):
     """Epsilon-Support Vector Regression: a drop-in for sklearn.svm.SVR with LIBSVM's answers.
 
@@ -718,6 +723,7 @@ class SVR(RegressorMixin, _BaseSingle):
         return self._fit_single(X, y, sample_weight)
 
 
+@parameter_defaults
 class NuSVR(RegressorMixin, _BaseSingle):
     """Nu-Support Vector Regression: a drop-in for sklearn.svm.NuSVR with LIBSVM's answers (see :class:`SVR`).
 
@@ -785,6 +791,7 @@ class NuSVR(RegressorMixin, _BaseSingle):
         return self._fit_single(X, y, sample_weight)
 
 
+@parameter_defaults
 class OneClassSVM(OutlierMixin, _BaseSingle):
     """Unsupervised outlier detection: a drop-in for sklearn.svm.OneClassSVM with LIBSVM's answers (Schölkopf's
     one-class dual; see :class:`SVC` for the solver).
