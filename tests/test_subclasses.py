@@ -148,3 +148,43 @@ def test_the_gaussian_process_attributes_are_scikit_learns():
     np.testing.assert_array_equal(ours.X_train_, theirs.X_train_)
     np.testing.assert_allclose(ours.kernel_.theta, theirs.kernel_.theta, rtol=1e-5)
     assert ours.log_marginal_likelihood_value_ == pytest.approx(theirs.log_marginal_likelihood_value_, rel=1e-8)
+
+
+@pytest.mark.parametrize("name,sparse", [("SVC", False), ("SVC", True), ("NuSVC", False), ("SVR", False),
+                                         ("OneClassSVM", False)])
+def test_an_svm_rebuilt_from_its_fitted_attributes_predicts_as_scikit_learns(name, sparse):
+    """sklearn-json, sklearn-pmml-model and nyoka make a fitted SVM by writing its attributes on a new estimator,
+    then call its predict: fastkpca's reads them as scikit-learn's does."""
+    import scipy.sparse as sp
+    from sklearn import svm
+
+    rng = np.random.default_rng(0)
+    X = rng.standard_normal((60, 4))
+    y = np.arange(60) % 3 if name != "SVR" else np.sin(X[:, 0])
+    X = sp.csr_matrix(X) if sparse else X
+    theirs = getattr(svm, name)().fit(X, y) if name != "OneClassSVM" else svm.OneClassSVM().fit(X)
+    ours = getattr(fastkpca, name)()
+    for attribute in ("shape_fit_", "_gamma", "class_weight_", "classes_", "support_", "_n_support", "_probA",
+                      "_probB", "_intercept_", "_dual_coef_", "_sparse", "support_vectors_", "dual_coef_",
+                      "intercept_", "fit_status_", "n_features_in_", "offset_"):
+        if hasattr(theirs, attribute):
+            setattr(ours, attribute, getattr(theirs, attribute))
+    method = "predict" if name == "SVR" else "decision_function"
+    np.testing.assert_allclose(getattr(ours, method)(X[:10]), getattr(theirs, method)(X[:10]), atol=1e-12)
+
+
+def test_a_callable_kernel_reads_a_stack_of_matrices():
+    """pyRiemann's SVC subclass hands a callable kernel 3-D input (covariance matrices): scikit-learn does not
+    validate X for a callable kernel, and neither does fastkpca."""
+    from sklearn.svm import SVC as SkSVC
+
+    rng = np.random.default_rng(0)
+    A = rng.standard_normal((40, 3, 3))
+    C = np.einsum("nij,nkj->nik", A, A) + np.eye(3)
+
+    def kernel(P, Q):
+        return np.einsum("aij,bij->ab", P, Q)
+
+    y = (C[:, 0, 0] > np.median(C[:, 0, 0])).astype(int)
+    ours, theirs = fastkpca.SVC(kernel=kernel).fit(C, y), SkSVC(kernel=kernel).fit(C, y)
+    np.testing.assert_allclose(ours.decision_function(C[:8]), theirs.decision_function(C[:8]), rtol=1e-6, atol=1e-8)

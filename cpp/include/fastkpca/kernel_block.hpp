@@ -202,9 +202,10 @@ void kernel_block_product(const KernelTiles<S>& tiles, const S* stored, Index st
 }
 
 // out (n × m, row-major, leading dimension ld) = the whole block of `tiles`, slab by slab in parallel over its
-// tiles; for k(X, X) only the lower tiles are computed and mirrored, so the result is exactly symmetric.
-template <class S>
-void gram_from_tiles(const KernelTiles<S>& tiles, S* out, Index ld, Interrupt& interrupt) {
+// tiles; for k(X, X) only the lower tiles are computed and mirrored, so the result is exactly symmetric. The
+// entries are stored as O (S by default; float for an SVM's kernel columns of float64 samples).
+template <class S, class O = S>
+void gram_from_tiles(const KernelTiles<S>& tiles, O* out, Index ld, Interrupt& interrupt) {
   constexpr Index T = kPackedTile, B = kSlab<S>;
   const Index n = tiles.n(), m = tiles.cols(), nti = packed_tiles(n), ntj = packed_tiles(m);
   const bool sym = tiles.symmetric();
@@ -227,8 +228,9 @@ void gram_from_tiles(const KernelTiles<S>& tiles, S* out, Index ld, Interrupt& i
           tiles.slab(i0, j0, sym && i0 == j0, ws->slab, *ws);
           for (Index r = 0; r < ni; ++r)
             for (Index c = 0; c < nj; ++c) {
-              out[(i0 + r) * ld + j0 + c] = ws->slab[r * B + c];
-              if (sym && i0 != j0) out[(j0 + c) * ld + i0 + r] = ws->slab[r * B + c];
+              const O value = static_cast<O>(ws->slab[r * B + c]);
+              out[(i0 + r) * ld + j0 + c] = value;
+              if (sym && i0 != j0) out[(j0 + c) * ld + i0 + r] = value;
             }
         }
     }

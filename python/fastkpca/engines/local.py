@@ -96,8 +96,9 @@ class LocalEngine:
     def fit_samples(self, estimator, X, y=None, *, targets=False, accept_sparse=False, copy=False, vector_input=True):
         from .._sklearn_compat import validate_data  # scikit-learn only where an estimator runs
 
-        # Samples that are not vectors (strings, sequences: a kernel object that reads them) stay as given.
-        arrays = {"dtype": _FLOATS} if vector_input else {"dtype": None, "ensure_2d": False}
+        # Samples that are not vectors (strings, sequences, a stack of matrices: what a kernel object or a callable of
+        # two sets reads) stay as given.
+        arrays = {"dtype": _FLOATS} if vector_input else {"dtype": None, "ensure_2d": False, "allow_nd": True}
         if not targets:
             return LocalSamples(validate_data(estimator, X, accept_sparse=accept_sparse, copy=copy, **arrays),
                                 self), None
@@ -109,7 +110,7 @@ class LocalEngine:
     def new_samples(self, estimator, X, *, accept_sparse=False, vector_input=True):
         from .._sklearn_compat import validate_data
 
-        arrays = {"dtype": _FLOATS} if vector_input else {"dtype": None, "ensure_2d": False}
+        arrays = {"dtype": _FLOATS} if vector_input else {"dtype": None, "ensure_2d": False, "allow_nd": True}
         return validate_data(estimator, X, accept_sparse=accept_sparse, reset=False, **arrays)
 
     def samples(self, X) -> LocalSamples:

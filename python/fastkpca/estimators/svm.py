@@ -207,9 +207,32 @@ class _BaseSVM(Reporting, BaseEstimator):
             raise ValueError(f"The internal representation of {type(self).__name__} was altered")
         # the limit bounds only the chunks of a kernel evaluated in Python: None (no probe) gives their default size
         limit = None if self.memory_limit is None else v.memory_limit(self.memory_limit)
-        rowmap = fitted.DecisionMap(self._support_set, support, V, self._intercept_, type(self).__name__, limit,
+        rowmap = fitted.DecisionMap(self._support_of(), support, V, self._intercept_, type(self).__name__, limit,
                                     finish)
         return engine.apply(rowmap, X)
+
+    def _support_of(self):
+        """The support vectors the decision function evaluates its kernel against: the fit's, or, where the fitted
+        attributes were written rather than fitted (a model rebuilt from JSON or PMML, as scikit-learn's users do:
+        ``support_vectors_``, ``_dual_coef_``, ``_intercept_``, ``_n_support``, ``_gamma``, ``shape_fit_``, ...) or
+        ``support_vectors_`` replaced since the fit, made from those attributes, as scikit-learn's predict reads
+        them."""
+        held = self.__dict__.get("_support_set")
+        if held is not None and (held.samples is None or held.all_fitted or held.samples is self.support_vectors_):
+            return held
+        sv = self.support_vectors_
+        precomputed = kernels.takes_matrix(self.kernel)
+        kernel = kernels.make(self.kernel, gamma=self._gamma, degree=self.degree, coef0=self.coef0,
+                              n_features=sv.shape[-1] if getattr(sv, "ndim", 1) > 1 else 1, n_jobs=self.n_jobs,
+                              callable_of_sets=True)
+        if not precomputed:
+            kernel = kernel.for_samples(sv)
+            sv = kernel.check_samples(sv)
+        if kernel.reads_all_fitted:
+            raise ValueError(f"this {type(self).__name__}'s kernel reads every training sample, which a model rebuilt "
+                             "from its fitted attributes does not hold: fit it")
+        self._support_set = fitted.SupportSet.of_vectors(kernel, None if precomputed else sv, self.shape_fit_[0])
+        return self._support_set
 
     @property
     def n_support_(self):
@@ -229,7 +252,7 @@ class _BaseSVM(Reporting, BaseEstimator):
     def coef_(self):
         """Weights of the features in the primal (a linear kernel only), read-only."""
         check_is_fitted(self)
-        coef = self._support_set.primal(self._primal_weights())
+        coef = self._support_of().primal(self._primal_weights())
         (coef.data if hasattr(coef, "nnz") else coef).flags.writeable = False
         return coef
 

@@ -28,6 +28,7 @@
 #include <array>
 #include <chrono>
 #include <cmath>
+#include <cstddef>
 #include <cstdint>
 #include <functional>
 #include <limits>
@@ -299,10 +300,23 @@ class DualSolver {
       column_of[static_cast<std::size_t>(ps)] = c;
     }
     if (!missing.empty()) {
-      session_->columns(missing.data(), static_cast<Index>(missing.size()), targets.data(), interrupt_);
+      if (!every_row_in_place(missing, targets) || !session_->all_columns(targets[0], interrupt_))
+        session_->columns(missing.data(), static_cast<Index>(missing.size()), targets.data(), interrupt_);
       stats_.columns += static_cast<long long>(missing.size());
       stats_.column_entries += static_cast<double>(missing.size()) * static_cast<double>(n_rows());
     }
+  }
+
+  // Whether the columns `missing` (samples) are every row's, in the rows' order, and their slots `targets` follow
+  // one another (the whole problem's first step in a fresh cache): then they are the rows × rows kernel in one
+  // block, which the session's symmetric pass fills at half the work.
+  bool every_row_in_place(const std::vector<Index>& missing, const std::vector<float*>& targets) const {
+    if (static_cast<Index>(missing.size()) != n_rows()) return false;
+    for (std::size_t k = 0; k < missing.size(); ++k)
+      if (missing[k] != ps_sample_[static_cast<std::size_t>(rows_[k])] ||
+          targets[k] != targets[0] + static_cast<std::ptrdiff_t>(k) * n_rows())
+        return false;
+    return true;
   }
 
   // The gradients of the dropped rows' variables rebuilt, and every row back.

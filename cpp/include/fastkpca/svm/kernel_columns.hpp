@@ -39,6 +39,13 @@ class ColumnSession {
   // stored (targets and columns taken in chunks of bounded bytes).
   virtual void product(const Index* targets, Index n_targets, const Index* cols, Index n_cols, const double* w,
                        double* out, Interrupt& interrupt) = 0;
+  // The columns of every row at once, column c at out + c·rows() (the rows × rows kernel, row-major): one
+  // symmetric pass over its lower tiles, half the entries of columns() of all the rows, exactly symmetric. False
+  // where the source has no such pass (the caller then asks columns()).
+  virtual bool all_columns(float* out, Interrupt& interrupt) {
+    (void)out, (void)interrupt;
+    return false;
+  }
 };
 
 class KernelColumns {
@@ -133,6 +140,7 @@ class DenseSession final : public ColumnSession {
   void set_rows(const std::vector<Index>& rows, Interrupt&) override {
     op_ = fastkpca::Operands<S>();  // the old rows' operand gone before the new one is made
     op_.has_y = true;
+    rows_ = rows;
     op_.y = gather_rows(x_, rows.data(), static_cast<Index>(rows.size()));
     op_.x.resize(0, x_.cols());
     kernel_.prepare_right(op_, bound_);
@@ -164,6 +172,14 @@ class DenseSession final : public ColumnSession {
     interrupt.throw_if_stopped();
   }
 
+  bool all_columns(float* out, Interrupt& interrupt) override {
+    const RowMatrix<S> rows = gather_rows(x_, rows_.data(), static_cast<Index>(rows_.size()));
+    const ConstRowMatrixMap<S> map(rows.data(), rows.rows(), rows.cols());
+    const auto tiles = make_kernel_tiles<S>(map, params_);
+    gram_from_tiles<S, float>(*tiles, out, rows.rows(), interrupt);
+    return true;
+  }
+
   void product(const Index* targets, Index n_targets, const Index* cols, Index n_cols, const double* w, double* out,
                Interrupt& interrupt) override {
     RowMatrix<S> xt, xc;  // the chunks' gathered rows, kept alive while their tiles read them
@@ -184,6 +200,7 @@ class DenseSession final : public ColumnSession {
   bool unit_diagonal_;
   double bound_;
   fastkpca::Operands<S> op_;
+  std::vector<Index> rows_;  // the samples of the rows (set_rows)
 };
 
 template <class S>

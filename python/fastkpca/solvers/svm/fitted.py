@@ -165,6 +165,16 @@ class SupportSet:
         else:
             self.samples = _rows(X, support)
 
+    @classmethod
+    def of_vectors(cls, kernel, vectors, n_fit: int) -> SupportSet:
+        """The support set of a model given by its support vectors (None for a precomputed kernel) rather than its
+        training samples: the fitted attributes of a model written, not fitted (``n_fit``: the training samples)."""
+        out = cls.__new__(cls)
+        out.kernel, out.n_fit, out.all_fitted = kernel, int(n_fit), False
+        out.sparse = vectors is not None and v.is_sparse(vectors)
+        out.samples = vectors
+        return out
+
     @property
     def vectors(self):
         """scikit-learn's ``support_vectors_``: the support vectors' rows (none without feature vectors)."""
