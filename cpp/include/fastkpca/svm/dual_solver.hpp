@@ -533,11 +533,21 @@ class DualSolver {
     std::vector<double> upper(static_cast<std::size_t>(m)), diag(static_cast<std::size_t>(m)),
         alpha(static_cast<std::size_t>(m)), grad(static_cast<std::size_t>(m));
     // Row b of the block is column b (LIBSVM's Q_b: k(x_a, x_b) for every a of the set).
-    block_.resize(static_cast<std::size_t>(m * m));
     std::vector<Index> row(static_cast<std::size_t>(m));
     for (Index a = 0; a < m; ++a)
       row[static_cast<std::size_t>(a)] =
           row_of_[static_cast<std::size_t>(ps_of_[static_cast<std::size_t>(set_[static_cast<std::size_t>(a)])])];
+    // Where variable b is row b and its column lies b columns after the first (one variable a sample, every row:
+    // the whole problem of a classifier or a one-class model, its columns filled in one block), the cache's columns
+    // are the block itself: read in place, not copied.
+    const float* in_place = column_of[static_cast<std::size_t>(ps_of_[static_cast<std::size_t>(set_[0])])];
+    for (Index b = 0; b < m && in_place; ++b) {
+      const Index t = set_[static_cast<std::size_t>(b)];
+      if (row[static_cast<std::size_t>(b)] != b || n_rows() != m ||
+          column_of[static_cast<std::size_t>(ps_of_[static_cast<std::size_t>(t)])] != in_place + b * m)
+        in_place = nullptr;
+    }
+    if (!in_place) block_.resize(static_cast<std::size_t>(m * m));
 #pragma omp parallel for schedule(static)
     for (Index b = 0; b < m; ++b) {
       const Index t = set_[static_cast<std::size_t>(b)];
@@ -546,11 +556,13 @@ class DualSolver {
       diag[static_cast<std::size_t>(b)] = pr_.diagonal[pr_.sample[t]];
       alpha[static_cast<std::size_t>(b)] = alpha_[t];
       grad[static_cast<std::size_t>(b)] = G_[static_cast<std::size_t>(t)];
+      if (in_place) continue;
       const float* col = column_of[static_cast<std::size_t>(ps_of_[static_cast<std::size_t>(t)])];
       float* out = block_.data() + b * m;
       for (Index a = 0; a < m; ++a) out[a] = col[row[static_cast<std::size_t>(a)]];
     }
-    LocalProblem local{m, y.data(), upper.data(), diag.data(), block_.data(), alpha.data(), grad.data()};
+    LocalProblem local{m, y.data(), upper.data(), diag.data(), in_place ? in_place : block_.data(), alpha.data(),
+                       grad.data()};
     const double eps = whole ? opt_.tol : std::max(opt_.tol, kLocalRatio * e.gap());
     long long cap = whole ? -1 : std::max<long long>(1, static_cast<long long>(kLocalSteps * static_cast<double>(m)));
     if (opt_.max_iter >= 0) {
