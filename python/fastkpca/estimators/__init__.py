@@ -1,20 +1,65 @@
 """The estimators layer: scikit-learn's estimators (and fastkpca's own) built on the layers below. Each
 fit validates, gets an engine from engines.select, plans, calls a solver and stores the fitted state; no
-estimator knows which engine or storage it runs on."""
+estimator knows which engine or storage it runs on.
 
-from .decomposition import KernelPCA
-from .gaussian_process import GaussianProcessRegressor
-from .gaussian_process_classifier import GaussianProcessClassifier
-from .kernel_approximation import Nystroem
-from .kernel_kmeans import KernelKMeans
-from .kernel_ridge import KernelRidge, KernelRidgeCV
-from .manifold import ClassicalMDS, classical_mds
-from .preprocessing import KernelCenterer
-from .spectral import SpectralEmbedding, spectral_embedding
-from .clustering import SpectralClustering, spectral_clustering
-from .svm import SVC, SVR, NuSVC, NuSVR, OneClassSVM
+Each name is imported from its module on first access (PEP 562), so that a process that needs one estimator (a
+joblib worker unpickling an SVC) imports its module alone, not every family's solvers."""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+#: Each public name's module.
+_MODULES = {
+    "KernelPCA": "decomposition",
+    "GaussianProcessRegressor": "gaussian_process",
+    "GaussianProcessClassifier": "gaussian_process_classifier",
+    "Nystroem": "kernel_approximation",
+    "KernelKMeans": "kernel_kmeans",
+    "KernelRidge": "kernel_ridge",
+    "KernelRidgeCV": "kernel_ridge",
+    "ClassicalMDS": "manifold",
+    "classical_mds": "manifold",
+    "KernelCenterer": "preprocessing",
+    "SpectralEmbedding": "spectral",
+    "spectral_embedding": "spectral",
+    "SpectralClustering": "clustering",
+    "spectral_clustering": "clustering",
+    "SVC": "svm",
+    "NuSVC": "svm",
+    "SVR": "svm",
+    "NuSVR": "svm",
+    "OneClassSVM": "svm",
+}
 
 __all__ = ["KernelPCA", "GaussianProcessRegressor", "GaussianProcessClassifier", "Nystroem", "KernelRidge",
            "KernelRidgeCV", "KernelKMeans", "ClassicalMDS", "classical_mds", "KernelCenterer", "SpectralEmbedding",
            "spectral_embedding", "SpectralClustering", "spectral_clustering", "SVC", "NuSVC", "SVR", "NuSVR",
            "OneClassSVM"]
+
+if TYPE_CHECKING:
+    from .clustering import SpectralClustering, spectral_clustering
+    from .decomposition import KernelPCA
+    from .gaussian_process import GaussianProcessRegressor
+    from .gaussian_process_classifier import GaussianProcessClassifier
+    from .kernel_approximation import Nystroem
+    from .kernel_kmeans import KernelKMeans
+    from .kernel_ridge import KernelRidge, KernelRidgeCV
+    from .manifold import ClassicalMDS, classical_mds
+    from .preprocessing import KernelCenterer
+    from .spectral import SpectralEmbedding, spectral_embedding
+    from .svm import SVC, SVR, NuSVC, NuSVR, OneClassSVM
+
+
+def __getattr__(name):
+    if name in _MODULES:
+        import importlib
+
+        value = getattr(importlib.import_module(f".{_MODULES[name]}", __name__), name)
+        globals()[name] = value
+        return value
+    raise AttributeError(f"module 'fastkpca.estimators' has no attribute {name!r}")
+
+
+def __dir__():
+    return sorted(set(globals()) | set(_MODULES))

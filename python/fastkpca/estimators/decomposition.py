@@ -319,13 +319,9 @@ object, default="linear"
         """The fitted kernel between X and Y (Y None: X), as scikit-learn's KernelPCA._get_kernel gives it: its
         pairwise_kernels with ``gamma_``, ``degree`` and ``coef0`` (a callable with ``kernel_params``); native
         kernels evaluated by fastkpca."""
-        from ..kernels.pairwise import pairwise_kernels
-
-        if callable(self.kernel) and not isinstance(self.kernel, str):
-            params = self.kernel_params or {}
-        else:
-            params = {"gamma": getattr(self, "gamma_", self.gamma), "degree": self.degree, "coef0": self.coef0}
-        return pairwise_kernels(X, Y, metric=self.kernel, filter_params=True, n_jobs=self.n_jobs, **params)
+        return kernels.fitted_pairwise_kernels(X, Y, self.kernel, gamma=getattr(self, "gamma_", self.gamma),
+                                               degree=self.degree, coef0=self.coef0,
+                                               kernel_params=self.kernel_params, n_jobs=self.n_jobs)
 
     # --------------------------------------------------------------------------------- attributes
 

@@ -221,17 +221,10 @@ class _BaseSVM(Reporting, BaseEstimator):
         if held is not None and (held.samples is None or held.all_fitted or held.samples is self.support_vectors_):
             return held
         sv = self.support_vectors_
-        precomputed = kernels.takes_matrix(self.kernel)
         kernel = kernels.make(self.kernel, gamma=self._gamma, degree=self.degree, coef0=self.coef0,
                               n_features=sv.shape[-1] if getattr(sv, "ndim", 1) > 1 else 1, n_jobs=self.n_jobs,
                               callable_of_sets=True)
-        if not precomputed:
-            kernel = kernel.for_samples(sv)
-            sv = kernel.check_samples(sv)
-        if kernel.reads_all_fitted:
-            raise ValueError(f"this {type(self).__name__}'s kernel reads every training sample, which a model rebuilt "
-                             "from its fitted attributes does not hold: fit it")
-        self._support_set = fitted.SupportSet.of_vectors(kernel, None if precomputed else sv, self.shape_fit_[0])
+        self._support_set = fitted.SupportSet.of_vectors(kernel, sv, self.shape_fit_[0], type(self).__name__)
         return self._support_set
 
     @property

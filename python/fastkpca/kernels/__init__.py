@@ -9,9 +9,10 @@ from .kernel import CrossProduct, Kernel, KernelColumns
 from .kinds import (AFFINITY_NAMES, GRAPHS, KERNEL_NAMES, constraint, make, make_affinity, register, takes_matrix,
                     takes_vectors, unregister)
 from .native import NativeKernel
-from .pairwise import gram, pairwise_kernels
+from .pairwise import fitted_pairwise_kernels, gram, pairwise_kernels
 
-__all__ = ["gram", "pairwise_kernels", "double_center", "double_center_distances", "KernelCentering", "Kernel",
+__all__ = ["gram", "pairwise_kernels", "fitted_pairwise_kernels", "double_center", "double_center_distances",
+           "KernelCentering", "Kernel",
            "KernelColumns", "CrossProduct", "NativeKernel", "make", "make_affinity", "register", "unregister",
            "constraint", "takes_matrix", "takes_vectors",
            "KERNEL_NAMES", "AFFINITY_NAMES", "GRAPHS"]

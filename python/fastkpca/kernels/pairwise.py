@@ -12,7 +12,7 @@ from .. import _validation as v
 from . import registry
 from .native import NativeKernel
 
-__all__ = ["gram", "pairwise_kernels"]
+__all__ = ["gram", "pairwise_kernels", "fitted_pairwise_kernels"]
 
 
 def gram(X: ArrayLike, Y: ArrayLike | None = None, *, kernel: str = "linear", gamma: float | None = None,
@@ -148,3 +148,15 @@ def pairwise_kernels(X: ArrayLike, Y: ArrayLike | None = None, metric: str | Cal
     kwds.pop("dense_output", None)
     params: dict[str, Any] = {**registry.PARAMETER_DEFAULTS, **kwds}
     return gram(X, Y, kernel=kernel, n_jobs=n_jobs, **params)
+
+
+def fitted_pairwise_kernels(X, Y, kernel, *, gamma, degree, coef0, kernel_params, n_jobs=None) -> np.ndarray:
+    """A fitted estimator's kernel between X and Y as scikit-learn's estimators evaluate it (KernelPCA's
+    ``_get_kernel``): :func:`pairwise_kernels` with ``kernel_params`` for a callable, else with the resolved
+    ``gamma``, ``degree`` and ``coef0`` (those the kernel does not take left out)."""
+    if callable(kernel) and not isinstance(kernel, str):
+        params = kernel_params or {}
+    else:
+        params = {"gamma": gamma, "degree": degree, "coef0": coef0}
+    return pairwise_kernels(X, Y, metric=kernel, filter_params=True, n_jobs=n_jobs, **params)
+

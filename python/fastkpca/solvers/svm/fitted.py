@@ -166,13 +166,22 @@ class SupportSet:
             self.samples = _rows(X, support)
 
     @classmethod
-    def of_vectors(cls, kernel, vectors, n_fit: int) -> SupportSet:
-        """The support set of a model given by its support vectors (None for a precomputed kernel) rather than its
-        training samples: the fitted attributes of a model written, not fitted (``n_fit``: the training samples)."""
+    def of_vectors(cls, kernel, vectors, n_fit: int, model: str) -> SupportSet:
+        """The support set of a model given by its support vectors rather than its training samples (the fitted
+        attributes of a model written, not fitted): the kernel (for a precomputed one, the vectors are none:
+        the caller gives the kernel's rows) and the ``n_fit`` training samples; ValueError for a kernel that reads
+        every training sample, which such a model does not hold."""
         out = cls.__new__(cls)
-        out.kernel, out.n_fit, out.all_fitted = kernel, int(n_fit), False
-        out.sparse = vectors is not None and v.is_sparse(vectors)
-        out.samples = vectors
+        if kernel.precomputed:
+            out.kernel, out.samples = kernel, None
+        else:
+            out.kernel = kernel.for_samples(vectors)
+            out.samples = out.kernel.check_samples(vectors)
+        if out.kernel.reads_all_fitted:
+            raise ValueError(f"this {model}'s kernel reads every training sample, which a model rebuilt from its "
+                             "fitted attributes does not hold: fit it")
+        out.n_fit, out.all_fitted = int(n_fit), False
+        out.sparse = out.samples is not None and v.is_sparse(out.samples)
         return out
 
     @property
