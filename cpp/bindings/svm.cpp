@@ -8,8 +8,8 @@
 #include <vector>
 
 #include "common.hpp"
-#include "fastkpca/svm/probability.hpp"
 #include "fastkpca/svm/dual_solver.hpp"
+#include "fastkpca/svm/probability.hpp"
 #include "sparse_input.hpp"
 
 namespace fastkpca::bindings {

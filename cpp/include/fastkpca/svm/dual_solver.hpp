@@ -561,15 +561,15 @@ class DualSolver {
       float* out = block_.data() + b * m;
       for (Index a = 0; a < m; ++a) out[a] = col[row[static_cast<std::size_t>(a)]];
     }
-    LocalProblem local{m, y.data(), upper.data(), diag.data(), in_place ? in_place : block_.data(), alpha.data(),
-                       grad.data()};
+    LocalProblem local{
+        m, y.data(), upper.data(), diag.data(), in_place ? in_place : block_.data(), alpha.data(), grad.data()};
     const double eps = whole ? opt_.tol : std::max(opt_.tol, kLocalRatio * e.gap());
     long long cap = whole ? -1 : std::max<long long>(1, static_cast<long long>(kLocalSteps * static_cast<double>(m)));
     if (opt_.max_iter >= 0) {
       const long long left = opt_.max_iter - stats_.iterations;
       cap = cap < 0 ? left : std::min(cap, left);
     }
-    const LocalResult result = solve_local<Equalities>(local, eps, cap, interrupt_, whole && opt_.shrinking);
+    const LocalResult result = solve_local<Equalities>(local, eps, cap, interrupt_);
     stats_.iterations += result.iterations;
     stats_.seconds_local += seconds_since(t0);
     // A step that moves nothing while the whole problem's gap is above tol would repeat forever: the selection

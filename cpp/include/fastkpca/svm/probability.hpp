@@ -50,7 +50,8 @@ inline Sigmoid platt_sigmoid(Index n, const double* f, const std::uint8_t* posit
   for (Index i = 0; i < n; ++i) n_pos += positive[i] != 0;
   const double n_neg = static_cast<double>(n) - n_pos;
   std::vector<double> t(static_cast<std::size_t>(n));
-  for (Index i = 0; i < n; ++i) t[static_cast<std::size_t>(i)] = positive[i] ? (n_pos + 1) / (n_pos + 2) : 1 / (n_neg + 2);
+  for (Index i = 0; i < n; ++i)
+    t[static_cast<std::size_t>(i)] = positive[i] ? (n_pos + 1) / (n_pos + 2) : 1 / (n_neg + 2);
   Sigmoid s{0.0, std::log((n_neg + 1) / (n_pos + 1))};
   double value = detail::platt_objective(n, f, t.data(), s.a, s.b);
   constexpr double sigma = 1e-12, min_step = 1e-10, gradient_tol = 1e-5;
@@ -119,8 +120,8 @@ inline void couple_pairwise(Index k, const double* r, double* p, std::vector<dou
       p[t] += diff;
       pqp = (pqp + diff * (diff * qtt + 2 * qpt)) / (1 + diff) / (1 + diff);
       for (Index j = 0; j < k; ++j) {
-        qp[static_cast<std::size_t>(j)] = (qp[static_cast<std::size_t>(j)] + diff * q[static_cast<std::size_t>(t * k + j)]) /
-                                          (1 + diff);
+        qp[static_cast<std::size_t>(j)] =
+            (qp[static_cast<std::size_t>(j)] + diff * q[static_cast<std::size_t>(t * k + j)]) / (1 + diff);
         p[j] /= (1 + diff);
       }
     }
