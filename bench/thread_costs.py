@@ -9,6 +9,8 @@ A native call runs on a team of OpenMP threads only where the work it shares pay
 
 * **a native call's fixed cost**: ``gram_into`` of a 1 × 1 block on one thread, and the same through the public
   ``fastkpca.gram`` (the Python around it: validation, the output's allocation);
+* **array pass**: ``center_cross_inplace`` (centering in place) and ``scan_square`` (the finiteness and
+  symmetry scan) of a 1,000 × 1,000 stored matrix on one thread, per entry (``ARRAY_ENTRY_SECONDS``);
 * **entry seconds**: ``gram_into`` on one thread of a 1,000 × 1,000 rbf block (a cross block, every entry
   evaluated) at d = 1, 4, 16, 64, 256, fitted by least squares to ENTRY_SECONDS + d · FEATURE_SECONDS;
 * **team start**: the same call of about 0.3 ms of work on two threads minus on one, each call after the team
@@ -70,6 +72,14 @@ def main(argv=None) -> int:
     results["public_call_seconds"] = _median_seconds(lambda: fastkpca.gram(one, kernel="rbf"), 2000)
     print(f"\nfixed cost of a native call (1 × 1 gram_into, one thread): {results['native_call_seconds'] * 1e6:.1f} µs;"
           f" through fastkpca.gram: {results['public_call_seconds'] * 1e6:.1f} µs")
+
+    K = rng.random((1000, 1000))
+    means = K.mean(axis=0)
+    center = _median_seconds(lambda: core.center_cross_inplace(K, means, float(means.mean()), 1), 30) / K.size
+    scan = _median_seconds(lambda: core.scan_square(K, True, 1), 30) / K.size
+    results["array_entry_seconds"] = {"center": center, "scan": scan}
+    print(f"\narray pass, seconds per entry on one thread (1,000 × 1,000): centering {center * 1e9:.2f} ns, scan "
+          f"{scan * 1e9:.2f} ns   (library: ARRAY_ENTRY_SECONDS {_threads.ARRAY_ENTRY_SECONDS * 1e9:.2f} ns)")
 
     depths = [1, 4, 16, 64, 256]
     per_entry = []

@@ -17,7 +17,8 @@ prints each beside the figure it measures (the values below: AMD EPYC family 25 
 from __future__ import annotations
 
 __all__ = ["TEAM_START_SECONDS", "TEAM_MIN_SECONDS", "ENTRY_SECONDS", "FEATURE_SECONDS", "FLOP_SECONDS",
-           "kernel_seconds", "operator_pass_seconds", "pass_threads"]
+           "ARRAY_ENTRY_SECONDS", "kernel_seconds", "array_seconds", "operator_pass_seconds", "pass_threads",
+           "array_threads"]
 
 #: Seconds a call pays to wake the team's sleeping threads (idle machine; bench/thread_costs.py, "team start").
 TEAM_START_SECONDS = 40e-6
@@ -32,11 +33,19 @@ FEATURE_SECONDS = 0.05e-9
 #: Seconds of one flop of an operator pass's products on one thread: a stored kernel's 2n²b, a kernel pass's
 #: products beside its entries (bench/thread_costs.py, "operator pass").
 FLOP_SECONDS = 20e-12
+#: Seconds of one entry of a stored matrix read (and written) once on one thread: centering in place, a
+#: finiteness and symmetry scan (0.3 to 0.6 ns from 300 to 2,000 rows; bench/thread_costs.py, "array pass").
+ARRAY_ENTRY_SECONDS = 0.5e-9
 
 
 def kernel_seconds(entries: float, features: int) -> float:
     """Predicted seconds on one thread of evaluating ``entries`` kernel entries of ``features`` features."""
     return float(entries) * (ENTRY_SECONDS + max(int(features), 0) * FEATURE_SECONDS)
+
+
+def array_seconds(entries: float) -> float:
+    """Predicted seconds on one thread of a pass over ``entries`` entries of a stored matrix."""
+    return float(entries) * ARRAY_ENTRY_SECONDS
 
 
 def operator_pass_seconds(cost: dict) -> float:
@@ -50,3 +59,9 @@ def pass_threads(threads: int, seconds: float) -> int:
     thread is ``seconds``: one thread for the default below TEAM_MIN_SECONDS, else ``threads`` unchanged (0 is
     the default team: OMP_NUM_THREADS, threadpoolctl's limit, shared among concurrent calls by the core)."""
     return 1 if threads <= 0 and seconds < TEAM_MIN_SECONDS else threads
+
+
+def array_threads(threads: int, entries: float) -> int:
+    """:func:`pass_threads` of a pass over ``entries`` entries of a stored matrix."""
+    return pass_threads(threads, array_seconds(entries))
+

@@ -9,7 +9,7 @@ import numpy as np
 from numpy.typing import ArrayLike
 from sklearn.base import BaseEstimator, ClassNamePrefixFeaturesOutMixin, TransformerMixin
 
-from .. import _native
+from .. import _native, _threads
 from .. import _validation as v
 from .._sklearn_compat import validate_data
 from ..exceptions import NonEuclideanWarning
@@ -109,7 +109,7 @@ def classical_mds(D: ArrayLike, n_components: int = 2, *, squared: bool = False,
 
 
 def _check_symmetric(B, name, n_jobs):
-    _, max_abs, asym = _native.core.scan_square(B, True, v.n_threads(n_jobs))
+    _, max_abs, asym = _native.core.scan_square(B, True, _threads.array_threads(v.n_threads(n_jobs), B.size))
     if asym > 1e-8 * max(max_abs, 1e-300):
         raise ValueError(f"{name} is not symmetric (its doubly centered matrix has max |B - B.T| = {asym:.3g}); "
                          "distances must be symmetric")

@@ -8,7 +8,7 @@ import functools
 
 import numpy as np
 
-from .. import _native
+from .. import _native, _threads
 from .. import _validation as v
 
 __all__ = ["double_center", "double_center_distances", "KernelCentering"]
@@ -47,7 +47,7 @@ def _center(K, name: str, what: str, alpha: float, copy: bool, n_jobs) -> np.nda
     threads = v.n_threads(n_jobs)
     # The core reads K once for its row and column means before writing anything; non-finite means
     # (NaN/inf in K, or overflow) leave K untouched and are reported here.
-    ok, _, _ = _native.core.double_center_inplace(work, what, alpha, threads)
+    ok, _, _ = _native.core.double_center_inplace(work, what, alpha, _threads.array_threads(threads, work.size))
     if not ok:
         raise ValueError(f"{name} contains NaN or infinity (or its sums overflow); nothing was changed")
     return result
@@ -156,7 +156,8 @@ class KernelCentering:
 
     def center(self, K: np.ndarray, threads: int = 0) -> np.ndarray:
         """K centered in place (a C-contiguous, writable float array) and returned."""
-        _native.core.center_cross_inplace(K, self.column_means, self.grand_mean, threads)
+        _native.core.center_cross_inplace(K, self.column_means, self.grand_mean,
+                                          _threads.array_threads(threads, K.size))
         return K
 
     def product_correction(self, M: np.ndarray):

@@ -34,7 +34,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from .. import _native
+from .. import _native, _threads
 from .. import _validation as v
 from .kernel import Kernel
 from .python_kernels import ScikitLearnHyperparameters
@@ -348,7 +348,8 @@ class GaussianProcessKernel(ScikitLearnHyperparameters, Kernel):
         return self.traces_from(
             _local_pass(X, lambda Xs, kind, ard: _native.core.gp_gradient_pass(
                 Xs, W, kind, ard, self.pass_threads(W.size, (2 + ard) * X.shape[1]))),
-            lambda: float(_native.core.symmetric_sum(W, self.pass_threads(W.size))), lambda: float(np.trace(W)))
+            lambda: float(_native.core.symmetric_sum(W, _threads.array_threads(self.threads, W.size))),
+            lambda: float(np.trace(W)))
 
     def gradient_traces_low_rank(self, X, A: np.ndarray, B: np.ndarray) -> np.ndarray:
         """:meth:`gradient_traces` for W = ½(A Bᵀ + B Aᵀ) (A, B of shape (n, m)), W's tiles formed where the

@@ -261,7 +261,7 @@ class Kernel:
         K = v.contiguous(np.asarray(self.cross(X)))
         if K.dtype not in (np.float32, np.float64):
             K = K.astype(np.float64)
-        finite, _, asymmetry = _native.core.scan_square(K, True, self.threads)
+        finite, _, asymmetry = _native.core.scan_square(K, True, _threads.array_threads(self.threads, K.size))
         if not finite:
             raise ValueError(f"the kernel matrix of {self.label} contains NaN or infinity")
         if asymmetry:

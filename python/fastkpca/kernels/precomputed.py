@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from .. import _native
+from .. import _native, _threads
 from .. import _validation as v
 from .kernel import Kernel
 
@@ -57,7 +57,7 @@ class PrecomputedKernel(Kernel):
             return K
         K = v.contiguous(v.as_float_array(X, name))
         v.check_square(K, name)
-        finite, _, asym = _native.core.scan_square(K, True, self.threads)
+        finite, _, asym = _native.core.scan_square(K, True, _threads.array_threads(self.threads, K.size))
         if not finite:
             raise ValueError(f"{name} contains NaN or infinity")
         self.asymmetry = float(asym)

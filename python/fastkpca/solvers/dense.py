@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from .. import _native
+from .. import _native, _threads
 from .. import _validation as v
 from ..kernels import KernelCentering
 
@@ -19,7 +19,8 @@ def center_kernel(K: np.ndarray, *, threads: int) -> tuple[np.ndarray, KernelCen
     """(H K H, the centering K defines, trace(H K H)), centered in place: K must be the fit's own (a
     C-contiguous float array the caller may overwrite; a user's precomputed kernel is copied before)."""
     trace_K = float(np.trace(K, dtype=np.float64))
-    ok, column_means, grand_mean = _native.core.double_center_inplace(K, "kernel", 1.0, threads)
+    ok, column_means, grand_mean = _native.core.double_center_inplace(K, "kernel", 1.0,
+                                                                       _threads.array_threads(threads, K.size))
     if not ok:
         raise ValueError("the kernel matrix contains NaN or infinity")
     # trace(H K H) = trace(K) − 1ᵀK1/N = trace(K) − N·m̄.

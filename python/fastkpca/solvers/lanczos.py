@@ -198,7 +198,7 @@ def as_native_operator(A, threads: int):
     if not arr.flags.c_contiguous and arr.flags.f_contiguous:
         arr = arr.T  # a symmetric matrix in Fortran order is its own transpose in C order
     arr = v.contiguous(arr)  # read in place by the operator: C-ordered and aligned, copied once if not
-    finite, max_abs, asym = _native.core.scan_square(arr, True, threads)
+    finite, max_abs, asym = _native.core.scan_square(arr, True, _threads.array_threads(threads, arr.size))
     if not finite:
         raise ValueError("A contains NaN or infinity")
     rtol = 1e-4 if arr.dtype == np.float32 else 1e-8

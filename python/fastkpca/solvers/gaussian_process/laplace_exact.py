@@ -16,7 +16,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from ... import _native
+from ... import _native, _threads
 from .. import choice as _choice
 from ... import _validation as v
 from ..blocked_lapack import zero_strict_upper
@@ -67,7 +67,8 @@ class _CholeskyNewton:
     def factored(self) -> np.ndarray:
         """The Cholesky factor of B for the W prepared (potrf in place in the buffer, once per W)."""
         if self.L is None:
-            _native.core.laplace_system_into(self.K, np.ascontiguousarray(self.W_sr), self.buffer, self.threads)
+            _native.core.laplace_system_into(self.K, np.ascontiguousarray(self.W_sr), self.buffer,
+                                             _threads.array_threads(self.threads, self.K.size))
             self.L = factor(self.buffer, 0.0)
         return self.L
 
@@ -200,7 +201,8 @@ class ExactLaplace(ExactOptimisation):
         # u = (I − R K) s₂, R = S B⁻¹ S: B⁻¹ is in L's lower triangle (Fortran order)
         u = s2 - S * blas.dsymv(1.0, L, S * _symmetric_times(K, s2), lower=1)
         omega = buffer  # Ω in place over B⁻¹ (the upper triangle of the row-major array)
-        _native.core.laplace_weights_in_place(omega, np.ascontiguousarray(S), mode.a, u, residual, kernel.threads)
+        _native.core.laplace_weights_in_place(omega, np.ascontiguousarray(S), mode.a, u, residual,
+                                                  _threads.array_threads(kernel.threads, omega.size))
         gradient = np.asarray(kernel.gradient_traces(self.X, omega), dtype=np.float64)
         return mode.log_marginal_likelihood, gradient, mode
 
