@@ -13,7 +13,10 @@ and first-call costs stay out of the timing), builds its data (seed 0) and times
 * ``gpc``: ``GaussianProcessClassifier(C(1) * RBF(ones(4)))``, exact, on 600 samples of 4 features;
 * ``kpca``: ``KernelPCA(n_components=10, kernel="rbf")`` on 8,000 samples of 32 features;
 * ``ridge``: ``KernelRidge(alpha=1e-2, kernel="rbf", solver="cg")`` on 8,000 samples of 32 features, and
-  ``ridge_dense``: the same with ``solver="cholesky"`` on 3,000.
+  ``ridge_dense``: the same with ``solver="cholesky"`` on 3,000;
+* ``--fits scale``: ``kpca_20k`` (``KernelPCA(10, kernel="rbf")``, 20,000 × 32), ``svc_20k`` (``SVC()`` on
+  ``make_classification(20000, 20)``), ``gpr_2k`` (the ``gpr`` fit on 2,000 samples) and ``kmeans_20k``
+  (``KernelKMeans(8, kernel="rbf")``, 20,000 × 16).
 
 The new build is this interpreter with this checkout's package (or whatever ``import fastkpca`` finds); the
 previous one ``--compare PYTHON`` and/or ``--compare-pythonpath DIR`` (prepended to PYTHONPATH for it). Rounds
@@ -39,6 +42,8 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 from _common import cpu_description  # noqa: E402
 
 FITS = ("svc", "nusvr", "gpr", "gpc", "kpca", "ridge", "ridge_dense")
+#: The sizes every issue's "no regression at scale" names (``--fits scale``).
+SCALE = ("kpca_20k", "svc_20k", "gpr_2k", "kmeans_20k")
 
 
 def _problem(name: str, small: bool):
@@ -51,6 +56,19 @@ def _problem(name: str, small: bool):
 
     rng = np.random.default_rng(0)
     scale = 10 if small else 1
+    if name in SCALE:
+        n = {"kpca_20k": 20000, "svc_20k": 20000, "gpr_2k": 2000, "kmeans_20k": 20000}[name] // scale
+        if name == "svc_20k":
+            X, y = make_classification(n, 20, random_state=0)
+            return fastkpca.SVC(), X, y
+        if name == "gpr_2k":
+            X = rng.standard_normal((n, 4))
+            y = np.sin(2 * X[:, 0]) + X[:, 1] ** 2 + 0.1 * rng.standard_normal(n)
+            return fastkpca.GaussianProcessRegressor(C(1.0) * RBF(np.ones(4)) + WhiteKernel(0.1)), X, y
+        X = rng.standard_normal((n, 32 if name == "kpca_20k" else 16))
+        if name == "kpca_20k":
+            return fastkpca.KernelPCA(n_components=10, kernel="rbf", random_state=0), X, None
+        return fastkpca.KernelKMeans(8, kernel="rbf", random_state=0), X, None
     if name == "svc":
         X, y = make_classification(6000 // scale, 20, random_state=0)
         return fastkpca.SVC(kernel="rbf", C=1.0), X, y
@@ -94,7 +112,7 @@ def measure(python: str, pythonpath: str | None, name: str) -> float:
 
 def main(argv=None) -> int:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--fits", default=",".join(FITS))
+    parser.add_argument("--fits", default=",".join(FITS), help="a comma-separated list, or 'scale'")
     parser.add_argument("--rounds", type=int, default=3)
     parser.add_argument("--compare", default=sys.executable, help="the previous build's Python")
     parser.add_argument("--compare-pythonpath", default=None, help="prepended to PYTHONPATH for the previous build")
@@ -107,7 +125,7 @@ def main(argv=None) -> int:
     sides = {"new": (sys.executable, None), "previous": (args.compare, args.compare_pythonpath)}
     print("| fit | new s (median) | previous s (median) | new / previous | rounds |")
     print("|---|---|---|---|---|")
-    for name in args.fits.split(","):
+    for name in (SCALE if args.fits == "scale" else args.fits.split(",")):
         times: dict[str, list[float]] = {"new": [], "previous": []}
         for r in range(args.rounds):
             for side in (("new", "previous") if r % 2 == 0 else ("previous", "new")):

@@ -21,6 +21,14 @@ def test_the_rule_starts_a_team_only_for_work_that_pays_for_it():
     assert _threads.pass_threads(1, large) == 1
 
 
+def test_the_core_applies_the_same_rule_to_its_own_loops():
+    """The core's loops inside a call (the SVM's selection, say) start the team from the same work as the Python
+    layer's calls: one constant, held twice (parallel.hpp's kTeamMinSeconds)."""
+    from fastkpca import _native
+
+    assert _native.core.TEAM_MIN_SECONDS == _threads.TEAM_MIN_SECONDS
+
+
 def test_kernel_work_grows_with_entries_and_features():
     assert _threads.kernel_seconds(2e6, 8) == pytest.approx(2 * _threads.kernel_seconds(1e6, 8))
     assert _threads.kernel_seconds(1e6, 64) > _threads.kernel_seconds(1e6, 4)

@@ -148,6 +148,7 @@ void init_info(py::module_& m) {
   m.def("_sanitizer_probe", &sanitizer_probe, py::arg("defect"),
         "Run a defect on purpose (sanitizer builds only): 'heap-buffer-overflow' or 'misaligned'.");
 #endif
+  m.attr("TEAM_MIN_SECONDS") = kTeamMinSeconds;
   m.def("omp_max_threads", []() { return omp_get_max_threads(); });
   m.def("simd_bytes", []() { return simd::kBytes; }, "Bytes of the vectors this module's micro-kernels use.");
   m.def(

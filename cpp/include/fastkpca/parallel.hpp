@@ -53,6 +53,15 @@ class Interrupt {
   std::atomic<bool> stop_{false};
 };
 
+// The work from which a parallel region inside a call pays for waking the team: the thread rule of the Python layer
+// (fastkpca/_threads.py, TEAM_MIN_SECONDS: four times a sleeping team's start), which decides a call's team, applied
+// to the call's own loops (an `if` clause on a region whose work varies from call to call). The module exports it
+// (TEAM_MIN_SECONDS) and the tests check the two are one.
+constexpr double kTeamMinSeconds = 160e-6;
+
+// Whether a region of about `seconds` of one thread's work should start the team.
+inline bool team_pays(double seconds) { return seconds >= kTeamMinSeconds; }
+
 namespace detail {
 
 struct ThreadState {
