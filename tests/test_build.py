@@ -55,10 +55,10 @@ def test_a_build_without_a_baseline_module_reads_the_cpu_flags(monkeypatch, tmp_
 
 
 def test_openmp_threads_sleep_when_idle():
-    """The core's OpenMP runtime waits passively (fastkpca/_native.py's OPENMP_DEFAULTS): after a call on two
-    threads the process uses no CPU while it sleeps. GNU OpenMP's default spins each idle thread for milliseconds
-    after every parallel region: a core taken from the process beside it. Where the user sets a policy, theirs
-    holds (and the environment is left as the user set it)."""
+    """The core's OpenMP runtime's idle threads sleep after a short spin (fastkpca/_native.py's OPENMP_DEFAULTS):
+    after a call on two threads the process uses next to no CPU while it sleeps. GNU OpenMP's default spins each
+    idle thread for milliseconds after every parallel region: a core taken from the process beside it. Where the
+    user sets a policy, theirs holds (and the environment is left as the user set it)."""
     code = ("import os, time, numpy as np, fastkpca\n"
             "print(os.environ.get('OMP_WAIT_POLICY'))\n"
             "X = np.random.default_rng(0).standard_normal((1500, 16))\n"

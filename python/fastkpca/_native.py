@@ -65,14 +65,16 @@ def runnable_levels() -> list[str]:
     return [lv for lv in installed if lv in supported]
 
 
-#: OpenMP's wait policy for the core's thread team where the user sets none (docs/user_guide/threads.md): idle
-#: threads sleep at once instead of spinning. GNU OpenMP's default spins each idle thread for 300,000 pauses
-#: (milliseconds) after every parallel region and at every barrier, and a spinning thread holds a core that a
-#: thread of another process, of NumPy's BLAS or of the same team needs: a 100-row Gram on two threads beside
-#: another process's fit took 1.4 ms (median) instead of 30 µs, a 400-row one 5.9 ms instead of 0.2 ms; passive,
-#: 46 µs and 0.23 ms, and that fit ran faster too (bench/small.py, the "beside" rows). Waking a sleeping thread
-#: costs tens of microseconds, which the passes' thread rule (kernels/kernel.py) leaves to work that pays for it.
-OPENMP_DEFAULTS = {"OMP_WAIT_POLICY": "passive"}
+#: OpenMP's wait policy for the core's thread team where the user sets none (docs/user_guide/threads.md): an idle
+#: thread spins for 3,000 pauses (tens of microseconds: the next parallel region of the same call finds it awake)
+#: and then sleeps (GNU OpenMP reads GOMP_SPINCOUNT first; other runtimes take the passive policy). GNU OpenMP's
+#: default spins each idle thread for 300,000 pauses (milliseconds) after every parallel region and at every
+#: barrier, and a spinning thread holds a core that a thread of another process, of NumPy's BLAS or of the same
+#: team needs: a 400-row Gram on two threads beside another process's fit took 1.9 ms (median) with the default
+#: on both sides and 0.17 ms with this one; a Gaussian process fit of 100 samples 374 ms instead of 43 ms. Sleeping
+#: at once (spin count 0) cost a support vector machine's fit of 20,000 samples 9% (its working sets start a few
+#: regions each, and a sleeping thread takes tens of microseconds to wake).
+OPENMP_DEFAULTS = {"OMP_WAIT_POLICY": "passive", "GOMP_SPINCOUNT": "3000"}
 #: Variables by which a user sets the policy; any of them set, the defaults are not applied.
 _OPENMP_POLICY_VARIABLES = ("OMP_WAIT_POLICY", "GOMP_SPINCOUNT")
 
