@@ -245,3 +245,45 @@ def test_the_dask_engine_module_imports_neither_scikit_learn_nor_scipy():
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
     assert out.returncode == 0, out.stderr
     assert out.stdout.strip() == "[]"
+
+
+#: LAPACK's and NumPy's whole-matrix Cholesky routines: OpenBLAS's threaded dpotrf crashes on large matrices
+#: (solvers/lapack_threads.py), so only blocked_lapack.py's loop calls them, on blocks.
+WHOLE_MATRIX_CHOLESKY = {"dpotrf", "spotrf", "dpotri", "spotri", "cho_factor", "cholesky", "potrf", "potri"}
+#: ... of which these are LAPACK's names, looked up by a string ("cholesky" is also a solver's name).
+LAPACK_CHOLESKY = WHOLE_MATRIX_CHOLESKY - {"cho_factor", "cholesky"}
+
+
+def whole_matrix_factorisations(path: Path) -> list[str]:
+    """Where a module names a whole-matrix Cholesky routine: as an attribute (``lapack.dpotrf``,
+    ``np.linalg.cholesky``), an imported name, or a string that looks one up (``get_lapack_funcs(("potrf",))``)."""
+    found = []
+    for node in ast.walk(ast.parse(path.read_text())):
+        if isinstance(node, ast.Attribute) and node.attr in WHOLE_MATRIX_CHOLESKY:
+            found.append(f"line {node.lineno}: {ast.unparse(node)}")
+        elif isinstance(node, ast.alias) and node.name in WHOLE_MATRIX_CHOLESKY:
+            found.append(f"line {node.lineno}: import {node.name}")
+        elif isinstance(node, ast.Call):
+            for arg in ast.walk(node):
+                if isinstance(arg, ast.Constant) and arg.value in LAPACK_CHOLESKY:
+                    found.append(f"line {node.lineno}: {ast.unparse(node)}")
+    return found
+
+
+@pytest.mark.parametrize("path", sorted(PACKAGE.rglob("*.py")), ids=lambda p: str(p.relative_to(PACKAGE)))
+def test_every_factorisation_goes_through_the_blocked_loop(path):
+    """No module but blocked_lapack.py hands a whole matrix to LAPACK's Cholesky or its inverse."""
+    if path.name == "blocked_lapack.py":
+        return
+    assert whole_matrix_factorisations(path) == []
+
+
+def test_the_factorisation_check_finds_what_it_looks_for(tmp_path):
+    probe = tmp_path / "probe.py"
+    probe.write_text("from scipy.linalg import cho_factor\n"
+                     "def f(A):\n"
+                     "    lapack.dpotrf(A); np.linalg.cholesky(A)\n"
+                     "    return get_lapack_funcs(('potrf',), (A,))\n")
+    found = whole_matrix_factorisations(probe)
+    for spelling in ("cho_factor", "lapack.dpotrf", "np.linalg.cholesky", "potrf"):
+        assert any(spelling in line for line in found), (spelling, found)

@@ -265,12 +265,13 @@ def test_structured_samples_go_through_the_kernel_object():
     np.testing.assert_allclose(ours.predict(X, return_std=True), theirs.predict(X, return_std=True), atol=1e-10)
 
 
-def test_large_factorisations_run_on_one_blas_thread():
-    """OpenBLAS's threaded dsyrk (inside dpotrf) crashes past 2 GiB matrices (solvers/lapack_threads.py): the
-    factorisation of one that large runs on one BLAS thread, a smaller one on all of them."""
+def test_factorisations_of_any_size_run_on_every_blas_thread():
+    """OpenBLAS's threaded dpotrf crashes on large matrices (solvers/lapack_threads.py); the library's blocked
+    factorisations do not call it on them, so they keep every BLAS thread at any size; only a small one runs on one
+    thread (its work below BLAS_TEAM_MIN_SECONDS)."""
     from threadpoolctl import threadpool_info, threadpool_limits
 
-    from fastkpca.solvers.lapack_threads import factorisation_threads
+    from fastkpca.solvers.lapack_threads import blocked_threads
 
     def blas_threads():
         return [pool["num_threads"] for pool in threadpool_info() if pool["user_api"] == "blas"]
@@ -279,11 +280,12 @@ def test_large_factorisations_run_on_one_blas_thread():
         before = blas_threads()
         if set(before) != {2}:
             pytest.skip(f"this BLAS does not take two threads ({before})")
-        with factorisation_threads(16_384):  # 2 GiB exactly
+        for n in (16_000, 17_000, 40_000):  # past the sizes where the threaded dpotrf crashed
+            with blocked_threads(n):
+                assert blas_threads() == before
+        with blocked_threads(100):
             assert set(blas_threads()) == {1}
         assert blas_threads() == before
-        with factorisation_threads(16_383):
-            assert blas_threads() == before
 
 
 @pytest.mark.parametrize("name", sorted(NATIVE) + sorted(FALLBACK))

@@ -405,7 +405,7 @@ def test_auto_chooses_by_cost_within_memory(monkeypatch):
     from fastkpca.solvers import choice as model
 
     def seconds(n, rate):
-        monkeypatch.setattr(model, "gemm_rate", lambda: rate)
+        monkeypatch.setattr(model, "machine", lambda: model.Machine(rate, 1, 1))
         picked = model.gaussian_process_regression("auto", n=n, d=8, columns=17, rank=1024, exact_possible=True,
                                                    memory_limit=10**11)
         return {c.name: c.seconds for c in picked.candidates}, picked.picked

@@ -5,7 +5,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from fastkpca.solvers import choice
+from fastkpca.solvers import choice, lapack_threads
 from fastkpca.solvers.choice import Candidate, choose
 
 GB = 10**9
@@ -41,7 +41,7 @@ def test_a_named_solver_is_taken_as_asked_and_an_unknown_one_is_refused():
 def test_the_families_cross_over_as_their_costs_grow(monkeypatch):
     """Dense solvers win at small n, the n² ones at large n; what does not fit is not taken; approximate
     solvers are never taken by "auto"."""
-    monkeypatch.setattr(choice, "gemm_rate", lambda: 5e10)
+    monkeypatch.setattr(choice, "machine", lambda: choice.Machine(5e10, 1, 1))
     pca = [choice.kernel_pca("auto", n=n, d=16, k=10, symmetric=True, all_components=False, memory_limit=100 * GB)
            for n in (50, 20_000)]
     assert [c.picked for c in pca] == ["dense", "lanczos"]
@@ -64,7 +64,7 @@ def test_the_families_cross_over_as_their_costs_grow(monkeypatch):
 def test_a_kernel_the_limit_lets_be_stored_is_read_by_the_later_passes(monkeypatch):
     """An iterative solver's passes after the first read the stored kernel where memory_limit leaves room for
     its packed triangle (4n² bytes), and evaluate it again where it does not; a share of it in between."""
-    monkeypatch.setattr(choice, "gemm_rate", lambda: 5e10)
+    monkeypatch.setattr(choice, "machine", lambda: choice.Machine(5e10, 1, 1))
     n, d, b = 4000, 64, 20
     stored = choice.operator_passes_seconds(n, d, b, 15, memory_limit=100 * GB)
     matrix_free = choice.operator_passes_seconds(n, d, b, 15, memory_limit=0)
@@ -119,3 +119,90 @@ def test_every_fit_records_its_choice(rng):
         "gaussian process regression"
     cv = KernelRidgeCV(alphas=[0.1, 1.0], kernel="rbf", cv=3).fit(X, y)
     assert cv.solver_info_["choice"]["picked"] == "eigh" and cv.solver_info_["method"] == "kfold-eigh"
+
+
+# ------------------------------------------------------------------ the model on other machines (1 to 64 cores)
+
+CORES = (1, 2, 4, 16, 64)
+ONE_THREAD = 2e10  # DGEMM's flops per second on one thread, injected
+
+
+def _on(monkeypatch, cores):
+    """The cost model as if the machine had ``cores`` cores: NumPy's BLAS and the core's team on all of them."""
+    monkeypatch.setattr(choice, "machine", lambda: choice.Machine(ONE_THREAD, cores, cores))
+    monkeypatch.setattr(lapack_threads, "gemm_rate_one_thread", lambda: ONE_THREAD)
+
+
+def test_thread_rate_is_the_threads_times_their_efficiency():
+    assert choice.thread_rate(1.0, 1) == 1.0
+    assert choice.thread_rate(1.0, 2) == pytest.approx(2 * choice.THREAD_EFFICIENCY)
+    assert choice.thread_rate(1.0, 16) == pytest.approx(16 * choice.THREAD_EFFICIENCY**4)
+    rates = [choice.thread_rate(1.0, c) for c in CORES]
+    assert all(a < b <= c_ for a, b, c_ in zip(rates, rates[1:], CORES[1:]))
+
+
+@pytest.mark.parametrize("cores", CORES)
+def test_every_rate_is_the_rate_of_the_threads_the_call_gets(monkeypatch, cores):
+    """The kernel pass on the core's team, a large factorisation or eigensolver on BLAS's threads, a small one on
+    one thread (lapack_threads.small_algebra) at every core count; no rate halved or scaled for a matrix's size."""
+    _on(monkeypatch, cores)
+    speedup = choice.thread_rate(1.0, cores)
+    n, d, b = 20_000, 16, 8
+    assert choice.kernel_pass_seconds(n, n, d, b) == pytest.approx(
+        n * n * (choice.kernel_entry_flops(d) + 2 * b) / (choice.KERNEL_PASS_SHARE * ONE_THREAD * speedup))
+    assert choice.stored_pass_seconds(n, b) == pytest.approx(
+        n * n * (choice.STORED_ENTRY_FLOPS + 2 * b) / (choice.KERNEL_PASS_SHARE * ONE_THREAD * speedup))
+    for rows in (5000, 20_000, 40_000):  # 40,000 rows: 12.8 GB, past the 2-GiB matrices OpenBLAS crashed on
+        assert choice.cholesky_seconds(rows) == pytest.approx(
+            rows**3 / 3 / (choice.CHOLESKY_SHARE * ONE_THREAD * speedup))
+        assert choice.eigh_seconds(rows) == pytest.approx(
+            choice.EIGH_FLOPS_PER_CUBE * rows**3 / (choice.EIGH_SHARE * ONE_THREAD * speedup))
+    small = 200  # 2.7 Mflop: far below BLAS_TEAM_MIN_SECONDS of one thread's work
+    assert choice.cholesky_seconds(small) == pytest.approx(small**3 / 3 / (choice.CHOLESKY_SHARE * ONE_THREAD))
+
+
+@pytest.mark.parametrize("cores", CORES)
+def test_the_thread_rules_are_costs_not_core_counts(monkeypatch, cores):
+    """One BLAS thread for a call whose work on one thread is below BLAS_TEAM_MIN_SECONDS, whatever the cores."""
+    lt = lapack_threads
+    _on(monkeypatch, cores)
+    threshold = lt.BLAS_TEAM_MIN_SECONDS * ONE_THREAD
+    assert lt.small_algebra(0.9 * threshold) and not lt.small_algebra(1.1 * threshold)
+
+
+def _large_problems():
+    """Every family's candidates on problems large enough that their fixed overheads are negligible."""
+    limit = 10**12
+    yield choice.kernel_pca("auto", n=40_000, d=16, k=10, symmetric=True, all_components=False, memory_limit=limit)
+    yield choice.kernel_ridge("auto", n=40_000, d=16, targets=1, singular=False, rank=500, memory_limit=limit)
+    yield choice.kernel_ridge_cv("auto", n=20_000, d=16, targets=1, folds=None, native=True, memory_limit=limit)
+    yield choice.gaussian_process_regression("auto", n=40_000, d=8, columns=17, rank=1024, exact_possible=True,
+                                             memory_limit=limit)
+
+
+def test_each_candidate_speeds_up_as_its_parallel_work_does(monkeypatch):
+    """On a large problem every candidate's predicted seconds fall by the threads' speedup from 1 core to c."""
+    _on(monkeypatch, 1)
+    one = [{c.name: c.seconds for c in family.candidates} for family in _large_problems()]
+    for cores in CORES[1:]:
+        _on(monkeypatch, cores)
+        speedup = choice.thread_rate(1.0, cores)
+        many = [{c.name: c.seconds for c in family.candidates} for family in _large_problems()]
+        for before, after in zip(one, many):
+            for name, seconds in before.items():
+                assert seconds / after[name] == pytest.approx(speedup, rel=0.02), (name, cores)
+
+
+@pytest.mark.parametrize("cores", CORES)
+def test_no_decision_flips_with_the_core_count(monkeypatch, cores):
+    """The picks far from every crossover are the same on 1 to 64 cores: the candidates' costs scale together."""
+    _on(monkeypatch, cores)
+    limit = 100 * GB
+    assert [choice.kernel_pca("auto", n=n, d=16, k=10, symmetric=True, all_components=False,
+                              memory_limit=limit).picked for n in (50, 20_000)] == ["dense", "lanczos"]
+    assert [choice.kernel_ridge("auto", n=n, d=16, targets=1, singular=False, rank=500,
+                                memory_limit=limit).picked for n in (500, 50_000)] == ["cholesky", "cg"]
+    assert [choice.gaussian_process_regression("auto", n=n, d=8, columns=17, rank=1024, exact_possible=True,
+                                               memory_limit=10**11).picked
+            for n in (2000, 40_000)] == ["cholesky", "cg"]
+    assert [c.picked for c in _large_problems()] == ["lanczos", "cg", "eigh", "cg"]

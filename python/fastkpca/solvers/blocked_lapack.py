@@ -33,8 +33,8 @@ import numpy as np
 
 from .lapack_calls import Matrix, character as _char, integer as _int, routine
 
-__all__ = ["cholesky_in_place", "cholesky_inverse_in_place", "zero_strict_upper", "BLOCK", "INVERSE_BLOCK",
-           "POLL_FLOPS"]
+__all__ = ["cholesky_factor", "cholesky_in_place", "cholesky_inverse_in_place", "zero_strict_upper", "BLOCK",
+           "INVERSE_BLOCK", "POLL_FLOPS"]
 
 #: Panel widths: LAPACK's own block size range, large enough that the BLAS-3 calls run at the machine's rate
 #: (the factor's trailing updates are products of inner dimension BLOCK; the inverse's products have a
@@ -102,6 +102,23 @@ def cholesky_in_place(A: np.ndarray) -> int:
                       M.at(r, k), M.ld)
             k += w
     return 0
+
+
+def cholesky_factor(A: np.ndarray) -> np.ndarray:
+    """The lower Cholesky factor of the symmetric positive definite A (its lower triangle read) as a new
+    Fortran-ordered array with zeros above the diagonal: :func:`cholesky_in_place` on a copy, on the threads of
+    lapack_threads.blocked_threads. What ``numpy.linalg.cholesky`` gives, without handing OpenBLAS's threaded
+    ``dpotrf`` a large matrix (lapack_threads.py); raises ``numpy.linalg.LinAlgError`` where A is not positive
+    definite."""
+    from .lapack_threads import blocked_threads
+
+    L = np.array(A, dtype=np.float64, order="F")
+    with blocked_threads(L.shape[0]):
+        info = cholesky_in_place(L)
+    if info:
+        raise np.linalg.LinAlgError(f"the leading minor of order {info} is not positive definite")
+    zero_strict_upper(L)
+    return L
 
 
 def cholesky_inverse_in_place(L: np.ndarray) -> int:

@@ -18,28 +18,31 @@ The model, in flops, for n samples of d features (c: a kernel entry's flops beyo
     dense eigenpairs    EIGH_FLOPS_PER_CUBE · n³     (tridiagonal reduction, then every vector's back transformation;
                                                       EIGH_SUBSET_FLOPS_PER_CUBE · n³ for a few vectors)
 
-at these rates: DGEMM's, measured once per process (:func:`gemm_rate`: one thread's, scaled to NumPy's BLAS
-threads), the kernel pass at KERNEL_PASS_SHARE of it, LAPACK's Cholesky and eigensolver at their shares of it
-(a factor of LARGE_MATRIX_BYTES or more runs on one BLAS thread, lapack_threads.py: half the rate on this
-two-core machine), plus a fixed overhead per call of each solver where the Python around it dominates at
-small n. The shares, the passes a solver takes and the overheads are measured, not guessed: bench/solver_choice.py
-times every candidate of every family at several sizes beside this model's prediction and prints both.
+at these rates: DGEMM's on one thread, measured once per process (lapack_threads.gemm_rate_one_thread), scaled to the
+threads each call gets (:func:`thread_rate`: the threads times a parallel efficiency per doubling of them,
+THREAD_EFFICIENCY, which ``bench/scaling.py`` measures): NumPy's BLAS threads for the dense algebra
+(:func:`gemm_rate`; LAPACK's Cholesky and eigensolver at their shares of it), the core's OpenMP team for the
+kernel passes (:func:`kernel_rate`, at KERNEL_PASS_SHARE), plus a fixed overhead per call of each solver where the
+Python around it dominates at small n. The factorisations of every size run threaded (blocked_lapack.py, by
+blocks whose symmetric rank-k updates stay far below the sizes where OpenBLAS's threaded ``dsyrk`` crashed:
+lapack_threads.py). No constant here assumes a core count (tests/test_solver_choice.py runs the model as if the
+machine had 1 to 64 cores). The shares, the passes a solver takes and the overheads are measured, not guessed:
+bench/solver_choice.py times every candidate of every family at several sizes beside this model's prediction and
+prints both.
 """
 
 from __future__ import annotations
 
-import functools
 import math
-import time
 from dataclasses import dataclass
 
-import numpy as np
 
+from .. import _native
 from ..operators.storage import DENSE_COPIES, PLAN_SLACK_BYTES
-from .lapack_threads import LARGE_MATRIX_BYTES
+from .lapack_threads import blas_threads, gemm_rate_one_thread, small_algebra
 
-__all__ = ["Candidate", "Choice", "choose", "gemm_rate", "kernel_entry_flops", "evaluated_features",
-           "kernel_pass_seconds", "stored_pass_seconds",
+__all__ = ["Candidate", "Choice", "Machine", "choose", "machine", "gemm_rate", "gemm_rate_one_thread", "kernel_rate",
+           "thread_rate", "kernel_entry_flops", "evaluated_features", "kernel_pass_seconds", "stored_pass_seconds",
            "operator_passes_seconds", "cholesky_seconds", "eigh_seconds"]
 
 # --------------------------------------------------------------------------------------------------- rates
@@ -66,39 +69,46 @@ EIGH_SUBSET_FLOPS_PER_CUBE = 4 / 3
 SPARSE_VALUE_FLOPS = 8
 
 
-#: Two BLAS threads' DGEMM rate against twice one thread's: what the second thread adds to a product (measured;
-#: the CHANGELOG gives the run).
-GEMM_THREAD_EFFICIENCY = 0.89
+#: The rate of 2p threads against twice p threads' (parallel efficiency per doubling of the threads): 0.89 for
+#: DGEMM's second thread on a 2-core AMD EPYC Zen 4 (``python bench/scaling.py`` prints each path's efficiency at
+#: every thread count the machine has; the kernel pass and the factorisations measured within a few percent of it).
+THREAD_EFFICIENCY = 0.89
 
 
-#: Rows of the square products gemm_rate times: large enough for DGEMM's full rate on one thread (384: 53 GFLOP/s
-#: against 50 at 768 on an AMD EPYC Zen 4 core), small enough that the measurement costs a few milliseconds once
-#: per process (768 took 60 ms of every process's first fit, a joblib worker's included).
-GEMM_RATE_ROWS = 384
+def thread_rate(rate_one: float, threads: int) -> float:
+    """A rate on ``threads`` threads from its one-thread rate: threads × THREAD_EFFICIENCY per doubling."""
+    threads = max(int(threads), 1)
+    return rate_one * threads * THREAD_EFFICIENCY ** math.log2(threads)
 
 
-@functools.lru_cache(maxsize=1)
-def gemm_rate() -> float:
-    """DGEMM's flops per second on NumPy's BLAS threads: one thread's rate, the better of two GEMM_RATE_ROWS-square
-    products after one a quarter the size, times the BLAS threads and GEMM_THREAD_EFFICIENCY.
+@dataclass(frozen=True)
+class Machine:
+    """What the model reads of the machine: DGEMM's rate on one thread, the threads NumPy's BLAS runs a large call
+    on, and the core's default OpenMP team. The tests give the model other machines of 1 to 64 cores
+    (monkeypatching :func:`machine`, and lapack_threads.gemm_rate_one_thread for the thread rules that read the
+    rate alone)."""
 
-    Measured on one thread because a threaded call leaves OpenBLAS's threads spinning on the cores for a while,
-    and the fit that asked for the rate would then run its first native passes beside them (a 3,000-sample
-    kernel took 2–3 times as long). The operands are constant: a product's speed does not depend on the values,
-    and drawing random ones would cost more than the products."""
-    from .lapack_threads import blas_threads, one_blas_thread
+    rate_one_thread: float
+    blas_threads: int
+    team_threads: int
 
-    m = GEMM_RATE_ROWS
-    a, b = np.full((m, m), 0.5), np.full((m, m), 0.25)
-    best = np.inf
-    with one_blas_thread():
-        a[:m // 2, :m // 2] @ b[:m // 2, :m // 2]
-        for _ in range(2):
-            start = time.perf_counter()
-            a @ b
-            best = min(best, time.perf_counter() - start)
-    threads = blas_threads()
-    return 2 * m**3 / max(best, 1e-9) * threads * (GEMM_THREAD_EFFICIENCY if threads > 1 else 1.0)
+
+def machine() -> Machine:
+    """This process's machine, as the model reads it now (the rate measured once; the thread counts as they are
+    set now: threadpoolctl's limits, OMP_NUM_THREADS)."""
+    return Machine(gemm_rate_one_thread(), blas_threads(), int(_native.core.omp_max_threads()))
+
+
+def gemm_rate(threads: int | None = None) -> float:
+    """DGEMM's flops per second on ``threads`` threads (None: NumPy's BLAS threads)."""
+    m = machine()
+    return thread_rate(m.rate_one_thread, m.blas_threads if threads is None else threads)
+
+
+def kernel_rate(threads: int | None = None) -> float:
+    """The fused micro-kernel's flops per second on ``threads`` threads (None: the core's default team)."""
+    m = machine()
+    return KERNEL_PASS_SHARE * thread_rate(m.rate_one_thread, m.team_threads if threads is None else threads)
 
 
 def kernel_entry_flops(d: int) -> float:
@@ -121,13 +131,13 @@ def evaluated_features(kernel, samples) -> int:
 def kernel_pass_seconds(n: int, m: int, d: int, columns: int) -> float:
     """Seconds of one pass of the fused micro-kernel: an n × m kernel evaluated and multiplied into ``columns``
     vectors."""
-    return n * m * (kernel_entry_flops(d) + 2 * columns) / (KERNEL_PASS_SHARE * gemm_rate())
+    return n * m * (kernel_entry_flops(d) + 2 * columns) / kernel_rate()
 
 
 def stored_pass_seconds(n: int, columns: int) -> float:
     """Seconds of one product of a stored n × n kernel (operators/storage.py: the packed triangle in memory)
     with ``columns`` vectors: the entries read instead of evaluated."""
-    return n * n * (STORED_ENTRY_FLOPS + 2 * columns) / (KERNEL_PASS_SHARE * gemm_rate())
+    return n * n * (STORED_ENTRY_FLOPS + 2 * columns) / kernel_rate()
 
 
 def operator_passes_seconds(n: int, d: int, columns: int, passes: float, memory_limit: int,
@@ -145,8 +155,10 @@ def operator_passes_seconds(n: int, d: int, columns: int, passes: float, memory_
 
 
 def _lapack_rate(n: int, share: float) -> float:
-    """LAPACK's rate on an n × n float64 matrix: one BLAS thread from LARGE_MATRIX_BYTES (lapack_threads.py)."""
-    return share * gemm_rate() / (2 if n * n * 8 >= LARGE_MATRIX_BYTES else 1)
+    """LAPACK's rate on an n × n float64 matrix: its share of DGEMM's on the BLAS threads the call gets (one for a
+    small matrix's work, lapack_threads.small_algebra; every one above, the factorisations of any size included:
+    blocked_lapack.py)."""
+    return share * gemm_rate(1 if small_algebra(float(n) ** 3 / 3) else None)
 
 
 def cholesky_seconds(n: int, inverse: bool = False) -> float:

@@ -1,15 +1,27 @@
-"""Threads for LAPACK: the factorisations of large matrices, one BLAS thread for small dense algebra, and long
+"""Threads for LAPACK: the factorisations on every BLAS thread, one BLAS thread for small dense algebra, and long
 LAPACK calls that Ctrl-C can interrupt.
 
-OpenBLAS 0.3.30 (SciPy's wheels) and 0.3.31 (NumPy's) crash with a segmentation fault in their threaded
-symmetric rank-k update (``dsyrk``, which ``dpotrf`` calls) once the n × n matrix passes 2 GiB (n > 16,384 in
-float64): ``scipy.linalg.lapack.dpotrf`` of a 17,000 × 17,000 matrix and ``numpy.linalg.cholesky`` of a
-20,000 × 20,000 one die on 2 threads and factor on one, while a threaded ``dgemm`` into a 2.3 GB matrix and a
-threaded ``dpotri`` of the 17,000 × 17,000 factor do not crash. Until the libraries are fixed, the Cholesky
-routines run on one BLAS thread for matrices that large: correct, on fewer threads. (The crashes were in
-OpenBLAS's SkylakeX kernels, on an AVX-512 machine; scikit-learn's ``scipy.linalg.solve(assume_a="pos")``
-crashes the same way, and bench/kernel_ridge.py reruns it with ``OPENBLAS_CORETYPE=Haswell`` where it does. Which
-kernels and thread counts are affected was not isolated further: the guard applies whatever the machine.)
+OpenBLAS's threaded Cholesky crashes on large matrices. Reproduced in child processes with OpenBLAS 0.3.30 (SciPy's
+wheels) and 0.3.31 (NumPy's), both reporting the SkylakeX kernels (threadpoolctl's ``architecture``) on an AMD EPYC
+Zen 4 with AVX-512, 2 threads: ``scipy.linalg.lapack.dpotrf`` dies with a segmentation fault at n = 16,000 (a 2.05
+GB matrix, below 2 GiB) and 17,000 and factors at 8,000, 12,000, 14,000 and 15,000; ``numpy.linalg.cholesky`` dies
+at 20,000 and factors at 12,000. On one thread, or with ``OPENBLAS_CORETYPE=Haswell`` on two, dpotrf factors the
+17,000-row matrix; a threaded ``dpotrs`` (the solves with the factor) and ``dpotri`` (its inverse) of that size do
+not crash. An earlier AVX-512 machine (SkylakeX kernels too) crashed the same way at 17,000 and 20,000, and so does
+scikit-learn's KernelRidge there (``scipy.linalg.solve(assume_a="pos")``; bench/kernel_ridge.py reruns it with
+``OPENBLAS_CORETYPE=Haswell``). OpenBLAS's tracker has reports of the kind since 2014: ``dpotrf`` segfaulting past
+some size (issue 352, n ≥ 50,000; 2562, n = 32,768 on 2 threads only), ``dsyrk_thread_LN`` and ``dsyrk_thread_UT``
+crashing inside the threaded ``dpotrf`` (1413; 2821, only with more than one thread), level-2 and level-3 crashes at
+large n traced to the threads' work buffers (whose size, ``BUFFER_SIZE``, became a build setting after issue 1698).
+None names a fix for these versions; a 2026 change that serialises concurrent callers of the threaded ``syrk`` (pull
+request 5619) is about another race.
+
+So the library never hands LAPACK's threaded ``dpotrf`` or ``dpotri`` a large matrix: every factorisation and
+inverse of an n × n matrix runs as blocked_lapack.py's loop, whose ``dsyrk`` calls write blocks of at most a few
+thousand rows (it factors the 17,000-row matrix on 2 threads in 16 s, 1.9 times as fast as on one, and a 20,000-row
+one in 26 s), on every BLAS thread (:func:`blocked_threads`): one rule for every size and every machine, with no
+version or core type to keep up to date. The solves with a factor, which do not crash, follow the rule for any small
+BLAS call (:func:`small_algebra_threads`).
 
 A LAPACK or BLAS call checks no signal: an ``eigh`` of a 4096 × 4096 matrix or the factor of an n × n one runs
 for seconds to minutes while Ctrl-C waits. :func:`interruptible` runs such a call on a worker thread while the
@@ -36,12 +48,13 @@ import contextlib
 import functools
 import os
 import threading
+import time
 
 import numpy as np
 
-__all__ = ["blas_threads", "blocked_threads", "factorisation_threads", "interruptible", "one_blas_thread",
-           "on_one_blas_thread", "small_algebra_threads", "solve_lower_triangular", "LARGE_MATRIX_BYTES",
-           "INTERRUPTIBLE_FLOPS"]
+__all__ = ["blas_threads", "blocked_threads", "gemm_rate_one_thread", "interruptible", "one_blas_thread",
+           "on_one_blas_thread", "small_algebra", "small_algebra_threads", "solve_lower_triangular",
+           "BLAS_TEAM_MIN_SECONDS", "GEMM_RATE_ROWS", "INTERRUPTIBLE_FLOPS"]
 
 #: Calls of at least this many flops run on a worker thread (:func:`interruptible`): enough work that a
 #: thread's start is a small part of it, little enough that a call below it holds Ctrl-C back no longer than
@@ -54,14 +67,13 @@ _abandoned: list[threading.Event] = []  # the calls an interrupt left running
 #: Rows of L per diagonal block of :func:`solve_lower_triangular`.
 TRIANGULAR_BLOCK = 256
 
-#: Matrices from this many bytes are factored on one BLAS thread.
-LARGE_MATRIX_BYTES = 2**31
-#: Matrices of at most this many rows are factored (and inverted, solved) on one BLAS thread as well: after a
-#: threaded call OpenBLAS's threads spin on the cores for a while, and the next native pass's OpenMP team
-#: waits for one of them to be descheduled (a scheduler slice, whatever the pass's size); one thread
-#: factors, inverts and solves a matrix this small in less than that costs (bench/solver_choice.py's gpr
-#: family times evaluations either side of it).
-SMALL_MATRIX_ROWS = 1024
+#: A BLAS call runs on NumPy's BLAS threads only where its work on one thread is at least this many seconds, else
+#: on one thread (:func:`small_algebra`): after a threaded call OpenBLAS's threads spin on the cores for about a
+#: tenth of a second (2^28 cycles), and the next OpenMP team (the core's passes, scikit-learn's k-means) waits for
+#: one of them to be descheduled, a scheduler slice whatever its size; below this a threaded call saves less than
+#: that costs. The cost holds at any core count (DGEMM's one-thread rate converts it to flops: about a 1,000-row
+#: factorisation's on one AMD EPYC Zen 4 core; bench/solver_choice.py's gpr family times evaluations either side).
+BLAS_TEAM_MIN_SECONDS = 5e-3
 
 
 @functools.lru_cache(maxsize=1)
@@ -94,29 +106,53 @@ def blas_threads() -> int:
     return max((int(library.num_threads) for group in _blas_libraries() for library in group), default=1)
 
 
-def factorisation_threads(n: int, itemsize: int = 8):
-    """A context in which LAPACK may factor, invert or solve with an n × n matrix: BLAS limited to one thread
-    when the matrix has ``LARGE_MATRIX_BYTES`` or more (see the module) or at most SMALL_MATRIX_ROWS rows, else
-    nothing changed."""
-    if SMALL_MATRIX_ROWS < n and n * n * itemsize < LARGE_MATRIX_BYTES:
-        return contextlib.nullcontext()
-    return one_blas_thread()
+#: Rows of the square products gemm_rate_one_thread times: large enough for DGEMM's full rate on one thread (384:
+#: 53 GFLOP/s against 50 at 768 on an AMD EPYC Zen 4 core), small enough that the measurement costs a few
+#: milliseconds once per process (768 took 60 ms of every process's first fit, a joblib worker's included).
+GEMM_RATE_ROWS = 384
+
+
+@functools.lru_cache(maxsize=1)
+def gemm_rate_one_thread() -> float:
+    """DGEMM's flops per second on one thread: the better of two GEMM_RATE_ROWS-square products after one a
+    quarter the size.
+
+    Measured on one thread because a threaded call leaves OpenBLAS's threads spinning on the cores for a while,
+    and the fit that asked for the rate would then run its first native passes beside them (a 3,000-sample
+    kernel took 2–3 times as long). The operands are constant: a product's speed does not depend on the values,
+    and drawing random ones would cost more than the products."""
+    m = GEMM_RATE_ROWS
+    a, b = np.full((m, m), 0.5), np.full((m, m), 0.25)
+    best = np.inf
+    with one_blas_thread():
+        a[:m // 2, :m // 2] @ b[:m // 2, :m // 2]
+        for _ in range(2):
+            start = time.perf_counter()
+            a @ b
+            best = min(best, time.perf_counter() - start)
+    return 2 * m**3 / max(best, 1e-9)
+
+
+def small_algebra(flops: float) -> bool:
+    """Whether a BLAS call of about ``flops`` flops runs on one thread: its work on one thread (at the cost model's
+    measured rate, :func:`gemm_rate_one_thread`) below BLAS_TEAM_MIN_SECONDS."""
+    return flops / gemm_rate_one_thread() < BLAS_TEAM_MIN_SECONDS
 
 
 def blocked_threads(n: int):
-    """The context of blocked_lapack.py's factorisations of an n × n matrix: one BLAS thread up to
-    SMALL_MATRIX_ROWS rows (as :func:`factorisation_threads`), every thread above. Their symmetric rank-k updates
-    write blocks of at most a few thousand rows, far below the sizes where the threaded ``dsyrk`` crashes, so
-    LARGE_MATRIX_BYTES does not apply."""
+    """The context of blocked_lapack.py's factorisations of an n × n matrix: one BLAS thread for a small one
+    (:func:`small_algebra`), every thread above, at any size (their symmetric rank-k updates write blocks of at
+    most a few thousand rows, far below the sizes where the threaded ``dsyrk`` inside ``dpotrf`` crashes: see the
+    module)."""
     return small_algebra_threads(float(n) ** 3 / 3)
 
 
 def small_algebra_threads(flops: float):
     """A context for a loop of dense algebra whose largest BLAS call takes about ``flops`` flops, interleaved
-    with the core's passes: one BLAS thread up to a SMALL_MATRIX_ROWS-row factorisation's flops, nothing
-    changed above. Two BLAS threads on small calls beside the core's OpenMP team make each side wait for the
-    other's spinning threads to leave the cores, many times the calls' own work."""
-    return one_blas_thread() if flops <= SMALL_MATRIX_ROWS**3 / 3 else contextlib.nullcontext()
+    with the core's passes: one BLAS thread for small work (:func:`small_algebra`), nothing changed above. Two
+    BLAS threads on small calls beside the core's OpenMP team make each side wait for the other's spinning threads
+    to leave the cores, many times the calls' own work."""
+    return one_blas_thread() if small_algebra(flops) else contextlib.nullcontext()
 
 
 #: The contexts of :func:`one_blas_thread` open now, per Python thread (its ident), and the thread counts from

@@ -23,7 +23,7 @@ from ..operators import pass_bytes
 from ..operators.storage import PLAN_SLACK_BYTES, fixed_bytes
 from . import cg
 from .blocked_lapack import cholesky_in_place
-from .lapack_threads import blocked_threads, factorisation_threads, one_blas_thread
+from .lapack_threads import blocked_threads, one_blas_thread, small_algebra_threads
 from .low_rank import RPCHOLESKY_BLOCK, landmark_whitening, nystrom_moments, rpcholesky, rpcholesky_bytes
 
 __all__ = ["solve_cholesky", "solve_cg", "solve_nystrom", "preconditioner_rank", "preconditioner_dtype", "cg_bytes",
@@ -77,7 +77,7 @@ def solve_cholesky(K: np.ndarray, Y: np.ndarray, alphas: np.ndarray, root_w=None
                 info = cholesky_in_place(A)
             if info:
                 raise np.linalg.LinAlgError(f"{info}-th leading minor not positive definite")
-            with factorisation_threads(n):
+            with small_algebra_threads(2.0 * n * n * len(columns)):  # two triangular solves
                 dual[:, columns] = sla.cho_solve((A, True), Y[:, columns], check_finite=False)
         except np.linalg.LinAlgError:
             singular = True

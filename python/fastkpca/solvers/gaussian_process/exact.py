@@ -21,7 +21,7 @@ import numpy as np
 
 from ... import _validation as v
 from ..blocked_lapack import cholesky_in_place, cholesky_inverse_in_place, zero_strict_upper
-from ..lapack_threads import blocked_threads, factorisation_threads, small_algebra_threads, solve_lower_triangular
+from ..lapack_threads import blocked_threads, small_algebra_threads, solve_lower_triangular
 from .objective import Objective
 from .interface import InvQuadLogdet
 
@@ -182,7 +182,7 @@ class ExactSolver(ExactOptimisation):
             L = factor(K, self.noise)
         except np.linalg.LinAlgError:
             return InvQuadLogdet(None, math.nan, None)
-        with factorisation_threads(L.shape[0]):
+        with small_algebra_threads(2.0 * L.shape[0] ** 2 * Y.shape[1]):  # two triangular solves
             alpha, _ = lapack.dpotrs(L, Y, lower=1)
         quad = np.einsum("ik,ik->k", Y, alpha)
         logdet = 2.0 * np.log(np.diag(L)).sum()

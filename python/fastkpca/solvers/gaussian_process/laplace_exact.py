@@ -35,8 +35,8 @@ __all__ = ["ExactLaplace"]
 
 def _symmetric_times(K: np.ndarray, x: np.ndarray) -> np.ndarray:
     """K x for a symmetric C-ordered K by SciPy's BLAS, the library of the factorisations between these
-    products: NumPy's OpenBLAS is another library with its own threads, which spin after each call and took
-    cores from the next factor on two cores."""
+    products: NumPy's OpenBLAS is another library with its own threads, which spin after each call and held
+    the cores the next factor needed (measured on a 2-core machine)."""
     from scipy.linalg import blas
 
     return blas.dsymv(1.0, K.T, x, lower=1)

@@ -22,6 +22,7 @@ from typing import Any
 
 import numpy as np
 
+from ..blocked_lapack import cholesky_factor
 from ..lapack_threads import interruptible, solve_lower_triangular
 from ..low_rank import CHUNK_ROWS, factor_product, factor_t_product, rpcholesky
 from ..subnormals import flush_subnormals
@@ -55,7 +56,7 @@ class NystromDiagonalPreconditioner:
             C += interruptible(np.matmul, block.T, block * self.inverse_d[start:start + CHUNK_ROWS, None],
                                flops=2.0 * block.shape[0] * r * r)
         # LAPACK's layout: cho_solve copies no r × r
-        self.L = np.asfortranarray(interruptible(np.linalg.cholesky, C, flops=r**3 / 3)) if r else C
+        self.L = cholesky_factor(C) if r else C
         self.logdet = float(np.log(self.d).sum() + 2.0 * np.log(np.diag(self.L)).sum())
 
     @property
@@ -150,7 +151,7 @@ def _on_pivots(source, pivots: np.ndarray) -> np.ndarray | None:
     n, r = source.n, pivots.shape[0]
     columns = source.columns(pivots, np.empty((n, r)))
     try:
-        L = interruptible(np.linalg.cholesky, columns[pivots], flops=r**3 / 3)
+        L = cholesky_factor(columns[pivots])
     except np.linalg.LinAlgError:
         return None
     if not np.all(np.diag(L) > 1e-7 * np.sqrt(max(float(np.max(np.diag(columns[pivots]))), 1e-300))):
