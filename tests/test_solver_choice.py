@@ -206,3 +206,29 @@ def test_no_decision_flips_with_the_core_count(monkeypatch, cores):
                                                memory_limit=10**11).picked
             for n in (2000, 40_000)] == ["cholesky", "cg"]
     assert [c.picked for c in _large_problems()] == ["lanczos", "cg", "eigh", "cg"]
+
+
+def test_the_model_reads_the_blas_threads_outside_one_thread_contexts():
+    """A fit in another Python thread holding one BLAS thread (lapack_threads.one_blas_thread, process-wide) does
+    not change what the model predicts for this one: it reads the count from before the context."""
+    from threadpoolctl import threadpool_limits
+
+    with threadpool_limits(2, user_api="blas"):
+        if lapack_threads.blas_threads() != 2:
+            pytest.skip("this BLAS does not take two threads")
+        with lapack_threads.one_blas_thread():
+            assert lapack_threads.blas_threads() == 1
+            assert lapack_threads.default_blas_threads() == 2 == choice.machine().blas_threads
+        assert lapack_threads.default_blas_threads() == 2
+
+
+def test_the_eigensolver_is_modelled_on_the_threads_it_runs_on(monkeypatch):
+    """Above WHOLE_ROWS rows the blocked eigensolver runs on every BLAS thread, whatever its work."""
+    from fastkpca.solvers import blocked_eigh
+
+    _on(monkeypatch, 64)
+    n = blocked_eigh.WHOLE_ROWS + 100
+    assert not blocked_eigh.on_one_blas_thread(n)
+    assert choice.eigh_seconds(n) == pytest.approx(
+        choice.EIGH_FLOPS_PER_CUBE * n**3 / (choice.EIGH_SHARE * choice.thread_rate(ONE_THREAD, 64)))
+    assert blocked_eigh.on_one_blas_thread(100)

@@ -35,10 +35,10 @@ import ctypes
 import numpy as np
 
 from .lapack_calls import Matrix, character, integer, pointer, precision, routine
-from .lapack_threads import interruptible, small_algebra_threads
+from .lapack_threads import interruptible, small_algebra, small_algebra_threads
 
-__all__ = ["symmetric_eigh", "symmetric_eigenpairs", "PANEL", "PANEL_POLL_BYTES", "REFLECTOR_BLOCK", "POLL_FLOPS",
-           "WHOLE_ROWS"]
+__all__ = ["on_one_blas_thread", "symmetric_eigh", "symmetric_eigenpairs", "PANEL", "PANEL_POLL_BYTES",
+           "REFLECTOR_BLOCK", "POLL_FLOPS", "WHOLE_ROWS"]
 
 #: Columns a panel of the reduction (LAPACK's block size for ``sytrd``; its crossover to the unblocked
 #: reduction of the last columns is the same).
@@ -54,6 +54,15 @@ POLL_FLOPS = 1.6e10
 COPY_COLUMNS = 256
 #: Matrices of at most this many rows go to ``syevr`` in one call: a fraction of a second.
 WHOLE_ROWS = 512
+#: syevr's flops per n³ for all pairs, what the one-thread rule weighs for a whole call.
+_WHOLE_FLOPS_PER_CUBE = 4.0 / 3
+
+
+def on_one_blas_thread(n: int) -> bool:
+    """Whether :func:`symmetric_eigh` of an n × n matrix runs on one BLAS thread: LAPACK's ``syevr`` whole (at most
+    WHOLE_ROWS rows) with work small enough for one thread (lapack_threads.small_algebra); every BLAS thread
+    otherwise (the cost model reads this: solvers/choice.py)."""
+    return n <= WHOLE_ROWS and small_algebra(_WHOLE_FLOPS_PER_CUBE * n**3)
 #: Flops a tridiagonal eigenpair costs per row, about (MRRR's and inverse iteration's work, scalar code): the
 #: stage runs on a worker thread when it is long (see the module).
 TRIDIAGONAL_FLOPS = 200
@@ -90,8 +99,8 @@ def symmetric_eigenpairs(A: np.ndarray, subset_by_index: tuple[int, int] | None)
     if n == 0 or hi < lo:
         return np.empty(0, A.dtype), np.empty((n, 0), A.dtype)
     M = Matrix(A, dtypes=(np.float32, np.float64))
-    if n <= WHOLE_ROWS:  # on one BLAS thread (lapack_threads.small_algebra_threads: its threads would spin after)
-        with small_algebra_threads(4.0 * n**3 / 3):
+    if n <= WHOLE_ROWS:  # LAPACK's syevr whole, on one BLAS thread where on_one_blas_thread says so
+        with small_algebra_threads(_WHOLE_FLOPS_PER_CUBE * n**3):
             return _syevr(M, subset_by_index)
     scale = _scale_into_range(M)
     d, e, tau = _tridiagonalise(M)

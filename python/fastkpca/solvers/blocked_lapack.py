@@ -107,9 +107,9 @@ def cholesky_in_place(A: np.ndarray) -> int:
 def cholesky_factor(A: np.ndarray) -> np.ndarray:
     """The lower Cholesky factor of the symmetric positive definite A (its lower triangle read) as a new
     Fortran-ordered array with zeros above the diagonal: :func:`cholesky_in_place` on a copy, on the threads of
-    lapack_threads.blocked_threads. What ``numpy.linalg.cholesky`` gives, without handing OpenBLAS's threaded
-    ``dpotrf`` a large matrix (lapack_threads.py); raises ``numpy.linalg.LinAlgError`` where A is not positive
-    definite."""
+    lapack_threads.blocked_threads. What ``numpy.linalg.cholesky`` gives for a non-empty square float64 matrix
+    (float32 comes back as float64), without handing OpenBLAS's threaded ``dpotrf`` a large matrix
+    (lapack_threads.py); raises ``numpy.linalg.LinAlgError`` where A is not positive definite."""
     from .lapack_threads import blocked_threads
 
     L = np.array(A, dtype=np.float64, order="F")

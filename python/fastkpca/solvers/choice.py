@@ -18,17 +18,19 @@ The model, in flops, for n samples of d features (c: a kernel entry's flops beyo
     dense eigenpairs    EIGH_FLOPS_PER_CUBE · n³     (tridiagonal reduction, then every vector's back transformation;
                                                       EIGH_SUBSET_FLOPS_PER_CUBE · n³ for a few vectors)
 
-at these rates: DGEMM's on one thread, measured once per process (lapack_threads.gemm_rate_one_thread), scaled to the
-threads each call gets (:func:`thread_rate`: the threads times a parallel efficiency per doubling of them,
+at these rates: DGEMM's on one thread, measured once per process (lapack_threads.gemm_rate_one_thread), scaled to
+the threads each call gets (:func:`thread_rate`: the threads times a parallel efficiency per doubling of them,
 THREAD_EFFICIENCY, which ``bench/scaling.py`` measures): NumPy's BLAS threads for the dense algebra
-(:func:`gemm_rate`; LAPACK's Cholesky and eigensolver at their shares of it), the core's OpenMP team for the
-kernel passes (:func:`kernel_rate`, at KERNEL_PASS_SHARE), plus a fixed overhead per call of each solver where the
-Python around it dominates at small n. The factorisations of every size run threaded (blocked_lapack.py, by
-blocks whose symmetric rank-k updates stay far below the sizes where OpenBLAS's threaded ``dsyrk`` crashed:
-lapack_threads.py). No constant here assumes a core count (tests/test_solver_choice.py runs the model as if the
-machine had 1 to 64 cores). The shares, the passes a solver takes and the overheads are measured, not guessed:
-bench/solver_choice.py times every candidate of every family at several sizes beside this model's prediction and
-prints both.
+(:func:`gemm_rate`; LAPACK's Cholesky and eigensolver at their shares of it), the core's OpenMP team for the kernel
+passes (:func:`kernel_rate`, at KERNEL_PASS_SHARE), plus a fixed overhead per call of each solver where the Python
+around it dominates at small n. The factorisations of every size run threaded (blocked_lapack.py, by blocks whose
+symmetric rank-k updates stay far below the sizes where OpenBLAS's threaded ``dsyrk`` crashed: lapack_threads.py).
+No rate here assumes a core count (tests/test_solver_choice.py runs the model as if the machine had 1 to 64 cores);
+two things are still as measured on 2 cores: THREAD_EFFICIENCY beyond the second thread, and the memory-bound passes
+(a stored matrix's products and array passes, at shares of DGEMM's rate), which will not keep scaling with the
+threads once memory's bandwidth is the limit. The shares, the passes a solver takes and the overheads are measured,
+not guessed: bench/solver_choice.py times every candidate of every family at several sizes beside this model's
+prediction and prints both.
 """
 
 from __future__ import annotations
@@ -39,7 +41,8 @@ from dataclasses import dataclass
 
 from .. import _native
 from ..operators.storage import DENSE_COPIES, PLAN_SLACK_BYTES
-from .lapack_threads import blas_threads, gemm_rate_one_thread, small_algebra
+from .blocked_eigh import on_one_blas_thread as eigh_on_one_blas_thread
+from .lapack_threads import default_blas_threads, gemm_rate_one_thread, small_algebra
 
 __all__ = ["Candidate", "Choice", "Machine", "choose", "machine", "gemm_rate", "gemm_rate_one_thread", "kernel_rate",
            "thread_rate", "kernel_entry_flops", "evaluated_features", "kernel_pass_seconds", "stored_pass_seconds",
@@ -96,7 +99,7 @@ class Machine:
 def machine() -> Machine:
     """This process's machine, as the model reads it now (the rate measured once; the thread counts as they are
     set now: threadpoolctl's limits, OMP_NUM_THREADS)."""
-    return Machine(gemm_rate_one_thread(), blas_threads(), int(_native.core.omp_max_threads()))
+    return Machine(gemm_rate_one_thread(), default_blas_threads(), int(_native.core.omp_max_threads()))
 
 
 def gemm_rate(threads: int | None = None) -> float:
@@ -154,23 +157,22 @@ def operator_passes_seconds(n: int, d: int, columns: int, passes: float, memory_
     return evaluated + max(passes - 1, 0) * later
 
 
-def _lapack_rate(n: int, share: float) -> float:
-    """LAPACK's rate on an n × n float64 matrix: its share of DGEMM's on the BLAS threads the call gets (one for a
-    small matrix's work, lapack_threads.small_algebra; every one above, the factorisations of any size included:
-    blocked_lapack.py)."""
-    return share * gemm_rate(1 if small_algebra(float(n) ** 3 / 3) else None)
+def _lapack_rate(share: float, one_thread: bool) -> float:
+    """LAPACK's rate at its share of DGEMM's, on one BLAS thread or on every one (the factorisations of any size
+    run threaded: blocked_lapack.py)."""
+    return share * gemm_rate(1 if one_thread else None)
 
 
 def cholesky_seconds(n: int, inverse: bool = False) -> float:
     """Seconds of LAPACK's Cholesky factor of an n × n matrix (and its inverse from the factor)."""
-    return (n**3 / 3 + (2 * n**3 / 3 if inverse else 0)) / _lapack_rate(n, CHOLESKY_SHARE)
+    return (n**3 / 3 + (2 * n**3 / 3 if inverse else 0)) / _lapack_rate(CHOLESKY_SHARE, small_algebra(n**3 / 3))
 
 
 def eigh_seconds(n: int, vectors: int | None = None) -> float:
     """Seconds of LAPACK's dense symmetric eigensolver on an n × n matrix, for all its eigenvectors or for a few
     (``vectors``, taken by index)."""
     per_cube = EIGH_FLOPS_PER_CUBE if vectors is None or 4 * vectors >= n else EIGH_SUBSET_FLOPS_PER_CUBE
-    return per_cube * n**3 / _lapack_rate(n, EIGH_SHARE)
+    return per_cube * n**3 / _lapack_rate(EIGH_SHARE, eigh_on_one_blas_thread(n))
 
 
 # ---------------------------------------------------------------------------------------------- the rule

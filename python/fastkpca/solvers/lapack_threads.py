@@ -52,8 +52,8 @@ import time
 
 import numpy as np
 
-__all__ = ["blas_threads", "blocked_threads", "gemm_rate_one_thread", "interruptible", "one_blas_thread",
-           "on_one_blas_thread", "small_algebra", "small_algebra_threads", "solve_lower_triangular",
+__all__ = ["blas_threads", "blocked_threads", "default_blas_threads", "gemm_rate_one_thread", "interruptible",
+           "one_blas_thread", "on_one_blas_thread", "small_algebra", "small_algebra_threads", "solve_lower_triangular",
            "BLAS_TEAM_MIN_SECONDS", "GEMM_RATE_ROWS", "INTERRUPTIBLE_FLOPS"]
 
 #: Calls of at least this many flops run on a worker thread (:func:`interruptible`): enough work that a
@@ -104,6 +104,14 @@ def _blas_libraries():
 def blas_threads() -> int:
     """The threads NumPy's BLAS runs on now (the most of the BLAS libraries loaded)."""
     return max((int(library.num_threads) for group in _blas_libraries() for library in group), default=1)
+
+
+def default_blas_threads() -> int:
+    """The threads NumPy's BLAS runs a call on outside this module's one-thread contexts: while one is open (in any
+    Python thread), the counts saved when the first opened; :func:`blas_threads` otherwise."""
+    with _one_thread_lock:
+        saved = [int(count) for _, count in _threads_before]
+    return max(saved, default=0) or blas_threads()
 
 
 #: Rows of the square products gemm_rate_one_thread times: large enough for DGEMM's full rate on one thread (384:

@@ -201,7 +201,7 @@ class ExactSolver(ExactOptimisation):
         from scipy.linalg import cho_solve
 
         self.L = factor(self._matrix(kernel), self.noise, clean=True)
-        with small_algebra_threads(float(self.L.shape[0]) ** 3 / 3):
+        with small_algebra_threads(2.0 * self.L.shape[0] ** 2 * Y.shape[1]):  # two triangular solves
             self.alpha = cho_solve((self.L, True), Y, check_finite=False)
         return self.alpha
 
