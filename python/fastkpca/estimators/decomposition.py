@@ -245,7 +245,7 @@ object, default="linear"
         if "K_fit_rows_" in fit.attributes:  # scikit-learn's fitted centerer, which subclasses and callers read
             from .preprocessing import KernelCenterer
 
-            self._centerer = KernelCenterer.fitted(fit.attributes["K_fit_rows_"], fit.attributes["K_fit_all_"])
+            self._centerer = KernelCenterer._from_means(fit.attributes["K_fit_rows_"], fit.attributes["K_fit_all_"])
         if pre_image is not None:
             self._fit_inverse_transform(*fit.pre_image_pairs(self.transform), pre_image)
         return self

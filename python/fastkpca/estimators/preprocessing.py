@@ -46,9 +46,9 @@ class KernelCenterer(ClassNamePrefixFeaturesOutMixin, TransformerMixin, BaseEsti
     """
 
     @classmethod
-    def fitted(cls, column_means, grand_mean) -> KernelCenterer:
+    def _from_means(cls, column_means, grand_mean) -> KernelCenterer:
         """A centerer fitted to a kernel matrix with these column means and grand mean (what KernelPCA's
-        ``_centerer`` is), without the matrix."""
+        ``_centerer`` is), without the matrix; private, as scikit-learn's class has no such constructor."""
         centerer = cls()
         centerer.K_fit_rows_ = np.asarray(column_means)
         centerer.K_fit_all_ = grand_mean
