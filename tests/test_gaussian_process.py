@@ -288,6 +288,29 @@ def test_factorisations_of_any_size_run_on_every_blas_thread():
         assert blas_threads() == before
 
 
+def test_predictions_narrow_blas_only_beside_a_team():
+    """A prediction whose cross-kernel passes run on one thread keeps every BLAS thread for its (bandwidth-bound)
+    triangular solves; one whose passes start a team solves on one BLAS thread where the solve is small algebra."""
+    from threadpoolctl import threadpool_info, threadpool_limits
+
+    from fastkpca.solvers.gaussian_process.exact import prediction_threads
+
+    def blas_threads():
+        return [pool["num_threads"] for pool in threadpool_info() if pool["user_api"] == "blas"]
+
+    with threadpool_limits(2, user_api="blas"):
+        before = blas_threads()
+        if set(before) != {2}:
+            pytest.skip(f"this BLAS does not take two threads ({before})")
+        with prediction_threads(1000, 10, 5, 10**9):  # 10 points: a one-thread pass
+            assert blas_threads() == before
+        with prediction_threads(100, 2000, 5, 10**9):  # a team's pass beside 2·10⁷ flops of solves
+            assert set(blas_threads()) == {1}
+        with prediction_threads(100, 2000, 5, 10**5):  # the same in chunks of one-thread passes
+            assert blas_threads() == before
+        assert blas_threads() == before
+
+
 @pytest.mark.parametrize("name", sorted(NATIVE) + sorted(FALLBACK))
 def test_with_theta_reads_the_object_once(name):
     """A kernel at another θ (what every likelihood evaluation makes) has the terms' values of the object's

@@ -15,10 +15,12 @@ Memory: n²·8 bytes and O(n·(d + t)); flops: n³/3 for the factor, 2n³/3 for 
 
 from __future__ import annotations
 
+import contextlib
 import math
 
 import numpy as np
 
+from ... import _threads
 from ... import _validation as v
 from ..blocked_lapack import cholesky_in_place, cholesky_inverse_in_place, zero_strict_upper
 from ..lapack_threads import blocked_threads, small_algebra_threads, solve_lower_triangular
@@ -76,6 +78,19 @@ def weights_in_place(K: np.ndarray, A: np.ndarray, outer_weight: float, inverse_
 def _test_chunks(n_train: int, n_test: int, memory_limit: int) -> int:
     """Test points per chunk of the cross kernel and its triangular solve (two n_train × chunk arrays)."""
     return int(max(1, min(n_test, (memory_limit // 4) // max(1, 16 * n_train))))
+
+
+def prediction_threads(n_train: int, n_new: int, features: int, memory_limit: int):
+    """The BLAS threads of a prediction's triangular solves. Where the cross kernel's chunks are small enough
+    that their passes run on one thread (the thread rule, _threads.py), no OpenMP team runs in the call for
+    OpenBLAS's spinning threads to slow, and the solves keep every BLAS thread: reading L (n² / 2 entries for
+    a few right-hand sides) is bound by memory bandwidth, which a second core adds to (1,000 rows, 10 points:
+    0.41 ms on one thread, 0.32 on two, Zen 4), and a one-thread context costs tens of µs itself. Above that,
+    the one-thread rule for small algebra beside the core's passes (lapack_threads.small_algebra_threads)."""
+    chunk = _test_chunks(n_train, n_new, memory_limit)
+    if _threads.pass_threads(0, _threads.kernel_seconds(float(chunk) * n_train, features)) == 1:
+        return contextlib.nullcontext()
+    return small_algebra_threads(float(n_train) ** 2 * n_new)
 
 
 def posterior_variance(kernel, X_new, X_train, L: np.ndarray, memory_limit: int,
@@ -207,20 +222,25 @@ class ExactSolver(ExactOptimisation):
 
     def variance(self, kernel, X_new) -> np.ndarray:
         assert self.L is not None
-        with small_algebra_threads(float(self.L.shape[0]) ** 2 * X_new.shape[0]):
+        with self._prediction_threads(X_new):
             return posterior_variance(kernel, X_new, self.X, self.L, self.limit)
 
     def mean_and_variance(self, kernel, X_new, mean_map) -> tuple[np.ndarray, np.ndarray]:
         """The posterior mean K(x, X)·α and the variances from one evaluation of the cross kernel (scikit-learn's
         K_trans), chunk by chunk."""
         assert self.L is not None
-        with small_algebra_threads(float(self.L.shape[0]) ** 2 * X_new.shape[0]):
+        with self._prediction_threads(X_new):
             return posterior_variance(kernel, X_new, self.X, self.L, self.limit, mean_weights=self.alpha)
 
     def covariance(self, kernel, X_new) -> np.ndarray:
         assert self.L is not None
-        with small_algebra_threads(float(self.L.shape[0]) ** 2 * X_new.shape[0]):
+        with self._prediction_threads(X_new):
             return posterior_covariance(kernel, X_new, self.X, self.L, self.limit)
+
+    def _prediction_threads(self, X_new):
+        assert self.L is not None
+        features = X_new.shape[1] if getattr(X_new, "ndim", 1) > 1 else 1
+        return prediction_threads(self.L.shape[0], X_new.shape[0], features, self.limit)
 
     def fitted_attributes(self) -> dict:
         return {"L_": self.L}
