@@ -270,6 +270,19 @@ def test_multi_class_as_scikit_learns(multi_class):
         sk_fitted = SkGPC(kernel, multi_class=multi_class).fit(X, y)
     np.testing.assert_allclose(fitted.log_marginal_likelihood_value_, sk_fitted.log_marginal_likelihood_value_,
                                rtol=1e-6)
+    # the estimator records its fit, as the other families do: each binary model's record, their sums
+    models = fitted.base_estimator_.estimators_
+    assert fitted.solver_info_["models"] == [model.solver_info_ for model in models] and len(models) == 3
+    assert fitted.solver_info_["solver"] == "cholesky"
+    assert fitted.solver_info_["evaluations"] == sum(model.solver_info_["evaluations"] for model in models) > 3
+
+
+def test_solver_info_of_a_binary_fit_is_its_models():
+    X, y = data(60, seed=3)
+    model = GaussianProcessClassifier(C(1.0) * RBF(1.0), random_state=0).fit(X, y)
+    assert model.solver_info_["models"] == [model.base_estimator_.solver_info_]
+    assert model.solver_info_["solver"] == model.base_estimator_.solver_info_["solver"] == "cholesky"
+    assert model.solver_info_["seconds"] == model.base_estimator_.solver_info_["seconds"] > 0
 
 
 def test_warm_start_reuses_the_mode():

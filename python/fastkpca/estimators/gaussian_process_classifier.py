@@ -299,7 +299,8 @@ class GaussianProcessClassifier(ClassifierMixin, BaseEstimator):
         gradient's traces; see Notes): no n × n array, the likelihood an estimate.
         "auto": the cheaper by the library's cost model of an evaluation (the exact solver's factors, n³,
         against cg's products, solvers/choice.py) of those whose memory fits ``memory_limit``.
-        ``solver_info_["choice"]`` of each binary model says what the model predicted and what it picked.
+        For each binary model, ``solver_info_["models"][i]["choice"]`` says what the model predicted and what it
+        picked.
     memory_limit : int or str, default=None
         Bytes the fit and predictions may use beyond X and y, or a size such as ``"4GB"`` (None: 80% of the
         memory available): a binary model needs two n × n arrays while it fits and keeps one (``L_``);
@@ -315,7 +316,7 @@ class GaussianProcessClassifier(ClassifierMixin, BaseEstimator):
         cg with the default optimizer: L-BFGS-B starts from the θ of an exact fit on this many samples drawn
         from ``random_state``, or where n is more than ten times this, of a cg fit on √(subset_start·n) samples
         itself started so; Newton's first iteration starts from that model's latent mean (reported in each
-        binary model's ``solver_info_["start"]``). 0: from the kernel's θ.
+        ``solver_info_["models"][i]["start"]``). 0: from the kernel's θ.
     likelihood_rtol : float or None, default=3e-4
         cg: the relative standard error :meth:`log_marginal_likelihood` aims for when called with a θ (the
         regressor's parameter: GaussianProcessRegressor says how); each binary model's
@@ -330,6 +331,10 @@ class GaussianProcessClassifier(ClassifierMixin, BaseEstimator):
         The binary model's fitted kernel, or a ``CompoundKernel`` of every binary model's.
     log_marginal_likelihood_value_ : float
         The fitted log marginal likelihood (the binary models' mean for more than two classes).
+    solver_info_ : dict
+        What the fit ran: ``"solver"`` (the solver's name, or the list of the binary models' where they differ),
+        ``"evaluations"`` and ``"seconds"`` summed over the binary models, and ``"models"``, the list of each binary
+        model's own record (its ``"choice"``, ``"start"``, ``"newton_steps"``, and the solver's figures).
     classes_ : ndarray of shape (n_classes,)
         The class labels.
     n_classes_ : int
@@ -484,6 +489,7 @@ class GaussianProcessClassifier(ClassifierMixin, BaseEstimator):
                                                            for estimator in self.base_estimator_.estimators_])
         else:
             self.log_marginal_likelihood_value_ = self.base_estimator_.log_marginal_likelihood()
+        self.solver_info_ = _solver_info(self.base_estimator_)
         return self
 
     def predict(self, X):
@@ -594,3 +600,13 @@ class GaussianProcessClassifier(ClassifierMixin, BaseEstimator):
 
         check_is_fitted(self)
         return self.base_estimator_.latent_mean_and_variance(self._validate(X, reset=False))
+
+
+def _solver_info(base_estimator) -> dict:
+    """The estimator's record of its fit from its binary models' (one, or those of a one-vs-rest or one-vs-one
+    classifier): their solvers, their evaluations and seconds summed, and each model's own record."""
+    models = [model.solver_info_ for model in getattr(base_estimator, "estimators_", [base_estimator])]
+    names = [model["solver"] for model in models]
+    return {"solver": names[0] if len(set(names)) == 1 else names,
+            "evaluations": sum(model["evaluations"] for model in models),
+            "seconds": sum(model["seconds"] for model in models), "models": models}
