@@ -311,6 +311,35 @@ def test_disconnected_graph_warns_and_isolated_points_are_defined():
     assert est.solver_info_["n_isolated"] == 1
 
 
+@settings(max_examples=40, deadline=None)
+@given(n=st.integers(1, 700), edges=st.integers(0, 1400), seed=st.integers(0, 2**16))
+def test_connectivity_of_a_matrix_is_its_components(n, edges, seed):
+    """The dense search (its frontier read in blocks of rows) and the sparse path against SciPy's components."""
+    from scipy.sparse.csgraph import connected_components
+
+    from fastkpca.solvers.affinity import matrix_graph_is_connected
+
+    rng = np.random.default_rng(seed)
+    A = np.zeros((n, n))
+    i, j = rng.integers(0, n, edges), rng.integers(0, n, edges)
+    A[i, j] = A[j, i] = rng.uniform(0.1, 1.0, edges)
+    expected = connected_components(sp.csr_matrix(A), directed=False)[0] == 1
+    assert matrix_graph_is_connected(A) == expected
+    assert matrix_graph_is_connected(sp.csr_matrix(A)) == expected
+    assert matrix_graph_is_connected(sp.coo_array(A)) == expected
+
+
+def test_scikit_learns_private_functions_used_are_where_they_were():
+    """Label assignment calls scikit-learn's discretize and cluster_qr from its private module: a release that
+    moves or changes them fails here, by name, before a user's fit does."""
+    from sklearn.cluster._spectral import cluster_qr, discretize
+
+    maps = np.repeat(np.eye(3), 4, axis=0) + 0.01 * np.random.default_rng(0).standard_normal((12, 3))
+    truth = np.repeat(np.arange(3), 4)
+    assert adjusted_rand_score(truth, discretize(maps, random_state=0)) == 1.0
+    assert adjusted_rand_score(truth, cluster_qr(maps)) == 1.0
+
+
 def test_user_arrays_are_not_modified():
     A = rbf_kernel(np.random.default_rng(0).standard_normal((40, 2)))
     A[np.diag_indices(40)] = 2.0

@@ -13,6 +13,8 @@ import warnings
 from dataclasses import dataclass
 from typing import Any
 
+import numpy as np
+
 from ..operators import from_matrix
 from . import lanczos
 from .spectral import Degrees, degrees
@@ -89,9 +91,34 @@ def graph_is_connected(affinity: Affinity) -> bool:
     operator (all of whose entries are positive unless they underflow), whether no node is isolated."""
     if affinity.matrix is None:
         return affinity.degrees.n_isolated == 0
-    from sklearn.manifold._spectral_embedding import _graph_is_connected
+    return matrix_graph_is_connected(affinity.matrix)
 
-    return bool(_graph_is_connected(affinity.matrix))
+
+#: Rows of a dense affinity read at once by :func:`matrix_graph_is_connected`'s search.
+_SEARCH_ROWS = 256
+
+
+def matrix_graph_is_connected(A) -> bool:
+    """Whether every node of the graph of A's nonzero entries is reached from node 0 along its rows: for a
+    sparse A, its weakly connected components (SciPy's); for a dense one, a breadth-first search whose
+    frontier's rows are read a block at a time (each row once: O(n²) time, O(n) memory beside A)."""
+    from scipy import sparse
+
+    if sparse.issparse(A):
+        from scipy.sparse.csgraph import connected_components
+
+        return bool(connected_components(sparse.csr_matrix(A), directed=True, connection="weak")[0] == 1)
+    n = A.shape[0]
+    reached = np.zeros(n, dtype=bool)
+    reached[0] = True
+    frontier = np.array([0])
+    while frontier.size:
+        found = np.zeros(n, dtype=bool)
+        for start in range(0, frontier.size, _SEARCH_ROWS):
+            found |= (A[frontier[start:start + _SEARCH_ROWS]] != 0).any(axis=0)
+        frontier = np.flatnonzero(found & ~reached)
+        reached[frontier] = True
+    return bool(reached.all())
 
 
 def warn_if_disconnected(affinity: Affinity) -> None:
