@@ -13,6 +13,9 @@ from fastkpca.solvers import lanczos as linalg
 from fastkpca.solvers.eigenvalues import sign_flip
 import reference as ref
 
+#: Every test here runs teams of threads on purpose (thread counts, every ISA level's parallel paths).
+pytestmark = pytest.mark.threads
+
 
 def with_spectrum(values, seed=0, dtype=np.float64):
     """Q diag(values) Qᵀ for a random orthogonal Q, exactly symmetric."""

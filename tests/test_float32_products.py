@@ -14,6 +14,9 @@ from fastkpca.kernels import NativeKernel, registry
 from fastkpca.operators import FLOAT32_PRODUCTS_MIN_TOL, kernel_operator, products_for
 from fastkpca.solvers import lanczos
 
+#: Every test here runs teams of threads on purpose (thread counts, every ISA level's parallel paths).
+pytestmark = pytest.mark.threads
+
 KERNELS = sorted(registry.KERNELS)
 EPS32 = float(np.finfo(np.float32).eps) / 2  # unit roundoff
 SLAB = int(_native.core.SLAB_FLOAT)

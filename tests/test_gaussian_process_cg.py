@@ -558,6 +558,7 @@ def sigint_raises():
     signal.signal(signal.SIGINT, previous)
 
 
+@pytest.mark.threads  # times the latency of an interrupt
 @pytest.mark.parametrize("delay", [0.3, 1.2, 2.5])
 def test_an_interrupt_stops_a_long_fit(sigint_raises, delay):
     """Wherever it lands (the delays sweep the preconditioner's build, CG, the gradient's passes and the

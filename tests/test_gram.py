@@ -193,13 +193,18 @@ def test_threads_bit_for_bit(rng):
 
 
 def test_threadpoolctl_limits_openmp():
+    """threadpoolctl reaches the core's OpenMP runtime: from a team of three (whatever the default, one in a
+    worker of a parallel run) to one and back."""
     threadpoolctl = pytest.importorskip("threadpoolctl")
     from fastkpca import _native
 
     default = _native.core.omp_max_threads()
-    with threadpoolctl.threadpool_limits(1, user_api="openmp"):
-        assert _native.core.omp_max_threads() == 1
-        fastkpca.gram(np.ones((10, 2)))
+    with threadpoolctl.threadpool_limits(3, user_api="openmp"):
+        assert _native.core.omp_max_threads() == 3
+        with threadpoolctl.threadpool_limits(1, user_api="openmp"):
+            assert _native.core.omp_max_threads() == 1
+            np.testing.assert_allclose(fastkpca.gram(np.ones((10, 2))), np.full((10, 10), 2.0))
+        assert _native.core.omp_max_threads() == 3
     assert _native.core.omp_max_threads() == default
 
 

@@ -20,6 +20,9 @@ from fastkpca.kernels import NativeKernel, registry
 from fastkpca.kernels.native import native_operand
 from fastkpca.solvers.low_rank import rpcholesky
 
+#: Every test here runs teams of threads on purpose (thread counts, every ISA level's parallel paths).
+pytestmark = pytest.mark.threads
+
 KERNELS = sorted({spec.name for spec in registry.NAMES.values()})
 DTYPES = (np.float64, np.float32)
 

@@ -12,6 +12,9 @@ import reference as ref
 from fastkpca import _native
 from fastkpca.kernels import NativeKernel, registry
 
+#: Every test here runs teams of threads on purpose (thread counts, every ISA level's parallel paths).
+pytestmark = pytest.mark.threads
+
 KERNELS = sorted(registry.KERNELS)
 
 

@@ -17,6 +17,9 @@ from fastkpca.solvers import lanczos as linalg
 
 from reference import kernel as reference_kernel
 
+#: Every test here runs teams of threads on purpose (thread counts, every ISA level's parallel paths).
+pytestmark = pytest.mark.threads
+
 TILE = 256
 TILED = ("packed", "cached", "matrix_free")
 

@@ -108,6 +108,7 @@ CASE_DELAYS = [(case, 1.0) for case in sorted(INTERRUPT_CASES)] + \
     [(case, delay) for case in sorted(SWEPT_CASES) for delay in SWEPT_CASES[case][2]]
 
 
+@pytest.mark.threads  # times the latency of an interrupt
 @pytest.mark.parametrize("case, delay", CASE_DELAYS)
 def test_ctrl_c_stops_within_a_second(case, delay):
     setup, call = INTERRUPT_CASES[case] if case in INTERRUPT_CASES else SWEPT_CASES[case][:2]

@@ -74,3 +74,20 @@ def test_results_do_not_depend_on_the_rule(rng):
 
     X = rng.standard_normal((150, 7))
     assert np.array_equal(fastkpca.gram(X, kernel="rbf"), fastkpca.gram(X, kernel="rbf", n_jobs=2))
+
+
+def test_cpu_count_is_joblibs_with_its_limits(monkeypatch):
+    """n_jobs=-1 counts the CPUs as scikit-learn does (joblib: affinity, cgroup quota, LOKY_MAX_CPU_COUNT)."""
+    import joblib
+
+    from fastkpca import _validation as v
+
+    v.cpu_count.cache_clear()
+    monkeypatch.setenv("LOKY_MAX_CPU_COUNT", "1")
+    try:
+        assert v.cpu_count() == joblib.cpu_count() == 1
+        assert v.n_threads(-1) == 1 and v.n_threads(-2) == 1 and v.n_threads(3) == 3
+    finally:
+        v.cpu_count.cache_clear()
+    monkeypatch.delenv("LOKY_MAX_CPU_COUNT")
+    assert v.cpu_count() == joblib.cpu_count() >= 1
