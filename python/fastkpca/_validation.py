@@ -194,7 +194,8 @@ def check_alphas(alpha, n_targets: int) -> np.ndarray:
 
 
 def check_sample_weight(sample_weight, n: int) -> np.ndarray:
-    """Sample weights as a float64 array (n,): a number for every sample, or one per sample; finite."""
+    """Sample weights as a float64 array (n,): a number for every sample, or one per sample; finite. The library's
+    own: scikit-learn's (``_check_sample_weight``) is private and wants X."""
     if isinstance(sample_weight, numbers.Real) and not isinstance(sample_weight, bool):
         w = np.full(n, float(sample_weight))
     else:
@@ -272,11 +273,13 @@ def check_int(value, name: str, *, minimum=None, maximum=None) -> int:
     return value
 
 
+@functools.lru_cache(maxsize=1)
 def cpu_count() -> int:
-    try:
-        return len(os.sched_getaffinity(0))
-    except AttributeError:  # pragma: no cover - not Linux
-        return os.cpu_count() or 1
+    """The CPUs this process may use: joblib's count (the affinity mask, a cgroup's CPU quota, LOKY_MAX_CPU_COUNT),
+    as scikit-learn's n_jobs=-1 counts them; read once per process (it reads the cgroup's files: 0.1 ms)."""
+    from joblib import cpu_count as joblib_cpu_count
+
+    return max(1, int(joblib_cpu_count()))
 
 
 def n_threads(n_jobs) -> int:
@@ -321,7 +324,9 @@ def _cgroup_files() -> tuple[str, str] | None:
 
 
 def available_memory() -> int:
-    """Bytes this process can still allocate: MemAvailable, capped by a cgroup limit if one is set (about 20 µs)."""
+    """Bytes this process can still allocate: MemAvailable, capped by a cgroup limit if one is set (about 20 µs).
+    The library's own: psutil's ``virtual_memory().available`` reads the same MemAvailable but no cgroup limit
+    (a container's), and psutil is not a dependency."""
     avail = None
     meminfo = _read_file("/proc/meminfo")
     if meminfo is not None:
@@ -409,7 +414,8 @@ def empty(shape, dtype, what: str) -> np.ndarray:
 
 
 def check_random_state(seed) -> np.random.RandomState:
-    """Like sklearn.utils.check_random_state, without importing scikit-learn."""
+    """sklearn.utils.check_random_state's three cases, the library's own so that the functions (``eigsh``, the
+    low-rank factors) run without importing scikit-learn (tests/test_build.py); a TypeError names the argument."""
     if seed is None or seed is np.random:
         return np.random.mtrand._rand
     if isinstance(seed, numbers.Integral) and not isinstance(seed, bool):
