@@ -91,3 +91,21 @@ def test_cpu_count_is_joblibs_with_its_limits(monkeypatch):
         v.cpu_count.cache_clear()
     monkeypatch.delenv("LOKY_MAX_CPU_COUNT")
     assert v.cpu_count() == joblib.cpu_count() >= 1
+
+
+def test_an_operator_keeps_one_thread_for_its_passes_where_they_are_small_work():
+    """A kernel operator's row sums, trace and products (and its build) follow the rule: a 10-row operator
+    (microseconds a pass) on one thread, a 3,000-row one on the default team, a count the user gave as given."""
+    from fastkpca import kernel_operator
+    from fastkpca.operators import from_matrix
+
+    rng = np.random.default_rng(0)
+    small, large = rng.standard_normal((10, 5)), rng.standard_normal((3000, 64))
+    assert kernel_operator(small, kernel="rbf").threads == 1
+    assert kernel_operator(small, kernel="rbf", storage="matrix_free").threads == 1
+    assert kernel_operator(large, kernel="rbf", storage="matrix_free").threads == 0
+    assert kernel_operator(small, kernel="rbf", n_jobs=2).threads == 2
+    assert from_matrix(np.eye(10)).threads == 1
+    assert from_matrix(np.eye(2000)).threads == 0
+    op = kernel_operator(small, kernel="rbf")
+    np.testing.assert_allclose(op.row_sums(), op @ np.ones(10))

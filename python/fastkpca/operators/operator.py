@@ -16,7 +16,7 @@ import numpy as np
 from numpy.typing import ArrayLike
 from scipy.sparse.linalg import LinearOperator
 
-from .. import _native
+from .. import _native, _threads
 from .. import _validation as v
 from ..kernels import Kernel, NativeKernel, registry
 from ..kernels.kernel import chunk_rows
@@ -189,13 +189,21 @@ class KernelOperator(LinearOperator):
                 f"{self.storage_dtype.name}, {self.nbytes / 2**20:.1f} MiB>")
 
 
+def _pass_jobs(n_jobs, seconds: float):
+    """The n_jobs an operator keeps for its passes (row sums, trace, products) whose one pass takes ``seconds``
+    on one thread: 1 where the thread rule (_threads.py) gives the default team's small work one thread, else
+    n_jobs as given. A solver's own rule (block Lanczos's, per block of vectors) can only narrow it further."""
+    threads = _threads.pass_threads(v.n_threads(n_jobs), seconds)
+    return threads if threads > 0 else None
+
+
 def from_matrix(K, plan: StoragePlan | None = None, n_jobs=None) -> KernelOperator:
     """The full storage over a symmetric K, read in place (and kept alive): a C-contiguous, aligned
     float32/float64 array, or a SciPy sparse matrix (:func:`sparse_operator`)."""
     if v.is_sparse(K):
         return sparse_operator(K, n_jobs, plan)
-    return KernelOperator(_native.core.dense_operator(K), n_jobs=n_jobs, plan=plan, keep=K,
-                          diagonal=lambda: np.diagonal(K).copy(), matrix=K)
+    return KernelOperator(_native.core.dense_operator(K), n_jobs=_pass_jobs(n_jobs, _threads.array_seconds(K.size)),
+                          plan=plan, keep=K, diagonal=lambda: np.diagonal(K).copy(), matrix=K)
 
 
 def build(X, kernel: Kernel, plan: StoragePlan, n_jobs=None, *, zero_diagonal: bool = False) -> KernelOperator:
@@ -215,6 +223,8 @@ def build(X, kernel: Kernel, plan: StoragePlan, n_jobs=None, *, zero_diagonal: b
         return from_matrix(K, plan, n_jobs)
     if not kernel.native:
         return _blocks_operator(X, kernel, plan, n_jobs, zero_diagonal)
+    features = X.shape[1] if len(X.shape) > 1 else 0
+    n_jobs = _pass_jobs(n_jobs, _threads.kernel_seconds(float(X.shape[0]) ** 2, features))
     native = kernel.native_operator(X, plan.cached_tile_rows, v.n_threads(n_jobs), zero_diagonal)
     diagonal = (lambda: np.zeros(X.shape[0])) if zero_diagonal else (lambda: kernel.diagonal(X))
     return KernelOperator(native, n_jobs=n_jobs, plan=plan, diagonal=diagonal)
