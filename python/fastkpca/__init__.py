@@ -14,6 +14,7 @@ from ._version import __version__
 from .exceptions import ConvergenceWarning, FastkpcaWarning, NonEuclideanWarning, SingularKernelWarning
 from .kernels import double_center, double_center_distances, gram, pairwise_kernels
 from .solvers.lanczos import eigsh
+from . import estimators as _estimators
 
 __all__ = [
     "__version__",
@@ -21,25 +22,6 @@ __all__ = [
     "FastkpcaWarning",
     "NonEuclideanWarning",
     "SingularKernelWarning",
-    "KernelCenterer",
-    "KernelPCA",
-    "GaussianProcessRegressor",
-    "GaussianProcessClassifier",
-    "KernelRidge",
-    "KernelRidgeCV",
-    "KernelKMeans",
-    "Nystroem",
-    "ClassicalMDS",
-    "classical_mds",
-    "SpectralEmbedding",
-    "spectral_embedding",
-    "SpectralClustering",
-    "spectral_clustering",
-    "SVC",
-    "NuSVC",
-    "SVR",
-    "NuSVR",
-    "OneClassSVM",
     "double_center",
     "double_center_distances",
     "eigsh",
@@ -54,55 +36,18 @@ __all__ = [
     "show_config",
     "show_versions",
 ]
+__all__ += _estimators.__all__  # the estimators' names, each imported on first access
 
 if TYPE_CHECKING:  # what type checkers and IDEs see of the names imported on first access below
     from ._show_versions import show_versions
     from ._sklearn_patch import patch_sklearn, sklearn_patched, unpatch_sklearn
-    from .estimators import (
-        ClassicalMDS,
-        GaussianProcessClassifier,
-        GaussianProcessRegressor,
-        KernelCenterer,
-        KernelKMeans,
-        KernelPCA,
-        KernelRidge,
-        KernelRidgeCV,
-        NuSVC,
-        NuSVR,
-        Nystroem,
-        OneClassSVM,
-        SpectralClustering,
-        SpectralEmbedding,
-        SVC,
-        SVR,
-        classical_mds,
-        spectral_clustering,
-        spectral_embedding,
-    )
+    from .estimators import *  # noqa: F403
     from .operators import KernelOperator, kernel_operator
 
 # Names that need scikit-learn, imported on first access from their own module (PEP 562): an estimator's, not every
 # family's.
 _LAZY = {
-    "KernelCenterer": "estimators.preprocessing",
-    "KernelPCA": "estimators.decomposition",
-    "GaussianProcessRegressor": "estimators.gaussian_process",
-    "GaussianProcessClassifier": "estimators.gaussian_process_classifier",
-    "Nystroem": "estimators.kernel_approximation",
-    "KernelRidge": "estimators.kernel_ridge",
-    "KernelRidgeCV": "estimators.kernel_ridge",
-    "KernelKMeans": "estimators.kernel_kmeans",
-    "classical_mds": "estimators.manifold",
-    "ClassicalMDS": "estimators.manifold",
-    "SpectralEmbedding": "estimators.spectral",
-    "spectral_embedding": "estimators.spectral",
-    "SpectralClustering": "estimators.clustering",
-    "spectral_clustering": "estimators.clustering",
-    "SVC": "estimators.svm",
-    "NuSVC": "estimators.svm",
-    "SVR": "estimators.svm",
-    "NuSVR": "estimators.svm",
-    "OneClassSVM": "estimators.svm",
+    **{name: f"estimators.{module}" for name, (module, _) in _estimators._MODULES.items()},
     "patch_sklearn": "_sklearn_patch",
     "unpatch_sklearn": "_sklearn_patch",
     "sklearn_patched": "_sklearn_patch",

@@ -58,41 +58,18 @@ def _pairwise_kernels_wrapper(original):
 
 def _replacement_table():
     """(module name, attribute) -> fastkpca object, built from scikit-learn's current originals."""
-    import sklearn.cluster
-    import sklearn.decomposition
-    import sklearn.kernel_approximation
-    import sklearn.manifold
+    import importlib
+
     import sklearn.manifold._spectral_embedding as ske
-    import sklearn.kernel_ridge
     import sklearn.metrics.pairwise as skp
-    import sklearn.preprocessing
 
-    import sklearn.gaussian_process
-    import sklearn.svm
+    from . import estimators
 
-    from .estimators import (SVC, SVR, GaussianProcessClassifier, GaussianProcessRegressor, KernelCenterer, KernelPCA,
-                             KernelRidge, NuSVC, NuSVR, Nystroem, OneClassSVM, SpectralClustering, SpectralEmbedding,
-                             spectral_clustering, spectral_embedding)
-
-    table = {
-        ("sklearn.decomposition", "KernelPCA"): KernelPCA,
-        ("sklearn.kernel_approximation", "Nystroem"): Nystroem,
-        ("sklearn.kernel_ridge", "KernelRidge"): KernelRidge,
-        ("sklearn.preprocessing", "KernelCenterer"): KernelCenterer,
-        ("sklearn.manifold", "SpectralEmbedding"): SpectralEmbedding,
-        ("sklearn.manifold", "spectral_embedding"): spectral_embedding,
-        ("sklearn.cluster", "SpectralClustering"): SpectralClustering,
-        ("sklearn.cluster", "spectral_clustering"): spectral_clustering,
-        ("sklearn.gaussian_process", "GaussianProcessRegressor"): GaussianProcessRegressor,
-        ("sklearn.gaussian_process", "GaussianProcessClassifier"): GaussianProcessClassifier,
-        ("sklearn.svm", "SVC"): SVC,
-        ("sklearn.svm", "NuSVC"): NuSVC,
-        ("sklearn.svm", "SVR"): SVR,
-        ("sklearn.svm", "NuSVR"): NuSVR,
-        ("sklearn.svm", "OneClassSVM"): OneClassSVM,
-    }
+    # each estimator or function under the name it replaces in its scikit-learn module (estimators._MODULES)
+    table = {(module, name): getattr(estimators, name) for name, (_, module) in estimators._MODULES.items()
+             if module is not None and hasattr(importlib.import_module(module), name)}
     if hasattr(ske, "_spectral_embedding"):  # what scikit-learn's own SpectralClustering calls (>= 1.3)
-        table[("sklearn.manifold._spectral_embedding", "_spectral_embedding")] = spectral_embedding
+        table[("sklearn.manifold._spectral_embedding", "_spectral_embedding")] = estimators.spectral_embedding
     # scikit-learn's function for each kernel of the registry: <name>_kernel for the name or an alias
     # (rbf_kernel, polynomial_kernel, ...), except cosine's, which scikit-learn calls cosine_similarity.
     for spec in registry.KERNELS.values():
@@ -103,7 +80,6 @@ def _replacement_table():
                 table[("sklearn.metrics.pairwise", name)] = _kernel_wrapper(getattr(skp, name), spec.name,
                                                                             spec.parameters)
     table[("sklearn.metrics.pairwise", "pairwise_kernels")] = _pairwise_kernels_wrapper(skp.pairwise_kernels)
-    del sklearn  # the names above are looked up through sys.modules
     return table
 
 

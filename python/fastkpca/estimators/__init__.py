@@ -9,27 +9,29 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-#: Each public name's module.
+#: Each public name: (its module here, the scikit-learn module whose name of the same name it replaces under
+#: patch_sklearn, None for a name it does not replace). Adding an estimator: its module, a line here, a line in
+#: __all__ and the TYPE_CHECKING imports below; the package's root, patch_sklearn and the lazy imports read this.
 _MODULES = {
-    "KernelPCA": "decomposition",
-    "GaussianProcessRegressor": "gaussian_process",
-    "GaussianProcessClassifier": "gaussian_process_classifier",
-    "Nystroem": "kernel_approximation",
-    "KernelKMeans": "kernel_kmeans",
-    "KernelRidge": "kernel_ridge",
-    "KernelRidgeCV": "kernel_ridge",
-    "ClassicalMDS": "manifold",
-    "classical_mds": "manifold",
-    "KernelCenterer": "preprocessing",
-    "SpectralEmbedding": "spectral",
-    "spectral_embedding": "spectral",
-    "SpectralClustering": "clustering",
-    "spectral_clustering": "clustering",
-    "SVC": "svm",
-    "NuSVC": "svm",
-    "SVR": "svm",
-    "NuSVR": "svm",
-    "OneClassSVM": "svm",
+    "KernelPCA": ("decomposition", "sklearn.decomposition"),
+    "GaussianProcessRegressor": ("gaussian_process", "sklearn.gaussian_process"),
+    "GaussianProcessClassifier": ("gaussian_process_classifier", "sklearn.gaussian_process"),
+    "Nystroem": ("kernel_approximation", "sklearn.kernel_approximation"),
+    "KernelKMeans": ("kernel_kmeans", None),
+    "KernelRidge": ("kernel_ridge", "sklearn.kernel_ridge"),
+    "KernelRidgeCV": ("kernel_ridge", None),
+    "ClassicalMDS": ("manifold", None),
+    "classical_mds": ("manifold", None),
+    "KernelCenterer": ("preprocessing", "sklearn.preprocessing"),
+    "SpectralEmbedding": ("spectral", "sklearn.manifold"),
+    "spectral_embedding": ("spectral", "sklearn.manifold"),
+    "SpectralClustering": ("clustering", "sklearn.cluster"),
+    "spectral_clustering": ("clustering", "sklearn.cluster"),
+    "SVC": ("svm", "sklearn.svm"),
+    "NuSVC": ("svm", "sklearn.svm"),
+    "SVR": ("svm", "sklearn.svm"),
+    "NuSVR": ("svm", "sklearn.svm"),
+    "OneClassSVM": ("svm", "sklearn.svm"),
 }
 
 __all__ = ["KernelPCA", "GaussianProcessRegressor", "GaussianProcessClassifier", "Nystroem", "KernelRidge",
@@ -55,7 +57,7 @@ def __getattr__(name):
     if name in _MODULES:
         import importlib
 
-        value = getattr(importlib.import_module(f".{_MODULES[name]}", __name__), name)
+        value = getattr(importlib.import_module(f".{_MODULES[name][0]}", __name__), name)
         globals()[name] = value
         return value
     raise AttributeError(f"module 'fastkpca.estimators' has no attribute {name!r}")
