@@ -224,3 +224,14 @@ def test_the_core_reads_the_rows_it_is_given():
     out = np.zeros(80)
     _native.core.sparse_kernel_diagonal_into(native_operand(k.check_samples(part)), *k.params, out, 1)
     np.testing.assert_allclose(out, np.diag(expected), rtol=0, atol=1e-15)
+
+
+def test_cosine_of_subnormal_rows_is_one():
+    """A row of subnormal entries: its norm rounds (5e-324·√2 to 5e-324) unless the row is divided by its largest
+    entry first; its cosine with itself is 1, dense or sparse."""
+    from scipy import sparse
+
+    X = np.array([[5e-324, 5e-324], [1.0, 0.0], [0.0, 0.0]])
+    expected = np.array([[1.0, np.sqrt(0.5), 0.0], [np.sqrt(0.5), 1.0, 0.0], [0.0, 0.0, 0.0]])
+    np.testing.assert_allclose(fastkpca.gram(X, kernel="cosine"), expected, rtol=1e-15, atol=1e-15)
+    np.testing.assert_allclose(fastkpca.gram(sparse.csr_matrix(X), kernel="cosine"), expected, rtol=1e-15, atol=1e-15)

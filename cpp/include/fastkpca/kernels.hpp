@@ -177,12 +177,17 @@ struct DotKernel {
     op.template pack_left<accumulate>(op.x.cols(), Operands<S>::copy_row(op.x));
   }
   // Cosine: rows normalised (in double) to unit length; zero rows stay zero, so their similarities come out
-  // 0, as in scikit-learn. The other kinds take the rows as they are.
+  // 0, as in scikit-learn. The other kinds take the rows as they are. A row is first divided by its largest
+  // magnitude, then by the norm of what is left (in [1, √d]): its norm itself neither overflows near 1e155 nor
+  // rounds in the subnormal range (|x| = 5e-324·√2 rounds to 5e-324, and x / |x| to a row of norm √2).
   static void normalise(RowMatrix<S>& m) {
     if constexpr (K == KernelKind::cosine) {
+      if (m.cols() == 0) return;
       for (Index i = 0; i < m.rows(); ++i) {
-        const double n = m.row(i).template cast<double>().stableNorm();  // no overflow near 1e155
-        if (n > 0) m.row(i) = (m.row(i).template cast<double>() / n).template cast<S>();
+        const double top = m.row(i).template cast<double>().cwiseAbs().maxCoeff();
+        if (!(top > 0)) continue;
+        const Eigen::Matrix<double, 1, Eigen::Dynamic> scaled = m.row(i).template cast<double>() / top;
+        m.row(i) = (scaled / scaled.norm()).template cast<S>();
       }
     } else {
       (void)m;

@@ -70,9 +70,10 @@ struct SparseOperands {
           const double scaled = static_cast<double>(m->values[p]) / top;
           sum += scaled * scaled;
         }
-        const double norm = top * std::sqrt(sum);
+        // divided by top first, then by the scaled norm: top·√sum may round in the subnormal range
+        const double norm = std::sqrt(sum);
         for (auto p = m->begin(i); p < m->end(i); ++p)
-          m->values[p] = static_cast<S>(static_cast<double>(m->values[p]) / norm);
+          m->values[p] = static_cast<S>(static_cast<double>(m->values[p]) / top / norm);
       }
   }
   // Σ x_k² and Σ |x_k| of every row, in the order of its columns (the order of the slab's sums).
