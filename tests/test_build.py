@@ -54,6 +54,7 @@ def test_a_build_without_a_baseline_module_reads_the_cpu_flags(monkeypatch, tmp_
     assert _native._cpuinfo_levels(["baseline", "v3", "v4"]) == ["baseline", "v3"]
 
 
+@pytest.mark.threads  # times an idle thread's CPU
 def test_openmp_threads_sleep_when_idle():
     """The core's OpenMP runtime's idle threads sleep after a short spin (fastkpca/_native.py's OPENMP_DEFAULTS):
     after a call on two threads the process uses next to no CPU while it sleeps. GNU OpenMP's default spins each
@@ -66,20 +67,21 @@ def test_openmp_threads_sleep_when_idle():
             "for _ in range(5):\n"
             "    fastkpca.gram(X, kernel='rbf', n_jobs=2)\n"
             "    start = time.process_time(); time.sleep(0.05); spent.append(time.process_time() - start)\n"
-            "print(min(spent))\n")
+            "print(min(spent), max(spent))\n")
     env = {k: val for k, val in os.environ.items() if k not in ("OMP_WAIT_POLICY", "GOMP_SPINCOUNT")}
     env["OMP_NUM_THREADS"] = "2"
     quiet = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=env)
     assert quiet.returncode == 0, quiet.stderr
-    policy, idle = quiet.stdout.split()
+    policy, idle, _ = quiet.stdout.split()
     assert policy == "None"  # the default was set for the runtime's start only
-    assert float(idle) < 0.002
+    assert float(idle) < 0.002  # the least of five sleeps: a busy machine only adds
     spinning = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
                               env={**env, "OMP_WAIT_POLICY": "active"})
     assert spinning.returncode == 0, spinning.stderr
-    policy, idle = spinning.stdout.split()
+    policy, _, idle = spinning.stdout.split()
     assert policy == "active"
-    assert float(idle) > 0.01  # the user's policy holds: its idle thread spins while the process sleeps
+    assert float(idle) > 0.01  # the user's policy holds: its idle thread spins while the process sleeps (the most
+    # of five sleeps: another process on the cores takes only some of the spinning thread's time)
 
 
 @pytest.mark.parametrize("level", _native.runnable_levels())
