@@ -9,7 +9,7 @@ from sklearn import kernel_ridge as skr
 
 import reference as ref
 from fastkpca import ConvergenceWarning, KernelPCA, KernelRidge, SingularKernelWarning
-from fastkpca.solvers.cg import LowRankPreconditioner, cg_shifted, pcg
+from fastkpca.solvers.krylov.cg import LowRankPreconditioner, cg_shifted, pcg
 
 
 @pytest.fixture

@@ -240,7 +240,7 @@ class KernelRidgeCV(MultiOutputMixin, RegressorMixin, BaseEstimator):
     residuals (y − ŷ)/(1 − h_ii) cost O(N²) per alpha); with ``cv=k`` each fold's training kernel is a
     block of the one kernel computed for that gamma, eigendecomposed once for all alphas. Kernels that do
     not fit the memory limit are cross-validated matrix-free: each fold's systems for all alphas come from
-    one multi-shift conjugate gradients run (solvers/cg.py: cg_shifted), and the held-out predictions
+    one multi-shift conjugate gradients run (solvers/krylov/cg.py: cg_shifted), and the held-out predictions
     from K(X_val, X_train)·β tile by tile. The chosen model is then refitted on all the data by
     :class:`KernelRidge` (``solver="auto"``).
 

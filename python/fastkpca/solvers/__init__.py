@@ -3,6 +3,6 @@ scikit-learn's dense / ARPACK / randomized eigensolvers, preconditioned and mult
 the low-rank algebra (randomly pivoted Cholesky, landmarks, Nyström PCA, Falkon's restricted ridge problem),
 kernel ridge's solvers and their cross-validation. It imports the operators and kernels layers only."""
 
-from .lanczos import eigsh
+from .krylov.lanczos import eigsh
 
 __all__ = ["eigsh"]

@@ -16,7 +16,7 @@ from typing import Any
 import numpy as np
 
 from ..operators import from_matrix
-from . import lanczos
+from .krylov import lanczos
 from .spectral import Degrees, degrees
 
 __all__ = ["Affinity", "affinity_of", "matrix_affinity", "warn_if_disconnected"]

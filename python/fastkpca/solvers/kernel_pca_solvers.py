@@ -23,8 +23,9 @@ import numpy as np
 from .. import _validation as v
 from ..exceptions import ConvergenceWarning
 from ..kernels import KernelCentering
-from . import choice, dense, lanczos, low_rank
-from .eigenvalues import finish_eigenpairs, projection
+from . import choice, dense, low_rank
+from .krylov import lanczos
+from .krylov.eigenvalues import finish_eigenpairs, projection
 
 __all__ = ["PcaSettings", "PcaFit", "make_solver", "keeps_samples", "LanczosPca", "DensePca", "NystromPca"]
 

@@ -38,7 +38,7 @@ from scipy import linalg as sla
 from .. import _validation as v
 from ..kernels import Kernel
 from ..kernels.precomputed import MatrixColumns
-from .eigenvalues import check_psd_eigenvalues, column_signs
+from .krylov.eigenvalues import check_psd_eigenvalues, column_signs
 from .blocked_eigh import symmetric_eigh
 from .lapack_threads import interruptible, small_algebra_threads
 from .subnormals import flush_subnormals

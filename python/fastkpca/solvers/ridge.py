@@ -21,7 +21,7 @@ from ..exceptions import ConvergenceWarning, SingularKernelWarning
 from .. import _validation as v
 from ..operators import pass_bytes
 from ..operators.storage import PLAN_SLACK_BYTES, fixed_bytes
-from . import cg
+from .krylov import cg
 from .blocked_lapack import cholesky_in_place
 from .lapack_threads import blocked_threads, one_blas_thread, small_algebra_threads
 from .low_rank import RPCHOLESKY_BLOCK, landmark_whitening, nystrom_moments, rpcholesky, rpcholesky_bytes

@@ -20,7 +20,8 @@ import numpy as np
 from .. import _validation as v
 from ..exceptions import ConvergenceWarning
 from ..operators import build, plan_for
-from . import cg, choice
+from . import choice
+from .krylov import cg
 from .blocked_eigh import symmetric_eigh
 from .rows import as_rows
 

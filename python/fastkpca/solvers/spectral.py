@@ -18,7 +18,7 @@ self-loops) and d = A·1 − a the degrees,
 
 Then every row of the embedding (one per eigenvector, in order of ascending Laplacian eigenvalue) is signed
 so that its largest-magnitude entry is positive, and ``drop_first`` drops the first (for a connected graph
-the constant vector times √d). The eigenpairs come from the block Lanczos solver (solvers/lanczos.py) on
+the constant vector times √d). The eigenpairs come from the block Lanczos solver (solvers/krylov/lanczos.py) on
 the view (which solves small problems densely itself).
 """
 
@@ -29,7 +29,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from . import lanczos
+from .krylov import lanczos
 from .spectral_start import partition_start
 
 __all__ = ["Degrees", "degrees", "laplacian_view", "finish", "embed", "DEFAULT_TOL"]
