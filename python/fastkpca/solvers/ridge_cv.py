@@ -22,7 +22,7 @@ from ..exceptions import ConvergenceWarning
 from ..operators import build, plan_for
 from . import choice
 from .krylov import cg
-from .blocked_eigh import symmetric_eigh
+from .dense.eigh import symmetric_eigh
 from .rows import as_rows
 
 __all__ = ["cross_validate", "loo_errors", "kfold_errors_dense", "kfold_errors_krylov", "folds"]

@@ -23,7 +23,7 @@ import time
 
 import numpy as np
 
-from .blocked_eigh import symmetric_eigh
+from .dense.eigh import symmetric_eigh
 from .low_rank import (NystromProjection, landmark_whitening, landmarks, nystrom_moments,
                        stream_rows)
 from .rows import as_rows

@@ -96,7 +96,7 @@ class LanczosEmbedding(_OnAnAffinity):
 
 
 class DenseEmbedding(_OnAnAffinity):
-    """LAPACK's symmetric eigensolver (blocked_eigh.symmetric_eigh, by index) on the Laplacian view of the
+    """LAPACK's symmetric eigensolver (dense.eigh.symmetric_eigh, by index) on the Laplacian view of the
     affinity (spectral.py) made an n × n matrix (:func:`laplacian_matrix`). The same pairs as the Lanczos
     solver's, exact, for problems whose matrix is small (a few hundred samples): one LAPACK call instead of
     passes and Rayleigh–Ritz steps."""
@@ -105,7 +105,7 @@ class DenseEmbedding(_OnAnAffinity):
 
     def solve(self, affinity: Affinity, n_components: int, *, random_state, eigen_tol, memory_limit: int,
               drop_first: bool = True, norm_laplacian: bool = True, progress=None, dtype=np.float64):
-        from .blocked_eigh import symmetric_eigh
+        from .dense.eigh import symmetric_eigh
 
         n = affinity.op.shape[0]
         k = _check_size(n, n_components, drop_first)

@@ -79,7 +79,7 @@ from .subset_start import subset_start
 from .memory import IterativeMemory, PlannedMemory, largest
 from .rank import RankSearch, factor_bytes_per_entry, preconditioner_rank
 from ..krylov.cg import PCG_BLOCKS, pcg, pcg_bytes
-from ..lapack_threads import on_one_blas_thread
+from ..dense.threads import on_one_blas_thread
 from ..krylov.lanczos_cg import quadrature_log
 from ..low_rank import CHUNK_ROWS
 
