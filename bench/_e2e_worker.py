@@ -304,7 +304,7 @@ def roofline(spec: dict) -> dict:
     # Solver passes: the block Lanczos solve of a fit (implicitly centered) on the packed rbf kernel that
     # KernelPCA builds for it; each pass reads the packed kernel once (about N²/2 entries), which is what the
     # bandwidth is computed from. The read bandwidth is NumPy summing the full N×N matrix.
-    from fastkpca.solvers import lanczos
+    from fastkpca.solvers.krylov import lanczos
 
     X, _ = make_data(n, spec["solver_d"], spec["seed"])
     K = fastkpca.gram(X, **fastkpca_kwargs("rbf", spec["solver_d"]))

@@ -119,7 +119,7 @@ def child_single(spec):
     """The single-process matrix-free fit (the memory limit leaves no room for a kept tile)."""
     from fastkpca import KernelPCA
     from fastkpca.operators.storage import fixed_bytes
-    from fastkpca.solvers import lanczos
+    from fastkpca.solvers.krylov import lanczos
 
     X = _data(spec["n"])
     n = X.shape[0]

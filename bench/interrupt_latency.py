@@ -237,9 +237,9 @@ def speed(sizes: list[int], repeats: int, which=("factor", "inverse", "eigh")) -
     from scipy import linalg as sla
     from scipy.linalg import lapack
 
-    from fastkpca.solvers import blocked_lapack as bl
-    from fastkpca.solvers.blocked_eigh import symmetric_eigh
-    from fastkpca.solvers.lapack_threads import blocked_threads
+    from fastkpca.solvers.dense import factorisations as bl
+    from fastkpca.solvers.dense.eigh import symmetric_eigh
+    from fastkpca.solvers.dense.threads import blocked_threads
 
     rows = []
     for n in sizes:

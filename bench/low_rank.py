@@ -199,7 +199,7 @@ def child_warmstart(spec):
     from fastkpca import _validation as v
     from fastkpca import operators
     from fastkpca.kernels import NativeKernel
-    from fastkpca.solvers import lanczos as linalg
+    from fastkpca.solvers.krylov import lanczos as linalg
 
     X, _, _ = _setup(spec["n"])
     k, n = spec["k"], spec["n"]

@@ -46,8 +46,8 @@ def one_theta(X: np.ndarray, y: np.ndarray, kobj, theta: np.ndarray, probes: int
     from fastkpca import kernels
     from fastkpca.engines.local import LOCAL
     from fastkpca.solvers.gaussian_process import IterativeSettings, IterativeSolver
-    from fastkpca.solvers.cg import pcg
-    from fastkpca.solvers.lanczos_cg import quadrature_log
+    from fastkpca.solvers.krylov.cg import pcg
+    from fastkpca.solvers.krylov.lanczos_cg import quadrature_log
 
     n = X.shape[0]
     kernel = kernels.make(kobj.clone_with_theta(theta), n_features=0)

@@ -104,7 +104,7 @@ def sparse_pca_runs(n: int, d: int):
     from fastkpca import KernelPCA
 
     from fastkpca.operators.storage import fixed_bytes, working_copies_bytes
-    from fastkpca.solvers import lanczos
+    from fastkpca.solvers.krylov import lanczos
 
     X = sparse.random(n, 20_000, density=d / 20_000, format="csr", random_state=0)
     # Room for the Lanczos basis, the samples and the plan's slack, none for the kernel: matrix-free.

@@ -248,7 +248,7 @@ def test_the_dask_engine_module_imports_neither_scikit_learn_nor_scipy():
 
 
 #: LAPACK's and NumPy's whole-matrix Cholesky routines: OpenBLAS's threaded dpotrf crashes on large matrices
-#: (solvers/lapack_threads.py), so only blocked_lapack.py's loop calls them, on blocks.
+#: (solvers/dense/threads.py), so only solvers/dense/factorisations.py's loop calls them, on blocks.
 WHOLE_MATRIX_CHOLESKY = {"dpotrf", "spotrf", "dpotri", "spotri", "cho_factor", "cholesky", "potrf", "potri"}
 #: ... of which these are LAPACK's names, looked up by a string ("cholesky" is also a solver's name).
 LAPACK_CHOLESKY = WHOLE_MATRIX_CHOLESKY - {"cho_factor", "cholesky"}
@@ -272,8 +272,8 @@ def whole_matrix_factorisations(path: Path) -> list[str]:
 
 @pytest.mark.parametrize("path", sorted(PACKAGE.rglob("*.py")), ids=lambda p: str(p.relative_to(PACKAGE)))
 def test_every_factorisation_goes_through_the_blocked_loop(path):
-    """No module but blocked_lapack.py hands a whole matrix to LAPACK's Cholesky or its inverse."""
-    if path.name == "blocked_lapack.py":
+    """No module but dense/factorisations.py hands a whole matrix to LAPACK's Cholesky or its inverse."""
+    if path == PACKAGE / "solvers" / "dense" / "factorisations.py":
         return
     assert whole_matrix_factorisations(path) == []
 

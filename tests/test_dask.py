@@ -355,9 +355,9 @@ def test_spectral_embedding_and_clustering(client, solver, monkeypatch):
     """The new estimators run through the engine layer (no engine branch): the same embedding and labels
     on a LocalCluster as in this process, the solver's k-means start included (made from the workers'
     rows at any size here)."""
-    from fastkpca.solvers import spectral_start
+    from fastkpca.solvers.spectral import start
 
-    monkeypatch.setattr(spectral_start, "MIN_ROWS", 0)
+    monkeypatch.setattr(start, "MIN_ROWS", 0)
     X = data()
     params = dict(affinity="rbf", gamma=0.1, random_state=0, eigen_solver=solver, n_landmarks=300)
     dist = fastkpca.SpectralEmbedding(n_components=3, **params).fit(da.from_array(X, chunks=(500, D)))

@@ -236,7 +236,7 @@ def _limit_for(X, k, kernel_bytes):
     """A memory_limit that leaves `kernel_bytes` for the kernel once the planner has set aside the
     solver, the working copies of X and its slack (operators.plan_storage)."""
     from fastkpca.operators import storage as operators
-    from fastkpca.solvers import lanczos as linalg
+    from fastkpca.solvers.krylov import lanczos as linalg
 
     n, d = X.shape
     solver = linalg.solver_bytes(k, linalg.default_block_size(k, n, compute_bound=True), n)

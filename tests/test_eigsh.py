@@ -9,8 +9,8 @@ import pytest
 
 import fastkpca
 from fastkpca import _native
-from fastkpca.solvers import lanczos as linalg
-from fastkpca.solvers.eigenvalues import sign_flip
+from fastkpca.solvers.krylov import lanczos as linalg
+from fastkpca.solvers.krylov.eigenvalues import sign_flip
 import reference as ref
 
 #: Every test here runs teams of threads on purpose (thread counts, every ISA level's parallel paths).

@@ -12,7 +12,7 @@ import reference as ref
 from fastkpca import _native
 from fastkpca.kernels import NativeKernel, registry
 from fastkpca.operators import FLOAT32_PRODUCTS_MIN_TOL, kernel_operator, products_for
-from fastkpca.solvers import lanczos
+from fastkpca.solvers.krylov import lanczos
 
 #: Every test here runs teams of threads on purpose (thread counts, every ISA level's parallel paths).
 pytestmark = pytest.mark.threads

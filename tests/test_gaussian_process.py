@@ -266,12 +266,12 @@ def test_structured_samples_go_through_the_kernel_object():
 
 
 def test_factorisations_of_any_size_run_on_every_blas_thread():
-    """OpenBLAS's threaded dpotrf crashes on large matrices (solvers/lapack_threads.py); the library's blocked
+    """OpenBLAS's threaded dpotrf crashes on large matrices (solvers/dense/threads.py); the library's blocked
     factorisations do not call it on them, so they keep every BLAS thread at any size; only a small one runs on one
     thread (its work below BLAS_TEAM_MIN_SECONDS)."""
     from threadpoolctl import threadpool_info, threadpool_limits
 
-    from fastkpca.solvers.lapack_threads import blocked_threads
+    from fastkpca.solvers.dense.threads import blocked_threads
 
     def blas_threads():
         return [pool["num_threads"] for pool in threadpool_info() if pool["user_api"] == "blas"]

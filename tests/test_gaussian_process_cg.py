@@ -19,8 +19,8 @@ from fastkpca.solvers.gaussian_process import ExactSolver, IterativeSettings, It
 from fastkpca.solvers.gaussian_process.iterative import preconditioner_rank
 from fastkpca.solvers.gaussian_process.preconditioner import NystromDiagonalPreconditioner, build_preconditioner
 from fastkpca.solvers.gaussian_process.rank import SEARCH_EVALUATIONS, RankSearch
-from fastkpca.solvers.cg import pcg
-from fastkpca.solvers.lanczos_cg import quadrature_log
+from fastkpca.solvers.krylov.cg import pcg
+from fastkpca.solvers.krylov.lanczos_cg import quadrature_log
 
 
 def data(n, d=4, seed=0):

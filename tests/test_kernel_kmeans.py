@@ -16,8 +16,8 @@ import reference as ref
 from fastkpca import KernelKMeans
 from fastkpca.kernels import make
 from fastkpca.operators.storage import PLAN_SLACK_BYTES
-from fastkpca.solvers.kernel_kmeans import kmeans_plus_plus
-from fastkpca.solvers.kernel_kmeans_solvers import exact_bytes
+from fastkpca.solvers.kernel_kmeans.lloyd import kmeans_plus_plus
+from fastkpca.solvers.kernel_kmeans.solvers import exact_bytes
 
 KERNELS = [("rbf", {"gamma": 0.3}), ("linear", {}), ("poly", {"degree": 2, "gamma": 0.5, "coef0": 1.0}),
            ("laplacian", {"gamma": 0.2}), ("sigmoid", {"gamma": 0.01, "coef0": 0.5})]
@@ -177,7 +177,7 @@ def test_nystrom_solver_clusters_as_the_exact_one():
 def test_the_choice_takes_nystrom_only_where_exact_is_too_slow():
     from fastkpca.solvers import choice
 
-    from fastkpca.solvers.kernel_kmeans_solvers import nystrom_bytes
+    from fastkpca.solvers.kernel_kmeans.solvers import nystrom_bytes
 
     def pick(n, limit):
         return choice.kernel_kmeans("auto", n=n, d=16, columns=32, rank=200, exact_bytes=exact_bytes(n, 8, 4),

@@ -9,7 +9,7 @@ from sklearn import kernel_ridge as skr
 
 import reference as ref
 from fastkpca import ConvergenceWarning, KernelPCA, KernelRidge, SingularKernelWarning
-from fastkpca.solvers.cg import LowRankPreconditioner, cg_shifted, pcg
+from fastkpca.solvers.krylov.cg import LowRankPreconditioner, cg_shifted, pcg
 
 
 @pytest.fixture
@@ -444,7 +444,7 @@ def test_cv_bad_input(rng):
 def test_default_preconditioner_rank_follows_the_cost_of_a_pass():
     """A stored kernel (cheap passes): rank 500 within a quarter of the limit; a recomputed one (dear
     passes): up to 1000 within 60% of it; a float32 factor doubles both."""
-    from fastkpca.solvers.ridge import preconditioner_rank
+    from fastkpca.solvers.ridge.systems import preconditioner_rank
 
     def fits(rank, share, itemsize=8):  # the n × r factor and the r × r algebra
         return itemsize * 100_000 * rank + 24 * rank**2 <= share * 2**30
@@ -466,7 +466,7 @@ def test_preconditioner_takes_the_memory_a_sliver_of_cached_tiles_would_waste():
     """Where the 40% left beside the default share would cache under a tenth of the recomputed kernel's
     triangle, the rank takes 90% of what cg's working memory leaves; where the cache would matter (or the
     kernel is stored, or no working figure is given) the shares are unchanged."""
-    from fastkpca.solvers.ridge import NEGLIGIBLE_CACHE, UNCACHED_SHARE, preconditioner_rank
+    from fastkpca.solvers.ridge.systems import NEGLIGIBLE_CACHE, UNCACHED_SHARE, preconditioner_rank
 
     limit, working = 2**30, 200 * 2**20
     n = 100_000  # float32 triangle: 20 GB, far over 10 times 40% of 1 GiB
@@ -490,7 +490,7 @@ def test_mixed_precision_accounting_counts_one_pass_and_one_slack():
     two operators' working copies of X (three each: the core's copy and its two packed operands), their
     norms, the float32 copy of X and one plan slack."""
     from fastkpca.operators.storage import PLAN_SLACK_BYTES
-    from fastkpca.solvers.ridge import mixed_bytes
+    from fastkpca.solvers.ridge.systems import mixed_bytes
 
     n, d = 100_000, 64
     assert mixed_bytes(n, d) == 3 * 8 * n * d + 3 * 4 * n * d + 4 * n * d + 2 * 16 * n + PLAN_SLACK_BYTES
@@ -518,7 +518,7 @@ def test_plans_count_the_working_copies_the_core_keeps(dtype, rng):
 def test_preconditioner_dtype_float32_only_where_it_doubles_the_rank_and_alpha_allows(rng):
     """"auto": float32 where the limit holds a float64 factor below the default rank (N = 100,000 in 1 GiB, not
     N = 20,000) and float32's rounding of the factor is a thousandth of alpha or less."""
-    from fastkpca.solvers.ridge import preconditioner_dtype
+    from fastkpca.solvers.ridge.systems import preconditioner_dtype
 
     class Columns:
         def __init__(self, largest):

@@ -13,7 +13,7 @@ from hypothesis import strategies as st
 import fastkpca
 from fastkpca import _native, operators
 from fastkpca.operators import storage as planner
-from fastkpca.solvers import lanczos as linalg
+from fastkpca.solvers.krylov import lanczos as linalg
 
 from reference import kernel as reference_kernel
 

@@ -211,13 +211,13 @@ def test_every_interrupted_process_exits():
 
 
 def test_interruptible_algebra_agrees_with_scipy(rng):
-    """The pieces that keep dense algebra interruptible (solvers/lapack_threads.py) give SciPy's answers: the
+    """The pieces that keep dense algebra interruptible (solvers/dense/threads.py) give SciPy's answers: the
     blocked triangular solve (n²m above its threshold, so the blocks run) and the eigensolver by stages
-    (solvers/blocked_eigh.py, at its default panels) for a large matrix, whole and a subset; B is left as it was
+    (solvers/dense/eigh.py, at its default panels) for a large matrix, whole and a subset; B is left as it was
     unless overwrite_b."""
     from scipy import linalg as sla
 
-    from fastkpca.solvers import lapack_threads as lt
+    from fastkpca.solvers.dense import threads as lt
 
     n, m = 1100, 300
     assert float(n) * n * m >= lt.INTERRUPTIBLE_FLOPS and n > 2 * lt.TRIANGULAR_BLOCK
@@ -233,14 +233,14 @@ def test_interruptible_algebra_agrees_with_scipy(rng):
     B_F = np.asfortranarray(B)
     assert lt.solve_lower_triangular(L, B_F, overwrite_b=True) is B_F
 
-    from fastkpca.solvers import blocked_eigh
+    from fastkpca.solvers.dense import eigh
 
     S = A + A.T
-    assert n > blocked_eigh.WHOLE_ROWS
-    values, vectors = blocked_eigh.symmetric_eigh(S)
+    assert n > eigh.WHOLE_ROWS
+    values, vectors = eigh.symmetric_eigh(S)
     np.testing.assert_allclose(values, sla.eigvalsh(S), rtol=0, atol=1e-11 * np.abs(values).max())
     np.testing.assert_allclose(S @ vectors, vectors * values, rtol=0, atol=1e-10 * np.abs(values).max())
-    top, top_vectors = blocked_eigh.symmetric_eigh(S, subset_by_index=(n - 5, n - 1))
+    top, top_vectors = eigh.symmetric_eigh(S, subset_by_index=(n - 5, n - 1))
     np.testing.assert_allclose(top, values[-5:], rtol=0, atol=1e-12 * np.abs(values).max())
     np.testing.assert_allclose(S @ top_vectors, top_vectors * top, rtol=0, atol=1e-10 * np.abs(values).max())
     assert top_vectors.shape == (n, 5)
@@ -251,7 +251,7 @@ def test_interruptible_algebra_agrees_with_scipy(rng):
 def test_flush_subnormals(dtype):
     """Subnormal entries become zero, in place; every other entry, zeros and the smallest normal number
     included, is left exactly as it was."""
-    from fastkpca.solvers.subnormals import flush_subnormals
+    from fastkpca.solvers.dense.subnormals import flush_subnormals
 
     info = np.finfo(dtype)
     smallest_subnormal = np.nextafter(dtype(0), dtype(1))
@@ -295,7 +295,7 @@ def test_one_blas_thread_from_overlapping_threads():
 
     from threadpoolctl import threadpool_limits
 
-    from fastkpca.solvers import lapack_threads as lt
+    from fastkpca.solvers.dense import threads as lt
 
     steps = [threading.Event() for _ in range(3)]
     seen = {}
@@ -333,7 +333,7 @@ def test_fork_inside_another_threads_one_blas_thread():
 
     from threadpoolctl import threadpool_limits
 
-    from fastkpca.solvers import lapack_threads as lt
+    from fastkpca.solvers.dense import threads as lt
 
     opened, release = threading.Event(), threading.Event()
 
@@ -383,7 +383,7 @@ def test_inside_joblib_workers(backend, rng):
 
     from threadpoolctl import threadpool_limits
 
-    from fastkpca.solvers.lapack_threads import blas_threads
+    from fastkpca.solvers.dense.threads import blas_threads
 
     with threadpool_limits(2, user_api="blas"):  # whatever the run's own count (one in the suite's workers)
         results = joblib.Parallel(n_jobs=2, backend=backend, timeout=120)(joblib.delayed(fit)(s) for s in range(4))

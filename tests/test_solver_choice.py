@@ -5,8 +5,9 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from fastkpca.solvers import choice, lapack_threads
+from fastkpca.solvers import choice
 from fastkpca.solvers.choice import Candidate, choose
+from fastkpca.solvers.dense import threads
 
 GB = 10**9
 
@@ -130,7 +131,7 @@ ONE_THREAD = 2e10  # DGEMM's flops per second on one thread, injected
 def _on(monkeypatch, cores):
     """The cost model as if the machine had ``cores`` cores: NumPy's BLAS and the core's team on all of them."""
     monkeypatch.setattr(choice, "machine", lambda: choice.Machine(ONE_THREAD, cores, cores))
-    monkeypatch.setattr(lapack_threads, "gemm_rate_one_thread", lambda: ONE_THREAD)
+    monkeypatch.setattr(threads, "gemm_rate_one_thread", lambda: ONE_THREAD)
 
 
 def test_thread_rate_is_the_threads_times_their_efficiency():
@@ -144,7 +145,7 @@ def test_thread_rate_is_the_threads_times_their_efficiency():
 @pytest.mark.parametrize("cores", CORES)
 def test_every_rate_is_the_rate_of_the_threads_the_call_gets(monkeypatch, cores):
     """The kernel pass on the core's team, a large factorisation or eigensolver on BLAS's threads, a small one on
-    one thread (lapack_threads.small_algebra) at every core count; no rate halved or scaled for a matrix's size."""
+    one thread (dense.threads.small_algebra) at every core count; no rate halved or scaled for a matrix's size."""
     _on(monkeypatch, cores)
     speedup = choice.thread_rate(1.0, cores)
     n, d, b = 20_000, 16, 8
@@ -164,7 +165,7 @@ def test_every_rate_is_the_rate_of_the_threads_the_call_gets(monkeypatch, cores)
 @pytest.mark.parametrize("cores", CORES)
 def test_the_thread_rules_are_costs_not_core_counts(monkeypatch, cores):
     """One BLAS thread for a call whose work on one thread is below BLAS_TEAM_MIN_SECONDS, whatever the cores."""
-    lt = lapack_threads
+    lt = threads
     _on(monkeypatch, cores)
     threshold = lt.BLAS_TEAM_MIN_SECONDS * ONE_THREAD
     assert lt.small_algebra(0.9 * threshold) and not lt.small_algebra(1.1 * threshold)
@@ -209,26 +210,26 @@ def test_no_decision_flips_with_the_core_count(monkeypatch, cores):
 
 
 def test_the_model_reads_the_blas_threads_outside_one_thread_contexts():
-    """A fit in another Python thread holding one BLAS thread (lapack_threads.one_blas_thread, process-wide) does
+    """A fit in another Python thread holding one BLAS thread (dense.threads.one_blas_thread, process-wide) does
     not change what the model predicts for this one: it reads the count from before the context."""
     from threadpoolctl import threadpool_limits
 
     with threadpool_limits(2, user_api="blas"):
-        if lapack_threads.blas_threads() != 2:
+        if threads.blas_threads() != 2:
             pytest.skip("this BLAS does not take two threads")
-        with lapack_threads.one_blas_thread():
-            assert lapack_threads.blas_threads() == 1
-            assert lapack_threads.default_blas_threads() == 2 == choice.machine().blas_threads
-        assert lapack_threads.default_blas_threads() == 2
+        with threads.one_blas_thread():
+            assert threads.blas_threads() == 1
+            assert threads.default_blas_threads() == 2 == choice.machine().blas_threads
+        assert threads.default_blas_threads() == 2
 
 
 def test_the_eigensolver_is_modelled_on_the_threads_it_runs_on(monkeypatch):
     """Above WHOLE_ROWS rows the blocked eigensolver runs on every BLAS thread, whatever its work."""
-    from fastkpca.solvers import blocked_eigh
+    from fastkpca.solvers.dense import eigh
 
     _on(monkeypatch, 64)
-    n = blocked_eigh.WHOLE_ROWS + 100
-    assert not blocked_eigh.on_one_blas_thread(n)
+    n = eigh.WHOLE_ROWS + 100
+    assert not eigh.on_one_blas_thread(n)
     assert choice.eigh_seconds(n) == pytest.approx(
         choice.EIGH_FLOPS_PER_CUBE * n**3 / (choice.EIGH_SHARE * choice.thread_rate(ONE_THREAD, 64)))
-    assert blocked_eigh.on_one_blas_thread(100)
+    assert eigh.on_one_blas_thread(100)

@@ -20,8 +20,8 @@ from sklearn.metrics.pairwise import laplacian_kernel, rbf_kernel
 
 import fastkpca
 from fastkpca import SpectralClustering, SpectralEmbedding, spectral_clustering, spectral_embedding
-from fastkpca.solvers import spectral, spectral_start
-from fastkpca.solvers.spectral_start import NearestCentre, partition_start
+from fastkpca.solvers.spectral import embedding, start
+from fastkpca.solvers.spectral.start import NearestCentre, partition_start
 
 
 def reference_embedding(A, k, norm_laplacian=True, drop_first=True):
@@ -140,7 +140,7 @@ def test_embedding_solves_the_laplacian_eigenproblem(n, d, gamma, seed):
         warnings.simplefilter("ignore", UserWarning)  # tiny random graphs may underflow to disconnected
         E = est.fit(X).embedding_
     A = rbf_kernel(X, gamma=gamma)
-    deg = spectral.degrees(A.sum(1), np.diag(A))
+    deg = embedding.degrees(A.sum(1), np.diag(A))
     L = np.eye(n) - (A - np.diag(np.diag(A))) / np.outer(deg.root, deg.root)
     L[np.diag_indices(n)] = 1.0
     lam = est.solver_info_["laplacian_eigenvalues"]
@@ -212,7 +212,7 @@ def test_kmeans_start_solves_separated_clusters_in_a_few_passes_and_changes_noth
     the same."""
     X, _ = make_blobs(2500, n_features=8, centers=6, cluster_std=1.0, random_state=3)
     warm = SpectralClustering(n_clusters=6, random_state=0).fit(X)
-    monkeypatch.setattr(spectral_start, "MIN_ROWS", 10**9)  # no partition: a random start
+    monkeypatch.setattr(start, "MIN_ROWS", 10**9)  # no partition: a random start
     cold = SpectralClustering(n_clusters=6, random_state=0).fit(X)
     assert warm.solver_info_["start"] == "partition into 6 groups" and cold.solver_info_["start"] == "random"
     assert warm.solver_info_["n_passes"] <= 3 < 10 <= cold.solver_info_["n_passes"]
@@ -225,7 +225,7 @@ def test_a_start_that_misses_the_clusters_still_gives_the_dense_embedding(monkey
     dense Laplacian."""
     from sklearn.datasets import make_moons
 
-    monkeypatch.setattr(spectral_start, "MIN_ROWS", 0)
+    monkeypatch.setattr(start, "MIN_ROWS", 0)
     X, _ = make_moons(700, noise=0.05, random_state=0)
     est = SpectralEmbedding(n_components=3, affinity="rbf", gamma=30.0, random_state=0).fit(X)
     assert est.solver_info_["start"] == "partition into 4 groups"
@@ -236,7 +236,7 @@ def test_a_start_that_misses_the_clusters_still_gives_the_dense_embedding(monkey
 def test_nystrom_embedding_close_to_exact():
     """On data whose eigenvalues are distinct (uniform in a cube): within an angle of 0.01 of the exact
     embedding (measured 1.1e-3 at m = 100..1000: the floor is the diagonal term the approximation leaves
-    out, see solvers/spectral_nystrom.py), and the same clusters on blobs."""
+    out, see solvers/spectral/nystrom.py), and the same clusters on blobs."""
     X = np.random.default_rng(0).uniform(-1, 1, (3000, 3))
     exact = SpectralEmbedding(n_components=3, affinity="rbf", gamma=1.0, random_state=0).fit(X).embedding_
     approx = SpectralEmbedding(n_components=3, affinity="rbf", gamma=1.0, eigen_solver="nystrom", n_landmarks=300,
@@ -317,7 +317,7 @@ def test_connectivity_of_a_matrix_is_its_components(n, edges, seed):
     """The dense search (its frontier read in blocks of rows) and the sparse path against SciPy's components."""
     from scipy.sparse.csgraph import connected_components
 
-    from fastkpca.solvers.affinity import matrix_graph_is_connected
+    from fastkpca.solvers.spectral.affinity import matrix_graph_is_connected
 
     rng = np.random.default_rng(seed)
     A = np.zeros((n, n))

@@ -13,7 +13,7 @@ from typing import IO, TYPE_CHECKING
 from ._version import __version__
 from .exceptions import ConvergenceWarning, FastkpcaWarning, NonEuclideanWarning, SingularKernelWarning
 from .kernels import double_center, double_center_distances, gram, pairwise_kernels
-from .solvers.lanczos import eigsh
+from .solvers.krylov.lanczos import eigsh
 from . import estimators as _estimators
 
 __all__ = [

@@ -35,7 +35,7 @@
 namespace fastkpca {
 
 // The policies (default tolerance, basis size, pass limit, when to solve densely) are set in one place,
-// the Python layer (python/fastkpca/solvers/lanczos.py); the solver checks only that they are consistent.
+// the Python layer (python/fastkpca/solvers/krylov/lanczos.py); the solver checks only that they are consistent.
 struct LanczosOptions {
   Index k = 1;           // wanted pairs
   Index max_basis = 0;   // basis columns before a restart: k + 2b <= max_basis <= n - b

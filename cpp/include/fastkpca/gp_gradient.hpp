@@ -266,7 +266,7 @@ RadialTraces radial_traces(const ConstRowMatrixMap<double>& x, const Weights& we
 
 // The traces over one rectangular block W_XY (rows: samples x; columns: samples y): a pair of row blocks
 // of a symmetric W in a distributed pass (LowRankWeights), or a block of its own (DenseWeights: the
-// Gaussian process preconditioner's ∂K(X, X_S) terms, solvers/gp_control_variate.py). On one thread, tile
+// Gaussian process preconditioner's ∂K(X, X_S) terms, solvers/gaussian_process/control_variate.py). On one thread, tile
 // by tile in a fixed order: sum_kernel and sum_radial over the block once (the caller counts any mirror
 // W_YX), and with want_product the block's shares of M·[𝟙, X̃]: the first nx rows of `product` are
 // M_XY·[𝟙, Ỹ] (for the samples x), the next ny rows M_XYᵀ·[𝟙, X̃] (for the samples y).

@@ -11,7 +11,8 @@ from sklearn.exceptions import NotFittedError
 from .. import engines, kernels
 from .._sklearn_compat import check_is_fitted
 from .. import _validation as v
-from ..solvers import dense, kernel_pca_solvers, low_rank
+from ..solvers import low_rank
+from ..solvers.kernel_pca import dense, solvers as kernel_pca_solvers
 from ._base import EngineFitted, Reporting, parameter_defaults
 
 __all__ = ["KernelPCA"]

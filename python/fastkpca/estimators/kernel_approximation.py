@@ -12,8 +12,8 @@ from sklearn.metrics.pairwise import PAIRWISE_KERNEL_FUNCTIONS
 
 from .. import engines, kernels
 from .. import _validation as v
-from ..solvers.blocked_eigh import symmetric_eigh
-from ..solvers.lapack_threads import interruptible
+from ..solvers.dense.eigh import symmetric_eigh
+from ..solvers.dense.threads import interruptible
 from ..kernels import Kernel
 from ..solvers import low_rank
 from ._base import EngineFitted, parameter_defaults

@@ -13,7 +13,7 @@ from sklearn.metrics.pairwise import PAIRWISE_KERNEL_FUNCTIONS
 from .. import engines, kernels
 from .._sklearn_compat import check_is_fitted
 from .. import _validation as v
-from ..solvers import kernel_kmeans_solvers
+from ..solvers.kernel_kmeans import solvers as kernel_kmeans_solvers
 from ._base import EngineFitted, KernelInputTags, Reporting, parameter_defaults
 
 __all__ = ["KernelKMeans"]

@@ -14,7 +14,8 @@ from sklearn.metrics.pairwise import PAIRWISE_KERNEL_FUNCTIONS
 from .. import engines, kernels
 from .._sklearn_compat import check_is_fitted
 from .. import _validation as v
-from ..solvers import low_rank, ridge, ridge_cv, ridge_solvers
+from ..solvers import low_rank
+from ..solvers.ridge import cv as ridge_cv, solvers as ridge_solvers, systems
 from ._base import EngineFitted, KernelInputTags, Reporting, parameter_defaults
 
 __all__ = ["KernelRidge", "KernelRidgeCV"]
@@ -27,7 +28,7 @@ _KERNELS = tuple(dict.fromkeys((*kernels.KERNEL_NAMES, *PAIRWISE_KERNEL_FUNCTION
 _CONSTRAINTS = {
     "kernel": kernels.constraint(*_KERNELS), "solver": v.choice(*SOLVERS), "tol": v.real(0.0, none=True),
     "max_iter": v.integer(1, none=True), "preconditioner_rank": v.integer(0, none=True),
-    "cg_precision": v.choice(*ridge.CG_PRECISIONS),
+    "cg_precision": v.choice(*systems.CG_PRECISIONS),
     "preconditioner_dtype": v.choice("auto", "float64", "float32"), "n_landmarks": v.integer(1, none=True),
     "landmarks": v.choice(*low_rank.LANDMARK_METHODS, other=v.anything),
     "kernel_params": v.optional_dict, "verbose": v.integer(), "callback": v.optional_callable, "n_jobs": v.jobs,
@@ -240,7 +241,7 @@ class KernelRidgeCV(MultiOutputMixin, RegressorMixin, BaseEstimator):
     residuals (y − ŷ)/(1 − h_ii) cost O(N²) per alpha); with ``cv=k`` each fold's training kernel is a
     block of the one kernel computed for that gamma, eigendecomposed once for all alphas. Kernels that do
     not fit the memory limit are cross-validated matrix-free: each fold's systems for all alphas come from
-    one multi-shift conjugate gradients run (solvers/cg.py: cg_shifted), and the held-out predictions
+    one multi-shift conjugate gradients run (solvers/krylov/cg.py: cg_shifted), and the held-out predictions
     from K(X_val, X_train)·β tile by tile. The chosen model is then refitted on all the data by
     :class:`KernelRidge` (``solver="auto"``).
 

@@ -15,8 +15,8 @@ from .._sklearn_compat import validate_data
 from ..exceptions import NonEuclideanWarning
 from ..kernels import double_center_distances, gram
 from ..operators import from_matrix
-from ..solvers import lanczos
-from ..solvers.eigenvalues import sign_flip
+from ..solvers.krylov import lanczos
+from ..solvers.krylov.eigenvalues import sign_flip
 from ._base import parameter_defaults
 
 __all__ = ["ClassicalMDS", "classical_mds"]

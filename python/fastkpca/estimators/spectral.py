@@ -1,5 +1,5 @@
 """Spectral embedding and spectral clustering: scikit-learn's drop-ins on fastkpca's operators and block
-Lanczos solver (solvers/spectral.py says exactly what is computed). :class:`SpectralFit` is what both
+Lanczos solver (solvers/spectral/embedding.py says exactly what is computed). :class:`SpectralFit` is what both
 estimators share: the fit of an affinity's embedding, with hooks for what differs."""
 
 from __future__ import annotations
@@ -13,8 +13,9 @@ from sklearn.base import BaseEstimator
 from .. import engines, kernels
 from .._sklearn_compat import check_is_fitted
 from .. import _validation as v
-from ..solvers import low_rank, spectral_solvers
-from ..solvers.affinity import matrix_affinity
+from ..solvers import low_rank
+from ..solvers.spectral import solvers as spectral_solvers
+from ..solvers.spectral.affinity import matrix_affinity
 from ..solvers.rows import ArrayRows
 from ._base import EngineFitted, Reporting, parameter_defaults
 
@@ -68,7 +69,7 @@ def spectral_embedding(adjacency: Any, *, n_components: int = 8, eigen_solver: s
     eigenvectors of the Laplacian L = I − D^(-1/2) (A − diag A) D^(-1/2) (``norm_laplacian``; an isolated node
     has its degree taken as 1) or L = D − (A − diag A), for its smallest eigenvalues in ascending order,
     divided by √d (normalised only), each signed so that its largest-magnitude entry is positive; see
-    :mod:`fastkpca.solvers.spectral`.
+    :mod:`fastkpca.solvers.spectral.embedding`.
     """
     v.choice(*spectral_solvers.MATRIX_SOLVERS, none=True)(eigen_solver, "eigen_solver")
     _tol(eigen_tol)
@@ -160,7 +161,7 @@ class SpectralFit(Reporting, EngineFitted, BaseEstimator):
         return self
 
     def _embed(self, samples, kernel, k, random_state):
-        """(embedding, solver_info) by the solver the library's cost model picks (solvers/spectral_solvers.py)."""
+        """(embedding, solver_info) by the solver the library's cost model picks (solvers/spectral/solvers.py)."""
         start = time.perf_counter()
         dtype = np.float32 if samples.dtype == np.float32 else np.float64
         limit = v.memory_limit(self.memory_limit)
@@ -229,7 +230,7 @@ class SpectralEmbedding(SpectralFit):
         ``"lanczos"``: block Lanczos on the normalised affinity; ``"dense"``: LAPACK's eigensolver on it as a
         matrix; None/"auto": the cheaper of the two by the library's cost model (dense for a few hundred
         samples, ``solver_info_["choice"]``); ``"nystrom"``: the approximate embedding on ``n_landmarks``
-        landmarks (native kernels; see :mod:`fastkpca.solvers.spectral_nystrom`); the others: scikit-learn's
+        landmarks (native kernels; see :mod:`fastkpca.solvers.spectral.nystrom`); the others: scikit-learn's
         solver on the materialised affinity.
     eigen_tol : float or "auto", default="auto"
         Relative residual of the eigenpairs (``"auto"``: 1e-8 for lanczos, relative to the top eigenvalue, 1).

@@ -1,12 +1,12 @@
 """The arithmetic of a solver's products: float32 kernels multiply in float32 when the solver's tolerance
 allows it (the native core's Products, cpp/include/fastkpca/operator.hpp).
 
-The block Lanczos eigensolver asks (solvers/lanczos.py): its Rayleigh-Ritz steps see a product's rounding
+The block Lanczos eigensolver asks (solvers/krylov/lanczos.py): its Rayleigh-Ritz steps see a product's rounding
 as a perturbation of K of the same relative size, far below a tolerance of 1e-6, so its passes and residuals
 are those of float64 products. Conjugate gradients does not ask: inexact products cost it the conjugacy of its
 directions, and with it iterations, so CG's products of a float32 kernel run in float64 (kernel ridge's
 mixed-precision CG takes its float32 products from a separate float32 evaluation and corrects them by true
-residuals in float64: solvers/cg.py)."""
+residuals in float64: solvers/krylov/cg.py)."""
 
 from __future__ import annotations
 

@@ -18,13 +18,13 @@ The model, in flops, for n samples of d features (c: a kernel entry's flops beyo
     dense eigenpairs    EIGH_FLOPS_PER_CUBE · n³     (tridiagonal reduction, then every vector's back transformation;
                                                       EIGH_SUBSET_FLOPS_PER_CUBE · n³ for a few vectors)
 
-at these rates: DGEMM's on one thread, measured once per process (lapack_threads.gemm_rate_one_thread), scaled to
+at these rates: DGEMM's on one thread, measured once per process (dense.threads.gemm_rate_one_thread), scaled to
 the threads each call gets (:func:`thread_rate`: the threads times a parallel efficiency per doubling of them,
 THREAD_EFFICIENCY, which ``bench/scaling.py`` measures): NumPy's BLAS threads for the dense algebra
 (:func:`gemm_rate`; LAPACK's Cholesky and eigensolver at their shares of it), the core's OpenMP team for the kernel
 passes (:func:`kernel_rate`, at KERNEL_PASS_SHARE), plus a fixed overhead per call of each solver where the Python
-around it dominates at small n. The factorisations of every size run threaded (blocked_lapack.py, by blocks whose
-symmetric rank-k updates stay far below the sizes where OpenBLAS's threaded ``dsyrk`` crashed: lapack_threads.py).
+around it dominates at small n. The factorisations of every size run threaded (dense/factorisations.py, by blocks whose
+symmetric rank-k updates stay far below the sizes where OpenBLAS's threaded ``dsyrk`` crashed: dense/threads.py).
 No rate here assumes a core count (tests/test_solver_choice.py runs the model as if the machine had 1 to 64 cores);
 two things are still as measured on 2 cores: THREAD_EFFICIENCY beyond the second thread, and the memory-bound passes
 (a stored matrix's products and array passes, at shares of DGEMM's rate), which will not keep scaling with the
@@ -41,8 +41,8 @@ from dataclasses import dataclass
 
 from .. import _native
 from ..operators.storage import DENSE_COPIES, PLAN_SLACK_BYTES
-from .blocked_eigh import on_one_blas_thread as eigh_on_one_blas_thread
-from .lapack_threads import default_blas_threads, gemm_rate_one_thread, small_algebra
+from .dense.eigh import on_one_blas_thread as eigh_on_one_blas_thread
+from .dense.threads import default_blas_threads, gemm_rate_one_thread, small_algebra
 
 __all__ = ["Candidate", "Choice", "Machine", "choose", "machine", "gemm_rate", "gemm_rate_one_thread", "kernel_rate",
            "thread_rate", "kernel_entry_flops", "evaluated_features", "kernel_pass_seconds", "stored_pass_seconds",
@@ -88,7 +88,7 @@ def thread_rate(rate_one: float, threads: int) -> float:
 class Machine:
     """What the model reads of the machine: DGEMM's rate on one thread, the threads NumPy's BLAS runs a large call
     on, and the core's default OpenMP team. The tests give the model other machines of 1 to 64 cores
-    (monkeypatching :func:`machine`, and lapack_threads.gemm_rate_one_thread for the thread rules that read the
+    (monkeypatching :func:`machine`, and dense.threads.gemm_rate_one_thread for the thread rules that read the
     rate alone)."""
 
     rate_one_thread: float
@@ -159,7 +159,7 @@ def operator_passes_seconds(n: int, d: int, columns: int, passes: float, memory_
 
 def _lapack_rate(share: float, one_thread: bool) -> float:
     """LAPACK's rate at its share of DGEMM's, on one BLAS thread or on every one (the factorisations of any size
-    run threaded: blocked_lapack.py)."""
+    run threaded: dense/factorisations.py)."""
     return share * gemm_rate(1 if one_thread else None)
 
 

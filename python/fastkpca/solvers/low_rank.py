@@ -38,10 +38,10 @@ from scipy import linalg as sla
 from .. import _validation as v
 from ..kernels import Kernel
 from ..kernels.precomputed import MatrixColumns
-from .eigenvalues import check_psd_eigenvalues, column_signs
-from .blocked_eigh import symmetric_eigh
-from .lapack_threads import interruptible, small_algebra_threads
-from .subnormals import flush_subnormals
+from .krylov.eigenvalues import check_psd_eigenvalues, column_signs
+from .dense.eigh import symmetric_eigh
+from .dense.threads import interruptible, small_algebra_threads
+from .dense.subnormals import flush_subnormals
 from .rows import as_rows
 
 __all__ = ["LowRankFactor", "rpcholesky", "rpcholesky_bytes", "select_landmarks", "landmarks", "nystrom_moments",

@@ -37,9 +37,9 @@ from __future__ import annotations
 import numpy as np
 
 from .preconditioner import NystromDiagonalPreconditioner
-from ..lapack_threads import interruptible
+from ..dense.threads import interruptible
 from ..low_rank import factor_t_product
-from ..subnormals import flush_subnormals
+from ..dense.subnormals import flush_subnormals
 
 __all__ = ["control_variate_traces", "control_variate_bytes", "CONTROL_VARIATE_ROWS", "CONTROL_VARIATE_SQUARES"]
 

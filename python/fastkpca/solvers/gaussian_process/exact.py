@@ -7,7 +7,7 @@ With K̂ = K + diag(a) = L Lᵀ (a: the system's diagonal, the regression's nois
 
 the interface's inv_quad_logdet (interface.py); the regression's weights (−½, −t/2) give scikit-learn's formulas
 (Rasmussen and Williams, eqs. 2.30 and 5.9). One n × n array holds K̂, then its factor (LAPACK's potrf, in
-place), then K̂⁻¹ (its potri, in place over the factor; both by blocks that Ctrl-C stops: blocked_lapack.py),
+place), then K̂⁻¹ (its potri, in place over the factor; both by blocks that Ctrl-C stops: dense/factorisations.py),
 then the weights W = −w_q α αᵀ + w_l K̂⁻¹; the traces tr(W ∂K/∂θ_j) come from the kernel
 (kernels.Kernel.gradient_traces), which reads W tile by tile and never holds ∂K/∂θ_j.
 Memory: n²·8 bytes and O(n·(d + t)); flops: n³/3 for the factor, 2n³/3 for the inverse.
@@ -22,8 +22,8 @@ import numpy as np
 
 from ... import _threads
 from ... import _validation as v
-from ..blocked_lapack import cholesky_in_place, cholesky_inverse_in_place, zero_strict_upper
-from ..lapack_threads import blocked_threads, small_algebra_threads, solve_lower_triangular
+from ..dense.factorisations import cholesky_in_place, cholesky_inverse_in_place, zero_strict_upper
+from ..dense.threads import blocked_threads, small_algebra_threads, solve_lower_triangular
 from .objective import Objective
 from .interface import InvQuadLogdet
 
@@ -39,7 +39,7 @@ def factor(K: np.ndarray, noise, clean: bool = False) -> np.ndarray:
     the caller's to overwrite) becomes Lᵀ; L, returned, is its Fortran-ordered view, its strict upper triangle
     still K's, or with ``clean`` zero (scipy.linalg.cholesky's lower factor: a factor kept as ``L_``; the solves
     and the inverse read the lower triangle only). np.linalg.LinAlgError if K + diag(noise) is not positive
-    definite. By blocks that Ctrl-C stops (blocked_lapack.py)."""
+    definite. By blocks that Ctrl-C stops (dense/factorisations.py)."""
     K.flat[::K.shape[0] + 1] += noise  # the diagonal
     L = K.T  # Fortran-ordered: factored in place
     with blocked_threads(K.shape[0]):
@@ -86,7 +86,7 @@ def prediction_threads(n_train: int, n_new: int, features: int, memory_limit: in
     OpenBLAS's spinning threads to slow, and the solves keep every BLAS thread: reading L (n² / 2 entries for
     a few right-hand sides) is bound by memory bandwidth, which a second core adds to (1,000 rows, 10 points:
     0.41 ms on one thread, 0.32 on two, Zen 4), and a one-thread context costs tens of µs itself. Above that,
-    the one-thread rule for small algebra beside the core's passes (lapack_threads.small_algebra_threads)."""
+    the one-thread rule for small algebra beside the core's passes (dense.threads.small_algebra_threads)."""
     chunk = _test_chunks(n_train, n_new, memory_limit)
     if _threads.pass_threads(0, _threads.kernel_seconds(float(chunk) * n_train, features)) == 1:
         return contextlib.nullcontext()

@@ -2,7 +2,7 @@
 
 With K̂ = K + diag(a) (a: the noise ``alpha``), targets Y (n × s), a preconditioner P ≈ K̂ (preconditioner.py)
 and p probes z_i ~ N(0, P), one preconditioned CG run on the block [Y, z_1 … z_p] (cg.pcg, keeping its
-scalars: lanczos_cg.py) gives
+scalars: krylov/lanczos_cg.py) gives
 
     α = K̂⁻¹Y,  u_i = K̂⁻¹z_i,
     log det K̂ ≈ log det P + (1/p) Σ_i (z_iᵀP⁻¹z_i) e₁ᵀ log(T_i) e₁          (SLQ on P^-½ K̂ P^-½),
@@ -78,9 +78,9 @@ from .refined_estimate import GRADIENT_GROUPS, batch_standard_error, probe_group
 from .subset_start import subset_start
 from .memory import IterativeMemory, PlannedMemory, largest
 from .rank import RankSearch, factor_bytes_per_entry, preconditioner_rank
-from ..cg import PCG_BLOCKS, pcg, pcg_bytes
-from ..lapack_threads import on_one_blas_thread
-from ..lanczos_cg import quadrature_log
+from ..krylov.cg import PCG_BLOCKS, pcg, pcg_bytes
+from ..dense.threads import on_one_blas_thread
+from ..krylov.lanczos_cg import quadrature_log
 from ..low_rank import CHUNK_ROWS
 
 __all__ = ["IterativeSettings", "IterativeSolver", "preconditioner_rank"]

@@ -19,7 +19,7 @@ import numpy as np
 from ... import _native, _threads
 from .. import choice as _choice
 from ... import _validation as v
-from ..blocked_lapack import zero_strict_upper
+from ..dense.factorisations import zero_strict_upper
 from .exact import ExactOptimisation, factor, posterior_variance
 from .laplace import LaplaceMode, mode_from, second_term, update_by_solve
 from .newton_cg import newton_cg_update, step_preconditioner, sufficient_rank
@@ -183,8 +183,8 @@ class ExactLaplace(ExactOptimisation):
         (laplace.posterior_mode), or ("settled", f0 or None): laplace.settled_mode's."""
         from scipy.linalg import blas
 
-        from ..blocked_lapack import cholesky_inverse_in_place
-        from ..lapack_threads import blocked_threads
+        from ..dense.factorisations import cholesky_inverse_in_place
+        from ..dense.threads import blocked_threads
 
         K, buffer = self._arrays(kernel)
         system = self._system(K, buffer, kernel.threads, start)

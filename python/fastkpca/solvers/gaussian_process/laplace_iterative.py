@@ -54,9 +54,9 @@ from dataclasses import dataclass
 import numpy as np
 
 from ... import _validation as v
-from ..cg import pcg
-from ..lanczos_cg import quadrature_log
-from ..lapack_threads import on_one_blas_thread, solve_lower_triangular
+from ..krylov.cg import pcg
+from ..krylov.lanczos_cg import quadrature_log
+from ..dense.threads import on_one_blas_thread, solve_lower_triangular
 from ..low_rank import CHUNK_ROWS
 from .control_variate import control_variate_traces
 from .laplace import SETTLED_TOL, LaplaceMode, mode_from, second_term

@@ -30,7 +30,7 @@ import numpy as np
 
 from ... import _validation as v
 from ...operators.storage import DENSE_COPIES, fixed_bytes, pass_bytes
-from ..cg import pcg_bytes
+from ..krylov.cg import pcg_bytes
 from ..low_rank import rpcholesky_bytes
 from .control_variate import control_variate_bytes
 from .preconditioner import PRECONDITIONER_BLOCK

@@ -22,10 +22,10 @@ from typing import Any
 
 import numpy as np
 
-from ..blocked_lapack import cholesky_factor
-from ..lapack_threads import interruptible, solve_lower_triangular
+from ..dense.factorisations import cholesky_factor
+from ..dense.threads import interruptible, solve_lower_triangular
 from ..low_rank import CHUNK_ROWS, factor_product, factor_t_product, rpcholesky
-from ..subnormals import flush_subnormals
+from ..dense.subnormals import flush_subnormals
 
 __all__ = ["NystromDiagonalPreconditioner", "build_preconditioner", "PRECONDITIONER_BLOCK"]
 

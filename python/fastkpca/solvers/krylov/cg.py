@@ -42,7 +42,7 @@ import time
 
 import numpy as np
 
-from .low_rank import factor_t_product
+from ..low_rank import factor_t_product
 
 __all__ = ["LowRankPreconditioner", "pcg", "pcg_bytes", "cg_shifted", "REFRESH", "PCG_BLOCKS"]
 

@@ -1,7 +1,7 @@
 """Kernel k-means' two solvers as peers behind one interface, picked once per fit by the library's cost model
 (solvers/choice.py): the estimator hands them the samples, the kernel and the weights, and keeps what they return
 — the labels, the objective, the row maps of predict and transform, and the fit's figures — without asking which
-one it got. Both run the same seeding and Lloyd iteration (solvers/kernel_kmeans.py) on different operators:
+one it got. Both run the same seeding and Lloyd iteration (lloyd.py) on different operators:
 
 - :class:`ExactKernelKMeans`: the kernel operator the engine plans within the memory limit (full, packed, cached,
   matrix-free, or a cluster's), one pass per iteration;
@@ -17,11 +17,11 @@ from typing import Any, Callable
 
 import numpy as np
 
-from .. import _validation as v
-from ..operators.storage import pass_bytes
-from . import choice, low_rank
-from .kernel_kmeans import (CentroidDistances, FeatureOperator, NewDiagonal, kmeans_plus_plus, lloyd, local_trials,
-                            random_centres, working_bytes)
+from ... import _validation as v
+from ...operators.storage import pass_bytes
+from .. import choice, low_rank
+from .lloyd import (CentroidDistances, FeatureOperator, NewDiagonal, kmeans_plus_plus, lloyd, local_trials,
+                    random_centres, working_bytes)
 
 __all__ = ["KMeansSettings", "KMeansFit", "make_solver", "ExactKernelKMeans", "NystromKernelKMeans"]
 

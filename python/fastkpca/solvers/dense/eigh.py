@@ -1,6 +1,6 @@
 """The symmetric eigendecomposition that Ctrl-C can stop: LAPACK's ``syevr`` (the driver of SciPy's ``eigh``)
 written as its three stages, each a loop of BLAS and LAPACK calls of bounded work made with the GIL released
-(lapack_calls.py). Between two calls Python runs its signal handlers: KeyboardInterrupt leaves the loop within
+(calls.py). Between two calls Python runs its signal handlers: KeyboardInterrupt leaves the loop within
 one call (but for stage 2 below).
 
 For the lower triangle of a Fortran-ordered n × n array A (Golub and Van Loan, "Matrix Computations", 4th ed.,
@@ -16,7 +16,7 @@ For the lower triangle of a Fortran-ordered n × n array A (Golub and Van Loan, 
    ``stein``), as ``syevr`` chooses (and bisection for all when MRRR fails, as it does). One LAPACK call,
    which cannot be cut: MRRR's representation tree spans the whole spectrum, and vectors from separate
    calls on parts of it need not be orthogonal. Its work is O(n) a pair, O(n²) for all, done at scalar speed,
-   so a long one runs on a worker thread (lapack_threads.interruptible):
+   so a long one runs on a worker thread (threads.interruptible):
    Ctrl-C reaches the caller at once, and that call alone runs on to its end in the background, holding its
    n × k vectors until then.
 3. The back-transformation Z ← Q Z (``ormtr``, through ``ormqr``'s blocked algorithm): the n − 1 reflectors
@@ -34,8 +34,8 @@ import ctypes
 
 import numpy as np
 
-from .lapack_calls import Matrix, character, integer, pointer, precision, routine
-from .lapack_threads import interruptible, small_algebra, small_algebra_threads
+from .calls import Matrix, character, integer, pointer, precision, routine
+from .threads import interruptible, small_algebra, small_algebra_threads
 
 __all__ = ["on_one_blas_thread", "symmetric_eigh", "symmetric_eigenpairs", "PANEL", "PANEL_POLL_BYTES",
            "REFLECTOR_BLOCK", "POLL_FLOPS", "WHOLE_ROWS"]
@@ -48,7 +48,7 @@ PANEL = 32
 PANEL_POLL_BYTES = 2e9
 #: Reflectors a block of the back-transformation (``ormqr``'s largest block).
 REFLECTOR_BLOCK = 64
-#: The most flops of one BLAS-3 call; between calls Ctrl-C is answered (blocked_lapack.POLL_FLOPS' reasoning).
+#: The most flops of one BLAS-3 call; between calls Ctrl-C is answered (factorisations.POLL_FLOPS' reasoning).
 POLL_FLOPS = 1.6e10
 #: Columns per block of :func:`symmetric_eigh`'s copy of its matrix.
 COPY_COLUMNS = 256
@@ -60,7 +60,7 @@ _WHOLE_FLOPS_PER_CUBE = 4.0 / 3
 
 def on_one_blas_thread(n: int) -> bool:
     """Whether :func:`symmetric_eigh` of an n × n matrix runs on one BLAS thread: LAPACK's ``syevr`` whole (at most
-    WHOLE_ROWS rows) with work small enough for one thread (lapack_threads.small_algebra); every BLAS thread
+    WHOLE_ROWS rows) with work small enough for one thread (threads.small_algebra); every BLAS thread
     otherwise (the cost model reads this: solvers/choice.py)."""
     return n <= WHOLE_ROWS and small_algebra(_WHOLE_FLOPS_PER_CUBE * n**3)
 #: Flops a tridiagonal eigenpair costs per row, about (MRRR's and inverse iteration's work, scalar code): the

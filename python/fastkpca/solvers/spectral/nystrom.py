@@ -23,11 +23,11 @@ import time
 
 import numpy as np
 
-from .blocked_eigh import symmetric_eigh
-from .low_rank import (NystromProjection, landmark_whitening, landmarks, nystrom_moments,
-                       stream_rows)
-from .rows import as_rows
-from .spectral import finish, degrees as exact_degrees
+from ..dense.eigh import symmetric_eigh
+from ..low_rank import (NystromProjection, landmark_whitening, landmarks, nystrom_moments,
+                        stream_rows)
+from ..rows import as_rows
+from .embedding import finish, degrees as exact_degrees
 
 __all__ = ["nystrom_embedding"]
 

@@ -15,9 +15,9 @@ from typing import Any
 
 import numpy as np
 
-from ..operators import from_matrix
-from . import lanczos
-from .spectral import Degrees, degrees
+from ...operators import from_matrix
+from ..krylov import lanczos
+from .embedding import Degrees, degrees
 
 __all__ = ["Affinity", "affinity_of", "matrix_affinity", "warn_if_disconnected"]
 

@@ -18,7 +18,7 @@ self-loops) and d = A·1 − a the degrees,
 
 Then every row of the embedding (one per eigenvector, in order of ascending Laplacian eigenvalue) is signed
 so that its largest-magnitude entry is positive, and ``drop_first`` drops the first (for a connected graph
-the constant vector times √d). The eigenpairs come from the block Lanczos solver (solvers/lanczos.py) on
+the constant vector times √d). The eigenpairs come from the block Lanczos solver (solvers/krylov/lanczos.py) on
 the view (which solves small problems densely itself).
 """
 
@@ -29,8 +29,8 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from . import lanczos
-from .spectral_start import partition_start
+from ..krylov import lanczos
+from .start import partition_start
 
 __all__ = ["Degrees", "degrees", "laplacian_view", "finish", "embed", "DEFAULT_TOL"]
 
@@ -107,7 +107,7 @@ def embed(op, deg: Degrees, n_components: int, *, norm_laplacian=True, drop_firs
     solver's figures (passes, residuals, block width, ...) and the Laplacian's eigenvalues.
 
     ``partition(groups)``, when given, returns labels of the samples (or None) from which the solver's
-    start block is made (spectral_start.py: √d times the groups' indicators), for at most as many groups
+    start block is made (start.py: √d times the groups' indicators), for at most as many groups
     as the block has columns and pairs are wanted."""
     k = n_components + 1 if drop_first else n_components
     view, shift = laplacian_view(op, deg, norm_laplacian)

@@ -1,4 +1,4 @@
-"""The symmetric eigendecomposition that Ctrl-C can stop (solvers/blocked_eigh.py) against LAPACK's: with small
+"""The symmetric eigendecomposition that Ctrl-C can stop (solvers/dense/eigh.py) against LAPACK's: with small
 panels, blocks and cuts every branch of its three stages runs on small matrices (panels by ``latrd`` and
 column by column, chunked trailing updates, MRRR and bisection, reflector blocks over column chunks)."""
 
@@ -8,8 +8,8 @@ import numpy as np
 import pytest
 from scipy import linalg as sla
 
-from fastkpca.solvers import blocked_eigh as be
-from fastkpca.solvers.blocked_eigh import symmetric_eigh
+from fastkpca.solvers.dense import eigh as be
+from fastkpca.solvers.dense.eigh import symmetric_eigh
 
 
 @pytest.fixture

@@ -14,11 +14,11 @@ import warnings
 
 import numpy as np
 
-from .. import _native, _threads
-from .. import _validation as v
-from ..exceptions import ConvergenceWarning
-from ..operators.arithmetic import products_for
-from ..operators.storage import pass_bytes
+from ... import _native, _threads
+from ... import _validation as v
+from ...exceptions import ConvergenceWarning
+from ...operators.arithmetic import products_for
+from ...operators.storage import pass_bytes
 from .eigenvalues import sign_flip
 
 __all__ = ["eigsh", "solve", "block_size_for"]
@@ -190,7 +190,7 @@ def as_native_operator(A, threads: int):
         def matmat(V):
             return np.asarray(A.matmat(V), dtype=np.float64)
 
-        from ..operators import python_operator
+        from ...operators import python_operator
 
         return python_operator(matmat, int(shape[0])).native, np.dtype(np.float64)
     arr = v.as_float_array(A, "A")

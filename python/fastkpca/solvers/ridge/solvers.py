@@ -3,10 +3,10 @@ cost model (solvers/choice.py): the estimator hands them the samples, the kernel
 they return — the dual coefficients, the points a prediction multiplies them with, and the fit's figures —
 without asking which one it got.
 
-- :class:`CholeskyRidge`: the kernel matrix factored in place (ridge.solve_cholesky);
+- :class:`CholeskyRidge`: the kernel matrix factored in place (systems.solve_cholesky);
 - :class:`ConjugateGradientRidge`: preconditioned CG on the kernel operator the engine plans within the memory
-  limit (ridge.solve_cg), in mixed precision beside a float32 operator where that pays;
-- :class:`NystromRidge`: Falkon's restricted problem on landmarks (ridge.solve_nystrom), approximate.
+  limit (systems.solve_cg), in mixed precision beside a float32 operator where that pays;
+- :class:`NystromRidge`: Falkon's restricted problem on landmarks (systems.solve_nystrom), approximate.
 """
 
 from __future__ import annotations
@@ -18,7 +18,8 @@ from typing import Any, Callable
 
 import numpy as np
 
-from . import choice, low_rank, ridge
+from .. import choice, low_rank
+from . import systems
 
 __all__ = ["RidgeSettings", "RidgeFit", "make_solver", "CholeskyRidge", "ConjugateGradientRidge", "NystromRidge"]
 
@@ -74,7 +75,7 @@ class CholeskyRidge:
         stages = {"kernel": time.perf_counter() - start}
         report("kernel", seconds=stages["kernel"], storage="full")
         start = time.perf_counter()
-        dual, singular = ridge.solve_cholesky(K, Y, alphas, root_w)
+        dual, singular = systems.solve_cholesky(K, Y, alphas, root_w)
         stages["solve"] = time.perf_counter() - start
         info = {"storage": "full", "kernel_bytes": K.nbytes, "singular": singular, "stages": stages}
         return RidgeFit(dual, samples.fitted(), samples.cross_product(kernel, dual, first, promote=True,
@@ -97,24 +98,24 @@ class ConjugateGradientRidge:
         start = time.perf_counter()
         block = max(t, 1)
         probe = samples.plan(kernel, block_size=block, memory_limit=s.memory_limit, other_bytes=8 * n * t * 8)
-        mixed = ridge.wants_fast_products(s.cg_precision, samples, kernel, probe)
+        mixed = systems.wants_fast_products(s.cg_precision, samples, kernel, probe)
         # The preconditioner's share is of what the two operators' fixed parts leave; where the rest could
         # cache only a sliver of the kernel, of what the operators' and cg's working memory leave.
-        room = s.limit - (ridge.mixed_bytes(n, samples.shape[1]) if mixed else 0)
-        budget = {"kernel_itemsize": 4 if mixed else 8, "working": ridge.cg_working_bytes(samples, t, mixed)}
+        room = s.limit - (systems.mixed_bytes(n, samples.shape[1]) if mixed else 0)
+        budget = {"kernel_itemsize": 4 if mixed else 8, "working": systems.cg_working_bytes(samples, t, mixed)}
         columns = samples.columns(kernel)
-        factor_dtype = ridge.preconditioner_dtype(s.preconditioner_dtype, s.preconditioner_rank, n, room,
-                                                  probe.stored, alphas, columns, **budget)
-        rank = ridge.preconditioner_rank(s.preconditioner_rank, n, room, probe.stored, factor_dtype.itemsize,
-                                         **budget)
-        other = ridge.cg_bytes(n, t, rank, factor_dtype.itemsize, samples.dtype.itemsize)
+        factor_dtype = systems.preconditioner_dtype(s.preconditioner_dtype, s.preconditioner_rank, n, room,
+                                                    probe.stored, alphas, columns, **budget)
+        rank = systems.preconditioner_rank(s.preconditioner_rank, n, room, probe.stored, factor_dtype.itemsize,
+                                           **budget)
+        other = systems.cg_bytes(n, t, rank, factor_dtype.itemsize, samples.dtype.itemsize)
         fast_samples = fast_kernel = fast_plan = None
         if mixed:
             fast_samples = samples.astype(np.float32)
             fast_kernel = fast_samples.bind(kernel)
             try:
-                plan, fast_plan = ridge.mixed_plans(samples, fast_samples, kernel, fast_kernel, block_size=block,
-                                                    memory_limit=s.memory_limit, other_bytes=other)
+                plan, fast_plan = systems.mixed_plans(samples, fast_samples, kernel, fast_kernel, block_size=block,
+                                                      memory_limit=s.memory_limit, other_bytes=other)
             except MemoryError as error:
                 raise MemoryError(f"cg_precision={s.cg_precision!r} keeps a float32 copy of X and its operator "
                                   f"beside the float64 one, which do not fit: {error}") from None
@@ -125,9 +126,9 @@ class ConjugateGradientRidge:
                  if fast_samples is not None and fast_plan else contextlib.nullcontext()) as fast_op:
             stages = {"kernel": time.perf_counter() - start}
             report("kernel", seconds=stages["kernel"], storage=op.storage, kernel_bytes=op.kernel_bytes)
-            dual, info = ridge.solve_cg(op, columns, Y, alphas, root_w, rank=rank, tol=s.tol, maxiter=s.max_iter,
-                                        random_state=s.random_state, progress=progress, report=report,
-                                        fast_op=fast_op, factor_dtype=factor_dtype)
+            dual, info = systems.solve_cg(op, columns, Y, alphas, root_w, rank=rank, tol=s.tol, maxiter=s.max_iter,
+                                          random_state=s.random_state, progress=progress, report=report,
+                                          fast_op=fast_op, factor_dtype=factor_dtype)
             info.update(op.info(), memory_limit=s.limit)
             if fast_op is not None:
                 info.update(fast_storage=fast_op.storage, fast_kernel_bytes=fast_op.kernel_bytes)
@@ -137,7 +138,7 @@ class ConjugateGradientRidge:
 
 
 class NystromRidge:
-    """Falkon's restricted problem on m landmarks (ridge.solve_nystrom), streamed over the samples wherever the
+    """Falkon's restricted problem on m landmarks (systems.solve_nystrom), streamed over the samples wherever the
     engine keeps them: approximate, so taken only when asked for."""
 
     name = "nystrom"
@@ -157,7 +158,7 @@ class NystromRidge:
         rows = low_rank.stream_rows(n, m, samples.dtype.itemsize, s.limit,
                                     what=f"solver='nystrom' with {m} landmarks")
         seconds = time.perf_counter() - start
-        dual, info = ridge.solve_nystrom(samples, S, kernel, Y, alphas, root_w, rows=rows)
+        dual, info = systems.solve_nystrom(samples, S, kernel, Y, alphas, root_w, rows=rows)
         info["stages"] = {"landmarks": seconds, **info["stages"]}
         info.update(n_landmarks=m, landmarks=selection["method"], landmark_selection=selection, chunk_rows=rows,
                     memory_limit=s.limit, **samples.info())
@@ -173,6 +174,6 @@ def make_solver(requested: str, samples, kernel, Y: np.ndarray, alphas: np.ndarr
     solver's name), by the library's cost model (solvers/choice.py)."""
     n, d = samples.shape
     picked = choice.kernel_ridge(requested, n=n, d=choice.evaluated_features(kernel, samples), targets=Y.shape[1],
-                                 singular=bool((alphas == 0).any()), rank=ridge.DEFAULT_PRECONDITIONER_RANK,
+                                 singular=bool((alphas == 0).any()), rank=systems.DEFAULT_PRECONDITIONER_RANK,
                                  memory_limit=settings.limit, matrix_possible=bool(samples.holds_matrix))
     return _SOLVERS[picked.picked](settings), picked.as_dict()

@@ -17,7 +17,7 @@ None names a fix for these versions; a 2026 change that serialises concurrent ca
 request 5619) is about another race.
 
 So the library never hands LAPACK's threaded ``dpotrf`` or ``dpotri`` a large matrix: every factorisation and
-inverse of an n × n matrix runs as blocked_lapack.py's loop, whose ``dsyrk`` calls write blocks of at most a few
+inverse of an n × n matrix runs as factorisations.py's loop, whose ``dsyrk`` calls write blocks of at most a few
 thousand rows (it factors the 17,000-row matrix on 2 threads in 16 s, 1.9 times as fast as on one, and a 20,000-row
 one in 26 s), on every BLAS thread (:func:`blocked_threads`): one rule for every size and every machine, with no
 version or core type to keep up to date. The solves with a factor, which do not crash, follow the rule for any small
@@ -36,8 +36,8 @@ run until the call returns; beside ``numpy.linalg.cholesky`` or ``svd`` it runs)
 through NumPy, or are cut into pieces:
 :func:`solve_lower_triangular` is the triangular solve by blocks, NumPy products between small SciPy solves.
 The exact solvers' n × n factorisations (the Cholesky factor and its inverse, in place to keep one n × n array)
-and the symmetric eigendecomposition (blocked_eigh.symmetric_eigh) are LAPACK's algorithms written as calls of
-bounded work (blocked_lapack.py, blocked_eigh.py); the factorisations run on the threads of
+and the symmetric eigendecomposition (eigh.symmetric_eigh) are LAPACK's algorithms written as calls of
+bounded work (factorisations.py, eigh.py); the factorisations run on the threads of
 :func:`blocked_threads`.
 """
 
@@ -148,7 +148,7 @@ def small_algebra(flops: float) -> bool:
 
 
 def blocked_threads(n: int):
-    """The context of blocked_lapack.py's factorisations of an n × n matrix: one BLAS thread for a small one
+    """The context of the blocked factorisations (factorisations.py) of an n × n matrix: one BLAS thread for a small one
     (:func:`small_algebra`), every thread above, at any size (their symmetric rank-k updates write blocks of at
     most a few thousand rows, far below the sizes where the threaded ``dsyrk`` inside ``dpotrf`` crashes: see the
     module)."""
@@ -286,7 +286,7 @@ def _finish_abandoned() -> None:
     server thread that sleeps on its condition variable forever, or crashes the process: 4 exits in 5 hung
     after Ctrl-C half a second into a 3,000 × 3,000 ``numpy.linalg.eigh`` on a worker thread, none once the
     call had ended. The calls made this way are small (INTERRUPTIBLE_FLOPS; the long factorisations go by
-    blocks, blocked_lapack.py), so the wait is short."""
+    blocks, factorisations.py), so the wait is short."""
     while _abandoned:
         _wait(_abandoned.pop(0))
 

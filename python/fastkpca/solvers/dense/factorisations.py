@@ -5,7 +5,7 @@ A LAPACK call checks no signal, and SciPy's wrappers hold the GIL while it runs:
 factor of an n × n matrix (n³/3 flops: seconds at n = 10,000, tens of seconds at 20,000). Here the same
 arithmetic runs as LAPACK's own blocked algorithms, one panel of ``BLOCK`` (``INVERSE_BLOCK``) columns at a time, with
 every BLAS call cut to at most ``POLL_FLOPS`` flops (a fraction of a second on one core). The calls go through
-SciPy's own BLAS and LAPACK, called through ctypes with the GIL released (lapack_calls.py); between two calls
+SciPy's own BLAS and LAPACK, called through ctypes with the GIL released (calls.py); between two calls
 Python runs its signal handlers, so KeyboardInterrupt leaves the loop within one call, and nothing is left running
 in the background: the caller's array is all the memory the loop holds.
 
@@ -31,7 +31,7 @@ import ctypes
 
 import numpy as np
 
-from .lapack_calls import Matrix, character as _char, integer as _int, routine
+from .calls import Matrix, character as _char, integer as _int, routine
 
 __all__ = ["cholesky_factor", "cholesky_in_place", "cholesky_inverse_in_place", "zero_strict_upper", "BLOCK",
            "INVERSE_BLOCK", "POLL_FLOPS"]
@@ -107,10 +107,10 @@ def cholesky_in_place(A: np.ndarray) -> int:
 def cholesky_factor(A: np.ndarray) -> np.ndarray:
     """The lower Cholesky factor of the symmetric positive definite A (its lower triangle read) as a new
     Fortran-ordered array with zeros above the diagonal: :func:`cholesky_in_place` on a copy, on the threads of
-    lapack_threads.blocked_threads. What ``numpy.linalg.cholesky`` gives for a non-empty square float64 matrix
+    threads.blocked_threads. What ``numpy.linalg.cholesky`` gives for a non-empty square float64 matrix
     (float32 comes back as float64), without handing OpenBLAS's threaded ``dpotrf`` a large matrix
-    (lapack_threads.py); raises ``numpy.linalg.LinAlgError`` where A is not positive definite."""
-    from .lapack_threads import blocked_threads
+    (threads.py); raises ``numpy.linalg.LinAlgError`` where A is not positive definite."""
+    from .threads import blocked_threads
 
     L = np.array(A, dtype=np.float64, order="F")
     with blocked_threads(L.shape[0]):

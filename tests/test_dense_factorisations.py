@@ -1,4 +1,4 @@
-"""The factorisations that Ctrl-C can stop (solvers/blocked_lapack.py) against LAPACK's: with small panels and
+"""The factorisations that Ctrl-C can stop (solvers/dense/factorisations.py) against LAPACK's: with small panels and
 a small cut every branch of the loops runs (several panels, trailing chunks, cut inner dimensions) on small
 matrices."""
 
@@ -8,7 +8,7 @@ import numpy as np
 import pytest
 from scipy import linalg as sla
 
-from fastkpca.solvers import blocked_lapack as bl
+from fastkpca.solvers.dense import factorisations as bl
 
 
 @pytest.fixture

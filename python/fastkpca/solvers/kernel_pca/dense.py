@@ -6,9 +6,9 @@ from __future__ import annotations
 
 import numpy as np
 
-from .. import _native, _threads
-from .. import _validation as v
-from ..kernels import KernelCentering
+from ... import _native, _threads
+from ... import _validation as v
+from ...kernels import KernelCentering
 
 __all__ = ["center_kernel", "top_eigenpairs", "SOLVERS"]
 
@@ -33,7 +33,7 @@ def top_eigenpairs(Kc: np.ndarray, k: int, solver: str, *, tol=0.0, maxiter=None
     (ARPACK's start uniform(-1, 1) from random_state; randomized: 'module' selection)."""
     n = Kc.shape[0]
     if solver == "dense":
-        from .blocked_eigh import symmetric_eigh
+        from ..dense.eigh import symmetric_eigh
 
         values, vectors = symmetric_eigh(Kc, subset_by_index=(n - k, n - 1))
         if values.shape[0] < k:

@@ -17,14 +17,14 @@ import warnings
 import numpy as np
 from scipy import linalg as sla
 
-from ..exceptions import ConvergenceWarning, SingularKernelWarning
-from .. import _validation as v
-from ..operators import pass_bytes
-from ..operators.storage import PLAN_SLACK_BYTES, fixed_bytes
-from . import cg
-from .blocked_lapack import cholesky_in_place
-from .lapack_threads import blocked_threads, one_blas_thread, small_algebra_threads
-from .low_rank import RPCHOLESKY_BLOCK, landmark_whitening, nystrom_moments, rpcholesky, rpcholesky_bytes
+from ...exceptions import ConvergenceWarning, SingularKernelWarning
+from ... import _validation as v
+from ...operators import pass_bytes
+from ...operators.storage import PLAN_SLACK_BYTES, fixed_bytes
+from ..krylov import cg
+from ..dense.factorisations import cholesky_in_place
+from ..dense.threads import blocked_threads, one_blas_thread, small_algebra_threads
+from ..low_rank import RPCHOLESKY_BLOCK, landmark_whitening, nystrom_moments, rpcholesky, rpcholesky_bytes
 
 __all__ = ["solve_cholesky", "solve_cg", "solve_nystrom", "preconditioner_rank", "preconditioner_dtype", "cg_bytes",
            "cg_working_bytes", "wants_fast_products", "mixed_bytes", "mixed_plans", "CG_PRECISIONS", "DEFAULT_TOL",

@@ -17,12 +17,13 @@ import warnings
 
 import numpy as np
 
-from .. import _validation as v
-from ..exceptions import ConvergenceWarning
-from ..operators import build, plan_for
-from . import cg, choice
-from .blocked_eigh import symmetric_eigh
-from .rows import as_rows
+from ... import _validation as v
+from ...exceptions import ConvergenceWarning
+from ...operators import build, plan_for
+from .. import choice
+from ..krylov import cg
+from ..dense.eigh import symmetric_eigh
+from ..rows import as_rows
 
 __all__ = ["cross_validate", "loo_errors", "kfold_errors_dense", "kfold_errors_krylov", "folds"]
 
@@ -60,7 +61,7 @@ def cross_validate(samples, kernel, Y: np.ndarray, alphas, cv: int | None, weigh
         K = samples.kernel_matrix(kernel, what=f"cv={cv}", memory_limit=memory_limit, writable=True,
                                   dtype=np.float64)
         return kfold_errors_dense(K, Y, alphas, cv, weights), "kfold-eigh", picked.as_dict()
-    from .ridge import DEFAULT_MAX_ITER, DEFAULT_TOL
+    from .systems import DEFAULT_MAX_ITER, DEFAULT_TOL
 
     errors = kfold_errors_krylov(samples, Y, kernel, alphas, cv, weights, tol=DEFAULT_TOL if tol is None else tol,
                                  maxiter=DEFAULT_MAX_ITER if maxiter is None else maxiter, memory_limit=memory_limit,

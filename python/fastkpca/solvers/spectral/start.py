@@ -23,8 +23,8 @@ import warnings
 
 import numpy as np
 
-from .. import _validation as v
-from .rows import as_rows
+from ... import _validation as v
+from ..rows import as_rows
 
 __all__ = ["KMeansPartition", "NearestCentre", "partition_of", "partition_start", "SUBSAMPLE_ROWS", "MIN_ROWS"]
 

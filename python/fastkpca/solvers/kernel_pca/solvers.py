@@ -3,7 +3,7 @@
 H K H (H = I − 11ᵀ/n), the map that projects new points on them and what the estimator keeps — so the estimator
 never asks which one ran.
 
-- :class:`LanczosPca`: block Lanczos (lanczos.py) on the implicitly centered kernel operator, in the storage the
+- :class:`LanczosPca`: block Lanczos (krylov/lanczos.py) on the implicitly centered kernel operator, in the storage the
   memory limit allows: K is never rewritten, and the centering's row sums come with the first pass;
 - :class:`DensePca`: the explicitly centered n × n matrix by LAPACK's eigh, ARPACK or the randomized solver
   (dense.py: scikit-learn's solvers and arguments);
@@ -20,11 +20,13 @@ from typing import Any, Callable
 
 import numpy as np
 
-from .. import _validation as v
-from ..exceptions import ConvergenceWarning
-from ..kernels import KernelCentering
-from . import choice, dense, lanczos, low_rank
-from .eigenvalues import finish_eigenpairs, projection
+from ... import _validation as v
+from ...exceptions import ConvergenceWarning
+from ...kernels import KernelCentering
+from .. import choice, low_rank
+from ..krylov import lanczos
+from ..krylov.eigenvalues import finish_eigenpairs, projection
+from . import dense
 
 __all__ = ["PcaSettings", "PcaFit", "make_solver", "keeps_samples", "LanczosPca", "DensePca", "NystromPca"]
 

@@ -1,12 +1,12 @@
 """The spectral estimators' eigensolvers as peers behind one interface, picked once per fit by the library's cost
-model (solvers/choice.py): each returns the embedding of an affinity of the samples (spectral.py says exactly
+model (solvers/choice.py): each returns the embedding of an affinity of the samples (embedding.py says exactly
 what is computed), its figures and the affinity matrix it held, so the estimators never ask which one ran.
 
 - :class:`LanczosEmbedding`: block Lanczos on the Laplacian view of the affinity's operator (any storage),
-  started from a k-means partition of the samples where the affinity is a kernel (spectral_start.py);
+  started from a k-means partition of the samples where the affinity is a kernel (start.py);
 - :class:`DenseEmbedding`: LAPACK's symmetric eigensolver on the same view made an n × n matrix (few samples);
 - :class:`ScikitLearnEmbedding`: scikit-learn's "arpack", "lobpcg" or "amg" on the materialised affinity;
-- :class:`NystromEmbedding`: the embedding of the normalised Nyström affinity on landmarks (spectral_nystrom.py):
+- :class:`NystromEmbedding`: the embedding of the normalised Nyström affinity on landmarks (nystrom.py):
   approximate.
 """
 
@@ -19,11 +19,12 @@ from typing import Any
 import numpy as np
 from sklearn.manifold import _spectral_embedding as _sk_embedding
 
-from ..exceptions import ConvergenceWarning
-from . import choice, spectral
+from ...exceptions import ConvergenceWarning
+from .. import choice
+from . import embedding
 from .affinity import Affinity, affinity_of, warn_if_disconnected
-from .spectral_nystrom import nystrom_embedding
-from .spectral_start import partition_of
+from .nystrom import nystrom_embedding
+from .start import partition_of
 
 __all__ = ["LanczosEmbedding", "DenseEmbedding", "ScikitLearnEmbedding", "NystromEmbedding", "make_solver",
            "SKLEARN_SOLVERS", "SOLVERS", "MATRIX_SOLVERS"]
@@ -84,11 +85,11 @@ class LanczosEmbedding(_OnAnAffinity):
               drop_first: bool = True, norm_laplacian: bool = True, progress=None, dtype=np.float64):
         _check_size(affinity.op.shape[0], n_components, drop_first)
         warn_if_disconnected(affinity)
-        # A kernel affinity's samples give the solver its start: a k-means partition (spectral_start.py).
+        # A kernel affinity's samples give the solver its start: a k-means partition (start.py).
         partition = partition_of(affinity.samples, affinity.kernel, random_state.randint(np.iinfo(np.int32).max))
-        E, info = spectral.embed(affinity.op, affinity.degrees, n_components, norm_laplacian=norm_laplacian,
-                                 drop_first=drop_first, tol=_tol(eigen_tol), random_state=random_state,
-                                 threads=affinity.op.threads, progress=progress, partition=partition)
+        E, info = embedding.embed(affinity.op, affinity.degrees, n_components, norm_laplacian=norm_laplacian,
+                                  drop_first=drop_first, tol=_tol(eigen_tol), random_state=random_state,
+                                  threads=affinity.op.threads, progress=progress, partition=partition)
         if not info["converged"]:
             warnings.warn(f"spectral embedding: the lanczos solver stopped after {info['n_passes']} passes before "
                           "every eigenvector converged", ConvergenceWarning, stacklevel=4)
@@ -96,8 +97,8 @@ class LanczosEmbedding(_OnAnAffinity):
 
 
 class DenseEmbedding(_OnAnAffinity):
-    """LAPACK's symmetric eigensolver (blocked_eigh.symmetric_eigh, by index) on the Laplacian view of the
-    affinity (spectral.py) made an n × n matrix (:func:`laplacian_matrix`). The same pairs as the Lanczos
+    """LAPACK's symmetric eigensolver (dense.eigh.symmetric_eigh, by index) on the Laplacian view of the
+    affinity (embedding.py) made an n × n matrix (:func:`laplacian_matrix`). The same pairs as the Lanczos
     solver's, exact, for problems whose matrix is small (a few hundred samples): one LAPACK call instead of
     passes and Rayleigh–Ritz steps."""
 
@@ -105,7 +106,7 @@ class DenseEmbedding(_OnAnAffinity):
 
     def solve(self, affinity: Affinity, n_components: int, *, random_state, eigen_tol, memory_limit: int,
               drop_first: bool = True, norm_laplacian: bool = True, progress=None, dtype=np.float64):
-        from .blocked_eigh import symmetric_eigh
+        from ..dense.eigh import symmetric_eigh
 
         n = affinity.op.shape[0]
         k = _check_size(n, n_components, drop_first)
@@ -119,7 +120,7 @@ class DenseEmbedding(_OnAnAffinity):
             values, vectors = symmetric_eigh(laplacian_matrix(A, deg, norm_laplacian)[0], overwrite_a=True)
             values, vectors = values[n - k:], vectors[:, n - k:]
         values, vectors = values[::-1], vectors[:, ::-1]  # descending θ: ascending Laplacian eigenvalues
-        E = spectral.finish(vectors, deg.root if norm_laplacian else None, drop_first, n_components)
+        E = embedding.finish(vectors, deg.root if norm_laplacian else None, drop_first, n_components)
         info = {"method": "dense", "solve_seconds": time.perf_counter() - start, "converged": True,
                 "laplacian_eigenvalues": shift - values, "n_isolated": deg.n_isolated, "storage": "full"}
         return E.astype(dtype, copy=False), info
@@ -127,7 +128,7 @@ class DenseEmbedding(_OnAnAffinity):
 
 def laplacian_matrix(A, deg, norm_laplacian: bool) -> tuple[np.ndarray, float]:
     """(the matrix whose top eigenvectors are the Laplacian's bottom ones, the shift c with the Laplacian's
-    eigenvalues c − θ): spectral.laplacian_view's operator as a Fortran-ordered array, A₀ the affinity without
+    eigenvalues c − θ): embedding.laplacian_view's operator as a Fortran-ordered array, A₀ the affinity without
     its diagonal (the graph ignores self-loops): S A₀ S with S = diag(1/√d) (c = 1), or A₀ − D + c·I with
     c = 2·max d."""
     M = np.array(A.toarray() if hasattr(A, "toarray") else A, dtype=np.float64, order="F", copy=True)
@@ -163,7 +164,7 @@ class ScikitLearnEmbedding(_OnAnAffinity):
 
 
 class NystromEmbedding:
-    """The embedding of the normalised Nyström affinity on landmarks (spectral_nystrom.py), streamed over the
+    """The embedding of the normalised Nyström affinity on landmarks (nystrom.py), streamed over the
     samples wherever the engine keeps them."""
 
     name = "nystrom"

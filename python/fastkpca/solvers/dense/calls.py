@@ -1,5 +1,5 @@
 """BLAS and LAPACK routines called one at a time with the GIL released: the building blocks of the dense
-algorithms that Ctrl-C can stop (blocked_lapack.py, blocked_eigh.py).
+algorithms that Ctrl-C can stop (factorisations.py, eigh.py).
 
 The routines are the function pointers SciPy exports for Cython (``scipy.linalg.cython_blas`` /
 ``cython_lapack``: the BLAS and LAPACK SciPy itself uses), called through ctypes, which releases the GIL for the
