@@ -15,12 +15,10 @@ Memory: n²·8 bytes and O(n·(d + t)); flops: n³/3 for the factor, 2n³/3 for 
 
 from __future__ import annotations
 
-import contextlib
 import math
 
 import numpy as np
 
-from ... import _threads
 from ... import _validation as v
 from ..dense.factorisations import cholesky_in_place, cholesky_inverse_in_place, zero_strict_upper
 from ..dense.threads import blocked_threads, small_algebra_threads, solve_lower_triangular
@@ -80,16 +78,12 @@ def _test_chunks(n_train: int, n_test: int, memory_limit: int) -> int:
     return int(max(1, min(n_test, (memory_limit // 4) // max(1, 16 * n_train))))
 
 
-def prediction_threads(n_train: int, n_new: int, features: int, memory_limit: int):
-    """The BLAS threads of a prediction's triangular solves. Where the cross kernel's chunks are small enough
-    that their passes run on one thread (the thread rule, _threads.py), no OpenMP team runs in the call for
-    OpenBLAS's spinning threads to slow, and the solves keep every BLAS thread: reading L (n² / 2 entries for
-    a few right-hand sides) is bound by memory bandwidth, which a second core adds to (1,000 rows, 10 points:
-    0.41 ms on one thread, 0.32 on two, Zen 4), and a one-thread context costs tens of µs itself. Above that,
-    the one-thread rule for small algebra beside the core's passes (dense.threads.small_algebra_threads)."""
-    chunk = _test_chunks(n_train, n_new, memory_limit)
-    if _threads.pass_threads(0, _threads.kernel_seconds(float(chunk) * n_train, features)) == 1:
-        return contextlib.nullcontext()
+def prediction_threads(n_train: int, n_new: int):
+    """The BLAS threads of a prediction's triangular solves (n_train² flops a new point): one thread where that
+    is small algebra (lapack's BLAS_TEAM_MIN_SECONDS), every thread above. Alone, a second thread would read L
+    faster (the solve of 1,000 rows against 10 points is bound by memory bandwidth: 0.41 ms on one thread, 0.32
+    on two); beside another process's work its threads wait a scheduler's slice for a core (8 ms where the solve
+    takes 0.2)."""
     return small_algebra_threads(float(n_train) ** 2 * n_new)
 
 
@@ -239,8 +233,7 @@ class ExactSolver(ExactOptimisation):
 
     def _prediction_threads(self, X_new):
         assert self.L is not None
-        features = X_new.shape[1] if getattr(X_new, "ndim", 1) > 1 else 1
-        return prediction_threads(self.L.shape[0], X_new.shape[0], features, self.limit)
+        return prediction_threads(self.L.shape[0], X_new.shape[0])
 
     def fitted_attributes(self) -> dict:
         return {"L_": self.L}

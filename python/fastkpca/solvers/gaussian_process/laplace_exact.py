@@ -20,7 +20,7 @@ from ... import _native, _threads
 from .. import choice as _choice
 from ... import _validation as v
 from ..dense.factorisations import zero_strict_upper
-from .exact import ExactOptimisation, factor, posterior_variance
+from .exact import ExactOptimisation, factor, posterior_variance, prediction_threads
 from .laplace import LaplaceMode, mode_from, second_term, update_by_solve
 from .newton_cg import newton_cg_update, step_preconditioner, sufficient_rank
 from .preconditioner import NystromDiagonalPreconditioner
@@ -224,7 +224,8 @@ class ExactLaplace(ExactOptimisation):
     def latent_variance(self, kernel, X_new) -> np.ndarray:
         """k(x, x) − ‖L⁻¹ S k*‖² (Algorithm 3.2, lines 5–6), in chunks of new points within the memory limit."""
         assert self.L is not None and self.W_sr is not None
-        return posterior_variance(kernel, X_new, self.X, self.L, self.limit, scale=self.W_sr)
+        with prediction_threads(self.L.shape[0], X_new.shape[0]):
+            return posterior_variance(kernel, X_new, self.X, self.L, self.limit, scale=self.W_sr)
 
     def fitted_attributes(self) -> dict:
         return {"L_": self.L, "W_sr_": self.W_sr, "pi_": self.pi}
