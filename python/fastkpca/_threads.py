@@ -10,8 +10,8 @@ entries (:func:`kernel_seconds`); other callers (the SVM's solve, the eigensolve
 the same seconds.
 
 The constants are measured on one thread, so they hold at any core count: ``python bench/thread_costs.py``
-prints each beside the figure it measures (the values below: AMD EPYC family 25 model 17, Zen 4, AVX-512,
-2 cores). The cost model of solvers/choice.py adds TEAM_START_SECONDS to the calls that start a team.
+prints each beside the figure it measures. The cost model of solvers/choice.py adds TEAM_START_SECONDS to the
+calls that start a team.
 """
 
 from __future__ import annotations

@@ -72,9 +72,9 @@ EIGH_SUBSET_FLOPS_PER_CUBE = 4 / 3
 SPARSE_VALUE_FLOPS = 8
 
 
-#: The rate of 2p threads against twice p threads' (parallel efficiency per doubling of the threads): 0.89 for
-#: DGEMM's second thread on a 2-core AMD EPYC Zen 4 (``python bench/scaling.py`` prints each path's efficiency at
-#: every thread count the machine has; the kernel pass and the factorisations measured within a few percent of it).
+#: The rate of 2p threads against twice p threads' (parallel efficiency per doubling of the threads), measured for
+#: DGEMM's second thread (``python bench/scaling.py`` prints each path's efficiency at every thread count the
+#: machine has; the performance page quotes the run).
 THREAD_EFFICIENCY = 0.89
 
 

@@ -1,27 +1,15 @@
 """Threads for LAPACK: the factorisations on every BLAS thread, one BLAS thread for small dense algebra, and long
 LAPACK calls that Ctrl-C can interrupt.
 
-OpenBLAS's threaded Cholesky crashes on large matrices. Reproduced in child processes with OpenBLAS 0.3.30 (SciPy's
-wheels) and 0.3.31 (NumPy's), both reporting the SkylakeX kernels (threadpoolctl's ``architecture``) on an AMD EPYC
-Zen 4 with AVX-512, 2 threads: ``scipy.linalg.lapack.dpotrf`` dies with a segmentation fault at n = 16,000 (a 2.05
-GB matrix, below 2 GiB) and 17,000 and factors at 8,000, 12,000, 14,000 and 15,000; ``numpy.linalg.cholesky`` dies
-at 20,000 and factors at 12,000. On one thread, or with ``OPENBLAS_CORETYPE=Haswell`` on two, dpotrf factors the
-17,000-row matrix; a threaded ``dpotrs`` (the solves with the factor) and ``dpotri`` (its inverse) of that size do
-not crash. An earlier AVX-512 machine (SkylakeX kernels too) crashed the same way at 17,000 and 20,000, and so does
-scikit-learn's KernelRidge there (``scipy.linalg.solve(assume_a="pos")``; bench/kernel_ridge.py reruns it with
-``OPENBLAS_CORETYPE=Haswell``). OpenBLAS's tracker has reports of the kind since 2014: ``dpotrf`` segfaulting past
-some size (issue 352, n ≥ 50,000; 2562, n = 32,768 on 2 threads only), ``dsyrk_thread_LN`` and ``dsyrk_thread_UT``
-crashing inside the threaded ``dpotrf`` (1413; 2821, only with more than one thread), level-2 and level-3 crashes at
-large n traced to the threads' work buffers (whose size, ``BUFFER_SIZE``, became a build setting after issue 1698).
-None names a fix for these versions; a 2026 change that serialises concurrent callers of the threaded ``syrk`` (pull
-request 5619) is about another race.
+OpenBLAS's threaded Cholesky crashes on large matrices: with the SkylakeX kernels (threadpoolctl's
+``architecture``), OpenBLAS 0.3.30 and 0.3.31, two threads, ``dpotrf`` segfaults from about 16,000 rows (the
+reproduction, the versions and OpenBLAS's reports of the kind: docs/user_guide/threads.md). None names a fix.
 
 So the library never hands LAPACK's threaded ``dpotrf`` or ``dpotri`` a large matrix: every factorisation and
 inverse of an n × n matrix runs as factorisations.py's loop, whose ``dsyrk`` calls write blocks of at most a few
-thousand rows (it factors the 17,000-row matrix on 2 threads in 16 s, 1.9 times as fast as on one, and a 20,000-row
-one in 26 s), on every BLAS thread (:func:`blocked_threads`): one rule for every size and every machine, with no
-version or core type to keep up to date. The solves with a factor, which do not crash, follow the rule for any small
-BLAS call (:func:`small_algebra_threads`).
+thousand rows, on every BLAS thread (:func:`blocked_threads`; docs/user_guide/threads.md times it at 17,000
+rows): one rule for every size and every machine, with no version or core type to keep up to date. The solves with
+a factor, which do not crash, follow the rule for any small BLAS call (:func:`small_algebra_threads`).
 
 A LAPACK or BLAS call checks no signal: an ``eigh`` of a 4096 × 4096 matrix or the factor of an n × n one runs
 for seconds to minutes while Ctrl-C waits. :func:`interruptible` runs such a call on a worker thread while the
@@ -72,7 +60,7 @@ TRIANGULAR_BLOCK = 256
 #: tenth of a second (2^28 cycles), and the next OpenMP team (the core's passes, scikit-learn's k-means) waits for
 #: one of them to be descheduled, a scheduler slice whatever its size; below this a threaded call saves less than
 #: that costs. The cost holds at any core count (DGEMM's one-thread rate converts it to flops: about a 1,000-row
-#: factorisation's on one AMD EPYC Zen 4 core; bench/solver_choice.py's gpr family times evaluations either side).
+#: factorisation's on one core; bench/solver_choice.py's gpr family times evaluations either side).
 BLAS_TEAM_MIN_SECONDS = 5e-3
 
 
@@ -114,9 +102,8 @@ def default_blas_threads() -> int:
     return max(saved, default=0) or blas_threads()
 
 
-#: Rows of the square products gemm_rate_one_thread times: large enough for DGEMM's full rate on one thread (384:
-#: 53 GFLOP/s against 50 at 768 on an AMD EPYC Zen 4 core), small enough that the measurement costs a few
-#: milliseconds once per process (768 took 60 ms of every process's first fit, a joblib worker's included).
+#: Rows of the square products gemm_rate_one_thread times: large enough for DGEMM's full rate on one thread (384
+#: rows reach the rate of 768), small enough that the measurement costs a few milliseconds once per process.
 GEMM_RATE_ROWS = 384
 
 
