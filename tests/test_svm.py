@@ -15,6 +15,7 @@ from hypothesis import strategies as st
 from scipy import sparse
 from sklearn import svm as sk
 from sklearn.datasets import make_blobs, make_classification, make_regression
+from sklearn.exceptions import ConvergenceWarning
 
 import fastkpca
 from fastkpca import _native
@@ -207,6 +208,23 @@ def test_batched_float32_columns_match_libsvm():
     assert info["choice"]["picked"] == "batched" and ours.solver_info_["choice"] == info["choice"]
     assert _relative(ours.decision_function(X[6000:]), theirs.decision_function(X[6000:])) < 1e-4
     assert set(ours.support_) == set(theirs.support_)
+
+
+def test_batched_solve_is_the_same_on_one_thread_and_two():
+    """20,000 samples: large enough that the solver's team splits every stage (the kernel columns, the sweeps,
+    shrinking's test, the cache's compaction in waves, the working set's block), small enough for a test. Every
+    stage's rounding is fixed by its blocks, so two threads give one thread's solution bit for bit; a race in
+    any of them would show here."""
+    X, y = make_classification(20_000, 20, random_state=0)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", ConvergenceWarning)  # a corrupted column stalls the solve: fail, never hang
+        one = fastkpca.SVC(n_jobs=1, max_iter=200_000).fit(X, y)
+        two = fastkpca.SVC(n_jobs=2, max_iter=200_000).fit(X, y)
+    info = two.solver_info_["pairs"][0]
+    assert info["choice"]["picked"] == "batched" and info["min_rows"] < 20_000 // 4  # shrunk, compacted twice
+    assert np.array_equal(one.dual_coef_, two.dual_coef_) and np.array_equal(one.support_, two.support_)
+    assert one.intercept_[0] == two.intercept_[0]
+    assert one.solver_info_["pairs"][0]["iterations"] == info["iterations"]
 
 
 def test_progress_reports_and_verbose(capsys):

@@ -14,9 +14,14 @@
 #include <memory>
 #include <vector>
 
+#include "fastkpca/parallel.hpp"
 #include "fastkpca/types.hpp"
 
 namespace fastkpca::svm {
+
+// One thread's seconds per entry a compaction keeps (a filtered copy within a column: 7.4 million entries kept of
+// 20,000 rows in 7.9 ms, measured): the work by which it starts the team.
+constexpr double kCompactSeconds = 1e-9;
 
 class ColumnCache {
  public:
@@ -83,15 +88,28 @@ class ColumnCache {
 
   // The rows now keep[0 .. n_new) (old positions, increasing): every cached column keeps those entries, in
   // place. Slot s moves from s·rows_old to s·rows_new; with rows_new <= rows_old and keep[i] >= i, every value
-  // moves to a lower address, so copying in increasing order of (slot, row) never overwrites one not yet read.
+  // moves to a lower address, so copying a slot in increasing order of row never overwrites one not yet read.
+  // Slots move side by side in waves [a, b): a wave's writes end at b·rows_new <= a·rows_old, below the first
+  // entry any slot from a on still has to read, and the slots below a have been read already. With at least half
+  // the rows dropped (the solver's rule) the waves double: about log₂(slots) of them.
   void compact(const std::vector<Index>& keep) {
     const Index old_rows = rows_, new_rows = std::max<Index>(static_cast<Index>(keep.size()), 1);
-    const Index old_slots = slots();
-    for (Index s = 0; s < old_slots; ++s) {
-      if (key_of_[static_cast<std::size_t>(s)] < 0) continue;
-      const float* from = data_.get() + s * old_rows;
-      float* to = data_.get() + s * new_rows;
-      for (std::size_t i = 0; i < keep.size(); ++i) to[i] = from[keep[i]];
+    const Index old_slots = slots(), n_keep = static_cast<Index>(keep.size());
+    const Index* kept = keep.data();
+    float* data = data_.get();
+    const Index* key_of = key_of_.data();
+    const double seconds = static_cast<double>(old_slots) * static_cast<double>(n_keep) * kCompactSeconds;
+#pragma omp parallel if (team_pays(seconds))
+    for (Index a = 0; a < old_slots;) {
+      const Index b = std::min(old_slots, std::max(a + 1, a * old_rows / new_rows));
+#pragma omp for schedule(static)
+      for (Index s = a; s < b; ++s) {
+        if (key_of[s] < 0) continue;
+        const float* from = data + s * old_rows;
+        float* to = data + s * new_rows;
+        for (Index i = 0; i < n_keep; ++i) to[i] = from[kept[i]];
+      }
+      a = b;
     }
     rows_ = new_rows;
     const Index new_slots = slots();
