@@ -16,7 +16,8 @@ within each repeat; the figures are medians. The paths:
   (float32: half of it, twice the lanes);
 * ``kpca``: ``KernelPCA(8 components, rbf).fit`` of 5,000 × 16 samples; predicted: its choice's picked candidate;
 * ``gpr_exact``: ``GaussianProcessRegressor(RBF(), optimizer=None, solver="cholesky").fit`` of 5,000 × 8 samples
-  (the kernel and its factor); predicted: ``kernel_pass_seconds`` + ``cholesky_seconds``;
+  (the kernel and its one factor: no gradient, so no inverse); predicted: ``kernel_pass_seconds`` +
+  ``cholesky_seconds``;
 * ``gpr_cg``: the same with ``solver="cg"``; predicted: its choice's cg candidate (one evaluation);
 * ``svc``: ``SVC(rbf).fit`` of 20,000 × 20 samples of ``make_classification``, with its stages (kernel columns,
   working-set selection, local SMO, gradient update) from ``solver_info_``; predicted: the choice's sweeps plus the

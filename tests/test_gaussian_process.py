@@ -90,6 +90,27 @@ def lml_pair(kernel, X, y, theta, alpha=1e-2, normalize_y=False):
         theta, eval_gradient=True)
 
 
+def test_a_fit_without_optimiser_factors_once(monkeypatch):
+    """Without an optimiser the exact fit factors K̂ once (scikit-learn factors it twice: once for the
+    likelihood, once for L_): the likelihood comes from the final factor, equal to an evaluation's and to
+    scikit-learn's value."""
+    from fastkpca.solvers.gaussian_process import exact
+
+    calls = []
+    factor = exact.factor
+    monkeypatch.setattr(exact, "factor", lambda *args, **kwargs: calls.append(1) or factor(*args, **kwargs))
+    X, y = data()
+    Y = np.column_stack([y, np.cos(y)])  # two targets: the sums over them too
+    kernel = C(2.0) * RBF([1.0, 2.0, 0.5, 1.5]) + WhiteKernel(0.1)
+    ours = GaussianProcessRegressor(kernel, alpha=1e-2, optimizer=None, solver="cholesky").fit(X, Y)
+    assert len(calls) == 1 and ours.solver_info_["evaluations"] == 1 == ours.n_iter_
+    evaluated = ours.log_marginal_likelihood(ours.kernel_.theta)
+    assert len(calls) == 2  # the evaluation asked for factors again
+    assert ours.log_marginal_likelihood_value_ == pytest.approx(evaluated, rel=1e-13)
+    theirs = SkGPR(kernel, alpha=1e-2, optimizer=None).fit(X, Y)
+    assert ours.log_marginal_likelihood_value_ == pytest.approx(theirs.log_marginal_likelihood_value_, rel=1e-10)
+
+
 @pytest.mark.parametrize("name", sorted({**NATIVE, **FALLBACK}))
 def test_likelihood_and_gradient_equal_scikit_learns(name):
     """At random hyperparameters within the bounds, value and every gradient entry to 1e-9 relative."""

@@ -319,9 +319,9 @@ class GaussianProcessRegressor(EngineFitted, MultiOutputMixin, RegressorMixin, B
         start = time.perf_counter()
         if self.optimizer is not None and self.kernel_.n_dims > 0:
             self._optimise()
+            self._factor_final()
         else:
-            self.log_marginal_likelihood_value_ = self._likelihood(self.kernel_.theta, False, refine=False).value
-        self._factor_final()
+            self._fit_at_theta()
         self.n_iter_ = max(1, self._evaluations)
         self.solver_info_ = {"solver": self._solver.name, "choice": choice, "evaluations": self._evaluations,
                              "kernel": self._kernel.evaluated_by, "seconds": time.perf_counter() - start,
@@ -420,6 +420,20 @@ class GaussianProcessRegressor(EngineFitted, MultiOutputMixin, RegressorMixin, B
         self._kernel = kernel
         # the mean's row map K(x, X)·α, evaluated where the training samples are (engines/base.py)
         self._mean_map = self._samples.cross_product(kernel, alpha)
+
+    def _fit_at_theta(self) -> None:
+        """Without an optimiser: the final solve and the likelihood at the kernel's θ. Where the solver holds the
+        likelihood from its final solve (the exact solver's factor), K̂ is factored once, where scikit-learn
+        factors it twice; an iterative solver evaluates the likelihood first and starts its final solve from
+        that evaluation's."""
+        if not self._solver.likelihood_from_solve:
+            self.log_marginal_likelihood_value_ = self._likelihood(self.kernel_.theta, False, refine=False).value
+            self._factor_final()
+            return
+        self._factor_final()
+        Y = self._targets()
+        self._evaluations += 1
+        self.log_marginal_likelihood_value_ = gp.likelihood_value(self._solver.solved_inv_quad_logdet(Y), Y.shape[0])
 
     def log_marginal_likelihood(self, theta=None, eval_gradient=False, clone_kernel=True):
         """The log marginal likelihood of hyperparameters for the training data, and its gradient.

@@ -11,7 +11,8 @@ classifier."""
 
 from .. import choice as _choice
 from .exact import ExactSolver
-from .interface import GaussianProcessSolver, InvQuadLogdet, LaplaceSolver, RegressionSolver, log_marginal_likelihood
+from .interface import (GaussianProcessSolver, InvQuadLogdet, LaplaceSolver, RegressionSolver, likelihood_value,
+                        log_marginal_likelihood)
 from .iterative import IterativeSettings, IterativeSolver
 from .laplace_exact import ExactLaplace
 from .laplace_iterative import IterativeLaplace, LaplaceSettings, laplace_memory
@@ -23,7 +24,8 @@ from .refined_estimate import LikelihoodEstimate, refine
 __all__ = ["ExactLaplace", "ExactSolver", "GaussianProcessSolver", "InvQuadLogdet", "IterativeLaplace",
            "IterativeSettings", "IterativeSolver", "LaplaceSettings", "LaplaceSolver", "LikelihoodEstimate",
            "Objective", "Optimum",
-           "RegressionSolver", "laplace_bytes", "laplace_choice", "log_marginal_likelihood", "make_laplace_solver",
+           "RegressionSolver", "laplace_bytes", "laplace_choice", "likelihood_value", "log_marginal_likelihood",
+           "make_laplace_solver",
            "make_solver", "optimise", "refine", "restart_thetas"]
 
 

@@ -157,6 +157,7 @@ class ExactSolver(ExactOptimisation):
     """
 
     name = "cholesky"
+    likelihood_from_solve = True
     per_sample_objective = False
     stop_gain: float | None = None
     abnormal_restarts = 0
@@ -213,6 +214,12 @@ class ExactSolver(ExactOptimisation):
         with small_algebra_threads(2.0 * self.L.shape[0] ** 2 * Y.shape[1]):  # two triangular solves
             self.alpha = cho_solve((self.L, True), Y, check_finite=False)
         return self.alpha
+
+    def solved_inv_quad_logdet(self, Y: np.ndarray) -> InvQuadLogdet:
+        """The terms at the kernel of the last :meth:`solve`, from its factor and α: the same arithmetic as
+        :meth:`inv_quad_logdet`'s, without factoring K̂ a second time."""
+        assert self.L is not None and self.alpha is not None
+        return InvQuadLogdet(np.einsum("ik,ik->k", Y, self.alpha), 2.0 * np.log(np.diag(self.L)).sum(), self.alpha)
 
     def variance(self, kernel, X_new) -> np.ndarray:
         assert self.L is not None

@@ -43,7 +43,8 @@ import numpy as np
 
 from .objective import Objective
 
-__all__ = ["InvQuadLogdet", "GaussianProcessSolver", "RegressionSolver", "LaplaceSolver", "log_marginal_likelihood"]
+__all__ = ["InvQuadLogdet", "GaussianProcessSolver", "RegressionSolver", "LaplaceSolver", "log_marginal_likelihood",
+           "likelihood_value"]
 
 _LOG_2PI = math.log(2.0 * math.pi)
 
@@ -121,6 +122,14 @@ class RegressionSolver(GaussianProcessSolver, Protocol):
         """K̂⁻¹Y to the solver's final accuracy (LinAlgError where K̂ is not positive definite); the solver keeps
         what its predictions need."""
 
+    #: Whether :meth:`solved_inv_quad_logdet` answers: the solver holds the likelihood's terms exactly from what
+    #: its last :meth:`solve` kept (the exact solver's factor and α).
+    likelihood_from_solve: bool
+
+    def solved_inv_quad_logdet(self, Y: np.ndarray) -> InvQuadLogdet:
+        """The likelihood's terms (no gradient) at the kernel of the last :meth:`solve`, without evaluating them
+        again (only where ``likelihood_from_solve``)."""
+
     def variance(self, kernel, X_new) -> np.ndarray:
         """k(x, x) − k*ᵀK̂⁻¹k* for every new point (after :meth:`solve`)."""
 
@@ -163,16 +172,21 @@ def log_marginal_likelihood(solver: RegressionSolver, kernel, Y: np.ndarray, eva
 
     whose gradient is the solver's for the weights (−½, −t/2). A K̂ that is not positive definite gives −inf
     (and a zero gradient), as scikit-learn's likelihood does."""
-    n, t = Y.shape
+    t = Y.shape[1]
     answer = solver.inv_quad_logdet(kernel, Y, eval_gradient, quad_weight=-0.5, logdet_weight=-0.5 * t)
     if not answer.positive_definite:
         return (-np.inf, None, 0.0, None) if with_gradient_error else (-np.inf, None, 0.0)
+    value = likelihood_value(answer, Y.shape[0])
+    if with_gradient_error:
+        return value, answer.gradient, t * 0.5 * answer.standard_error, answer.gradient_standard_error
+    return value, answer.gradient, t * 0.5 * answer.standard_error
+
+
+def likelihood_value(answer: InvQuadLogdet, n: int) -> np.float64:
+    """log p(Y | θ) of n samples from a solver's positive definite answer (its quad and logdet)."""
     assert answer.quad is not None
     # scikit-learn's order of the sums, output by output
     dims = -0.5 * answer.quad
     dims -= 0.5 * answer.logdet
     dims -= n / 2 * _LOG_2PI
-    value = dims.sum(axis=-1)  # a NumPy float64, as scikit-learn's (a Python float would take float32 arithmetic)
-    if with_gradient_error:
-        return value, answer.gradient, t * 0.5 * answer.standard_error, answer.gradient_standard_error
-    return value, answer.gradient, t * 0.5 * answer.standard_error
+    return dims.sum(axis=-1)  # a NumPy float64, as scikit-learn's (a Python float would take float32 arithmetic)

@@ -207,6 +207,7 @@ class IterativeSolver(PlannedMemory):
     """
 
     name = "cg"
+    likelihood_from_solve = False
     per_sample_objective = True
     stop_gain: float | None = None
     abnormal_restarts = 0
@@ -497,6 +498,10 @@ class IterativeSolver(PlannedMemory):
         self.ranks.columns = self.Y.shape[1] + probes
 
     # ----------------------------------------------------------------------------------- final solve
+
+    def solved_inv_quad_logdet(self, Y: np.ndarray) -> InvQuadLogdet:
+        """Not held: the final solve keeps α to final_tol but no estimate of log det K̂ (likelihood_from_solve)."""
+        raise NotImplementedError("the iterative solver evaluates the likelihood (likelihood_from_solve is False)")
 
     def solve(self, kernel, Y: np.ndarray) -> np.ndarray:
         """α = K̂⁻¹Y to ``final_tol`` (started from the last evaluation's), its true residual checked (CG
