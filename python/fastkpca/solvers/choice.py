@@ -43,10 +43,11 @@ from .. import _native
 from ..operators.storage import DENSE_COPIES, PLAN_SLACK_BYTES
 from .dense.eigh import on_one_blas_thread as eigh_on_one_blas_thread
 from .dense.threads import default_blas_threads, gemm_rate_one_thread, small_algebra
+from .krylov.lanczos import default_block_size
 
 __all__ = ["Candidate", "Choice", "Machine", "choose", "machine", "gemm_rate", "gemm_rate_one_thread", "kernel_rate",
            "thread_rate", "kernel_entry_flops", "evaluated_features", "kernel_pass_seconds", "stored_pass_seconds",
-           "operator_passes_seconds", "cholesky_seconds", "eigh_seconds"]
+           "operator_passes_seconds", "stored_share", "lanczos_seconds", "cholesky_seconds", "eigh_seconds"]
 
 # --------------------------------------------------------------------------------------------------- rates
 
@@ -146,6 +147,13 @@ def stored_pass_seconds(n: int, columns: int) -> float:
     return n * n * (STORED_ENTRY_FLOPS + 2 * columns) / kernel_rate()
 
 
+def stored_share(n: int, d: int, memory_limit: int, other_bytes: int = 0) -> float:
+    """The share of the n-sample kernel's packed triangle (4n² bytes) that the storage plan keeps within the memory
+    limit beside ``other_bytes``, its slack and the samples' working copies (operators/storage.py)."""
+    room = memory_limit - other_bytes - PLAN_SLACK_BYTES - DENSE_COPIES * 8 * n * d
+    return min(1.0, max(0.0, room / (4.0 * n * n)))
+
+
 def operator_passes_seconds(n: int, d: int, columns: int, passes: float, memory_limit: int,
                             other_bytes: int = 0) -> float:
     """Seconds of ``passes`` products of the n-sample kernel operator with ``columns`` vectors, in the storage
@@ -153,8 +161,7 @@ def operator_passes_seconds(n: int, d: int, columns: int, passes: float, memory_
     its slack and the samples' working copies): the first pass evaluates the kernel; of the later ones, the
     share of the packed triangle (4n² bytes) that fits is read and the rest evaluated again (all of it read
     where it fits, all evaluated matrix-free)."""
-    room = memory_limit - other_bytes - PLAN_SLACK_BYTES - DENSE_COPIES * 8 * n * d
-    stored = min(1.0, max(0.0, room / (4.0 * n * n)))
+    stored = stored_share(n, d, memory_limit, other_bytes)
     evaluated = kernel_pass_seconds(n, n, d, columns)
     later = stored * stored_pass_seconds(n, columns) + (1 - stored) * evaluated
     return evaluated + max(passes - 1, 0) * later
@@ -321,12 +328,23 @@ LANCZOS_PASSES = 15
 #: Seconds of a Lanczos solve beyond its passes' flops: the plan, the operator, the basis's algebra and the
 #: Python per pass (bench/solver_choice.py).
 LANCZOS_SETUP_SECONDS = 0.005
+#: Seconds of a dense KernelPCA fit beyond its kernel and eigensolver: validation, centering, the choice and its
+#: record (measured: a fit of 100 samples takes 1.0 ms, of which its flops are 0.09).
+DENSE_SETUP_SECONDS = 0.001
 #: ARPACK's products for k pairs: about ARPACK_PRODUCTS + ARPACK_PRODUCTS_PER_PAIR · k (a fit to ARPACK's counts
 #: on doubly centered rbf kernels, tol 1e-8, k = 10 to 100).
 ARPACK_PRODUCTS = 15
 ARPACK_PRODUCTS_PER_PAIR = 2.5
 #: A matrix-vector product's rate against DGEMM's: two flops per entry read from memory.
 MATVEC_SHARE = 0.03
+
+
+def lanczos_seconds(n: int, d: int, k: int, memory_limit: int, other_bytes: int) -> float:
+    """Block Lanczos for k pairs: LANCZOS_PASSES passes of the block it takes (krylov.lanczos.default_block_size:
+    narrow where the packed kernel is stored and a pass is bound by reading it, wider where every pass evaluates
+    the kernel)."""
+    block = default_block_size(k, n, compute_bound=stored_share(n, d, memory_limit, other_bytes) < 1)
+    return LANCZOS_SETUP_SECONDS + operator_passes_seconds(n, d, block, LANCZOS_PASSES, memory_limit, other_bytes)
 
 
 def kernel_pca(requested: str, *, n: int, d: int, k: int, symmetric: bool, all_components: bool,
@@ -336,17 +354,16 @@ def kernel_pca(requested: str, *, n: int, d: int, k: int, symmetric: bool, all_c
     possible for a symmetric kernel and a number of components short of all), "arpack" (scikit-learn's, on the
     matrix; taken by "auto" only for a kernel that is not symmetric, which Lanczos cannot solve), "randomized"
     and "nystrom" (approximate: only when asked for); ``matrix_possible`` as for :func:`kernel_ridge`."""
-    b = k + 10
+    b = k + 10  # the widest block, for the memory
     kernel = kernel_pass_seconds(n, n, d, 0)
     note = _MATRIX_NOTE[matrix_possible]
     arpack_products = ARPACK_PRODUCTS + ARPACK_PRODUCTS_PER_PAIR * k
     lanczos_note = ("the kernel is not symmetric" if not symmetric
                     else "all components need the dense eigendecomposition" if all_components else "")
     return choose("kernel PCA", requested, [
-        Candidate("dense", kernel + eigh_seconds(n, None if all_components else k), 3 * 8 * n * n, matrix_possible,
-                  note=note),
-        Candidate("lanczos", LANCZOS_SETUP_SECONDS + operator_passes_seconds(n, d, b, LANCZOS_PASSES, memory_limit,
-                                                                             8 * n * (8 * b + k)),
+        Candidate("dense", DENSE_SETUP_SECONDS + kernel + eigh_seconds(n, None if all_components else k),
+                  3 * 8 * n * n, matrix_possible, note=note),
+        Candidate("lanczos", lanczos_seconds(n, d, k, memory_limit, 8 * n * (8 * b + k)),
                   8 * n * (8 * b + k), symmetric and not all_components, note=lanczos_note),
         Candidate("arpack", kernel + arpack_products * 2 * n * n / (MATVEC_SHARE * gemm_rate()), 2 * 8 * n * n,
                   matrix_possible, automatic=not symmetric and not all_components, note=note),
@@ -366,14 +383,12 @@ def spectral(requested: str | None, *, n: int, d: int, k: int, memory_limit: int
     matrix: the affinity and its normalised copy; ``matrix_possible`` as for :func:`kernel_ridge`), the exact
     solvers; scikit-learn's "arpack", "lobpcg" and "amg" solve the materialised affinity and "nystrom" is
     approximate: those only when asked for."""
-    b = k + 10
+    b = k + 10  # the widest block, for the memory
     dense = 8 * n * n
     sklearn = kernel_pass_seconds(n, n, d, 0) + (ARPACK_PRODUCTS + ARPACK_PRODUCTS_PER_PAIR * k) * 2 * n * n / (
         MATVEC_SHARE * gemm_rate())
     return choose("spectral embedding", "auto" if requested is None else requested, [
-        Candidate("lanczos", LANCZOS_SETUP_SECONDS + operator_passes_seconds(n, d, b, LANCZOS_PASSES, memory_limit,
-                                                                             8 * n * (8 * b + k)),
-                  8 * n * (8 * b + k)),
+        Candidate("lanczos", lanczos_seconds(n, d, k, memory_limit, 8 * n * (8 * b + k)), 8 * n * (8 * b + k)),
         Candidate("dense", kernel_pass_seconds(n, n, d, 0) + eigh_seconds(n, k), 2 * dense, matrix_possible,
                   note=_MATRIX_NOTE[matrix_possible]),
         *(Candidate(name, sklearn, dense, automatic=False, note="scikit-learn's, on the materialised affinity")
