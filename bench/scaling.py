@@ -22,7 +22,7 @@ within each repeat; the figures are medians. The paths:
 * ``gpr_cg``: the same with ``solver="cg"``; predicted: its choice's cg candidate (one evaluation);
 * ``svc``: ``SVC(rbf).fit`` of 20,000 × 20 samples of ``make_classification``, with its stages (kernel columns,
   working-set selection, local SMO, gradient update) from ``solver_info_``; predicted: the choice's sweeps plus the
-  columns it evaluated at the kernel pass's rate;
+  columns it evaluated and the entries of its gradients' products at the kernel pass's rate;
 * ``ridge``: ``KernelRidge(rbf, solver="cholesky").fit`` of ``--ridge-n`` (5,000) × 16 samples; predicted: its
   choice's cholesky candidate;
 * ``kmeans``: ``KernelKMeans(8 clusters, n_init=1).fit`` of 20,000 × 16 samples; predicted: the model's seconds
@@ -137,7 +137,9 @@ def _fastkpca(path: str, X, y) -> tuple[float, float, dict]:
         pair = model.solver_info_["pairs"][0]
         extra = {"stages": {stage: float(pair["seconds"][stage]) for stage in SVC_STAGES}}
         columns = float(pair["column_entries"]) / X.shape[0]  # columns evaluated (each of n entries)
-        predicted = _picked_seconds(pair) + choice.kernel_pass_seconds(X.shape[0], columns, X.shape[1], 0)
+        products = float(pair["product_entries"]) / X.shape[0]  # the rebuilt gradients' kernel entries, as columns
+        predicted = (_picked_seconds(pair) + choice.kernel_pass_seconds(X.shape[0], columns, X.shape[1], 0)
+                     + choice.kernel_pass_seconds(X.shape[0], products, X.shape[1], 1))
         return seconds, predicted, extra
     if path == "ridge":
         model = fastkpca.KernelRidge(kernel="rbf", alpha=0.1, solver="cholesky").fit(X, y)
