@@ -19,6 +19,19 @@ PACKAGE = Path(fastkpca.__file__).parent
 ESTIMATORS = sorted((PACKAGE / "estimators").glob("*.py"))
 
 
+def findings_of(check, source: str, tmp_path: Path) -> list[str]:
+    """What a source-reading check reports on ``source`` (written to a probe file): the checks' own tests show
+    that each spelling they must catch, they catch."""
+    probe = tmp_path / "probe.py"
+    probe.write_text(source)
+    return check(probe)
+
+
+def assert_finds(found: list[str], spellings) -> None:
+    for spelling in spellings:
+        assert any(spelling in line for line in found), (spelling, found)
+
+
 def test_no_import_cycle_in_the_package():
     """Tarjan's strongly connected components of the module graph (every import statement, lazy ones
     included): each must be a single module."""
@@ -137,14 +150,11 @@ def test_no_estimator_decides_a_kernels_kind(path):
 
 def test_the_kind_check_finds_what_it_looks_for(tmp_path):
     """The check above is not vacuous: each spelling it must catch, it catches."""
-    probe = tmp_path / "probe.py"
-    probe.write_text("def f(self, samples, kernel):\n"
-                     "    if callable(self.kernel) or self.kernel == 'precomputed' or kernel.native:\n"
-                     "        return samples.local('x'), registry.is_native(self.affinity)\n"
-                     "    return self.metric in ('chi2',)\n")
-    found = kind_decisions(probe)
-    for spelling in ("callable", "native", "local", "registry", "is_native", "'precomputed'", "('chi2',)"):
-        assert any(spelling in line for line in found), (spelling, found)
+    found = findings_of(kind_decisions, "def f(self, samples, kernel):\n"
+                        "    if callable(self.kernel) or self.kernel == 'precomputed' or kernel.native:\n"
+                        "        return samples.local('x'), registry.is_native(self.affinity)\n"
+                        "    return self.metric in ('chi2',)\n", tmp_path)
+    assert_finds(found, ("callable", "native", "local", "registry", "is_native", "'precomputed'", "('chi2',)"))
 
 
 #: Names a decision on a solver or an SVM formulation would compare with: the solvers' and formulations' names
@@ -204,21 +214,18 @@ def test_no_estimator_asks_where_its_samples_live(path):
 def test_the_solver_check_finds_what_it_looks_for(tmp_path):
     """The check above is not vacuous: each spelling it must catch, it catches (and reading a solver's
     property is no decision)."""
-    probe = tmp_path / "probe.py"
-    probe.write_text("def f(self, samples):\n"
-                     "    if self._iterative is None or samples.holds_matrix:\n"
-                     "        pass\n"
-                     "    a = 1 if self.solver == 'cg' else 2\n"
-                     "    b = 1 if self._solver.name != 'x' else isinstance(self._solver, ExactSolver)\n"
-                     "    if self._iterative:\n"
-                     "        pass\n"
-                     "    c = self.eigen_solver != 'auto' or self._formulation in ('c_svc', 'nu_svc')\n"
-                     "    return len(a) if self._solver.per_sample_objective else b\n")
-    found = solver_decisions(probe)
-    for spelling in ("self._iterative is None", "holds_matrix", "self.solver == 'cg'", "self._solver.name != 'x'",
-                     "isinstance(self._solver, ExactSolver)", "a test on self._iterative",
-                     "self.eigen_solver != 'auto'", "self._formulation in ('c_svc', 'nu_svc')"):
-        assert any(spelling in line for line in found), (spelling, found)
+    found = findings_of(solver_decisions, "def f(self, samples):\n"
+                        "    if self._iterative is None or samples.holds_matrix:\n"
+                        "        pass\n"
+                        "    a = 1 if self.solver == 'cg' else 2\n"
+                        "    b = 1 if self._solver.name != 'x' else isinstance(self._solver, ExactSolver)\n"
+                        "    if self._iterative:\n"
+                        "        pass\n"
+                        "    c = self.eigen_solver != 'auto' or self._formulation in ('c_svc', 'nu_svc')\n"
+                        "    return len(a) if self._solver.per_sample_objective else b\n", tmp_path)
+    assert_finds(found, ("self._iterative is None", "holds_matrix", "self.solver == 'cg'", "self._solver.name != 'x'",
+                         "isinstance(self._solver, ExactSolver)", "a test on self._iterative",
+                         "self.eigen_solver != 'auto'", "self._formulation in ('c_svc', 'nu_svc')"))
     assert not any("per_sample_objective" in line for line in found), found
 
 
@@ -279,11 +286,8 @@ def test_every_factorisation_goes_through_the_blocked_loop(path):
 
 
 def test_the_factorisation_check_finds_what_it_looks_for(tmp_path):
-    probe = tmp_path / "probe.py"
-    probe.write_text("from scipy.linalg import cho_factor\n"
-                     "def f(A):\n"
-                     "    lapack.dpotrf(A); np.linalg.cholesky(A)\n"
-                     "    return get_lapack_funcs(('potrf',), (A,))\n")
-    found = whole_matrix_factorisations(probe)
-    for spelling in ("cho_factor", "lapack.dpotrf", "np.linalg.cholesky", "potrf"):
-        assert any(spelling in line for line in found), (spelling, found)
+    found = findings_of(whole_matrix_factorisations, "from scipy.linalg import cho_factor\n"
+                        "def f(A):\n"
+                        "    lapack.dpotrf(A); np.linalg.cholesky(A)\n"
+                        "    return get_lapack_funcs(('potrf',), (A,))\n", tmp_path)
+    assert_finds(found, ("cho_factor", "lapack.dpotrf", "np.linalg.cholesky", "potrf"))
