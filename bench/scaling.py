@@ -192,9 +192,13 @@ def _intelex(path: str, X, y) -> float | None:
     if path != "svc":
         return None
     try:
+        import daal4py
         from sklearnex.svm import SVC
     except ImportError:
         return None
+    # oneDAL runs on its own (TBB) threads, which OMP_NUM_THREADS does not set
+    daal4py.daalinit(int(os.environ.get("OMP_NUM_THREADS", os.cpu_count() or 1)))
+    SVC().fit(X[: X.shape[0] // 4], y[: X.shape[0] // 4])  # its first call's costs, as for the others
     start = time.perf_counter()
     SVC().fit(X, y)
     return time.perf_counter() - start
