@@ -33,6 +33,7 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import signal
 import statistics
 import subprocess
 import sys
@@ -182,6 +183,8 @@ def main(argv=None) -> int:
     print(f"# {args.rounds} rounds, libraries alternated; {where}")
     figures: dict = {}
     background = _background() if args.beside else None
+    # a SIGTERM (a killed run) unwinds like Ctrl-C, so that the finally below stops the background process
+    signal.signal(signal.SIGTERM, lambda signum, frame: sys.exit(128 + signum))
     try:
         if background is not None:
             time.sleep(2.0)  # its imports done, its fits running
