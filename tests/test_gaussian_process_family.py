@@ -34,7 +34,8 @@ def test_every_solver_answers_the_optimiser(solver):
                  "fitted_attributes", "info"):
         assert hasattr(solver, name), (solver.__name__, name)
     model = ("evaluate", "fit_final", "latent_mean", "latent_variance") if "Laplace" in solver.__name__ else (
-        "inv_quad_logdet", "solve", "variance", "covariance", "localised")
+        "inv_quad_logdet", "solve", "likelihood_from_solve", "solved_inv_quad_logdet", "variance", "covariance",
+        "localised")
     assert all(hasattr(solver, name) for name in model)
 
 

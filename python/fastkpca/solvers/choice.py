@@ -355,7 +355,7 @@ def kernel_pca(requested: str, *, n: int, d: int, k: int, symmetric: bool, all_c
     possible for a symmetric kernel and a number of components short of all), "arpack" (scikit-learn's, on the
     matrix; taken by "auto" only for a kernel that is not symmetric, which Lanczos cannot solve), "randomized"
     and "nystrom" (approximate: only when asked for); ``matrix_possible`` as for :func:`kernel_ridge`."""
-    b = k + 10  # the widest block, for the memory
+    b = default_block_size(k, n, compute_bound=True)  # the widest block the solver takes, for its memory
     kernel = MATRIX_FIT_SECONDS + kernel_pass_seconds(n, n, d, 0)
     note = _MATRIX_NOTE[matrix_possible]
     arpack_products = ARPACK_PRODUCTS + ARPACK_PRODUCTS_PER_PAIR * k
@@ -384,7 +384,7 @@ def spectral(requested: str | None, *, n: int, d: int, k: int, memory_limit: int
     matrix: the affinity and its normalised copy; ``matrix_possible`` as for :func:`kernel_ridge`), the exact
     solvers; scikit-learn's "arpack", "lobpcg" and "amg" solve the materialised affinity and "nystrom" is
     approximate: those only when asked for."""
-    b = k + 10  # the widest block, for the memory
+    b = default_block_size(k, n, compute_bound=True)  # the widest block the solver takes, for its memory
     dense = 8 * n * n
     sklearn = kernel_pass_seconds(n, n, d, 0) + (ARPACK_PRODUCTS + ARPACK_PRODUCTS_PER_PAIR * k) * 2 * n * n / (
         MATVEC_SHARE * gemm_rate())

@@ -561,7 +561,9 @@ class DualSolver {
         in_place = nullptr;
     }
     if (!in_place) block_.resize(static_cast<std::size_t>(m * m));
-#pragma omp parallel for schedule(static) if (team_pays(static_cast<double>(m) * static_cast<double>(m) * kCopySeconds))
+    // the entries the loop copies (m² with the block, m where the block is read in place) decide the team
+    const double gathered = static_cast<double>(m) * (in_place ? 1.0 : static_cast<double>(m));
+#pragma omp parallel for schedule(static) if (team_pays(gathered * kCopySeconds))
     for (Index b = 0; b < m; ++b) {
       const Index t = set_[static_cast<std::size_t>(b)];
       y[static_cast<std::size_t>(b)] = pr_.y[t];
