@@ -43,11 +43,11 @@ from .. import _native
 from ..operators.storage import DENSE_COPIES, PLAN_SLACK_BYTES
 from .dense.eigh import on_one_blas_thread as eigh_on_one_blas_thread
 from .dense.threads import default_blas_threads, gemm_rate_one_thread, small_algebra
-from .krylov.lanczos import default_block_size
+from .krylov.lanczos import default_block_size, memory_needs
 
 __all__ = ["Candidate", "Choice", "Machine", "choose", "machine", "gemm_rate", "gemm_rate_one_thread", "kernel_rate",
            "thread_rate", "kernel_entry_flops", "evaluated_features", "kernel_pass_seconds", "stored_pass_seconds",
-           "operator_passes_seconds", "stored_share", "lanczos_seconds", "cholesky_seconds", "eigh_seconds"]
+           "operator_passes_seconds", "stored_share", "lanczos_candidate", "cholesky_seconds", "eigh_seconds"]
 
 # --------------------------------------------------------------------------------------------------- rates
 
@@ -340,12 +340,14 @@ ARPACK_PRODUCTS_PER_PAIR = 2.5
 MATVEC_SHARE = 0.03
 
 
-def lanczos_seconds(n: int, d: int, k: int, memory_limit: int, other_bytes: int) -> float:
-    """Block Lanczos for k pairs: LANCZOS_PASSES passes of the block it takes (krylov.lanczos.default_block_size:
-    narrow where the packed kernel is stored and a pass is bound by reading it, wider where every pass evaluates
-    the kernel)."""
-    block = default_block_size(k, n, compute_bound=stored_share(n, d, memory_limit, other_bytes) < 1)
-    return LANCZOS_SETUP_SECONDS + operator_passes_seconds(n, d, block, LANCZOS_PASSES, memory_limit, other_bytes)
+def lanczos_candidate(n: int, d: int, k: int, memory_limit: int, possible: bool = True, note: str = "") -> Candidate:
+    """Block Lanczos for k pairs: the memory the solver plans for itself (krylov.lanczos.memory_needs), and
+    LANCZOS_PASSES passes of the block it takes (default_block_size: narrow where the packed kernel is stored and
+    a pass is bound by reading it, wider where every pass evaluates the kernel)."""
+    _, needs = memory_needs(k, n)
+    block = default_block_size(k, n, compute_bound=stored_share(n, d, memory_limit, needs) < 1)
+    seconds = LANCZOS_SETUP_SECONDS + operator_passes_seconds(n, d, block, LANCZOS_PASSES, memory_limit, needs)
+    return Candidate("lanczos", seconds, needs, possible, note=note)
 
 
 def kernel_pca(requested: str, *, n: int, d: int, k: int, symmetric: bool, all_components: bool,
@@ -355,7 +357,7 @@ def kernel_pca(requested: str, *, n: int, d: int, k: int, symmetric: bool, all_c
     possible for a symmetric kernel and a number of components short of all), "arpack" (scikit-learn's, on the
     matrix; taken by "auto" only for a kernel that is not symmetric, which Lanczos cannot solve), "randomized"
     and "nystrom" (approximate: only when asked for); ``matrix_possible`` as for :func:`kernel_ridge`."""
-    b = default_block_size(k, n, compute_bound=True)  # the widest block the solver takes, for its memory
+    b = k + 10  # the randomized solver's block (scikit-learn's ten extra columns)
     kernel = MATRIX_FIT_SECONDS + kernel_pass_seconds(n, n, d, 0)
     note = _MATRIX_NOTE[matrix_possible]
     arpack_products = ARPACK_PRODUCTS + ARPACK_PRODUCTS_PER_PAIR * k
@@ -364,8 +366,7 @@ def kernel_pca(requested: str, *, n: int, d: int, k: int, symmetric: bool, all_c
     return choose("kernel PCA", requested, [
         Candidate("dense", kernel + eigh_seconds(n, None if all_components else k), 3 * 8 * n * n, matrix_possible,
                   note=note),
-        Candidate("lanczos", lanczos_seconds(n, d, k, memory_limit, 8 * n * (8 * b + k)),
-                  8 * n * (8 * b + k), symmetric and not all_components, note=lanczos_note),
+        lanczos_candidate(n, d, k, memory_limit, symmetric and not all_components, lanczos_note),
         Candidate("arpack", kernel + arpack_products * 2 * n * n / (MATVEC_SHARE * gemm_rate()), 2 * 8 * n * n,
                   matrix_possible, automatic=not symmetric and not all_components, note=note),
         Candidate("randomized", kernel + 2 * 7 * kernel_pass_seconds(n, n, 0, b), 2 * 8 * n * n, matrix_possible,
@@ -384,12 +385,11 @@ def spectral(requested: str | None, *, n: int, d: int, k: int, memory_limit: int
     matrix: the affinity and its normalised copy; ``matrix_possible`` as for :func:`kernel_ridge`), the exact
     solvers; scikit-learn's "arpack", "lobpcg" and "amg" solve the materialised affinity and "nystrom" is
     approximate: those only when asked for."""
-    b = default_block_size(k, n, compute_bound=True)  # the widest block the solver takes, for its memory
     dense = 8 * n * n
     sklearn = kernel_pass_seconds(n, n, d, 0) + (ARPACK_PRODUCTS + ARPACK_PRODUCTS_PER_PAIR * k) * 2 * n * n / (
         MATVEC_SHARE * gemm_rate())
     return choose("spectral embedding", "auto" if requested is None else requested, [
-        Candidate("lanczos", lanczos_seconds(n, d, k, memory_limit, 8 * n * (8 * b + k)), 8 * n * (8 * b + k)),
+        lanczos_candidate(n, d, k, memory_limit),
         Candidate("dense", kernel_pass_seconds(n, n, d, 0) + eigh_seconds(n, k), 2 * dense, matrix_possible,
                   note=_MATRIX_NOTE[matrix_possible]),
         *(Candidate(name, sklearn, dense, automatic=False, note="scikit-learn's, on the materialised affinity")
