@@ -73,6 +73,11 @@ def weights_in_place(K: np.ndarray, A: np.ndarray, outer_weight: float, inverse_
     return K
 
 
+def _terms(L: np.ndarray, Y: np.ndarray, alpha: np.ndarray) -> InvQuadLogdet:
+    """yᵀK̂⁻¹y per column and log det K̂ from the factor L and α = K̂⁻¹Y."""
+    return InvQuadLogdet(np.einsum("ik,ik->k", Y, alpha), 2.0 * np.log(np.diag(L)).sum(), alpha)
+
+
 def _test_chunks(n_train: int, n_test: int, memory_limit: int) -> int:
     """Test points per chunk of the cross kernel and its triangular solve (two n_train × chunk arrays)."""
     return int(max(1, min(n_test, (memory_limit // 4) // max(1, 16 * n_train))))
@@ -194,10 +199,9 @@ class ExactSolver(ExactOptimisation):
             return InvQuadLogdet(None, math.nan, None)
         with small_algebra_threads(2.0 * L.shape[0] ** 2 * Y.shape[1]):  # two triangular solves
             alpha, _ = lapack.dpotrs(L, Y, lower=1)
-        quad = np.einsum("ik,ik->k", Y, alpha)
-        logdet = 2.0 * np.log(np.diag(L)).sum()
+        terms = _terms(L, Y, alpha)
         if not eval_gradient:
-            return InvQuadLogdet(quad, logdet, alpha)
+            return terms
         # K̂⁻¹ in the factor's triangle
         with blocked_threads(L.shape[0]):
             info = cholesky_inverse_in_place(L)
@@ -205,7 +209,7 @@ class ExactSolver(ExactOptimisation):
             raise np.linalg.LinAlgError(f"dpotri: info {info}")
         W = weights_in_place(K, alpha, -quad_weight, logdet_weight)
         gradient = np.asarray(kernel.gradient_traces(self.X, W), dtype=np.float64)
-        return InvQuadLogdet(quad, logdet, alpha, gradient)
+        return InvQuadLogdet(terms.quad, terms.logdet, alpha, gradient)
 
     def solve(self, kernel, Y: np.ndarray) -> np.ndarray:
         from scipy.linalg import cho_solve
@@ -216,10 +220,10 @@ class ExactSolver(ExactOptimisation):
         return self.alpha
 
     def solved_inv_quad_logdet(self, Y: np.ndarray) -> InvQuadLogdet:
-        """The terms at the kernel of the last :meth:`solve`, from its factor and α: the same arithmetic as
-        :meth:`inv_quad_logdet`'s, without factoring K̂ a second time."""
+        """The terms at the kernel of the last :meth:`solve`, from its factor and α (:func:`_terms`, as
+        :meth:`inv_quad_logdet` forms them), without factoring K̂ a second time."""
         assert self.L is not None and self.alpha is not None
-        return InvQuadLogdet(np.einsum("ik,ik->k", Y, self.alpha), 2.0 * np.log(np.diag(self.L)).sum(), self.alpha)
+        return _terms(self.L, Y, self.alpha)
 
     def variance(self, kernel, X_new) -> np.ndarray:
         assert self.L is not None
