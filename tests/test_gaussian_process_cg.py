@@ -413,8 +413,8 @@ def test_auto_chooses_by_cost_within_memory(monkeypatch):
     for n, chosen in ((5000, "cholesky"), (40_000, "cg")):
         (slow, picked_slow), (fast, picked_fast) = seconds(n, 1e9), seconds(n, 1e11)
         assert picked_slow == picked_fast == chosen
-        fixed = model.GP_CG_SECONDS  # cg's seconds that do not depend on the rate
-        assert slow["cholesky"] / (slow["cg"] - fixed) == pytest.approx(fast["cholesky"] / (fast["cg"] - fixed))
+        assert slow["cholesky"] / (slow["cg"] - model.GP_CG_SECONDS) == pytest.approx(
+            fast["cholesky"] / (fast["cg"] - model.GP_CG_SECONDS))  # cg's seconds that do not depend on the rate
     monkeypatch.undo()
     settings = IterativeSettings()
     for n, limit, chosen in ((5000, 10**9, "cholesky"), (40_000, 20 * 10**9, "cg"), (40_000, 10**10, "cg")):

@@ -412,6 +412,16 @@ GP_CG_OVERHEAD = 2.6
 GP_CG_SECONDS = 1.8
 
 
+def gp_cg_serial_seconds(n: int, rank: int) -> float:
+    """The seconds of a cg evaluation on one thread whatever the cores: GP_CG_SECONDS and the preconditioner's
+    algebra (its r × r factorisations, and the n × r factor's products with the iterates, about 10 n r² flops),
+    which the iterative solver runs on one BLAS thread (gaussian_process/iterative.py: ``on_one_blas_thread``;
+    measured at 5,000 and 8,000 samples, r = 1,024: the factor's products took the same seconds on 1 and 2
+    threads)."""
+    rank = min(rank, n)
+    return GP_CG_SECONDS + GP_CG_OVERHEAD * 10 * n * rank * rank / gemm_rate(1)
+
+
 def gaussian_process_regression(requested: str, *, n: int, d: int, columns: int, rank: int, exact_possible: bool,
                                 memory_limit: int) -> Choice:
     """The regressor's solver: "cholesky" (the n × n factor and its inverse: n³ at LAPACK's rate, and the kernel
@@ -419,11 +429,10 @@ def gaussian_process_regression(requested: str, *, n: int, d: int, columns: int,
     ``columns`` = targets + probes vectors, the gradient's pass, and a rank-``rank`` preconditioner built by
     RPCholesky). The exact evaluation grows as n³ and the cg one as n², so cg wins past a crossover; the exact
     solver is possible only where the samples' engine can hold the n × n matrix (``exact_possible``)."""
-    entry = kernel_entry_flops(d)
     rank = min(rank, n)
     exact = cholesky_seconds(n, inverse=True) + kernel_pass_seconds(n, n, d, 0)
-    cg = GP_CG_SECONDS + GP_CG_OVERHEAD * ((GP_PRODUCTS_PER_EVALUATION + 1) * kernel_pass_seconds(n, n, d, columns)
-                                           + (n * rank * entry + 10 * n * rank * rank) / gemm_rate())
+    cg = gp_cg_serial_seconds(n, rank) + GP_CG_OVERHEAD * (
+        (GP_PRODUCTS_PER_EVALUATION + 1) * kernel_pass_seconds(n, n, d, columns) + kernel_pass_seconds(n, rank, d, 0))
     return choose("gaussian process regression", requested, [
         Candidate("cholesky", exact, 8 * n * n, exact_possible, note=_MATRIX_NOTE[exact_possible]),
         Candidate("cg", cg, 8 * n * (4 * columns + rank)),
