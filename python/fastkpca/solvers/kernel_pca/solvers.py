@@ -86,7 +86,7 @@ def _exact_fit(samples, kernel, values, vectors, centering, total_variance, info
     X_fit = samples.fitted()
 
     def pre_image_pairs(transform):
-        return vectors * np.sqrt(values), v.as_float_array(samples.engine.gather(X_fit, "X"), "X")
+        return vectors * np.sqrt(values), v.as_float_array(samples.local().fitted(), "X")
 
     attributes = {"K_fit_rows_": centering.column_means, "K_fit_all_": centering.grand_mean}
     return PcaFit(values, vectors, transform_map, X_fit, total_variance, info, attributes, pre_image_pairs)
