@@ -382,6 +382,7 @@ class GaussianProcessRegressor(EngineFitted, MultiOutputMixin, RegressorMixin, B
                 return -estimate.value, -(np.zeros_like(theta) if estimate.gradient is None else estimate.gradient)
             return -estimate.value
 
+        assert self.optimizer is not None  # fit optimises only with one
         found = gp.optimise(obj_func, self.kernel_.theta, self.kernel_.bounds, solver=self._solver,
                             optimizer=self.optimizer, samples=len(self.y_train_), restarts=self.n_restarts_optimizer,
                             random_state=self._rng, fit_subset=self._fit_subset, subset_size=self.subset_start)

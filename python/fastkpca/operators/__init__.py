@@ -6,8 +6,13 @@ not import SciPy)."""
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING, Any
+
 from .arithmetic import FLOAT32_PRODUCTS_MIN_TOL, products_for
 from .storage import PACKED_MAX_BLOCK, STORAGES, StoragePlan, pass_bytes, plan_for, plan_storage, sample_bytes
+
+if TYPE_CHECKING:  # what type checkers see of the names imported on first access (__getattr__ below)
+    from .operator import KernelOperator, build, from_matrix, kernel_operator, python_operator, sparse_operator
 
 __all__ = ["KernelOperator", "kernel_operator", "from_matrix", "build", "python_operator", "sparse_operator",
            "products_for", "FLOAT32_PRODUCTS_MIN_TOL", "StoragePlan", "plan_storage", "plan_for", "sample_bytes",
@@ -16,7 +21,7 @@ __all__ = ["KernelOperator", "kernel_operator", "from_matrix", "build", "python_
 _FROM_OPERATOR = ("KernelOperator", "kernel_operator", "from_matrix", "build", "python_operator", "sparse_operator")
 
 
-def __getattr__(name):
+def __getattr__(name: str) -> Any:
     if name in _FROM_OPERATOR:
         from . import operator
 

@@ -10,6 +10,12 @@ residuals in float64: solvers/krylov/cg.py)."""
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from .._core import Operator as NativeOperator
+    from .operator import KernelOperator
+
 __all__ = ["products_for", "FLOAT32_PRODUCTS_MIN_TOL"]
 
 #: Smallest solver tolerance (relative residual) at which a float32 kernel's products run in float32 (see
@@ -18,7 +24,7 @@ __all__ = ["products_for", "FLOAT32_PRODUCTS_MIN_TOL"]
 FLOAT32_PRODUCTS_MIN_TOL = 1e-6
 
 
-def products_for(op, tol: float) -> str:
+def products_for(op: KernelOperator | NativeOperator, tol: float) -> str:
     """The arithmetic a solver that wants relative accuracy ``tol`` may ask of ``op``'s products.
 
     "float32" for a float32 kernel (stored or evaluated tiles) when ``tol >= FLOAT32_PRODUCTS_MIN_TOL``: the

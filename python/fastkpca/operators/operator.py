@@ -10,10 +10,10 @@ precomputed matrix (:func:`from_matrix`) and an operator whose products come fro
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING, Any, Callable
 
 import numpy as np
-from numpy.typing import ArrayLike
+from numpy.typing import ArrayLike, DTypeLike
 from scipy.sparse.linalg import LinearOperator
 
 from .. import _native, _threads
@@ -21,6 +21,9 @@ from .. import _validation as v
 from ..kernels import Kernel, NativeKernel, registry
 from ..kernels.kernel import chunk_rows
 from .storage import STORAGES, StoragePlan, pass_bytes, plan_for
+
+if TYPE_CHECKING:
+    from .._core import Operator as NativeOperator
 
 __all__ = ["KernelOperator", "kernel_operator", "from_matrix", "build", "python_operator", "sparse_operator"]
 
@@ -51,8 +54,10 @@ class KernelOperator(LinearOperator):
     engine's, not an interface.
     """
 
-    def __init__(self, native, *, n_jobs=None, plan=None, keep=None, release=None, details=None, storage_dtype=None,
-                 diagonal=None, matrix=None):
+    def __init__(self, native: NativeOperator, *, n_jobs: int | None = None, plan: StoragePlan | None = None,
+                 keep: np.ndarray | None = None, release: Callable[[], object] | None = None,
+                 details: Callable[[], dict] | None = None, storage_dtype: DTypeLike | None = None,
+                 diagonal: Callable[[], ArrayLike] | None = None, matrix: Any = None) -> None:
         super().__init__(dtype=np.dtype(np.float64), shape=(native.n, native.n))
         self.native = native
         self._storage_dtype = storage_dtype  # for a Python-side operator: the dtype its kernel is evaluated in
@@ -88,19 +93,19 @@ class KernelOperator(LinearOperator):
             return np.dtype(self._storage_dtype)
         return np.dtype(np.float32 if self.native.scalar_bytes == 4 else np.float64)
 
-    def _matmat(self, X):
+    def _matmat(self, X: np.ndarray) -> np.ndarray:
         X = np.asfortranarray(X, dtype=np.float64)
         if X.ndim != 2 or X.shape[0] != self.shape[1]:
             raise ValueError(f"dimension mismatch: operator is {self.shape}, operand {X.shape}")
         return self.native.matmat(X, self._threads)
 
-    def _matvec(self, x):
+    def _matvec(self, x: np.ndarray) -> np.ndarray:
         return self._matmat(np.asarray(x).reshape(-1, 1)).reshape(-1)
 
-    def _adjoint(self):
+    def _adjoint(self) -> KernelOperator:
         return self
 
-    def _transpose(self):
+    def _transpose(self) -> KernelOperator:
         return self
 
     def row_sums(self) -> np.ndarray:
@@ -117,7 +122,7 @@ class KernelOperator(LinearOperator):
             raise ValueError(f"the diagonal of {self!r} is not known to fastkpca")
         return np.asarray(self._diagonal(), dtype=np.float64)
 
-    def _view(self, native) -> KernelOperator:
+    def _view(self, native: NativeOperator) -> KernelOperator:
         return KernelOperator(native, n_jobs=self._threads or None, plan=self.plan, keep=self._keep,
                               release=self._release, details=self._details, storage_dtype=self._storage_dtype)
 
@@ -140,7 +145,7 @@ class KernelOperator(LinearOperator):
         """
         return self._view(self.native.shifted(v.check_real(alpha, "alpha")))
 
-    def normalized(self, scale, diagonal) -> KernelOperator:
+    def normalized(self, scale: ArrayLike, diagonal: ArrayLike) -> KernelOperator:
         """S·(K − diag(diagonal))·S with S = diag(scale), applied implicitly (O(N·b) extra per product): with
         ``diagonal`` K's diagonal and ``scale`` the inverse square roots of the degrees K·1 − diagonal, the
         normalised affinity of spectral embedding. Its trace is taken as 0 (``diagonal`` must be K's).
@@ -181,15 +186,15 @@ class KernelOperator(LinearOperator):
     def __enter__(self) -> KernelOperator:
         return self
 
-    def __exit__(self, *exc) -> None:
+    def __exit__(self, *exc: object) -> None:
         self.release()
 
-    def __repr__(self):
+    def __repr__(self) -> str:
         return (f"<{self.shape[0]}×{self.shape[1]} KernelOperator, storage={self.storage!r}, "
                 f"{self.storage_dtype.name}, {self.nbytes / 2**20:.1f} MiB>")
 
 
-def _pass_jobs(n_jobs, seconds: float):
+def _pass_jobs(n_jobs: int | None, seconds: float) -> int | None:
     """The n_jobs an operator keeps for its passes (row sums, trace, products) whose one pass takes ``seconds``
     on one thread: 1 where the thread rule (_threads.py) gives the default team's small work one thread, else
     n_jobs as given. A solver's own rule (block Lanczos's, per block of vectors) can only narrow it further."""
@@ -197,7 +202,7 @@ def _pass_jobs(n_jobs, seconds: float):
     return threads if threads > 0 else None
 
 
-def from_matrix(K, plan: StoragePlan | None = None, n_jobs=None) -> KernelOperator:
+def from_matrix(K: Any, plan: StoragePlan | None = None, n_jobs: int | None = None) -> KernelOperator:
     """The full storage over a symmetric K, read in place (and kept alive): a C-contiguous, aligned
     float32/float64 array, or a SciPy sparse matrix (:func:`sparse_operator`)."""
     if v.is_sparse(K):
@@ -206,7 +211,8 @@ def from_matrix(K, plan: StoragePlan | None = None, n_jobs=None) -> KernelOperat
                           plan=plan, keep=K, diagonal=lambda: np.diagonal(K).copy(), matrix=K)
 
 
-def build(X, kernel: Kernel, plan: StoragePlan, n_jobs=None, *, zero_diagonal: bool = False) -> KernelOperator:
+def build(X: Any, kernel: Kernel, plan: StoragePlan, n_jobs: int | None = None, *,
+          zero_diagonal: bool = False) -> KernelOperator:
     """The operator of the kernel of validated samples X (as the kernel's check_samples left them) held as
     ``plan`` says (storage.plan_for): a native kernel's tiles (packed, cached, matrix-free) or Gram matrix;
     a precomputed kernel in place; another kernel's matrix, or its row blocks recomputed on every pass.
@@ -230,14 +236,15 @@ def build(X, kernel: Kernel, plan: StoragePlan, n_jobs=None, *, zero_diagonal: b
     return KernelOperator(native, n_jobs=n_jobs, plan=plan, diagonal=diagonal)
 
 
-def _blocks_operator(X, kernel: Kernel, plan: StoragePlan, n_jobs=None, zero_diagonal: bool = False) -> KernelOperator:
+def _blocks_operator(X: Any, kernel: Kernel, plan: StoragePlan, n_jobs: int | None = None,
+                     zero_diagonal: bool = False) -> KernelOperator:
     """K·V of a kernel evaluated in Python, its row blocks K(X_I, X) recomputed on every pass (at most
     CROSS_KERNEL_CHUNK_BYTES of them, and a quarter of the plan's budget, at a time): no N×N array."""
     n = X.shape[0]
     diagonal = np.zeros(n) if zero_diagonal else kernel.diagonal(X)
     rows = chunk_rows(n, plan.budget_bytes)
 
-    def matmat(V):
+    def matmat(V: np.ndarray) -> np.ndarray:
         out = np.empty((n, V.shape[1]))
         for start in range(0, n, rows):
             block = np.asarray(kernel.cross(X[start:start + rows], X), dtype=np.float64)
@@ -251,9 +258,12 @@ def _blocks_operator(X, kernel: Kernel, plan: StoragePlan, n_jobs=None, zero_dia
                            details=lambda: {"block_rows": rows}, storage_dtype=np.float64, diagonal=lambda: diagonal)
 
 
-def python_operator(matmat, n: int, *, storage: str = "python", trace=None, kernel_entries: float = 0.0,
-                    bytes_read: float = 0.0, row_sums=None, plan=None, n_jobs=None, release=None,
-                    details=None, storage_dtype=None, diagonal=None, matrix=None) -> KernelOperator:
+def python_operator(matmat: Callable[[np.ndarray], np.ndarray], n: int, *, storage: str = "python",
+                    trace: float | None = None, kernel_entries: float = 0.0, bytes_read: float = 0.0,
+                    row_sums: Callable[[], np.ndarray] | None = None, plan: StoragePlan | None = None,
+                    n_jobs: int | None = None, release: Callable[[], object] | None = None,
+                    details: Callable[[], dict] | None = None, storage_dtype: DTypeLike | None = None,
+                    diagonal: Callable[[], ArrayLike] | None = None, matrix: Any = None) -> KernelOperator:
     """An operator whose products are ``matmat(V)`` (n × b float64 in and out), run by the native solvers
     like any other. What it knows of itself comes with it: its storage name, trace(K), the cost of a pass
     (kernel entries evaluated, bytes of stored matrix read: the solvers choose their block width from it),
@@ -266,7 +276,7 @@ def python_operator(matmat, n: int, *, storage: str = "python", trace=None, kern
                           storage_dtype=storage_dtype, diagonal=diagonal, matrix=matrix)
 
 
-def sparse_operator(A, n_jobs=None, plan: StoragePlan | None = None) -> KernelOperator:
+def sparse_operator(A: Any, n_jobs: int | None = None, plan: StoragePlan | None = None) -> KernelOperator:
     """A symmetric SciPy sparse matrix as an operator (storage "sparse"): its products are SciPy's CSR
     products, its row sums and trace computed once from the stored entries."""
     A = A.tocsr()
@@ -274,7 +284,7 @@ def sparse_operator(A, n_jobs=None, plan: StoragePlan | None = None) -> KernelOp
     sums = np.asarray(A.sum(axis=1), dtype=np.float64).reshape(-1)
     trace = float(A.diagonal().sum())
 
-    def matmat(V):
+    def matmat(V: np.ndarray) -> np.ndarray:
         return np.asarray(A @ V, dtype=np.float64)
 
     return python_operator(matmat, n, storage="sparse", trace=trace, bytes_read=float(A.data.nbytes + A.indices.nbytes),

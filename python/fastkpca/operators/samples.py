@@ -12,7 +12,6 @@ process, a cluster's workers).
 
 from __future__ import annotations
 
-from contextlib import AbstractContextManager
 from typing import TYPE_CHECKING, Any, Callable, Protocol
 
 import numpy as np
@@ -73,10 +72,10 @@ class SolverSamples(Protocol):
         engine reads its own way."""
 
     def kernel_operator(self, kernel: Kernel, plan: Any, n_jobs: int | None = None, *,
-                        zero_diagonal: bool = False) -> AbstractContextManager[KernelOperator]:
-        """The kernel matrix of these samples as an operator held as ``plan`` says; a context manager that
-        releases what it holds on exit. ``zero_diagonal``: without its diagonal where the engine evaluates the
-        kernel (an affinity; see operators.build)."""
+                        zero_diagonal: bool = False) -> KernelOperator:
+        """The kernel matrix of these samples as an operator held as ``plan`` says, its own context manager: it
+        releases what it holds on exit (or by ``release()``). ``zero_diagonal``: without its diagonal where the
+        engine evaluates the kernel (an affinity; see operators.build)."""
 
     def astype(self, dtype: Any) -> SolverSamples:
         """These samples cast to ``dtype``, a copy kept where these are (the kernel evaluated in another

@@ -19,8 +19,12 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
 
 from .. import _native
+
+if TYPE_CHECKING:
+    from ..kernels.kernel import Kernel
 
 __all__ = ["StoragePlan", "plan_storage", "plan_for", "sample_bytes", "working_copies_bytes", "pass_bytes",
            "packed_bytes", "STORAGES",
@@ -76,14 +80,14 @@ def fixed_bytes(n: int, n_features: int, itemsize: int, samples: int | None = No
     return (DENSE_COPIES * n * n_features * itemsize if samples is None else samples) + 16 * n + PLAN_SLACK_BYTES
 
 
-def working_copies_bytes(X) -> int:
+def working_copies_bytes(X: Any) -> int:
     """Bytes of the copies of the samples X the core keeps for a kernel term (operators' ``nbytes`` less the
     norms): dense, its own row-major copy and the two packed operands of the micro-kernel (three of X's
     size); sparse, its CSR rows once (:func:`sample_bytes`)."""
     return sample_bytes(X) if hasattr(X, "nnz") else DENSE_COPIES * sample_bytes(X)
 
 
-def sample_bytes(X) -> int:
+def sample_bytes(X: Any) -> int:
     """Bytes of the samples X as the core holds them: the dense rows, or a CSR matrix's values, column indices
     (int32) and row pointers (int64), with a thread's scatter array over the columns (sparse kernels)."""
     if hasattr(X, "nnz"):
@@ -160,7 +164,7 @@ def plan_storage(n: int, n_features: int, itemsize: int, *, block_size: int, mem
                        "every pass recomputes the kernel")
 
 
-def plan_for(kernel, X, *, block_size: int, memory_limit: int, other_bytes: int = 0,
+def plan_for(kernel: Kernel, X: Any, *, block_size: int, memory_limit: int, other_bytes: int = 0,
              storage: str = "auto") -> StoragePlan:
     """The storage of the kernel of samples X (validated, in this process) within ``memory_limit``.
 

@@ -36,14 +36,20 @@ prediction and prints both.
 from __future__ import annotations
 
 import math
+from collections.abc import Iterable
 from dataclasses import dataclass
-
+from typing import TYPE_CHECKING
 
 from .. import _native
 from ..operators.storage import DENSE_COPIES, PLAN_SLACK_BYTES
 from .dense.eigh import on_one_blas_thread as eigh_on_one_blas_thread
 from .dense.threads import default_blas_threads, gemm_rate_one_thread, small_algebra
 from .krylov.lanczos import default_block_size, memory_needs
+
+if TYPE_CHECKING:
+    from ..kernels.kernel import Kernel
+    from ..operators.samples import SolverSamples
+    from .rows import ArrayRows
 
 __all__ = ["Candidate", "Choice", "Machine", "choose", "machine", "gemm_rate", "gemm_rate_one_thread", "kernel_rate",
            "thread_rate", "kernel_entry_flops", "evaluated_features", "kernel_pass_seconds", "stored_pass_seconds",
@@ -123,7 +129,7 @@ def kernel_entry_flops(d: int) -> float:
     return 2 * d + KERNEL_ENTRY_FLOPS
 
 
-def evaluated_features(kernel, samples) -> int:
+def evaluated_features(kernel: Kernel, samples: SolverSamples | ArrayRows) -> int:
     """The d of the model's kernel entry for a kernel of ``samples`` (engines/base.py's Samples): 0 for a
     precomputed kernel, whose entries are read from memory rather than evaluated; for sparse samples, the
     values a row stores (``values_per_row``) at SPARSE_VALUE_FLOPS each (an entry's sparse dot product is
@@ -229,7 +235,7 @@ class Choice:
                                for c in self.candidates}}
 
 
-def choose(family: str, requested: str, candidates, memory_limit: int) -> Choice:
+def choose(family: str, requested: str, candidates: Iterable[Candidate], memory_limit: int) -> Choice:
     """The solver for a problem: ``requested`` when it names one of the candidates, else (``"auto"``) the
     cheapest automatic candidate that fits; where none fits, the automatic one that needs the fewest bytes (its
     own checks then fail with the size it needs)."""

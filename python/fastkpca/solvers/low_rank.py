@@ -30,9 +30,10 @@ from __future__ import annotations
 
 import time
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
+from numpy.typing import ArrayLike, DTypeLike
 from scipy import linalg as sla
 
 from .. import _validation as v
@@ -43,6 +44,10 @@ from .dense.eigh import symmetric_eigh
 from .dense.threads import interruptible, small_algebra_threads
 from .dense.subnormals import flush_subnormals
 from .rows import as_rows
+
+if TYPE_CHECKING:
+    from ..operators.samples import ColumnSource, SolverSamples
+    from .rows import ArrayRows
 
 __all__ = ["LowRankFactor", "rpcholesky", "rpcholesky_bytes", "select_landmarks", "landmarks", "nystrom_moments",
            "nystrom_project", "NystromProjection", "nystrom_pca", "nystrom_kernel_pca", "LANDMARK_METHODS",
@@ -96,8 +101,8 @@ class LowRankFactor:
         return self.pivots.shape[0]
 
 
-def rpcholesky(X: np.ndarray, rank: int, kernel: Kernel | None, *, random_state=None,
-               block_size: int = RPCHOLESKY_BLOCK, dtype=np.float64) -> LowRankFactor:
+def rpcholesky(X: np.ndarray | ColumnSource, rank: int, kernel: Kernel | None, *, random_state: Any = None,
+               block_size: int = RPCHOLESKY_BLOCK, dtype: DTypeLike = np.float64) -> LowRankFactor:
     """Randomly pivoted Cholesky factor of the kernel matrix of X, of rank ``rank`` (fewer if exhausted).
 
     Parameters
@@ -156,7 +161,9 @@ def rpcholesky(X: np.ndarray, rank: int, kernel: Kernel | None, *, random_state=
     return LowRankFactor(piv.astype(np.int64), factor, trace, float(diag.sum()), proposals, exhausted)
 
 
-def _rpcholesky_blocks(source, rank, rng, block_size, factor, diag, tiny, columns_buf, residual_buf, update_buf):
+def _rpcholesky_blocks(source: ColumnSource, rank: int, rng: np.random.RandomState, block_size: int,
+                       factor: np.ndarray, diag: np.ndarray, tiny: float, columns_buf: np.ndarray,
+                       residual_buf: np.ndarray, update_buf: np.ndarray) -> tuple[int, int, bool, list[np.ndarray]]:
     """RPCholesky's blocks (see :func:`rpcholesky`): fills ``factor`` and updates ``diag`` in place; returns
     (rank reached, proposals made, whether the residual vanished, the accepted pivots of each block)."""
     n = source.n
@@ -234,7 +241,7 @@ def factor_product(F: np.ndarray, C: np.ndarray, out: np.ndarray | None = None) 
     return out
 
 
-def _accept(C: np.ndarray, proposed_diag: np.ndarray, u: np.ndarray, tiny: float):
+def _accept(C: np.ndarray, proposed_diag: np.ndarray, u: np.ndarray, tiny: float) -> tuple[list[int], np.ndarray]:
     """Rejection step of blocked RPCholesky on the proposals' residual block C (b × b).
 
     Proposal j is accepted with probability res_j / d_j, where res_j is its residual diagonal after the
@@ -262,8 +269,8 @@ def rpcholesky_rows(n: int, m: int, memory_limit: int) -> int:
     return int(min(n, max(4 * m, budget // (8 * m))))
 
 
-def select_landmarks(X, m: int, method: str, kernel: Kernel, *, random_state=None,
-                     memory_limit: int) -> tuple[np.ndarray, dict]:
+def select_landmarks(X: np.ndarray | SolverSamples | ArrayRows, m: int, method: str, kernel: Kernel, *,
+                     random_state: Any = None, memory_limit: int) -> tuple[np.ndarray, dict]:
     """Indices of m landmark rows of X (an array or a row source), and a dict describing the choice.
 
     ``"uniform"`` takes the first m of a random permutation (scikit-learn's draw for the same seed).
@@ -293,8 +300,8 @@ def select_landmarks(X, m: int, method: str, kernel: Kernel, *, random_state=Non
     return chosen.astype(np.int64), info
 
 
-def landmarks(X, spec, m: int | None, kernel: Kernel, *, random_state=None,
-              memory_limit: int, name: str) -> tuple[Any, np.ndarray | None, dict]:
+def landmarks(X: np.ndarray | SolverSamples | ArrayRows, spec: str | ArrayLike, m: int | None, kernel: Kernel, *,
+              random_state: Any = None, memory_limit: int, name: str) -> tuple[Any, np.ndarray | None, dict]:
     """The landmarks an estimator's ``landmarks=`` argument asks for: (points S, C-contiguous in X's dtype;
     their rows of X, or None for given points; how they were chosen). X is an array or a row source.
 
@@ -331,16 +338,19 @@ class _Moments:
     :func:`nystrom_moments`. It keeps its buffer for C from chunk to chunk (fresh memory is expensive to
     touch) but does not pickle it (a cluster's tasks each make their own)."""
 
-    def __init__(self, S: np.ndarray, kernel: Kernel):
+    _buf: np.ndarray | None
+
+    def __init__(self, S: np.ndarray, kernel: Kernel) -> None:
         self.S, self.kernel, self._buf = S, kernel, None
 
-    def __getstate__(self):
+    def __getstate__(self) -> dict[str, Any]:
         return {"S": self.S, "kernel": self.kernel, "_buf": None}
 
     def on_threads(self, threads: int) -> _Moments:
         return _Moments(self.S, self.kernel.on_threads(threads))
 
-    def __call__(self, X, weights=None, targets=None):
+    def __call__(self, X: Any, weights: np.ndarray | None = None,
+                 targets: np.ndarray | None = None) -> tuple[np.ndarray, np.ndarray, np.ndarray | None]:
         X = self.kernel.new_rows(X, self.S, self.S.dtype)
         m = self.S.shape[0]
         if self._buf is None or self._buf.shape[0] < X.shape[0] or self._buf.dtype != X.dtype:
@@ -361,7 +371,8 @@ class _Moments:
             None if cross is None else cross.astype(np.float64, copy=False)
 
 
-def nystrom_moments(X, S: np.ndarray, kernel: Kernel, rows: int, *, weights=None, targets=None):
+def nystrom_moments(X: np.ndarray | SolverSamples | ArrayRows, S: np.ndarray, kernel: Kernel, rows: int, *,
+                    weights: np.ndarray | None = None, targets: np.ndarray | None = None) -> tuple[np.ndarray, ...]:
     """``(CᵀWC, CᵀW1)`` in float64 for C = K(X, S) and W = diag(weights) (default I), accumulated over row
     chunks of X (an array or a row source) in a fixed order; with ``targets`` Y (n × t) also ``CᵀWY``.
 
@@ -378,7 +389,7 @@ class NystromProjection:
     float64, or ``out_dtype``. Picklable."""
 
     def __init__(self, S: np.ndarray, kernel: Kernel, P: np.ndarray, offset: np.ndarray | None, *,
-                 out_dtype=None):
+                 out_dtype: DTypeLike | None = None) -> None:
         self.S, self.kernel, self.P, self.offset, self.out_dtype = S, kernel, P, offset, out_dtype
 
     @property
@@ -389,15 +400,15 @@ class NystromProjection:
         """The same map evaluated on ``threads`` threads (an engine's tasks share their worker's cores)."""
         return NystromProjection(self.S, self.kernel.on_threads(threads), self.P, self.offset, out_dtype=self.out_dtype)
 
-    def __call__(self, X) -> np.ndarray:
+    def __call__(self, X: Any) -> np.ndarray:
         out = self.kernel.product(self.kernel.new_rows(X, self.S, self.S.dtype), self.S, self.P)
         if self.offset is not None:
             out -= self.offset
         return out if self.out_dtype is None else out.astype(self.out_dtype, copy=False)
 
 
-def nystrom_project(X, S: np.ndarray, kernel: Kernel, P: np.ndarray, offset: np.ndarray | None,
-                    rows: int, *, out_dtype=None) -> np.ndarray:
+def nystrom_project(X: np.ndarray | SolverSamples | ArrayRows, S: np.ndarray, kernel: Kernel, P: np.ndarray,
+                    offset: np.ndarray | None, rows: int, *, out_dtype: DTypeLike | None = None) -> np.ndarray:
     """``K(X, S) @ P − offset`` in float64 (or ``out_dtype``) for X an array or a row source, ``rows`` rows at a
     time."""
     return as_rows(X).map(NystromProjection(S, kernel, P, offset, out_dtype=out_dtype), rows=rows)
@@ -437,7 +448,8 @@ class NystromPCA:
     seconds: dict
 
 
-def nystrom_pca(X: np.ndarray, S: np.ndarray, kernel: Kernel, k: int, rows: int) -> NystromPCA:
+def nystrom_pca(X: np.ndarray | SolverSamples | ArrayRows, S: np.ndarray, kernel: Kernel, k: int,
+                rows: int) -> NystromPCA:
     """Eigenpairs of the centered Nyström kernel on landmarks S from one streamed pass over X.
 
     W's eigen-directions below 16·ε·λ_max are dropped (ε of X's dtype): there W's eigenvalues are rounding
@@ -478,8 +490,8 @@ class NystromKernelPCA:
     seconds: dict
 
 
-def nystrom_kernel_pca(X, S: np.ndarray, kernel: Kernel, k: int, rows: int, *,
-                       remove_zero: bool) -> NystromKernelPCA:
+def nystrom_kernel_pca(X: np.ndarray | SolverSamples | ArrayRows, S: np.ndarray, kernel: Kernel, k: int, rows: int,
+                       *, remove_zero: bool) -> NystromKernelPCA:
     """Kernel PCA of the Nyström approximation on landmarks S with scikit-learn's conventions: k eigenpairs
     (zero-padded when the landmark kernel has rank below k), the PSD check, each eigenvector signed so its
     largest entry is positive (the sign carried over to the projection), zero components dropped when

@@ -16,14 +16,19 @@ rounding of a sum, never its value beyond that.
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING, Any, Callable
+
 import numpy as np
 
 from .. import _validation as v
 
+if TYPE_CHECKING:
+    from ..operators.samples import SolverSamples
+
 __all__ = ["ArrayRows", "as_rows", "add"]
 
 
-def add(a, b):
+def add(a: Any, b: Any) -> Any:
     """Entrywise sum of two results of a reduce's function (arrays, tuples of arrays, None)."""
     if a is None:
         return b
@@ -35,7 +40,7 @@ def add(a, b):
 class ArrayRows:
     """The rows of an array in this process (dense or sparse), as a row source."""
 
-    def __init__(self, X):
+    def __init__(self, X: Any) -> None:
         self.X = X
 
     @property
@@ -52,13 +57,13 @@ class ArrayRows:
         n, d = self.X.shape
         return self.X.nnz / max(n, 1) if hasattr(self.X, "nnz") else d
 
-    def rows(self, index=None):
+    def rows(self, index: np.ndarray | None = None) -> Any:
         if index is None:
             return self.X
         rows = self.X[index]
         return v.contiguous(rows) if isinstance(rows, np.ndarray) else rows  # sparse rows stay sparse
 
-    def reduce(self, func, *args, row_args=(), rows: int):
+    def reduce(self, func: Callable[..., Any], *args: Any, row_args: tuple = (), rows: int) -> Any:
         total = None
         for start in range(0, self.X.shape[0], rows):
             stop = min(start + rows, self.X.shape[0])
@@ -66,7 +71,7 @@ class ArrayRows:
             total = add(total, func(self.X[start:stop], *args, *pieces))
         return total
 
-    def map(self, func, *args, rows: int) -> np.ndarray:
+    def map(self, func: Callable[..., Any], *args: Any, rows: int) -> np.ndarray:
         out: np.ndarray | None = None
         for start in range(0, self.X.shape[0], rows):
             part = func(self.X[start:start + rows], *args)
@@ -78,6 +83,6 @@ class ArrayRows:
         return out
 
 
-def as_rows(X):
+def as_rows(X: np.ndarray | SolverSamples | ArrayRows) -> SolverSamples | ArrayRows:
     """A row source: ``X`` itself when it is one, else the rows of the array ``X``."""
-    return X if hasattr(X, "reduce") else ArrayRows(X)
+    return ArrayRows(X) if isinstance(X, np.ndarray) or not hasattr(X, "reduce") else X

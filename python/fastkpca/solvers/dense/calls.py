@@ -11,14 +11,16 @@ from __future__ import annotations
 
 import ctypes
 import functools
+from typing import Any, Callable
 
 import numpy as np
+from numpy.typing import DTypeLike
 
 __all__ = ["routine", "Matrix", "precision", "integer", "character", "pointer"]
 
 
 @functools.cache
-def routine(name: str, returns=None):
+def routine(name: str, returns: type | None = None) -> Callable[..., Any]:
     """The BLAS or LAPACK routine ``name`` of SciPy's Cython exports, callable through ctypes; ``returns``: the
     ctypes type of a function's value (``ddot``'s ``c_double``), None for a subroutine."""
     import scipy.linalg.cython_blas as blas
@@ -32,20 +34,20 @@ def routine(name: str, returns=None):
     return ctypes.CFUNCTYPE(returns)(get_pointer(capsule, get_name(capsule)))
 
 
-def precision(dtype) -> tuple[str, type]:
+def precision(dtype: DTypeLike) -> tuple[str, type]:
     """(the routines' prefix, the ctypes type of a scalar) for float32 ("s", c_float) or float64 ("d", c_double)."""
     return ("s", ctypes.c_float) if np.dtype(dtype) == np.float32 else ("d", ctypes.c_double)
 
 
-def integer(value: int):
+def integer(value: int) -> ctypes._CArgObject:
     return ctypes.byref(ctypes.c_int(int(value)))
 
 
-def character(value: str):
+def character(value: str) -> ctypes.c_char_p:
     return ctypes.c_char_p(value.encode())
 
 
-def pointer(array: np.ndarray, offset: int = 0):
+def pointer(array: np.ndarray, offset: int = 0) -> ctypes.c_void_p:
     """The address of ``array``'s element ``offset`` (counted in elements of a contiguous array)."""
     return ctypes.c_void_p(array.ctypes.data + offset * array.itemsize)
 
@@ -55,7 +57,7 @@ class Matrix:
     takes it: a sub-block's address (:meth:`at`), the leading dimension (``ld``, by reference), and the routine
     of its precision (:meth:`routine`: ``"gemm"`` is ``dgemm`` for float64, ``sgemm`` for float32)."""
 
-    def __init__(self, A: np.ndarray, *, square: bool = True, dtypes=(np.float64,)):
+    def __init__(self, A: np.ndarray, *, square: bool = True, dtypes: tuple[DTypeLike, ...] = (np.float64,)) -> None:
         dtype = getattr(A, "dtype", None)
         if dtype not in dtypes or A.ndim != 2 or (square and A.shape[0] != A.shape[1]) \
                 or A.strides[0] != A.itemsize or A.strides[1] < A.itemsize * A.shape[0] or not A.flags.writeable:
@@ -69,11 +71,11 @@ class Matrix:
         self.prefix, self.real = precision(A.dtype)
         self.array = A  # kept alive while its address is used
 
-    def at(self, i: int, j: int):
+    def at(self, i: int, j: int) -> ctypes.c_void_p:
         return ctypes.c_void_p(self.address + self.itemsize * (i + j * self.step))
 
-    def routine(self, name: str, returns=None):
+    def routine(self, name: str, returns: type | None = None) -> Callable[..., Any]:
         return routine(self.prefix + name, returns)
 
-    def scalar(self, value: float):
+    def scalar(self, value: float) -> ctypes._CArgObject:
         return ctypes.byref(self.real(value))

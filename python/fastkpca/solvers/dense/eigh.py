@@ -118,7 +118,7 @@ def symmetric_eigenpairs(A: np.ndarray, subset_by_index: tuple[int, int] | None)
     return values, Z
 
 
-def _syevr(M: Matrix, subset_by_index) -> tuple[np.ndarray, np.ndarray]:
+def _syevr(M: Matrix, subset_by_index: tuple[int, int] | None) -> tuple[np.ndarray, np.ndarray]:
     """LAPACK's ``syevr`` in one call."""
     A, n = M.array, M.n
     lo, hi = subset_by_index if subset_by_index is not None else (0, n - 1)
@@ -243,7 +243,7 @@ def _lose_panel_update(M: Matrix, j: int, W: Matrix) -> None:
         c += w
 
 
-def _tridiagonal_eigenpairs_mrrr(d: np.ndarray, e: np.ndarray):
+def _tridiagonal_eigenpairs_mrrr(d: np.ndarray, e: np.ndarray) -> tuple[np.ndarray, np.ndarray] | tuple[None, None]:
     """All eigenpairs of the tridiagonal T (``stemr``, as ``syevr`` calls it: relative accuracy tried);
     (None, None) when MRRR fails."""
     n, dtype = d.shape[0], d.dtype
@@ -271,7 +271,8 @@ def _tridiagonal_eigenpairs_mrrr(d: np.ndarray, e: np.ndarray):
     return values[:found.value].copy(), Z[:, :found.value]
 
 
-def _tridiagonal_eigenpairs_bisection(d: np.ndarray, e: np.ndarray, lo: int, hi: int):
+def _tridiagonal_eigenpairs_bisection(d: np.ndarray, e: np.ndarray, lo: int,
+                                      hi: int) -> tuple[np.ndarray, np.ndarray]:
     """The eigenpairs lo..hi (inclusive, ascending) of the tridiagonal T: eigenvalues by bisection (``stebz``,
     LAPACK's default tolerance), vectors by inverse iteration (``stein``); ascending. Pairs whose inverse
     iteration failed are left out (as SciPy's subset driver returns fewer pairs)."""

@@ -50,7 +50,7 @@ TRSM_BLOCK = 256
 POLL_FLOPS = 1.6e10
 
 
-def _double(value: float):
+def _double(value: float) -> ctypes._CArgObject:
     return ctypes.byref(ctypes.c_double(value))
 
 
@@ -59,12 +59,14 @@ def _chunk(flops_per_unit: float, least: int = 1) -> int:
     return max(least, int(POLL_FLOPS // max(flops_per_unit, 1.0)))
 
 
-def _gemm(ta: str, tb: str, m: int, n: int, k: int, alpha: float, a, lda, b, ldb, beta: float, c, ldc) -> None:
+def _gemm(ta: str, tb: str, m: int, n: int, k: int, alpha: float, a: ctypes.c_void_p, lda: ctypes._CArgObject,
+          b: ctypes.c_void_p, ldb: ctypes._CArgObject, beta: float, c: ctypes.c_void_p,
+          ldc: ctypes._CArgObject) -> None:
     routine("dgemm")(_char(ta), _char(tb), _int(m), _int(n), _int(k), _double(alpha), a, lda, b, ldb,
                       _double(beta), c, ldc)
 
 
-def _lapack_info(name: str, uplo: str, A: Matrix, i: int, size: int, *extra) -> int:
+def _lapack_info(name: str, uplo: str, A: Matrix, i: int, size: int, *extra: ctypes.c_char_p) -> int:
     info = ctypes.c_int(0)
     routine(name)(_char(uplo), *extra, _int(size), A.at(i, i), A.ld, ctypes.byref(info))
     return info.value

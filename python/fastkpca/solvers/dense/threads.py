@@ -37,8 +37,14 @@ import functools
 import os
 import threading
 import time
+from collections.abc import Iterator
+from contextlib import AbstractContextManager
+from typing import TYPE_CHECKING, Any, Callable, TypeVar
 
 import numpy as np
+
+if TYPE_CHECKING:
+    from threadpoolctl import LibController, ThreadpoolController
 
 __all__ = ["blas_threads", "blocked_threads", "default_blas_threads", "gemm_rate_one_thread", "interruptible",
            "one_blas_thread", "on_one_blas_thread", "small_algebra", "small_algebra_threads", "solve_lower_triangular",
@@ -63,9 +69,11 @@ TRIANGULAR_BLOCK = 256
 #: factorisation's on one core; bench/solver_choice.py's gpr family times evaluations either side).
 BLAS_TEAM_MIN_SECONDS = 5e-3
 
+_R = TypeVar("_R")
+
 
 @functools.lru_cache(maxsize=1)
-def _controller():
+def _controller() -> ThreadpoolController:
     """threadpoolctl's view of the BLAS libraries loaded (NumPy's and SciPy's, which may differ), taken once:
     limiting through it costs microseconds where ``threadpool_limits`` scans the process every time."""
     import scipy.linalg  # noqa: F401  (SciPy's own BLAS is loaded before the view is taken)
@@ -74,14 +82,14 @@ def _controller():
     return ThreadpoolController()
 
 
-def _per_thread(library) -> bool:
+def _per_thread(library: LibController) -> bool:
     """Whether the library's thread count is the calling thread's rather than the process's: OpenBLAS built on
     OpenMP, whose count threadpoolctl sets through ``omp_set_num_threads``."""
     return getattr(library, "threading_layer", None) == "openmp"
 
 
 @functools.lru_cache(maxsize=1)
-def _blas_libraries():
+def _blas_libraries() -> tuple[tuple[LibController, ...], tuple[LibController, ...]]:
     """(process-wide, per-thread): the BLAS libraries of :func:`_controller`'s view, by whose thread count they
     keep, sorted once."""
     libraries = _controller().select(user_api="blas").lib_controllers
@@ -134,7 +142,7 @@ def small_algebra(flops: float) -> bool:
     return flops / gemm_rate_one_thread() < BLAS_TEAM_MIN_SECONDS
 
 
-def blocked_threads(n: int):
+def blocked_threads(n: int) -> AbstractContextManager[None]:
     """The context of the blocked factorisations (factorisations.py) of an n × n matrix: one BLAS thread for a small one
     (:func:`small_algebra`), every thread above, at any size (their symmetric rank-k updates write blocks of at
     most a few thousand rows, far below the sizes where the threaded ``dsyrk`` inside ``dpotrf`` crashes: see the
@@ -142,7 +150,7 @@ def blocked_threads(n: int):
     return small_algebra_threads(float(n) ** 3 / 3)
 
 
-def small_algebra_threads(flops: float):
+def small_algebra_threads(flops: float) -> AbstractContextManager[None]:
     """A context for a loop of dense algebra whose largest BLAS call takes about ``flops`` flops, interleaved
     with the core's passes: one BLAS thread for small work (:func:`small_algebra`), nothing changed above. Two
     BLAS threads on small calls beside the core's OpenMP team make each side wait for the other's spinning threads
@@ -157,7 +165,7 @@ _one_thread_users: dict[int, int] = {}
 _threads_before: list = []
 
 
-def _set_blas_threads(library, count: int) -> None:
+def _set_blas_threads(library: LibController, count: int) -> None:
     """Set a BLAS library's thread count (the process's) from whichever Python thread. threadpoolctl from 3.8
     lets only the Python thread that set OpenBLAS's count last set it again while that thread lives (its
     "controlling thread", until its own limits end), and ignores the others without a word: the control is
@@ -211,7 +219,7 @@ if hasattr(os, "register_at_fork"):
 
 
 @contextlib.contextmanager
-def one_blas_thread():
+def one_blas_thread() -> Iterator[None]:
     """A context in which NumPy's and SciPy's BLAS run on one thread: the dense algebra beside the native
     passes is small, and OpenBLAS's threads spin for a while after each call, taking cores from the next pass
     (and, under load, slowing the call itself many times over).
@@ -245,13 +253,13 @@ def one_blas_thread():
             library.set_num_threads(count)
 
 
-def on_one_blas_thread(method):
+def on_one_blas_thread(method: Callable[..., _R]) -> Callable[..., _R]:
     """The method (a decorator) with NumPy's BLAS on one thread (:func:`one_blas_thread`): the iterative Gaussian
     process solvers' dense algebra, beside the native passes, is small; under load two BLAS threads made the
     preconditioner's r × r factorisations many times slower, and Ctrl-C waited for them. (Not the regression's
     predictive variances, which run on NumPy's threads.)"""
     @functools.wraps(method)
-    def wrapped(*args, **kwargs):
+    def wrapped(*args: Any, **kwargs: Any) -> _R:
         with one_blas_thread():
             return method(*args, **kwargs)
 
@@ -278,7 +286,7 @@ def _finish_abandoned() -> None:
         _wait(_abandoned.pop(0))
 
 
-def interruptible(func, *args, flops: float = INTERRUPTIBLE_FLOPS, **kwargs):
+def interruptible(func: Callable[..., Any], *args: Any, flops: float = INTERRUPTIBLE_FLOPS, **kwargs: Any) -> Any:
     """``func(*args, **kwargs)``, a LAPACK or BLAS call of about ``flops`` flops, such that Ctrl-C interrupts it
     within a few hundredths of a second (see the module). Called directly when it is small or off the main
     thread (where no signal arrives)."""

@@ -9,6 +9,10 @@ are written once for all of them. Which solver a fit uses is chosen once per fit
 (solvers/choice.py): :func:`make_solver` for the regression, :func:`make_laplace_solver` for a binary
 classifier."""
 
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any, Callable
+
 from .. import choice as _choice
 from .exact import ExactSolver
 from .interface import (GaussianProcessSolver, InvQuadLogdet, LaplaceSolver, RegressionSolver, likelihood_value,
@@ -21,6 +25,11 @@ from .optimiser import Optimum, optimise
 from .rank import DEFAULT_RANK
 from .refined_estimate import LikelihoodEstimate, refine
 
+if TYPE_CHECKING:
+    import numpy as np
+
+    from ...operators.samples import SolverSamples
+
 __all__ = ["ExactLaplace", "ExactSolver", "GaussianProcessSolver", "InvQuadLogdet", "IterativeLaplace",
            "IterativeSettings", "IterativeSolver", "LaplaceSettings", "LaplaceSolver", "LikelihoodEstimate",
            "Objective", "Optimum",
@@ -29,8 +38,9 @@ __all__ = ["ExactLaplace", "ExactSolver", "GaussianProcessSolver", "InvQuadLogde
            "make_solver", "optimise", "refine", "restart_thetas"]
 
 
-def make_solver(requested: str, samples, Y, noise, settings: IterativeSettings, *, memory_limit: int, n_jobs=None,
-                random_state=None, copies: int = 1) -> tuple[RegressionSolver, dict]:
+def make_solver(requested: str, samples: SolverSamples, Y: np.ndarray, noise: float | np.ndarray,
+                settings: IterativeSettings, *, memory_limit: int, n_jobs: int | None = None, random_state: Any = None,
+                copies: int = 1) -> tuple[RegressionSolver, dict]:
     """(the solver for this fit, how it was chosen: ``solver_info_["choice"]``): ``requested`` is "cholesky", "cg"
     or "auto", decided by the library's cost model (solvers/choice.py)."""
     n = Y.shape[0]
@@ -62,8 +72,9 @@ def laplace_bytes(requested: str, n: int, features: int, settings: LaplaceSettin
     return next(candidate.bytes for candidate in choice.candidates if candidate.name == choice.picked)
 
 
-def make_laplace_solver(requested: str, X, y, settings: LaplaceSettings, *, samples, memory_limit: int,
-                        n_jobs=None, random_state=None, copies: int = 1) -> tuple[LaplaceSolver, dict]:
+def make_laplace_solver(requested: str, X: Any, y: np.ndarray, settings: LaplaceSettings, *,
+                        samples: Callable[[], SolverSamples], memory_limit: int, n_jobs: int | None = None,
+                        random_state: Any = None, copies: int = 1) -> tuple[LaplaceSolver, dict]:
     """(the Laplace solver of a binary classifier's fit, how it was chosen: ``solver_info_["choice"]``) for the
     training samples ``X`` (as the kernel reads them) and labels ``y`` (0 or 1, float64); ``samples()`` gives
     the engine's samples, which the iterative solver works on."""

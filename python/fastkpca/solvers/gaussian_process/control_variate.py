@@ -34,12 +34,18 @@ variance depends on how well ∂P̃ follows ∂K̂.
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING, Any
+
 import numpy as np
 
 from .preconditioner import NystromDiagonalPreconditioner
 from ..dense.threads import interruptible
 from ..low_rank import factor_t_product
 from ..dense.subnormals import flush_subnormals
+
+if TYPE_CHECKING:
+    from ...kernels.kernel import Kernel
+    from ...operators.samples import SolverSamples
 
 __all__ = ["control_variate_traces", "control_variate_bytes", "CONTROL_VARIATE_ROWS", "CONTROL_VARIATE_SQUARES"]
 
@@ -68,7 +74,9 @@ def control_variate_bytes(n: int, rank: int) -> int:
     return 8 * (4 * min(n, CONTROL_VARIATE_ROWS) * rank + 6 * rank * rank)
 
 
-def _chunk_terms(X, kernel, pivots_X, inverse_C, inverse_FS, omega_weights, p, F, Omega, inverse_d):
+def _chunk_terms(X: Any, kernel: Kernel, pivots_X: Any, inverse_C: np.ndarray, inverse_FS: np.ndarray,
+                 omega_weights: np.ndarray, p: int, F: np.ndarray, Omega: np.ndarray,
+                 inverse_d: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     """One chunk's share: (2 Σ N ∘ ∂K(X_c, X_S) + Σ_c Δ_k ∂K̂_kk per hyperparameter, F_cᵀ T_c) with
     N_c = T_c F_S⁻¹ − Ω_c (WΩ)ᵀ/p and T_c = F_c C⁻¹/d − Δ_c F_c (the module's documentation)."""
     F = F.astype(np.float64, copy=False)
@@ -83,7 +91,8 @@ def _chunk_terms(X, kernel, pivots_X, inverse_C, inverse_FS, omega_weights, p, F
     return traces + 2.0 * kernel.cross_gradient_traces(X, pivots_X, N), F.T @ T
 
 
-def control_variate_traces(kernel, samples, pre: NystromDiagonalPreconditioner, Omega: np.ndarray) -> np.ndarray:
+def control_variate_traces(kernel: Kernel, samples: SolverSamples, pre: NystromDiagonalPreconditioner,
+                           Omega: np.ndarray) -> np.ndarray:
     """tr(Ŵ ∂P̃_j) for every hyperparameter θ_j of ``kernel`` (a kernels.Kernel with ``cross_gradients``), for
     the preconditioner ``pre`` of ``samples`` (an engine's) and Ω = P⁻¹Z (n × p): what t̂_j adds to
     Hutchinson's estimate (module documentation)."""

@@ -16,6 +16,8 @@ Memory: n²·8 bytes and O(n·(d + t)); flops: n³/3 for the factor, 2n³/3 for 
 from __future__ import annotations
 
 import math
+from contextlib import AbstractContextManager
+from typing import TYPE_CHECKING, Any, Callable, overload
 
 import numpy as np
 
@@ -25,6 +27,10 @@ from ..dense.threads import blocked_threads, small_algebra_threads, solve_lower_
 from .objective import Objective
 from .interface import InvQuadLogdet
 
+if TYPE_CHECKING:
+    from ...kernels.kernel import Kernel
+    from ...operators.samples import SolverSamples
+
 __all__ = ["ExactOptimisation", "ExactSolver", "factor", "weights_in_place", "posterior_variance",
            "posterior_covariance"]
 
@@ -32,7 +38,7 @@ __all__ = ["ExactOptimisation", "ExactSolver", "factor", "weights_in_place", "po
 _BLOCK = 256
 
 
-def factor(K: np.ndarray, noise, clean: bool = False) -> np.ndarray:
+def factor(K: np.ndarray, noise: float | np.ndarray, clean: bool = False) -> np.ndarray:
     """The lower Cholesky factor L of K + diag(noise), computed in place: K (C-contiguous, symmetric, float64,
     the caller's to overwrite) becomes Lᵀ; L, returned, is its Fortran-ordered view, its strict upper triangle
     still K's, or with ``clean`` zero (scipy.linalg.cholesky's lower factor: a factor kept as ``L_``; the solves
@@ -83,7 +89,7 @@ def _test_chunks(n_train: int, n_test: int, memory_limit: int) -> int:
     return int(max(1, min(n_test, (memory_limit // 4) // max(1, 16 * n_train))))
 
 
-def prediction_threads(n_train: int, n_new: int):
+def prediction_threads(n_train: int, n_new: int) -> AbstractContextManager[None]:
     """The BLAS threads of a prediction's triangular solves (n_train² flops a new point): one thread where that
     is small algebra (lapack's BLAS_TEAM_MIN_SECONDS), every thread above. Alone, a second thread would read L
     faster (the solve of 1,000 rows against 10 points is bound by memory bandwidth: 0.41 ms on one thread, 0.32
@@ -92,8 +98,20 @@ def prediction_threads(n_train: int, n_new: int):
     return small_algebra_threads(float(n_train) ** 2 * n_new)
 
 
-def posterior_variance(kernel, X_new, X_train, L: np.ndarray, memory_limit: int,
-                       scale: np.ndarray | None = None, mean_weights: np.ndarray | None = None):
+@overload
+def posterior_variance(kernel: Kernel, X_new: Any, X_train: Any, L: np.ndarray, memory_limit: int,
+                       scale: np.ndarray | None = None, mean_weights: None = None) -> np.ndarray: ...
+
+
+@overload
+def posterior_variance(kernel: Kernel, X_new: Any, X_train: Any, L: np.ndarray, memory_limit: int,
+                       scale: np.ndarray | None = None, *,
+                       mean_weights: np.ndarray) -> tuple[np.ndarray, np.ndarray]: ...
+
+
+def posterior_variance(kernel: Kernel, X_new: Any, X_train: Any, L: np.ndarray, memory_limit: int,
+                       scale: np.ndarray | None = None,
+                       mean_weights: np.ndarray | None = None) -> np.ndarray | tuple[np.ndarray, np.ndarray]:
     """k(x, x) − v·v with v = L⁻¹ S K(X_train, x) for every new point (S = diag(scale), None: I), in chunks of
     new points that fit a quarter of the memory limit (scikit-learn's formula, without its n_train × n_new
     array). With ``mean_weights`` A (n_train × t), (K(x, X_train)·A, the variances) from the same chunks of the
@@ -114,7 +132,7 @@ def posterior_variance(kernel, X_new, X_train, L: np.ndarray, memory_limit: int,
     return out if mean is None else (mean, out)
 
 
-def posterior_covariance(kernel, X_new, X_train, L: np.ndarray, memory_limit: int) -> np.ndarray:
+def posterior_covariance(kernel: Kernel, X_new: Any, X_train: Any, L: np.ndarray, memory_limit: int) -> np.ndarray:
     """K(X_new, X_new) − Vᵀ V, V = L⁻¹ K(X_train, X_new) (scikit-learn's formula), after a memory check."""
     n_new, n_train = X_new.shape[0], L.shape[0]
     v.check_within(8 * n_new * (2 * n_train + n_new), memory_limit,
@@ -130,20 +148,23 @@ class ExactOptimisation:
     #: No probes: the likelihood is exact, its standard error 0 (refined_estimate.py).
     probes = 0
 
-    def with_probes(self, probes: int):
+    def with_probes(self, probes: int) -> ExactOptimisation:
         """Itself: an exact likelihood needs no probes (refined_estimate.py)."""
         return self
 
-    def start(self, theta: np.ndarray, fit_subset, size: int, random_state) -> tuple[np.ndarray, dict | None]:
+    def start(self, theta: np.ndarray, fit_subset: Callable[[np.ndarray, str], tuple[np.ndarray, dict]], size: int,
+              random_state: Any) -> tuple[np.ndarray, dict | None]:
         """The optimiser starts from the kernel's θ: an exact evaluation costs what an exact fit on a subset's
         would, relative to the whole fit."""
         return theta, None
 
-    def objective(self, func) -> Objective:
+    def objective(self, func: Callable[..., Any]) -> Objective:
         """The likelihood as it is: exact values and their gradient."""
         return Objective(func, integrate=False)
 
-    def settle(self, optimum: tuple, minimise, func, bounds) -> tuple[np.ndarray, float, dict | None]:
+    def settle(self, optimum: tuple,
+               minimise: Callable[[np.ndarray], tuple[np.ndarray, float, Callable[[np.ndarray], np.ndarray] | None]],
+               func: Callable[..., Any], bounds: np.ndarray) -> tuple[np.ndarray, float, dict | None]:
         """The optimum as found: the likelihood is exact, nothing to settle."""
         return optimum[0], optimum[1], None
 
@@ -167,13 +188,13 @@ class ExactSolver(ExactOptimisation):
     stop_gain: float | None = None
     abnormal_restarts = 0
 
-    def __init__(self, samples, noise, *, memory_limit: int):
+    def __init__(self, samples: SolverSamples, noise: float | np.ndarray, *, memory_limit: int) -> None:
         self.samples, self.noise, self.limit = samples, noise, memory_limit
         self.X = samples.fitted()
         self.L: np.ndarray | None = None
         self.alpha: np.ndarray | None = None  # K̂⁻¹Y of the final solve
 
-    def _matrix(self, kernel) -> np.ndarray:
+    def _matrix(self, kernel: Kernel) -> np.ndarray:
         """K(X, X) in float64, the caller's to overwrite, after the memory check."""
         n = self.samples.shape[0]
         what = f"the exact Gaussian process with {n} samples (solver='cholesky': one {n}×{n} matrix)"
@@ -183,12 +204,12 @@ class ExactSolver(ExactOptimisation):
         K, _ = kernel.matrix(self.X)
         return np.array(K, dtype=np.float64, order="C", copy=True) if K.dtype != np.float64 else K
 
-    def inv_quad_logdet(self, kernel, Y: np.ndarray, eval_gradient: bool, *, quad_weight: float,
+    def inv_quad_logdet(self, kernel: Kernel, Y: np.ndarray, eval_gradient: bool, *, quad_weight: float,
                         logdet_weight: float) -> InvQuadLogdet:
         with small_algebra_threads(float(self.X.shape[0]) ** 3 / 3):  # the products beside the factorisations
             return self._inv_quad_logdet(kernel, Y, eval_gradient, quad_weight, logdet_weight)
 
-    def _inv_quad_logdet(self, kernel, Y: np.ndarray, eval_gradient: bool, quad_weight: float,
+    def _inv_quad_logdet(self, kernel: Kernel, Y: np.ndarray, eval_gradient: bool, quad_weight: float,
                          logdet_weight: float) -> InvQuadLogdet:
         from scipy.linalg import lapack
 
@@ -211,7 +232,7 @@ class ExactSolver(ExactOptimisation):
         gradient = np.asarray(kernel.gradient_traces(self.X, W), dtype=np.float64)
         return InvQuadLogdet(terms.quad, terms.logdet, alpha, gradient)
 
-    def solve(self, kernel, Y: np.ndarray) -> np.ndarray:
+    def solve(self, kernel: Kernel, Y: np.ndarray) -> np.ndarray:
         from scipy.linalg import cho_solve
 
         self.L = factor(self._matrix(kernel), self.noise, clean=True)
@@ -225,24 +246,25 @@ class ExactSolver(ExactOptimisation):
         assert self.L is not None and self.alpha is not None
         return _terms(self.L, Y, self.alpha)
 
-    def variance(self, kernel, X_new) -> np.ndarray:
+    def variance(self, kernel: Kernel, X_new: Any) -> np.ndarray:
         assert self.L is not None
         with self._prediction_threads(X_new):
             return posterior_variance(kernel, X_new, self.X, self.L, self.limit)
 
-    def mean_and_variance(self, kernel, X_new, mean_map) -> tuple[np.ndarray, np.ndarray]:
+    def mean_and_variance(self, kernel: Kernel, X_new: Any,
+                          mean_map: Callable[[Any], np.ndarray]) -> tuple[np.ndarray, np.ndarray]:
         """The posterior mean K(x, X)·α and the variances from one evaluation of the cross kernel (scikit-learn's
         K_trans), chunk by chunk."""
-        assert self.L is not None
+        assert self.L is not None and self.alpha is not None
         with self._prediction_threads(X_new):
             return posterior_variance(kernel, X_new, self.X, self.L, self.limit, mean_weights=self.alpha)
 
-    def covariance(self, kernel, X_new) -> np.ndarray:
+    def covariance(self, kernel: Kernel, X_new: Any) -> np.ndarray:
         assert self.L is not None
         with self._prediction_threads(X_new):
             return posterior_covariance(kernel, X_new, self.X, self.L, self.limit)
 
-    def _prediction_threads(self, X_new):
+    def _prediction_threads(self, X_new: Any) -> AbstractContextManager[None]:
         assert self.L is not None
         return prediction_threads(self.L.shape[0], X_new.shape[0])
 

@@ -14,6 +14,8 @@ steps, whose gains measure what is left.
 
 from __future__ import annotations
 
+from typing import Any
+
 import numpy as np
 
 __all__ = ["GainStop"]
@@ -24,20 +26,20 @@ class GainStop:
     evaluation; raises StopIteration where the rule of the module's documentation holds, after which
     :attr:`stopped` is true and :attr:`last` is (θ, value) of the last iterate."""
 
-    def __init__(self, gain: float):
+    def __init__(self, gain: float) -> None:
         self.gain = gain
         self._evaluated: list[tuple[np.ndarray, float]] = []
         self.values: list[float] = []  # at the start, then after each iteration
         self.last: tuple[np.ndarray, float] | None = None
         self.stopped = False
 
-    def record(self, theta, value: float) -> None:
+    def record(self, theta: np.ndarray, value: float) -> None:
         self._evaluated.append((np.array(theta, dtype=np.float64, copy=True), float(value)))
         if not self.values:
             self.values.append(float(value))
             self.last = self._evaluated[-1]
 
-    def __call__(self, xk, *args) -> None:
+    def __call__(self, xk: np.ndarray, *args: Any) -> None:
         value = next((v for theta, v in reversed(self._evaluated) if np.array_equal(theta, xk)), None)
         if value is None:  # not an evaluated point (cannot happen with L-BFGS-B): no test
             return

@@ -37,11 +37,15 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass
-from typing import Protocol
+from typing import TYPE_CHECKING, Any, Callable, Protocol
 
 import numpy as np
 
 from .objective import Objective
+
+if TYPE_CHECKING:
+    from ...kernels.kernel import Kernel
+    from .laplace import LaplaceMode
 
 __all__ = ["InvQuadLogdet", "GaussianProcessSolver", "RegressionSolver", "LaplaceSolver", "log_marginal_likelihood",
            "likelihood_value"]
@@ -85,18 +89,21 @@ class GaussianProcessSolver(Protocol):
     #: result as scikit-learn checks it).
     abnormal_restarts: int
 
-    def start(self, theta: np.ndarray, fit_subset, size: int, random_state) -> tuple[np.ndarray, dict | None]:
+    def start(self, theta: np.ndarray, fit_subset: Callable[[np.ndarray, str], tuple[np.ndarray, dict]], size: int,
+              random_state: Any) -> tuple[np.ndarray, dict | None]:
         """θ for the optimiser to start from, and what was done for it (None: nothing): ``theta`` (the
         kernel's), or the θ of ``fit_subset(index, solver)``, a fit on the samples ``index`` drawn from
         ``random_state`` by the solver named (subset_start.py), where an evaluation costs much more than that
         fit's (the iterative solvers)."""
 
-    def objective(self, func) -> Objective:
+    def objective(self, func: Callable[..., Any]) -> Objective:
         """What the optimiser minimises for ``func`` (the negative log marginal likelihood): ``func`` itself, or
         a value integrated from its gradient where the solver's value and gradient are separate estimates
         (objective.py)."""
 
-    def settle(self, optimum: tuple, minimise, func, bounds) -> tuple[np.ndarray, float, dict | None]:
+    def settle(self, optimum: tuple,
+               minimise: Callable[[np.ndarray], tuple[np.ndarray, float, Callable[[np.ndarray], np.ndarray] | None]],
+               func: Callable[..., Any], bounds: np.ndarray) -> tuple[np.ndarray, float, dict | None]:
         """(θ, the objective's value there, what was done: None for nothing) once the solver trusts the optimum
         the optimiser found. ``optimum`` is (θ, value, the optimiser's inverse Hessian there as a function of a
         vector, or None), as ``minimise(start)`` (the optimiser from a θ) returns them; ``func(θ, eval_gradient)``
@@ -113,12 +120,12 @@ class GaussianProcessSolver(Protocol):
 class RegressionSolver(GaussianProcessSolver, Protocol):
     """A Gaussian process regression's solver (the module's documentation says what it computes)."""
 
-    def inv_quad_logdet(self, kernel, Y: np.ndarray, eval_gradient: bool, *, quad_weight: float,
+    def inv_quad_logdet(self, kernel: Kernel, Y: np.ndarray, eval_gradient: bool, *, quad_weight: float,
                         logdet_weight: float) -> InvQuadLogdet:
         """yᵀK̂⁻¹y per column, log det K̂ and, with ``eval_gradient``, the gradient of the weighted sum, for the
         kernel (a kernels.Kernel holding the θ to evaluate)."""
 
-    def solve(self, kernel, Y: np.ndarray) -> np.ndarray:
+    def solve(self, kernel: Kernel, Y: np.ndarray) -> np.ndarray:
         """K̂⁻¹Y to the solver's final accuracy (LinAlgError where K̂ is not positive definite); the solver keeps
         what its predictions need."""
 
@@ -130,14 +137,15 @@ class RegressionSolver(GaussianProcessSolver, Protocol):
         """The likelihood's terms (no gradient) at the kernel of the last :meth:`solve`, without evaluating them
         again (only where ``likelihood_from_solve``)."""
 
-    def variance(self, kernel, X_new) -> np.ndarray:
+    def variance(self, kernel: Kernel, X_new: Any) -> np.ndarray:
         """k(x, x) − k*ᵀK̂⁻¹k* for every new point (after :meth:`solve`)."""
 
-    def mean_and_variance(self, kernel, X_new, mean_map) -> tuple[np.ndarray, np.ndarray]:
+    def mean_and_variance(self, kernel: Kernel, X_new: Any,
+                          mean_map: Callable[[Any], np.ndarray]) -> tuple[np.ndarray, np.ndarray]:
         """(the posterior mean K(X*, X)·K̂⁻¹Y, n_new × t; :meth:`variance`) after :meth:`solve`: ``mean_map`` is the
         fitted row map of the mean (engines/base.py), which a solver may use or replace by its own evaluation."""
 
-    def covariance(self, kernel, X_new) -> np.ndarray:
+    def covariance(self, kernel: Kernel, X_new: Any) -> np.ndarray:
         """K(X*, X*) − K*ᵀK̂⁻¹K* (after :meth:`solve`)."""
 
     def localised(self) -> RegressionSolver:
@@ -147,23 +155,26 @@ class RegressionSolver(GaussianProcessSolver, Protocol):
 class LaplaceSolver(GaussianProcessSolver, Protocol):
     """A binary Gaussian process classification's solver by the Laplace approximation (laplace.py)."""
 
-    def evaluate(self, kernel, start: tuple, max_iter: int, eval_gradient: bool) -> tuple:
+    def evaluate(self, kernel: Kernel, start: tuple, max_iter: int,
+                 eval_gradient: bool) -> tuple[float, np.ndarray | None, LaplaceMode]:
         """(log q(y | θ), its gradient with ``eval_gradient`` else None, the mode: laplace.LaplaceMode) for the
         kernel (a kernels.Kernel holding θ), Newton's iteration from ``start``: ("f", f0), scikit-learn's
         iteration from f0 (laplace.posterior_mode), or ("settled", f0 or None), laplace.settled_mode's."""
 
-    def fit_final(self, kernel, start: tuple, max_iter: int):
+    def fit_final(self, kernel: Kernel, start: tuple, max_iter: int) -> LaplaceMode:
         """The mode (laplace.LaplaceMode) at the fitted kernel; the solver keeps what the predictions need."""
 
-    def latent_mean(self, kernel, X_new) -> np.ndarray:
+    def latent_mean(self, kernel: Kernel, X_new: Any) -> np.ndarray:
         """The latent function's posterior mean at new points (after :meth:`fit_final`)."""
 
-    def latent_variance(self, kernel, X_new) -> np.ndarray:
+    def latent_variance(self, kernel: Kernel, X_new: Any) -> np.ndarray:
         """The latent function's posterior variance at new points (after :meth:`fit_final`)."""
 
 
-def log_marginal_likelihood(solver: RegressionSolver, kernel, Y: np.ndarray, eval_gradient: bool,
-                            with_gradient_error: bool = False):
+def log_marginal_likelihood(solver: RegressionSolver, kernel: Kernel, Y: np.ndarray, eval_gradient: bool,
+                            with_gradient_error: bool = False
+                            ) -> (tuple[float, np.ndarray | None, float]
+                                  | tuple[float, np.ndarray | None, float, np.ndarray | None]):
     """(log p(Y | θ), its gradient or None, the value's standard error[, the gradient's standard errors or None
     with ``with_gradient_error``]) of the regression with targets Y
     (n × t, one GP per column sharing K̂):

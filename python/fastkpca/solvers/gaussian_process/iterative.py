@@ -62,8 +62,9 @@ import dataclasses
 import math
 import time
 import warnings
+from contextlib import AbstractContextManager
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any, Callable
 
 import numpy as np
 
@@ -83,10 +84,17 @@ from ..dense.threads import on_one_blas_thread
 from ..krylov.lanczos_cg import quadrature_log
 from ..low_rank import CHUNK_ROWS
 
+if TYPE_CHECKING:
+    from numpy.typing import ArrayLike
+
+    from ...kernels.kernel import Kernel
+    from ...operators.operator import KernelOperator
+    from ...operators.samples import SolverSamples
+
 __all__ = ["IterativeSettings", "IterativeSolver", "preconditioner_rank"]
 
 
-def _cross_columns(rows, X_new, kernel):
+def _cross_columns(rows: Any, X_new: Any, kernel: Kernel) -> np.ndarray:
     return kernel.cross(rows, X_new)
 
 
@@ -122,12 +130,13 @@ NEWTON_RANGE = 0.5
 NEWTON_STEPS = 8
 
 
-def _move(a, b) -> float:
+def _move(a: np.ndarray, b: ArrayLike) -> float:
     """The largest change of one coordinate from ``a`` to ``b`` (log-hyperparameters)."""
     return float(np.max(np.abs(np.asarray(b, dtype=np.float64) - a), initial=0.0))
 
 
-def _newton_round(theta: np.ndarray, inverse_hessian, func, bounds, tol: float):
+def _newton_round(theta: np.ndarray, inverse_hessian: Callable[[np.ndarray], np.ndarray], func: Callable[..., Any],
+                  bounds: np.ndarray, tol: float) -> tuple[np.ndarray, float] | None:
     """(θ, the value there) where the gradient of ``func`` (the objective on the probes now held) vanishes, by
     quasi-Newton steps θ ← clip(θ − H⁻¹g(θ)) from ``theta``, H⁻¹ the optimiser's inverse Hessian, updated by
     BFGS's formula with each step's change of gradient (where the curvature along it is positive), until a step
@@ -214,8 +223,8 @@ class IterativeSolver(PlannedMemory):
     #: Groups of probes whose batch means give the gradient's standard error (0: none; with_probes sets it).
     gradient_groups = 0
 
-    def __init__(self, samples, Y: np.ndarray, noise, settings: IterativeSettings, *, memory_limit: int,
-                 n_jobs=None, random_state=None, copies: int = 1):
+    def __init__(self, samples: SolverSamples, Y: np.ndarray, noise: float | np.ndarray, settings: IterativeSettings,
+                 *, memory_limit: int, n_jobs: int | None = None, random_state: Any = None, copies: int = 1) -> None:
         self.samples, self.Y, self.settings, self.copies = samples, Y, settings, copies
         n, s = Y.shape
         self.noise = np.broadcast_to(np.asarray(noise, dtype=np.float64), (n,)).copy()
@@ -259,10 +268,10 @@ class IterativeSolver(PlannedMemory):
 
     # ---------------------------------------------------------------------------------------- pieces
 
-    def _matmat(self, op):
+    def _matmat(self, op: KernelOperator) -> Callable[[np.ndarray], np.ndarray]:
         native, threads = op.native, op.threads
 
-        def matmat(V):
+        def matmat(V: np.ndarray) -> np.ndarray:
             V = np.array(V, dtype=np.float64, order="F")  # the native product's layout, then the noise term's
             out = native.matmat(V, threads)
             V *= self.noise[:, None]
@@ -271,25 +280,25 @@ class IterativeSolver(PlannedMemory):
 
         return matmat
 
-    def _plan(self, kernel, width: int, other_bytes: int | None = None):
+    def _plan(self, kernel: Kernel, width: int, other_bytes: int | None = None) -> Any:
         """The kernel's storage for CG on ``width`` columns within the memory limit less ``other_bytes`` (by
         default the fit's: _working_bytes), memory.py's plan."""
         return self.memory.kernel_plan(kernel, width, self._working_bytes(self.rank) if other_bytes is None
                                        else other_bytes)
 
-    def _operator(self, kernel, plan):
+    def _operator(self, kernel: Kernel, plan: Any) -> AbstractContextManager[KernelOperator]:
         """The kernel operator held as ``plan`` says (a context manager)."""
         return self.samples.kernel_operator(kernel, plan, self.n_jobs)
 
-    def _held(self, plan) -> float:
+    def _held(self, plan: Any) -> float:
         """The share of the kernel's entries ``plan`` holds in memory."""
         return self.memory.held(plan)
 
-    def _cross(self, kernel, X_new) -> np.ndarray:
+    def _cross(self, kernel: Kernel, X_new: Any) -> np.ndarray:
         """K(X, X_new), n × len(X_new), by row blocks where the samples are."""
         return np.asarray(self.samples.map(_cross_columns, X_new, kernel, rows=self.Y.shape[0]), dtype=np.float64)
 
-    def _preconditioner(self, kernel, fresh: bool = False) -> NystromDiagonalPreconditioner:
+    def _preconditioner(self, kernel: Kernel, fresh: bool = False) -> NystromDiagonalPreconditioner:
         """P at this θ on the fit's pivots: RPCholesky's at the first evaluation (and at each rank the search
         tries), held after it, so that P and the likelihood's estimate move smoothly with θ (preconditioner.py;
         new pivots only where the held ones are degenerate at this θ, counted in ``info()``). ``fresh``: RPCholesky
@@ -316,7 +325,7 @@ class IterativeSolver(PlannedMemory):
     # ------------------------------------------------------------------------------------ likelihood
 
     @on_one_blas_thread
-    def inv_quad_logdet(self, kernel, Y: np.ndarray, eval_gradient: bool, *, quad_weight: float,
+    def inv_quad_logdet(self, kernel: Kernel, Y: np.ndarray, eval_gradient: bool, *, quad_weight: float,
                         logdet_weight: float) -> InvQuadLogdet:
         """The interface's estimate (interface.py; this module's documentation says how) for the kernel (a
         kernels.Kernel with the hyperparameters to evaluate). A kernel matrix CG finds not positive definite
@@ -370,7 +379,8 @@ class IterativeSolver(PlannedMemory):
             seconds["gradient_error"] = seconds.get("gradient_error", 0.0) + time.perf_counter() - start
         return InvQuadLogdet(quad, logdet, alpha, gradient, error, gradient_error)
 
-    def _probes_part(self, kernel, pre, U: np.ndarray, Omega: np.ndarray, logdet_weight: float) -> np.ndarray:
+    def _probes_part(self, kernel: Kernel, pre: NystromDiagonalPreconditioner, U: np.ndarray, Omega: np.ndarray,
+                     logdet_weight: float) -> np.ndarray:
         """The probes' part of the gradient from the probes given alone: w_l times their mean of
         (P⁻¹z)ᵀ ∂K K̂⁻¹z and of the control variate's terms (one gradient pass)."""
         traces = np.asarray(self.samples.gradient_traces(kernel, U, Omega * (logdet_weight / Omega.shape[1])),
@@ -389,7 +399,8 @@ class IterativeSolver(PlannedMemory):
 
     # ------------------------------------------------------------------------------------------ start
 
-    def start(self, theta: np.ndarray, fit_subset, size: int, random_state) -> tuple[np.ndarray, dict | None]:
+    def start(self, theta: np.ndarray, fit_subset: Callable[[np.ndarray, str], tuple[np.ndarray, dict]], size: int,
+              random_state: Any) -> tuple[np.ndarray, dict | None]:
         """θ for the optimiser to start from: that of an exact fit on ``size`` samples (subset_start.py) where
         that is fewer than the training samples; else the kernel's θ."""
         theta, record = subset_start(theta, fit_subset, self.Y.shape[0], size, random_state)
@@ -399,12 +410,14 @@ class IterativeSolver(PlannedMemory):
 
     # ----------------------------------------------------------------------------------------- settle
 
-    def objective(self, func) -> Objective:
+    def objective(self, func: Callable[..., Any]) -> Objective:
         """The value integrated from the gradient's estimate (objective.py: the two are separate estimates, and
         L-BFGS-B's line search needs them to agree)."""
         return Objective(func, integrate=True)
 
-    def settle(self, optimum: tuple, minimise, func, bounds) -> tuple[np.ndarray, float, dict | None]:
+    def settle(self, optimum: tuple,
+               minimise: Callable[[np.ndarray], tuple[np.ndarray, float, Callable[[np.ndarray], np.ndarray] | None]],
+               func: Callable[..., Any], bounds: np.ndarray) -> tuple[np.ndarray, float, dict | None]:
         """The optimum once the estimate's own error in it is within ``theta_tol``. In rounds, the probes are
         multiplied (those held kept, new ones drawn) and the optimum found again from the last one; it is
         accepted when the error its move stands for is at most ``theta_tol``/4 in every coordinate (log space).
@@ -432,6 +445,7 @@ class IterativeSolver(PlannedMemory):
         if tol is None or not np.isfinite(value):
             return theta, value, None
         rounds: list[dict] = []
+        moved: tuple[np.ndarray, float] | np.ndarray | None  # the Newton round's (θ, value), then θ
         most, factor = SETTLE_PROBES * self.settings.probes, 2
         for _ in range(SETTLE_ROUNDS):
             probes = self._more_probes(min(factor * self.settings.probes, most))
@@ -503,7 +517,7 @@ class IterativeSolver(PlannedMemory):
         """Not held: the final solve keeps α to final_tol but no estimate of log det K̂ (likelihood_from_solve)."""
         raise NotImplementedError("the iterative solver evaluates the likelihood (likelihood_from_solve is False)")
 
-    def solve(self, kernel, Y: np.ndarray) -> np.ndarray:
+    def solve(self, kernel: Kernel, Y: np.ndarray) -> np.ndarray:
         """α = K̂⁻¹Y to ``final_tol`` (started from the last evaluation's), its true residual checked (CG
         resumes from it if the recurrence's drifted); the preconditioner is kept for the predictive variances."""
         self.ranks.frozen = True  # the fit's rank from here on (predictions use this preconditioner)
@@ -546,7 +560,7 @@ class IterativeSolver(PlannedMemory):
         scratch = 0 if pre.F.dtype == np.float64 else 8 * CHUNK_ROWS * pre.rank  # a float32 F's rows in float64
         return pre.nbytes + scratch + pcg_bytes(n, columns, pre.rank) + pass_bytes(columns, n)
 
-    def _prediction_plan(self, kernel, n_test: int):
+    def _prediction_plan(self, kernel: Kernel, n_test: int) -> tuple[int, Any]:
         """(test points per solve, the kernel's storage) within the memory limit; MemoryError when not even one
         point fits.
 
@@ -561,7 +575,7 @@ class IterativeSolver(PlannedMemory):
         v.check_within(self._prediction_bytes(1) + self.limit - self.room, self.limit,
                        f"the predictive variances' conjugate gradients on {self.Y.shape[0]} training samples")
 
-        def plan(columns: int):
+        def plan(columns: int) -> Any | None:
             """The storage beside a chunk of that many points; None where it does not fit (the plan also counts
             the samples' copies of every kernel term, and a storage asked for may not fit at all)."""
             if self._prediction_bytes(columns) > self.room:
@@ -582,11 +596,12 @@ class IterativeSolver(PlannedMemory):
         # not even one point beside the samples' copies: the plan's own MemoryError says what it needs
         return columns, self._plan(kernel, 1, self._prediction_bytes(1)) if chosen is None else chosen
 
-    def mean_and_variance(self, kernel, X_new, mean_map) -> tuple[np.ndarray, np.ndarray]:
+    def mean_and_variance(self, kernel: Kernel, X_new: Any,
+                          mean_map: Callable[[Any], np.ndarray]) -> tuple[np.ndarray, np.ndarray]:
         """The posterior mean by ``mean_map`` (tile by tile where the samples are) and :meth:`variance`."""
         return mean_map(X_new), self.variance(kernel, X_new)
 
-    def variance(self, kernel, X_new) -> np.ndarray:
+    def variance(self, kernel: Kernel, X_new: Any) -> np.ndarray:
         """k(x, x) − k*ᵀK̂⁻¹k* for every new point, by block CG on the test points' kernel columns in chunks
         within the memory limit (_prediction_plan)."""
         n_new = X_new.shape[0]
@@ -607,7 +622,8 @@ class IterativeSolver(PlannedMemory):
                 del Kt, V, R  # the next chunk's blocks replace these, not join them
         return out
 
-    def _quadratic_form_solve(self, matmat, Kt: np.ndarray, prior: np.ndarray, what: str):
+    def _quadratic_form_solve(self, matmat: Callable[[np.ndarray], np.ndarray], Kt: np.ndarray, prior: np.ndarray,
+                              what: str) -> tuple[np.ndarray, np.ndarray | None]:
         """(V, R): V ≈ K̂⁻¹K* by pcg to ``final_tol``, R = K* − K̂V its true residual (None where pcg has none),
         for the quadratic forms (k* + r)ᵀv ≈ k*ᵀK̂⁻¹k* subtracted from ``prior`` (k** per column).
 
@@ -648,7 +664,7 @@ class IterativeSolver(PlannedMemory):
                 del further, info
         return V, R
 
-    def covariance(self, kernel, X_new) -> np.ndarray:
+    def covariance(self, kernel: Kernel, X_new: Any) -> np.ndarray:
         """K(X*, X*) − K*ᵀK̂⁻¹K* by block CG (a small test set: n × n_new arrays)."""
         n_new = X_new.shape[0]
         pre = self.preconditioner

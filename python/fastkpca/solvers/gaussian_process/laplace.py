@@ -101,6 +101,16 @@ class NewtonSystem(Protocol):
         """½ log det B (for the last B prepared)."""
 
 
+class SolvingSystem(Protocol):
+    """What :func:`update_by_solve` asks of a system: products with K and solves with B."""
+
+    def kernel_times(self, x: np.ndarray) -> np.ndarray:
+        """K x."""
+
+    def solve(self, r: np.ndarray) -> np.ndarray:
+        """B⁻¹ r (for the B prepared)."""
+
+
 def log_likelihood_terms(y: np.ndarray, f: np.ndarray) -> float:
     """Σ log p(y_i | f_i) = −Σ log(1 + exp(−(2y_i − 1) f_i)), without overflow for large |f_i|."""
     return -float(np.logaddexp(0.0, -(2.0 * y - 1.0) * f).sum())
@@ -112,7 +122,7 @@ def _sigmoid(f: np.ndarray) -> np.ndarray:
     return expit(f)
 
 
-def update_by_solve(system, W_sr: np.ndarray, b: np.ndarray) -> tuple:
+def update_by_solve(system: SolvingSystem, W_sr: np.ndarray, b: np.ndarray) -> tuple:
     """(a, K a) with a = (I + W K)⁻¹ b = b − S B⁻¹ S K b (lines 6–8 of Algorithm 3.1) for a system that also
     has ``solve(r)`` = B⁻¹ r: two products and a solve with B."""
     a = b - W_sr * system.solve(W_sr * system.kernel_times(b))
@@ -131,7 +141,7 @@ def _newton_rhs(f: np.ndarray, y: np.ndarray, pi: np.ndarray) -> np.ndarray:
 
 
 def _newton_step(system: NewtonSystem, y: np.ndarray, f: np.ndarray, current: tuple | None = None,
-                 prepared: tuple | None = None):
+                 prepared: tuple | None = None) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
     """(π, √W at f, Newton's a and f = K a from f): lines 4–8 of Algorithm 3.1, a = (I + W K)⁻¹(W f + y − π)
     (``current``: (a, f) where f = K a is known, a solver's guess); the system is left prepared for B at f
     (``prepared``: (π, √W) at f for which it already is)."""

@@ -14,6 +14,8 @@ laplace_newton_steps).
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING, Any
+
 import numpy as np
 
 from ... import _native, _threads
@@ -24,6 +26,9 @@ from .exact import ExactOptimisation, factor, posterior_variance, prediction_thr
 from .laplace import LaplaceMode, mode_from, second_term, update_by_solve
 from .newton_cg import newton_cg_update, step_preconditioner, sufficient_rank
 from .preconditioner import NystromDiagonalPreconditioner
+
+if TYPE_CHECKING:
+    from ...kernels.kernel import Kernel
 
 #: A Newton step by CG stops with its residual fallen by this from the step's gradient (inexact Newton).
 NEWTON_FORCING = 1e-3
@@ -49,7 +54,7 @@ class _CholeskyNewton:
     whose CG does not converge is taken by the factor."""
 
     def __init__(self, K: np.ndarray, buffer: np.ndarray, threads: int, nystrom: tuple | None = None,
-                 guess: np.ndarray | None = None):
+                 guess: np.ndarray | None = None) -> None:
         self.K, self.buffer, self.threads, self.nystrom, self.guess = K, buffer, threads, nystrom, guess
         self.L: np.ndarray | None = None
         self.W_sr = np.zeros(K.shape[0])
@@ -118,7 +123,7 @@ class ExactLaplace(ExactOptimisation):
     stop_gain: float | None = None
     abnormal_restarts = 0
 
-    def __init__(self, X, y: np.ndarray, *, memory_limit: int, newton_steps: str = "auto"):
+    def __init__(self, X: Any, y: np.ndarray, *, memory_limit: int, newton_steps: str = "auto") -> None:
         self.X, self.y, self.limit = X, y, memory_limit
         #: How a fit's Newton steps go: "factor" or "cg" (the cost model's pick for "auto": solvers/choice.py)
         self.steps = _choice.laplace_newton_steps(y.shape[0], newton_steps)
@@ -129,7 +134,7 @@ class ExactLaplace(ExactOptimisation):
         self.last_a: np.ndarray | None = None  # the last mode's a: the next evaluation's first guess
         self.figures = {"cg_steps": 0, "cg_products": 0, "factored_steps": 0}
 
-    def _arrays(self, kernel) -> tuple[np.ndarray, np.ndarray]:
+    def _arrays(self, kernel: Kernel) -> tuple[np.ndarray, np.ndarray]:
         """(K(X, X) in float64, an n × n array for B), after the memory check. Until :meth:`fit_final` the two
         arrays are kept from one evaluation to the next: fresh ones cost the first touch of their pages every
         time (a page's first touch costs the kernel's zeroing of it: a large share of an evaluation at a few
@@ -176,7 +181,7 @@ class ExactLaplace(ExactOptimisation):
             self.figures[key] += count
         return mode
 
-    def evaluate(self, kernel, start: tuple, max_iter: int,
+    def evaluate(self, kernel: Kernel, start: tuple, max_iter: int,
                  eval_gradient: bool) -> tuple[float, np.ndarray | None, LaplaceMode]:
         """(log q(y | θ), its gradient with ``eval_gradient`` else None, the mode) for the kernel (a
         kernels.Kernel holding θ); ``start`` is ("f", f0): scikit-learn's iteration from f0
@@ -206,7 +211,7 @@ class ExactLaplace(ExactOptimisation):
         gradient = np.asarray(kernel.gradient_traces(self.X, omega), dtype=np.float64)
         return mode.log_marginal_likelihood, gradient, mode
 
-    def fit_final(self, kernel, start: tuple, max_iter: int) -> LaplaceMode:
+    def fit_final(self, kernel: Kernel, start: tuple, max_iter: int) -> LaplaceMode:
         """The mode at the fitted kernel; the factor of its B kept for :meth:`latent_variance` (as ``L_``)."""
         K, buffer = self._arrays(kernel)
         system = self._system(K, buffer, kernel.threads, start)
@@ -216,12 +221,12 @@ class ExactLaplace(ExactOptimisation):
         self._held = None  # K goes; the other array is L now
         return mode
 
-    def latent_mean(self, kernel, X_new) -> np.ndarray:
+    def latent_mean(self, kernel: Kernel, X_new: Any) -> np.ndarray:
         """K(X_new, X)·(y − π) (Algorithm 3.2, line 4)."""
         assert self.pi is not None
         return np.asarray(kernel.product(X_new, self.X, self.y - self.pi), dtype=np.float64)
 
-    def latent_variance(self, kernel, X_new) -> np.ndarray:
+    def latent_variance(self, kernel: Kernel, X_new: Any) -> np.ndarray:
         """k(x, x) − ‖L⁻¹ S k*‖² (Algorithm 3.2, lines 5–6), in chunks of new points within the memory limit."""
         assert self.L is not None and self.W_sr is not None
         with prediction_threads(self.L.shape[0], X_new.shape[0]):

@@ -49,7 +49,9 @@ import copy
 import dataclasses
 import math
 import time
+from contextlib import AbstractContextManager
 from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any, Callable
 
 import numpy as np
 
@@ -66,6 +68,11 @@ from .refined_estimate import GRADIENT_GROUPS, batch_standard_error, probe_group
 from .subset_start import subset_start
 from .newton_cg import newton_cg_step, newton_cg_update, step_gradient, step_preconditioner, sufficient_rank
 from .preconditioner import NystromDiagonalPreconditioner, kernel_factor
+
+if TYPE_CHECKING:
+    from ...kernels.kernel import Kernel
+    from ...operators.operator import KernelOperator
+    from ...operators.samples import SolverSamples
 
 __all__ = ["LaplaceSettings", "IterativeLaplace", "laplace_memory"]
 
@@ -100,7 +107,8 @@ class LaplaceSettings:
     max_iter: int = 1000
 
 
-def laplace_memory(samples, settings: LaplaceSettings, memory_limit: int, copies: int = 1) -> IterativeMemory:
+def laplace_memory(samples: SolverSamples | tuple[int, ...], settings: LaplaceSettings, memory_limit: int,
+                   copies: int = 1) -> IterativeMemory:
     """The memory plan of the Laplace approximation by CG (memory.py) on ``samples`` (an engine's, or their
     shape): beside pcg's blocks on the probes, the probes, B⁻¹Z and P⁻¹Z (a Newton step's few vectors come and
     go before them); the factor F and S F, both float64; the control variate's pass."""
@@ -124,7 +132,8 @@ def _inverse_diagonal(pre: NystromDiagonalPreconditioner) -> np.ndarray:
 class _IterativeNewton:
     """laplace.NewtonSystem by products with the kernel (the module's documentation)."""
 
-    def __init__(self, matmat, F: np.ndarray, d: np.ndarray, owner: IterativeLaplace):
+    def __init__(self, matmat: Callable[[np.ndarray], np.ndarray], F: np.ndarray, d: np.ndarray,
+                 owner: IterativeLaplace) -> None:
         self.matmat, self.F, self.d, self.owner = matmat, F, d, owner
         self.S = np.zeros(F.shape[0])
         self.pre: NystromDiagonalPreconditioner | None = None
@@ -168,7 +177,7 @@ class _IterativeNewton:
         g = step_gradient(W_sr, b, current)
         F, d = self.F, self.d
 
-        def approximate(v):  # K̃ v
+        def approximate(v: np.ndarray) -> np.ndarray:  # K̃ v
             return F @ (F.T @ v) + d * v
 
         step = g - W_sr * self.pre.solve((W_sr * approximate(g))[:, None])[:, 0]
@@ -225,8 +234,8 @@ class IterativeLaplace(PlannedMemory):
     #: Groups of probes whose batch means give the gradient's standard error (0: none; with_probes sets it).
     gradient_groups = 0
 
-    def __init__(self, samples, y: np.ndarray, settings: LaplaceSettings, *, memory_limit: int, n_jobs=None,
-                 random_state=None, copies: int = 1):
+    def __init__(self, samples: SolverSamples, y: np.ndarray, settings: LaplaceSettings, *, memory_limit: int,
+                 n_jobs: int | None = None, random_state: Any = None, copies: int = 1) -> None:
         self.samples, self.y, self.settings, self.n_jobs = samples, y, settings, n_jobs
         n = y.shape[0]
         self.memory = laplace_memory(samples, settings, memory_limit, copies)
@@ -281,7 +290,7 @@ class IterativeLaplace(PlannedMemory):
         self.figures["products"] += info["iterations"]
         self.figures["iterations"].append(int(info["column_iterations"].max(initial=0)))
 
-    def _factor(self, kernel) -> tuple[np.ndarray, np.ndarray]:
+    def _factor(self, kernel: Kernel) -> tuple[np.ndarray, np.ndarray]:
         """(F, D) with K ≈ F Fᵀ + diag(D), on the held pivots after the first evaluation (preconditioner.py)."""
         F, d, drawn = kernel_factor(kernel, self.samples, self.rank, seed=self.seed, pivots=self.pivots)
         pivots = np.zeros(0, dtype=np.int64) if drawn is None else drawn
@@ -294,7 +303,7 @@ class IterativeLaplace(PlannedMemory):
                 F, d, _ = kernel_factor(kernel, self.samples, self.rank, seed=self.seed, pivots=self.pivots)
         return np.asarray(F, dtype=np.float64), d
 
-    def _plan(self, kernel, columns: int | None = None):
+    def _plan(self, kernel: Kernel, columns: int | None = None) -> Any:
         """The kernel's storage beside the solver's working memory (memory.py): the probes' by default, else that
         of CG on ``columns`` right-hand sides held beside it (the predictive variances); MemoryError where even
         matrix-free it does not fit."""
@@ -302,17 +311,17 @@ class IterativeLaplace(PlannedMemory):
         width = self.settings.probes if columns is None else columns
         return self.memory.kernel_plan(kernel, width, self._working_bytes(columns) + held)
 
-    def _operator(self, kernel):
+    def _operator(self, kernel: Kernel) -> AbstractContextManager[KernelOperator]:
         """The kernel operator as :meth:`_plan` holds it for the probes (a context manager)."""
         return self.samples.kernel_operator(kernel, self._plan(kernel), self.n_jobs)
 
-    def _system(self, op, F: np.ndarray, d: np.ndarray) -> _IterativeNewton:
+    def _system(self, op: KernelOperator, F: np.ndarray, d: np.ndarray) -> _IterativeNewton:
         """Newton's system over the kernel operator ``op`` (held by the caller) and the factor (F, d)."""
         native, threads = op.native, op.threads
         return _IterativeNewton(lambda V: native.matmat(np.asfortranarray(V, dtype=np.float64), threads), F, d, self)
 
     @on_one_blas_thread
-    def evaluate(self, kernel, start: tuple, max_iter: int,
+    def evaluate(self, kernel: Kernel, start: tuple, max_iter: int,
                  eval_gradient: bool) -> tuple[float, np.ndarray | None, LaplaceMode]:
         """(log q(y | θ) estimated, its gradient estimated with ``eval_gradient`` else None, the mode); ``start``
         as ExactLaplace.evaluate's."""
@@ -357,7 +366,8 @@ class IterativeLaplace(PlannedMemory):
         self._stage("evaluations", begin)
         return mode.log_marginal_likelihood, gradient, mode
 
-    def _gradient(self, kernel, mode: LaplaceMode, pre_K, u: np.ndarray, residual: np.ndarray, U: np.ndarray,
+    def _gradient(self, kernel: Kernel, mode: LaplaceMode, pre_K: NystromDiagonalPreconditioner | None,
+                  u: np.ndarray, residual: np.ndarray, U: np.ndarray,
                   PZ: np.ndarray) -> np.ndarray:
         """tr(Ω C_j) for every θ_j (module documentation) from the probes given (B⁻¹Z = U, P⁻¹Z = PZ) and u from
         their diagonal of B⁻¹: one pass over the kernel's tiles, and the control variate's with ``pre_K``."""
@@ -371,18 +381,20 @@ class IterativeLaplace(PlannedMemory):
             gradient -= 0.5 * control_variate_traces(kernel, self.samples, pre_K, Omega)
         return gradient
 
-    def start(self, theta: np.ndarray, fit_subset, size: int, random_state) -> tuple[np.ndarray, dict | None]:
+    def start(self, theta: np.ndarray, fit_subset: Callable[..., Any], size: int,
+              random_state: Any) -> tuple[np.ndarray, dict | None]:
         """θ of a fit on a subset of the samples (subset_start.py: exact on ``size`` samples, or where n is more
         than SUBSET_CHAIN times that, cg on √(size·n) samples, itself started so), where that is fewer than the
         training samples; else the kernel's θ."""
         return subset_start(theta, fit_subset, self.y.shape[0], size, random_state, chain=SUBSET_CHAIN)
 
-    def objective(self, func) -> Objective:
+    def objective(self, func: Callable[..., Any]) -> Objective:
         """The value integrated from the gradient's estimate (objective.py: the two are separate estimates, and
         L-BFGS-B's line search needs them to agree)."""
         return Objective(func, integrate=True)
 
-    def settle(self, optimum: tuple, minimise, func, bounds) -> tuple[np.ndarray, float, dict | None]:
+    def settle(self, optimum: tuple, minimise: Callable[..., Any], func: Callable[..., Any],
+               bounds: np.ndarray) -> tuple[np.ndarray, float, dict | None]:
         """The optimum as found (the fit's probes are fixed; the likelihood's standard error is reported)."""
         return optimum[0], optimum[1], None
 
@@ -391,7 +403,7 @@ class IterativeLaplace(PlannedMemory):
         seconds[name] = seconds.get(name, 0.0) + time.perf_counter() - begin
 
     @on_one_blas_thread
-    def fit_final(self, kernel, start: tuple, max_iter: int) -> LaplaceMode:
+    def fit_final(self, kernel: Kernel, start: tuple, max_iter: int) -> LaplaceMode:
         """The mode at the fitted kernel; its S, π and B's preconditioner kept for the predictions."""
         F, d = self._factor(kernel)
         with self._operator(kernel) as op:
@@ -401,7 +413,7 @@ class IterativeLaplace(PlannedMemory):
         self.last_a = mode.a
         return mode
 
-    def latent_mean(self, kernel, X_new) -> np.ndarray:
+    def latent_mean(self, kernel: Kernel, X_new: Any) -> np.ndarray:
         """K(X_new, X)·a, a = K⁻¹f̂ from Newton's last step. At the mode a = y − π (Algorithm 3.2's form, the
         exact solver's), but CG's mode is off by its tolerance, and y − π carries that error multiplied by the
         amplitude and n (at thousands of samples and an amplitude of thousands, f̂ 1e-5 off moved K*ᵀ(y − π) by
@@ -410,7 +422,7 @@ class IterativeLaplace(PlannedMemory):
         assert self.a is not None
         return np.asarray(kernel.product(X_new, self.samples.fitted(), self.a), dtype=np.float64)
 
-    def latent_variance(self, kernel, X_new) -> np.ndarray:
+    def latent_variance(self, kernel: Kernel, X_new: Any) -> np.ndarray:
         """k(x, x) − (S k*)ᵀ B⁻¹ (S k*) by block CG on chunks of test points within the memory limit."""
         assert self.S is not None and self.pre is not None and self.F is not None and self.d is not None
         n, n_new = self.y.shape[0], X_new.shape[0]

@@ -26,6 +26,8 @@ the room. A rank search (rank.py) may grow it up to the largest rank whose evalu
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING, Any, Callable
+
 import numpy as np
 
 from ... import _validation as v
@@ -36,13 +38,17 @@ from .control_variate import control_variate_bytes
 from .preconditioner import PRECONDITIONER_BLOCK
 from .rank import preconditioner_rank, rank_bound
 
+if TYPE_CHECKING:
+    from ...kernels.kernel import Kernel
+    from ...operators.samples import SolverSamples
+
 __all__ = ["HEADROOM_SHARE", "IterativeMemory", "PlannedMemory", "largest"]
 
 #: The share of the memory limit the kernel's storage leaves free beside the estimates (module documentation).
 HEADROOM_SHARE = 0.05
 
 
-def largest(low: int, high: int, fits) -> int:
+def largest(low: int, high: int, fits: Callable[[int], bool]) -> int:
     """The largest value in [low, high] for which ``fits`` holds (``fits`` monotone: true up to some value;
     ``low`` when none does), by bisection."""
     while low < high:
@@ -87,8 +93,8 @@ class IterativeMemory:
         The kernel's storage asked for (operators.storage: "auto" plans it).
     """
 
-    def __init__(self, samples, limit: int, *, entry_bytes: int, vectors: int, control_variate: bool,
-                 copies: int = 1, storage: str = "auto"):
+    def __init__(self, samples: SolverSamples | tuple[int, ...], limit: int, *, entry_bytes: int, vectors: int,
+                 control_variate: bool, copies: int = 1, storage: str = "auto") -> None:
         shape = samples if isinstance(samples, tuple) else samples.shape
         self.samples = None if isinstance(samples, tuple) else samples
         self.n, self.d = int(shape[0]), int(shape[1]) if len(shape) > 1 else 1
@@ -146,14 +152,14 @@ class IterativeMemory:
         bound = rank_bound(requested, self.n, 8, self.limit, entry_bytes=self.entry_bytes)
         return largest(start, max(start, bound), lambda rank: self.working_bytes(rank, columns) <= self.room)
 
-    def kernel_plan(self, kernel, columns: int, other_bytes: int):
+    def kernel_plan(self, kernel: Kernel, columns: int, other_bytes: int) -> Any:
         """The kernel's storage (operators.StoragePlan) for passes on ``columns`` vectors beside ``other_bytes``,
         leaving HEADROOM_SHARE of the limit free where the storage would take it; MemoryError where even
         matrix-free it does not fit."""
         samples = self.samples
         assert samples is not None
 
-        def planned(headroom: int):
+        def planned(headroom: int) -> Any:
             return samples.plan(kernel, block_size=columns, memory_limit=self.limit,
                                      other_bytes=other_bytes + headroom, storage=self.storage)
 
@@ -162,7 +168,7 @@ class IterativeMemory:
         except MemoryError:  # the headroom only ever takes cached tiles, never the room a pass needs
             return planned(0)
 
-    def held(self, plan) -> float:
+    def held(self, plan: Any) -> float:
         """The share of the kernel's entries ``plan`` holds in memory."""
         assert self.samples is not None
         n = self.n

@@ -34,6 +34,8 @@ takes.
 
 from __future__ import annotations
 
+from typing import Callable
+
 import numpy as np
 
 from .preconditioner import NystromDiagonalPreconditioner
@@ -77,7 +79,8 @@ def step_preconditioner(W_sr: np.ndarray, F: np.ndarray, d: np.ndarray) -> Nystr
     return NystromDiagonalPreconditioner(W_sr[:, None] * F, 1.0 + W_sr**2 * d)
 
 
-def newton_cg_update(kernel_times, W_sr: np.ndarray, b: np.ndarray, current: tuple | None, *,
+def newton_cg_update(kernel_times: Callable[[np.ndarray], np.ndarray], W_sr: np.ndarray, b: np.ndarray,
+                     current: tuple | None, *,
                      pre: NystromDiagonalPreconditioner, forcing: float, guess: np.ndarray | None = None) -> tuple:
     """A Newton step (:func:`newton_cg_step`) to the forcing term ``forcing``: from ``current`` = (a₀, K a₀);
     without it from ``guess`` (the last mode's a, one product for its K a: a θ nearby has its mode nearby),
@@ -92,7 +95,8 @@ def newton_cg_update(kernel_times, W_sr: np.ndarray, b: np.ndarray, current: tup
     return a, Ka, info
 
 
-def newton_cg_step(kernel_times, W_sr: np.ndarray, b: np.ndarray, start: tuple | None, *,
+def newton_cg_step(kernel_times: Callable[[np.ndarray], np.ndarray], W_sr: np.ndarray, b: np.ndarray,
+                   start: tuple | None, *,
                    pre: NystromDiagonalPreconditioner, tol: float, maxiter: int | None = None) -> tuple:
     """(a, K a, info) with (I + W K) a = b (module documentation): from ``start`` = (a₀, K a₀), or zero;
     ``kernel_times(u)`` = K u; ``pre`` = P for this W; CG until the step's residual ‖(I + W K) δa − g‖ is

@@ -28,9 +28,12 @@ compares restarts, is the solver's own estimate there (:meth:`Objective.optimum_
 
 from __future__ import annotations
 
-from typing import Callable
+from typing import TYPE_CHECKING, Any, Callable
 
 import numpy as np
+
+if TYPE_CHECKING:
+    from numpy.typing import ArrayLike
 
 __all__ = ["LONG_STEP", "Objective", "restart_thetas"]
 
@@ -44,7 +47,7 @@ class Objective:
     (value, gradient)) as the optimiser should see it: itself where ``integrate`` is false, the trapezoid rule
     on its gradient where it is true (the module's documentation)."""
 
-    def __init__(self, func, integrate: bool):
+    def __init__(self, func: Callable[..., Any], integrate: bool) -> None:
         self.func, self.integrate = func, integrate
         #: The optimiser's inverse Hessian at the optimum it found, as a function of a vector, where it has one
         #: (the estimator's L-BFGS-B sets it; the iterative solver's settling steps with it).
@@ -52,7 +55,7 @@ class Objective:
         self._points: list[tuple[np.ndarray, float, float, np.ndarray]] = []  # (θ, value given, v(θ), gradient)
         self._estimates: dict[bytes, float] = {}
 
-    def __call__(self, theta, eval_gradient: bool = True):
+    def __call__(self, theta: ArrayLike, eval_gradient: bool = True) -> float | tuple[float, np.ndarray]:
         theta = np.array(theta, dtype=np.float64)
         if not eval_gradient:
             return self.estimate(theta)
@@ -73,12 +76,12 @@ class Objective:
         self._points.append((theta, given, float(value), gradient))
         return given, gradient
 
-    def optimum_value(self, theta, value: float) -> float:
+    def optimum_value(self, theta: ArrayLike, value: float) -> float:
         """The value of the optimum ``theta`` the optimiser reported as ``value``: that one where it is the solver's
         own, else the solver's estimate there."""
         return self.estimate(theta) if self.integrate else value
 
-    def estimate(self, theta) -> float:
+    def estimate(self, theta: ArrayLike) -> float:
         """The solver's own value at ``theta`` (evaluated again where this run has not)."""
         theta = np.array(theta, dtype=np.float64)
         key = theta.tobytes()
@@ -87,7 +90,7 @@ class Objective:
         return self._estimates[key]
 
 
-def restart_thetas(bounds: np.ndarray, restarts: int, rng) -> list[np.ndarray]:
+def restart_thetas(bounds: np.ndarray, restarts: int, rng: Any) -> list[np.ndarray]:
     """The optimiser's further starts (``n_restarts_optimizer``): uniform within the (log) bounds, drawn from
     ``rng``; scikit-learn's ValueError where a bound is infinite."""
     if restarts <= 0:

@@ -24,12 +24,16 @@ from __future__ import annotations
 
 import warnings
 from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any, Callable
 
 import numpy as np
 
 from ...exceptions import ConvergenceWarning
 from .gain_stop import GainStop
 from .objective import Objective, restart_thetas
+
+if TYPE_CHECKING:
+    from .interface import GaussianProcessSolver
 
 __all__ = ["Optimum", "optimise", "minimise_once"]
 
@@ -49,8 +53,8 @@ class Optimum:
     restarts: int
 
 
-def minimise_once(func, theta: np.ndarray, bounds: np.ndarray, *, solver, optimizer,
-                  samples: int) -> tuple[np.ndarray, float, bool]:
+def minimise_once(func: Callable[..., Any], theta: np.ndarray, bounds: np.ndarray, *, solver: GaussianProcessSolver,
+                  optimizer: str | Callable[..., Any], samples: int) -> tuple[np.ndarray, float, bool]:
     """(θ, value, whether L-BFGS-B's line search ended ABNORMAL where the solver restarts it) of one run of the
     optimizer on ``func`` (an Objective, or any ``func(θ, eval_gradient)``) from ``theta``; with L-BFGS-B its
     inverse Hessian at the optimum goes to ``func.inverse_hessian`` (an Objective's)."""
@@ -61,7 +65,7 @@ def minimise_once(func, theta: np.ndarray, bounds: np.ndarray, *, solver, optimi
         per = samples if solver.per_sample_objective else 1
         stop = GainStop(solver.stop_gain) if solver.stop_gain is not None else None
 
-        def objective(theta):
+        def objective(theta: np.ndarray) -> tuple[float, np.ndarray]:
             value, gradient = func(theta)
             if stop is not None:
                 stop.record(theta, value / per)
@@ -90,8 +94,9 @@ def minimise_once(func, theta: np.ndarray, bounds: np.ndarray, *, solver, optimi
     raise ValueError(f"Unknown optimizer {optimizer}.")
 
 
-def optimise(func, theta: np.ndarray, bounds: np.ndarray, *, solver, optimizer, samples: int, restarts: int,
-             random_state, fit_subset, subset_size: int) -> Optimum:
+def optimise(func: Callable[..., Any], theta: np.ndarray, bounds: np.ndarray, *, solver: GaussianProcessSolver,
+             optimizer: str | Callable[..., Any], samples: int, restarts: int, random_state: Any,
+             fit_subset: Callable[[np.ndarray, str], tuple[np.ndarray, dict]], subset_size: int) -> Optimum:
     """The hyperparameters (module documentation) minimising ``func(θ, eval_gradient)``, the negative log
     marginal likelihood, from ``theta`` within ``bounds`` (log space), for ``samples`` training samples:
     ``optimizer`` ("fmin_l_bfgs_b" or a callable), ``restarts`` further starts and the subset start
@@ -99,7 +104,7 @@ def optimise(func, theta: np.ndarray, bounds: np.ndarray, *, solver, optimizer, 
     ``random_state``, the solver's interface (interface.GaussianProcessSolver) for the rest."""
     count = {"restarts": 0}
 
-    def minimise(start):
+    def minimise(start: np.ndarray) -> tuple[np.ndarray, float, Callable[[np.ndarray], np.ndarray] | None]:
         """(the optimum from ``start``, the solver's value there, the optimiser's inverse Hessian there or None)
         on what the solver has the optimiser see, run again from where an ABNORMAL line search ended."""
         for _ in range(1 + solver.abnormal_restarts):

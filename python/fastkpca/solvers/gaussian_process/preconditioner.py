@@ -18,7 +18,7 @@ are then taken in float64 chunk by chunk, so P is exactly F Fᵀ + D for the sto
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
@@ -26,6 +26,12 @@ from ..dense.factorisations import cholesky_factor
 from ..dense.threads import interruptible, solve_lower_triangular
 from ..low_rank import CHUNK_ROWS, factor_product, factor_t_product, rpcholesky
 from ..dense.subnormals import flush_subnormals
+
+if TYPE_CHECKING:
+    from numpy.typing import DTypeLike
+
+    from ...kernels.kernel import Kernel
+    from ...operators.samples import ColumnSource, SolverSamples
 
 __all__ = ["NystromDiagonalPreconditioner", "build_preconditioner", "PRECONDITIONER_BLOCK"]
 
@@ -45,7 +51,7 @@ class NystromDiagonalPreconditioner:
         control_variate.py, holds them fixed).
     """
 
-    def __init__(self, factor: np.ndarray, diagonal: np.ndarray, pivots: np.ndarray | None = None):
+    def __init__(self, factor: np.ndarray, diagonal: np.ndarray, pivots: np.ndarray | None = None) -> None:
         self.F, self.d = factor, np.asarray(diagonal, dtype=np.float64)
         self.pivots = np.zeros(0, dtype=np.int64) if pivots is None else np.asarray(pivots, dtype=np.int64)
         self.inverse_d = 1.0 / self.d
@@ -90,7 +96,7 @@ class NystromDiagonalPreconditioner:
         Vd -= correction
         return Vd
 
-    def __call__(self, R: np.ndarray, columns=None) -> np.ndarray:
+    def __call__(self, R: np.ndarray, columns: np.ndarray | None = None) -> np.ndarray:
         """P⁻¹ R: cg.pcg's ``precondition`` (the same P for every column)."""
         return self.solve(R)
 
@@ -117,12 +123,12 @@ class NystromDiagonalPreconditioner:
         return Z
 
 
-def _spectrum_of_gram(L: np.ndarray):
+def _spectrum_of_gram(L: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     """The eigendecomposition of GᵀG = L Lᵀ − I (L: the factor of I + GᵀG)."""
     return np.linalg.eigh(L @ L.T - np.eye(L.shape[0]))
 
 
-def _diagonals(rows, kernel) -> np.ndarray:
+def _diagonals(rows: Any, kernel: Kernel) -> np.ndarray:
     """[signal diagonal, diagonal] of the rows: one pass over the samples gives both."""
     return np.column_stack([kernel.signal_diagonal(rows), kernel.diagonal(rows)]).astype(np.float64)
 
@@ -131,7 +137,7 @@ class _SignalColumns:
     """A column source of the kernel (solvers/low_rank.py's) with the noise-free diagonal: its columns
     K(X, X_S) are cross blocks already (no white noise), its diagonal is replaced."""
 
-    def __init__(self, source, signal: np.ndarray):
+    def __init__(self, source: ColumnSource, signal: np.ndarray) -> None:
         self.source, self.signal, self.n, self.dtype = source, signal, source.n, np.dtype(np.float64)
 
     def diagonal(self) -> np.ndarray:
@@ -145,7 +151,7 @@ class _SignalColumns:
 PRECONDITIONER_BLOCK = 64
 
 
-def _on_pivots(source, pivots: np.ndarray) -> np.ndarray | None:
+def _on_pivots(source: ColumnSource, pivots: np.ndarray) -> np.ndarray | None:
     """The Nyström factor on fixed pivots S, F = K(X, X_S) L⁻ᵀ with L Lᵀ = K(X_S, X_S) (F_S = L, lower
     triangular, as RPCholesky's); None where K(X_S, X_S) is not numerically positive definite at this θ."""
     n, r = source.n, pivots.shape[0]
@@ -161,7 +167,8 @@ def _on_pivots(source, pivots: np.ndarray) -> np.ndarray | None:
     return flush_subnormals(solve_lower_triangular(L, columns.T, overwrite_b=True).T)
 
 
-def kernel_factor(kernel, samples, rank: int, *, seed: int, dtype=np.float64, block_size: int = PRECONDITIONER_BLOCK,
+def kernel_factor(kernel: Kernel, samples: SolverSamples, rank: int, *, seed: int, dtype: DTypeLike = np.float64,
+                  block_size: int = PRECONDITIONER_BLOCK,
                   pivots: np.ndarray | None = None) -> tuple[np.ndarray, np.ndarray, np.ndarray | None]:
     """(F, D, pivots) with K ≈ F Fᵀ + diag(D) for the kernel ``kernel`` (a kernels.Kernel) of ``samples`` (an
     engine's, engines/base.py): RPCholesky of rank ``rank`` (fewer when the kernel is exhausted; 0: F empty, D
@@ -185,7 +192,8 @@ def kernel_factor(kernel, samples, rank: int, *, seed: int, dtype=np.float64, bl
     return factor, np.maximum(residual, 0.0) + diagonal - signal, pivots
 
 
-def build_preconditioner(kernel, samples, noise, rank: int, *, seed: int, dtype=np.float64,
+def build_preconditioner(kernel: Kernel, samples: SolverSamples, noise: float | np.ndarray, rank: int, *, seed: int,
+                         dtype: DTypeLike = np.float64,
                          block_size: int = PRECONDITIONER_BLOCK,
                          pivots: np.ndarray | None = None) -> NystromDiagonalPreconditioner:
     """P = F Fᵀ + D + diag(noise) for the kernel ``kernel`` of ``samples`` and the noise (scalar or per

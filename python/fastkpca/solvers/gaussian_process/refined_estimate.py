@@ -23,11 +23,14 @@ from __future__ import annotations
 import math
 import warnings
 from dataclasses import dataclass, field
-from typing import Callable
+from typing import TYPE_CHECKING, Callable, Protocol
 
 import numpy as np
 
 from ...exceptions import ConvergenceWarning
+
+if TYPE_CHECKING:
+    from numpy.typing import ArrayLike
 
 __all__ = ["LikelihoodEstimate", "refine", "REFINE_ROUNDS", "REFINE_FACTOR", "REFINE_MOST_PROBES", "GRADIENT_GROUPS",
            "probe_groups", "batch_standard_error"]
@@ -51,7 +54,7 @@ def probe_groups(probes: int, groups: int) -> list:
     return [slice(int(g[0]), int(g[-1]) + 1) for g in np.array_split(np.arange(probes), min(groups, probes))]
 
 
-def batch_standard_error(estimates) -> np.ndarray:
+def batch_standard_error(estimates: ArrayLike) -> np.ndarray:
     """The standard error of the mean of the groups' estimates (one row a group), by batch means."""
     estimates = np.asarray(estimates, dtype=np.float64)
     return estimates.std(axis=0, ddof=1) / math.sqrt(estimates.shape[0])
@@ -84,8 +87,19 @@ class LikelihoodEstimate:
                 "reached": self.reached, "rounds": list(self.rounds)}
 
 
-def refine(solver, evaluate: Callable, rtol: float | None, *, what: str = "the log marginal likelihood",
-           stacklevel: int = 3) -> LikelihoodEstimate:
+class ProbedSolver(Protocol):
+    """What :func:`refine` asks of a solver whose estimate has a standard error (an iterative one: its ``probes``
+    above 0); an exact solver, whose error is 0, is only evaluated."""
+
+    def most_probes(self, wanted: int) -> int:
+        """Up to ``wanted`` probes, as many as the memory limit holds."""
+
+    def with_probes(self, probes: int) -> ProbedSolver:
+        """A copy holding ``probes`` probes."""
+
+
+def refine(solver: ProbedSolver, evaluate: Callable[[ProbedSolver], tuple], rtol: float | None, *,
+           what: str = "the log marginal likelihood", stacklevel: int = 3) -> LikelihoodEstimate:
     """``evaluate(solver)`` → (value, gradient or None, standard error, gradient's standard errors or None),
     repeated on copies of ``solver`` with more probes until the standard error is within ``rtol``·|value| (the
     module's rule; ``rtol`` None: once). A solver without probes (``probes`` 0: exact) is evaluated once."""
@@ -93,7 +107,7 @@ def refine(solver, evaluate: Callable, rtol: float | None, *, what: str = "the l
     probes = int(getattr(solver, "probes", 0))
     rounds = [{"probes": probes, "value": float(value), "standard_error": float(error)}]
 
-    def within(value, error) -> bool:
+    def within(value: float, error: float) -> bool:
         return error == 0.0 or not np.isfinite(value) or rtol is None or error <= rtol * abs(value)
 
     current = solver

@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import math
 import time
+from typing import Any, Callable
 
 import numpy as np
 
@@ -27,8 +28,8 @@ from ... import _validation as v
 __all__ = ["subset_start"]
 
 
-def subset_start(theta: np.ndarray, fit_subset, n: int, size: int, random_state,
-                 chain: int | None = None) -> tuple[np.ndarray, dict | None]:
+def subset_start(theta: np.ndarray, fit_subset: Callable[[np.ndarray, str], tuple[np.ndarray, dict]], n: int,
+                 size: int, random_state: Any, chain: int | None = None) -> tuple[np.ndarray, dict | None]:
     """(θ to start from, what was done: None where nothing was) for ``n`` training samples: the θ of
     ``fit_subset(index, solver)`` on ``size`` of them drawn from ``random_state`` (module documentation; with
     ``chain``, √(size·n) by the iterative solver where n > chain·size), where 0 < size < n; else ``theta``.

@@ -23,9 +23,15 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass, field
-from typing import Any, Callable
+from typing import TYPE_CHECKING, Any, Callable
 
 import numpy as np
+
+if TYPE_CHECKING:
+    from collections.abc import Iterator
+
+    from ...kernels.kernel import Kernel
+    from ...operators.samples import ColumnSource
 
 __all__ = ["FeatureOperator", "KMeansStart", "LloydResult", "kmeans_plus_plus", "random_centres", "lloyd",
            "working_bytes", "member_weights", "weight_matrix", "local_trials", "CentroidDistances", "NewDiagonal"]
@@ -65,11 +71,11 @@ class FeatureOperator:
     #: The columns' dtype (they are multiplied in float64).
     dtype = np.dtype(np.float64)
 
-    def __init__(self, F: np.ndarray):
+    def __init__(self, F: np.ndarray) -> None:
         self.F = F
         self.shape = (F.shape[0], F.shape[0])
 
-    def _chunks(self):
+    def _chunks(self) -> Iterator[tuple[slice, np.ndarray]]:
         for start in range(0, self.F.shape[0], self.CHUNK_ROWS):
             yield slice(start, start + self.CHUNK_ROWS), np.asarray(self.F[start:start + self.CHUNK_ROWS],
                                                                      dtype=np.float64)
@@ -132,18 +138,18 @@ def _squared_distances(diagonal: np.ndarray, C: np.ndarray, centre_diagonal: np.
     return C
 
 
-def _columns(source, index: np.ndarray, buffer: np.ndarray) -> np.ndarray:
+def _columns(source: ColumnSource | FeatureOperator, index: np.ndarray, buffer: np.ndarray) -> np.ndarray:
     """The kernel columns ``index`` in float64 (``buffer``: n × len(index) in the source's dtype, overwritten; a
     float32 source's columns come back as a float64 copy)."""
     return np.asarray(source.columns(index, buffer), dtype=np.float64)
 
 
-def _buffer(source, n: int, width: int) -> np.ndarray:
+def _buffer(source: ColumnSource | FeatureOperator, n: int, width: int) -> np.ndarray:
     return np.empty((n, width), dtype=np.dtype(getattr(source, "dtype", np.float64)))
 
 
-def kmeans_plus_plus(source, diagonal: np.ndarray, w: np.ndarray, k: int, rngs: list[np.random.RandomState],
-                     n_local_trials: int | None = None) -> list[KMeansStart]:
+def kmeans_plus_plus(source: ColumnSource | FeatureOperator, diagonal: np.ndarray, w: np.ndarray, k: int,
+                     rngs: list[np.random.RandomState], n_local_trials: int | None = None) -> list[KMeansStart]:
     """Greedy k-means++ in feature space (Arthur & Vassilvitskii 2007, with scikit-learn's greedy local trials:
     2 + ⌊ln k⌋ candidates per centre, drawn with probability ∝ w·D², the one that lowers the weighted potential
     most kept), one start per random state. Every candidate costs one kernel column. Returns each start's
@@ -174,7 +180,7 @@ def kmeans_plus_plus(source, diagonal: np.ndarray, w: np.ndarray, k: int, rngs: 
     return out
 
 
-def random_centres(source, diagonal: np.ndarray, w: np.ndarray, k: int,
+def random_centres(source: ColumnSource | FeatureOperator, diagonal: np.ndarray, w: np.ndarray, k: int,
                    rngs: list[np.random.RandomState]) -> list[KMeansStart]:
     """k distinct points drawn with probability ∝ w as the centres (scikit-learn's ``init="random"``), one set per
     random state, their k kernel columns evaluated together; each start's labels are the nearest centres."""
@@ -311,7 +317,7 @@ class CentroidDistances:
     same for every centroid of a row (so its argmin is the nearest centroid); infinite for a cluster that has no
     centroid (no weight). Picklable."""
 
-    def __init__(self, norms: np.ndarray):
+    def __init__(self, norms: np.ndarray) -> None:
         self.norms = np.asarray(norms, dtype=np.float64)
 
     def __call__(self, product: np.ndarray) -> np.ndarray:
@@ -324,14 +330,14 @@ class NewDiagonal:
     """A fitted row map: ``x ↦ k(x, x)`` for new samples, evaluated as the kernel evaluates them against the
     fitted samples (in the fitted samples' dtype). Picklable."""
 
-    def __init__(self, kernel, template):
+    def __init__(self, kernel: Kernel, template: Any) -> None:
         # template: no rows of the fitted samples, in their format and dtype (what new rows are converted to)
         self.kernel, self.template = kernel, template
 
     def on_threads(self, threads: int) -> NewDiagonal:
         return NewDiagonal(self.kernel.on_threads(threads), self.template)
 
-    def __call__(self, X) -> np.ndarray:
+    def __call__(self, X: Any) -> np.ndarray:
         dtype = getattr(self.template, "dtype", None)
         rows = self.kernel.new_rows(X, self.template, dtype if dtype in (np.float32, np.float64) else None)
         return np.asarray(self.kernel.diagonal(rows), dtype=np.float64)

@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import time
 from dataclasses import dataclass
-from typing import Any, Callable
+from typing import TYPE_CHECKING, Any, Callable
 
 import numpy as np
 
@@ -22,6 +22,11 @@ from ...operators.storage import pass_bytes
 from .. import choice, low_rank
 from .lloyd import (CentroidDistances, FeatureOperator, NewDiagonal, kmeans_plus_plus, lloyd, local_trials,
                     random_centres, working_bytes)
+
+if TYPE_CHECKING:
+    from ...kernels.kernel import Kernel
+    from ...operators.samples import ColumnSource, SolverSamples
+    from .lloyd import LloydResult
 
 __all__ = ["KMeansSettings", "KMeansFit", "make_solver", "ExactKernelKMeans", "NystromKernelKMeans"]
 
@@ -59,11 +64,12 @@ class KMeansFit:
     info: dict
 
 
-def _report_nothing(stage: str, **info) -> None:
+def _report_nothing(stage: str, **info: Any) -> None:
     return None
 
 
-def _starts(source, diagonal: np.ndarray, w: np.ndarray, s: KMeansSettings) -> tuple[list[np.ndarray], int]:
+def _starts(source: ColumnSource | FeatureOperator, diagonal: np.ndarray, w: np.ndarray, s: KMeansSettings
+            ) -> tuple[list[np.ndarray], int]:
     """The initial labels of every start, and the kernel columns their seeding evaluated."""
     if not isinstance(s.init, str):
         return [np.asarray(s.init, dtype=np.int64)], 0
@@ -74,7 +80,9 @@ def _starts(source, diagonal: np.ndarray, w: np.ndarray, s: KMeansSettings) -> t
     return [start.labels for start in starts], sum(start.columns for start in starts)
 
 
-def _cluster(product: Callable, source, diagonal: np.ndarray, w: np.ndarray, s: KMeansSettings, report, progress):
+def _cluster(product: Callable[[np.ndarray], np.ndarray], source: ColumnSource | FeatureOperator,
+             diagonal: np.ndarray, w: np.ndarray, s: KMeansSettings, report: Callable[..., None],
+             progress: Callable[..., Any] | None) -> LloydResult:
     start = time.perf_counter()
     starts, columns = _starts(source, diagonal, w, s)
     seeding = time.perf_counter() - start
@@ -113,10 +121,11 @@ class ExactKernelKMeans:
 
     name = "exact"
 
-    def __init__(self, settings: KMeansSettings):
+    def __init__(self, settings: KMeansSettings) -> None:
         self.settings = settings
 
-    def fit(self, samples, kernel, w: np.ndarray, *, report=_report_nothing, progress=None) -> KMeansFit:
+    def fit(self, samples: SolverSamples, kernel: Kernel, w: np.ndarray, *,
+            report: Callable[..., None] = _report_nothing, progress: Callable[..., Any] | None = None) -> KMeansFit:
         s = self.settings
         n = samples.shape[0]
         columns = s.n_clusters * _start_count(s)
@@ -140,13 +149,13 @@ class _FeatureNorms:
     """A fitted row map: ``x ↦ ‖φ̃(x)‖²`` for the Nyström features φ̃(x) = K(x, S)·T (k(x, x) of the
     approximation). Picklable."""
 
-    def __init__(self, projection: low_rank.NystromProjection):
+    def __init__(self, projection: low_rank.NystromProjection) -> None:
         self.projection = projection
 
     def on_threads(self, threads: int) -> _FeatureNorms:
         return _FeatureNorms(self.projection.on_threads(threads))
 
-    def __call__(self, X) -> np.ndarray:
+    def __call__(self, X: Any) -> np.ndarray:
         F = self.projection(X)
         return np.einsum("ij,ij->i", F, F)
 
@@ -157,10 +166,11 @@ class NystromKernelKMeans:
 
     name = "nystrom"
 
-    def __init__(self, settings: KMeansSettings):
+    def __init__(self, settings: KMeansSettings) -> None:
         self.settings = settings
 
-    def fit(self, samples, kernel, w: np.ndarray, *, report=_report_nothing, progress=None) -> KMeansFit:
+    def fit(self, samples: SolverSamples, kernel: Kernel, w: np.ndarray, *,
+            report: Callable[..., None] = _report_nothing, progress: Callable[..., Any] | None = None) -> KMeansFit:
         s = self.settings
         n = samples.shape[0]
         kernel = kernel.between_samples("use solver='nystrom'")
@@ -190,10 +200,12 @@ class NystromKernelKMeans:
                          _FeatureNorms(low_rank.NystromProjection(S, kernel, T, None)), info)
 
 
-_SOLVERS = {"exact": ExactKernelKMeans, "nystrom": NystromKernelKMeans}
+_SOLVERS: dict[str, type[ExactKernelKMeans] | type[NystromKernelKMeans]] = {
+    "exact": ExactKernelKMeans, "nystrom": NystromKernelKMeans}
 
 
-def make_solver(requested: str, samples, kernel, settings: KMeansSettings):
+def make_solver(requested: str, samples: SolverSamples, kernel: Kernel, settings: KMeansSettings
+                ) -> tuple[ExactKernelKMeans | NystromKernelKMeans, dict]:
     """(the solver of this fit, how it was chosen: ``solver_info_["choice"]``) for ``requested`` ("auto" or a
     solver's name), by the library's cost model (solvers/choice.py)."""
     n = samples.shape[0]

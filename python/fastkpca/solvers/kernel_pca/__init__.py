@@ -4,3 +4,5 @@ eigensolvers on an explicitly centered kernel matrix, with the centering in plac
 kernel PCA uses dense.py (its solvers and the KernelPCA estimator, which reads its solvers' names): spectral
 embedding's dense route calls the blocked symmetric eigensolver itself, and its scikit-learn solvers are
 scikit-learn's spectral_embedding."""
+
+from __future__ import annotations

@@ -4,6 +4,8 @@ KernelPCA's eigen_solver="dense" | "arpack" | "randomized" runs them, and the ce
 
 from __future__ import annotations
 
+from typing import Any
+
 import numpy as np
 
 from ... import _native, _threads
@@ -27,8 +29,8 @@ def center_kernel(K: np.ndarray, *, threads: int) -> tuple[np.ndarray, KernelCen
     return K, KernelCentering(column_means, grand_mean), trace_K - K.shape[0] * float(grand_mean)
 
 
-def top_eigenpairs(Kc: np.ndarray, k: int, solver: str, *, tol=0.0, maxiter=None, iterated_power="auto",
-                   random_state=None) -> tuple[np.ndarray, np.ndarray]:
+def top_eigenpairs(Kc: np.ndarray, k: int, solver: str, *, tol: float = 0.0, maxiter: int | None = None,
+                   iterated_power: int | str = "auto", random_state: Any = None) -> tuple[np.ndarray, np.ndarray]:
     """The top k eigenpairs of the symmetric Kc by scikit-learn's ``solver`` with KernelPCA's arguments
     (ARPACK's start uniform(-1, 1) from random_state; randomized: 'module' selection)."""
     n = Kc.shape[0]

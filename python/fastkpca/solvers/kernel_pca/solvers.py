@@ -16,7 +16,7 @@ from __future__ import annotations
 import time
 import warnings
 from dataclasses import dataclass
-from typing import Any, Callable
+from typing import TYPE_CHECKING, Any, Callable
 
 import numpy as np
 
@@ -27,6 +27,10 @@ from .. import choice, low_rank
 from ..krylov import lanczos
 from ..krylov.eigenvalues import finish_eigenpairs, projection
 from . import dense
+
+if TYPE_CHECKING:
+    from ...kernels.kernel import Kernel
+    from ...operators.samples import SolverSamples
 
 __all__ = ["PcaSettings", "PcaFit", "make_solver", "keeps_samples", "LanczosPca", "DensePca", "NystromPca"]
 
@@ -72,11 +76,12 @@ class PcaFit:
     pre_image_pairs: Callable[[Callable], tuple] | None = None
 
 
-def _report_nothing(stage: str, **info) -> None:
+def _report_nothing(stage: str, **info: Any) -> None:
     return None
 
 
-def _exact_fit(samples, kernel, values, vectors, centering, total_variance, info, settings) -> PcaFit:
+def _exact_fit(samples: SolverSamples, kernel: Kernel, values: np.ndarray, vectors: np.ndarray,
+               centering: KernelCentering, total_variance: float, info: dict, settings: PcaSettings) -> PcaFit:
     """The fit of an exact solver from its eigenpairs of H K H: the pairs finished as scikit-learn does (sorted,
     signs fixed, zeros dropped where asked), and transform's map: the centered cross kernel times V Λ^(-½)."""
     values, vectors = finish_eigenpairs(values, vectors, settings.remove_zero)
@@ -85,7 +90,7 @@ def _exact_fit(samples, kernel, values, vectors, centering, total_variance, info
     transform_map = samples.cross_product(kernel, V, correction, out_dtype=M.dtype, memory_limit=settings.limit)
     X_fit = samples.fitted()
 
-    def pre_image_pairs(transform):
+    def pre_image_pairs(transform: Callable[..., Any]) -> tuple[np.ndarray, np.ndarray]:
         return vectors * np.sqrt(values), v.as_float_array(samples.local().fitted(), "X")
 
     attributes = {"K_fit_rows_": centering.column_means, "K_fit_all_": centering.grand_mean}
@@ -97,10 +102,11 @@ class LanczosPca:
 
     name = "lanczos"
 
-    def __init__(self, settings: PcaSettings):
+    def __init__(self, settings: PcaSettings) -> None:
         self.settings = settings
 
-    def fit(self, samples, kernel, k: int, *, report=_report_nothing, progress=None) -> PcaFit:
+    def fit(self, samples: SolverSamples, kernel: Kernel, k: int, *, report: Callable[..., None] = _report_nothing,
+            progress: Callable[..., Any] | None = None) -> PcaFit:
         s = self.settings
         n = samples.shape[0]
         if not kernel.symmetric:
@@ -135,11 +141,12 @@ class LanczosPca:
 class DensePca:
     """One of scikit-learn's solvers on the explicitly centered n × n kernel matrix (dense.py)."""
 
-    def __init__(self, settings: PcaSettings, name: str):
+    def __init__(self, settings: PcaSettings, name: str) -> None:
         self.settings = settings
         self.name = name
 
-    def fit(self, samples, kernel, k: int, *, report=_report_nothing, progress=None) -> PcaFit:
+    def fit(self, samples: SolverSamples, kernel: Kernel, k: int, *, report: Callable[..., None] = _report_nothing,
+            progress: Callable[..., Any] | None = None) -> PcaFit:
         s = self.settings
         n = samples.shape[0]
         start = time.perf_counter()
@@ -166,10 +173,11 @@ class NystromPca:
 
     name = "nystrom"
 
-    def __init__(self, settings: PcaSettings):
+    def __init__(self, settings: PcaSettings) -> None:
         self.settings = settings
 
-    def fit(self, samples, kernel, k: int, *, report=_report_nothing, progress=None) -> PcaFit:
+    def fit(self, samples: SolverSamples, kernel: Kernel, k: int, *, report: Callable[..., None] = _report_nothing,
+            progress: Callable[..., Any] | None = None) -> PcaFit:
         s = self.settings
         kernel = kernel.between_samples("use eigen_solver='nystrom'")
         n = samples.shape[0]
@@ -194,7 +202,8 @@ class NystromPca:
                 "memory_limit": s.limit, "landmark_selection": selection, "seconds": seconds, **samples.info()}
         report("done", solver="nystrom", seconds=sum(seconds.values()), n_landmarks=m, rank=pca.rank)
 
-        def pre_image_pairs(transform):  # the pre-image map is learnt on the landmarks alone
+        def pre_image_pairs(transform: Callable[..., Any]
+                            ) -> tuple[np.ndarray, np.ndarray]:  # the pre-image map is learnt on the landmarks alone
             return transform(S), S
 
         return PcaFit(pca.eigenvalues, pca.eigenvectors, pca.projection, S, pca.total_variance, info,
@@ -207,7 +216,8 @@ def keeps_samples(requested: str) -> bool:
     return requested != NystromPca.name
 
 
-def make_solver(requested: str, samples, kernel, k: int, settings: PcaSettings):
+def make_solver(requested: str, samples: SolverSamples, kernel: Kernel, k: int, settings: PcaSettings
+                ) -> tuple[LanczosPca | DensePca | NystromPca, dict]:
     """(the solver of this fit, how it was chosen: ``solver_info_["choice"]``) for ``requested`` ("auto" or a
     solver's name) and the top ``k`` pairs, by the library's cost model (solvers/choice.py)."""
     n, d = samples.shape

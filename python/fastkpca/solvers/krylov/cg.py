@@ -39,8 +39,10 @@ shift invariance), so it pays off when many shifts are wanted.
 from __future__ import annotations
 
 import time
+from typing import Any, Callable
 
 import numpy as np
+from numpy.typing import ArrayLike
 
 from ..low_rank import factor_t_product
 
@@ -72,7 +74,7 @@ class LowRankPreconditioner:
     accuracy (U's rounding ε₃₂ is far below (λ̂_r + α)/(λ̂_1 + α)).
     """
 
-    def __init__(self, factor: np.ndarray, alphas, complement: str = "residual"):
+    def __init__(self, factor: np.ndarray, alphas: ArrayLike, complement: str = "residual") -> None:
         gram = factor_t_product(factor, factor)  # FᵀF = V Σ² Vᵀ
         values, V = np.linalg.eigh(gram)
         values, V = values[::-1], V[:, ::-1]  # descending
@@ -105,9 +107,12 @@ class LowRankPreconditioner:
         return Z
 
 
-def pcg(matmat, B: np.ndarray, alphas=None, *, tol: float | np.ndarray, maxiter: int, precondition=None, progress=None,
-        fast_matmat=None, refresh: float = REFRESH, x0: np.ndarray | None = None, verify: bool = True,
-        record: bool = False):
+def pcg(matmat: Callable[[np.ndarray], np.ndarray], B: np.ndarray, alphas: ArrayLike | None = None, *,
+        tol: float | np.ndarray, maxiter: int,
+        precondition: Callable[[np.ndarray, np.ndarray], np.ndarray] | None = None,
+        progress: Callable[[int, int, float], object] | None = None,
+        fast_matmat: Callable[[np.ndarray], np.ndarray] | None = None, refresh: float = REFRESH,
+        x0: np.ndarray | None = None, verify: bool = True, record: bool = False) -> tuple[np.ndarray, dict[str, Any]]:
     """Solve (K + α_j I) x_j = b_j for every column j of B by preconditioned CG.
 
     Parameters
@@ -176,7 +181,8 @@ def pcg(matmat, B: np.ndarray, alphas=None, *, tol: float | np.ndarray, maxiter:
     products = 0
     limit = maxiter - 1 if verify else maxiter  # the iterations' products: the last is the final check's
 
-    def apply(product, V, columns):  # (K + αI) V for those columns
+    def apply(product: Callable[[np.ndarray], np.ndarray], V: np.ndarray,
+              columns: np.ndarray) -> np.ndarray:  # (K + αI) V for those columns
         out = product(V)
         if shifts is not None:
             out += V * shifts[columns]
@@ -305,7 +311,8 @@ def pcg(matmat, B: np.ndarray, alphas=None, *, tol: float | np.ndarray, maxiter:
     return X, info
 
 
-def cg_shifted(matmat, b: np.ndarray, shifts, *, tol: float, maxiter: int):
+def cg_shifted(matmat: Callable[..., np.ndarray], b: np.ndarray, shifts: ArrayLike, *, tol: float,
+               maxiter: int) -> tuple[np.ndarray, dict[str, Any]]:
     """Solve (K + σ_i I) x_i = b for every shift σ_i >= 0 from one unpreconditioned CG run (Frommer 2003).
 
     CG on the smallest shift σ₀ builds the Krylov space; the solution for another shift σ has a residual

@@ -8,7 +8,7 @@ as given and only checks that they are consistent.
 from __future__ import annotations
 
 import math
-from typing import Any
+from typing import TYPE_CHECKING, Any, Callable
 import time
 import warnings
 
@@ -20,6 +20,10 @@ from ...exceptions import ConvergenceWarning
 from ...operators.arithmetic import products_for
 from ...operators.storage import pass_bytes
 from .eigenvalues import sign_flip
+
+if TYPE_CHECKING:
+    from ..._core import Operator as NativeOperator
+    from ...operators.operator import KernelOperator
 
 __all__ = ["eigsh", "solve", "block_size_for"]
 
@@ -88,7 +92,7 @@ class PassClock:
     Rayleigh-Ritz steps, the passes still needed to reach ``tol`` are log(r/tol) / (rate per pass).
     """
 
-    def __init__(self, tol: float):
+    def __init__(self, tol: float) -> None:
         self.tol = tol
         self.start = time.perf_counter()
         self.points: list[tuple[int, float]] = []
@@ -109,14 +113,16 @@ class PassClock:
                 "seconds": elapsed, "seconds_per_pass": per_pass, "eta_seconds": eta}
 
 
-def block_size_for(op, k: int) -> int:
+def block_size_for(op: KernelOperator | NativeOperator, k: int) -> int:
     """The default block width of the top k pairs of ``op``: that of a compute-bound operator when its
     passes evaluate kernel entries (recomputed tiles), else that of a memory-bound one."""
     op = getattr(op, "native", op)
     return default_block_size(k, op.n, op.pass_cost(8)["kernel_entries"] > 0)
 
 
-def solve(op, k: int, *, tol, maxiter, block_size, random_state, threads: int, progress=None, start=None):
+def solve(op: KernelOperator | NativeOperator, k: int, *, tol: float | None, maxiter: int | None,
+          block_size: int | None, random_state: Any, threads: int, progress: Callable[[dict], object] | None = None,
+          start: np.ndarray | None = None) -> tuple[np.ndarray, np.ndarray, dict[str, Any]]:
     """Top-k pairs of the operator ``op`` (a :class:`fastkpca.KernelOperator`, centered or shifted views
     included, or the core's operator itself). ``progress(figures)`` gets the PassClock's figures after
     every pass. ``start`` (n × j, j <= block size) replaces the first j columns of the random starting
@@ -147,13 +153,13 @@ def solve(op, k: int, *, tol, maxiter, block_size, random_state, threads: int, p
     seed = int(rng.randint(0, 2**62))
     products = products_for(op, tol)
     clock = PassClock(tol)
-    callback = None
+    callback: Callable[[int, int, float], None] | None = None
     if progress is not None:
-        def callback(passes, converged, residual):
+        def callback(passes: int, converged: int, residual: float) -> None:
             progress(clock(passes, converged, residual))
-    start = time.perf_counter()
+    began = time.perf_counter()
     r = _native.core.eigsh(op, v0, k, float(tol), max_basis, maxiter, seed, dense, callback, threads, products)
-    seconds = time.perf_counter() - start
+    seconds = time.perf_counter() - began
     values = r["values"]
     if values.shape[0] < k:  # never a silently short result
         raise RuntimeError(f"the eigensolver returned {values.shape[0]} of the {k} eigenpairs asked for")
@@ -172,7 +178,7 @@ def solve(op, k: int, *, tol, maxiter, block_size, random_state, threads: int, p
     return values, r["vectors"], info
 
 
-def as_native_operator(A, threads: int):
+def as_native_operator(A: Any, threads: int) -> tuple[NativeOperator, np.dtype]:
     """(native operator, dtype of the result) for an array-like or an operator.
 
     Arrays are validated (square, finite, symmetric) and read in place when C- or F-contiguous. A fastkpca
@@ -187,7 +193,7 @@ def as_native_operator(A, threads: int):
         if len(shape) != 2 or shape[0] != shape[1] or shape[0] < 1:
             raise ValueError(f"A must be a square operator, got shape {shape}")
 
-        def matmat(V):
+        def matmat(V: np.ndarray) -> np.ndarray:
             return np.asarray(A.matmat(V), dtype=np.float64)
 
         from ...operators import python_operator

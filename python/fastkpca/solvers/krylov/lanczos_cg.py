@@ -20,11 +20,12 @@ converged at iteration m has m steps and m − 1 ratios (its last ratio is never
 from __future__ import annotations
 
 import numpy as np
+from numpy.typing import ArrayLike
 
 __all__ = ["quadrature_log"]
 
 
-def quadrature_log(steps, ratios) -> float:
+def quadrature_log(steps: ArrayLike, ratios: ArrayLike) -> float:
     """e₁ᵀ log(T) e₁ for Lanczos's T from one column's CG step lengths and ratios (module documentation): the
     Gauss quadrature nodes are T's eigenvalues, the weights the squared first entries of its eigenvectors."""
     from scipy.linalg import eigh_tridiagonal

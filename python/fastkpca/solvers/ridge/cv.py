@@ -14,6 +14,7 @@ chooses among them by the library's cost model (solvers/choice.py).
 from __future__ import annotations
 
 import warnings
+from typing import TYPE_CHECKING
 
 import numpy as np
 
@@ -25,10 +26,15 @@ from ..krylov import cg
 from ..dense.eigh import symmetric_eigh
 from ..rows import as_rows
 
+if TYPE_CHECKING:
+    from ...kernels.kernel import Kernel
+    from ...operators.samples import SolverSamples
+    from ..rows import ArrayRows
+
 __all__ = ["cross_validate", "loo_errors", "kfold_errors_dense", "kfold_errors_krylov", "folds"]
 
 
-def mean_squared(residuals: np.ndarray, weights) -> float:
+def mean_squared(residuals: np.ndarray, weights: np.ndarray | None) -> float:
     sq = residuals**2
     if weights is None:
         return float(sq.mean())
@@ -41,8 +47,9 @@ def folds(n: int, k: int) -> list[np.ndarray]:
     return [np.arange(bounds[f], bounds[f + 1]) for f in range(k)]
 
 
-def cross_validate(samples, kernel, Y: np.ndarray, alphas, cv: int | None, weights=None, *, tol=None,
-                   maxiter=None, memory_limit: int, n_jobs=None) -> tuple[list[float], str, dict]:
+def cross_validate(samples: SolverSamples, kernel: Kernel, Y: np.ndarray, alphas: np.ndarray, cv: int | None,
+                   weights: np.ndarray | None = None, *, tol: float | None = None, maxiter: int | None = None,
+                   memory_limit: int, n_jobs: int | None = None) -> tuple[list[float], str, dict]:
     """(validation error of every alpha, the method, how it was chosen) for the kernel of an engine's samples
     (engines/base.py): leave-one-out (``cv=None``) from one eigendecomposition of the whole kernel matrix;
     k-fold from it or, for a native kernel, matrix-free by multi-shift CG, as the library's cost model picks
@@ -69,7 +76,7 @@ def cross_validate(samples, kernel, Y: np.ndarray, alphas, cv: int | None, weigh
     return errors, "kfold-multishift-cg", picked.as_dict()
 
 
-def loo_errors(K: np.ndarray, Y: np.ndarray, alphas, weights=None) -> list[float]:
+def loo_errors(K: np.ndarray, Y: np.ndarray, alphas: np.ndarray, weights: np.ndarray | None = None) -> list[float]:
     """Leave-one-out errors of every alpha from one eigendecomposition of K (overwritten): ŷ = H y with
     H = V Λ(Λ + α)⁻¹ Vᵀ, and the LOO residual of sample i is (y_i − ŷ_i)/(1 − H_ii)."""
     values, V = symmetric_eigh(K, overwrite_a=True)
@@ -85,7 +92,8 @@ def loo_errors(K: np.ndarray, Y: np.ndarray, alphas, weights=None) -> list[float
     return errors
 
 
-def kfold_errors_dense(K: np.ndarray, Y: np.ndarray, alphas, k: int, weights=None) -> list[float]:
+def kfold_errors_dense(K: np.ndarray, Y: np.ndarray, alphas: np.ndarray, k: int,
+                       weights: np.ndarray | None = None) -> list[float]:
     """k-fold errors of every alpha from the one kernel K: per fold one eigendecomposition of its training
     block."""
     n = Y.shape[0]
@@ -101,8 +109,9 @@ def kfold_errors_dense(K: np.ndarray, Y: np.ndarray, alphas, k: int, weights=Non
     return [mean_squared(residuals[a], weights) for a in range(len(alphas))]
 
 
-def kfold_errors_krylov(X, Y: np.ndarray, kernel, alphas, k: int, weights=None, *, tol: float,
-                        maxiter: int, memory_limit: int, n_jobs=None) -> list[float]:
+def kfold_errors_krylov(X: np.ndarray | SolverSamples | ArrayRows, Y: np.ndarray, kernel: Kernel, alphas: np.ndarray,
+                        k: int, weights: np.ndarray | None = None, *, tol: float, maxiter: int, memory_limit: int,
+                        n_jobs: int | None = None) -> list[float]:
     """k-fold errors matrix-free: per fold and target, one multi-shift CG run on the training rows' kernel
     operator gives β for every alpha; held-out predictions K(X_val, X_train)·β tile by tile. X: an array or
     a row source (an engine's samples), whose folds' rows are gathered here."""

@@ -14,12 +14,16 @@ from __future__ import annotations
 import contextlib
 import time
 from dataclasses import dataclass
-from typing import Any, Callable
+from typing import TYPE_CHECKING, Any, Callable
 
 import numpy as np
 
 from .. import choice, low_rank
 from . import systems
+
+if TYPE_CHECKING:
+    from ...kernels.kernel import Kernel
+    from ...operators.samples import SolverSamples
 
 __all__ = ["RidgeSettings", "RidgeFit", "make_solver", "CholeskyRidge", "ConjugateGradientRidge", "NystromRidge"]
 
@@ -54,7 +58,7 @@ class RidgeFit:
     info: dict
 
 
-def _report_nothing(stage: str, **info) -> None:
+def _report_nothing(stage: str, **info: Any) -> None:
     return None
 
 
@@ -63,11 +67,12 @@ class CholeskyRidge:
 
     name = "cholesky"
 
-    def __init__(self, settings: RidgeSettings):
+    def __init__(self, settings: RidgeSettings) -> None:
         self.settings = settings
 
-    def fit(self, samples, kernel, Y, alphas, root_w, *, first=None, report=_report_nothing,
-            progress=None) -> RidgeFit:
+    def fit(self, samples: SolverSamples, kernel: Kernel, Y: np.ndarray, alphas: np.ndarray,
+            root_w: np.ndarray | None, *, first: Callable[[np.ndarray], np.ndarray] | None = None,
+            report: Callable[..., None] = _report_nothing, progress: Callable[..., Any] | None = None) -> RidgeFit:
         limit = self.settings.limit
         start = time.perf_counter()
         K = samples.kernel_matrix(kernel, what="solver='cholesky'", memory_limit=limit, writable=True,
@@ -88,11 +93,12 @@ class ConjugateGradientRidge:
 
     name = "cg"
 
-    def __init__(self, settings: RidgeSettings):
+    def __init__(self, settings: RidgeSettings) -> None:
         self.settings = settings
 
-    def fit(self, samples, kernel, Y, alphas, root_w, *, first=None, report=_report_nothing,
-            progress=None) -> RidgeFit:
+    def fit(self, samples: SolverSamples, kernel: Kernel, Y: np.ndarray, alphas: np.ndarray,
+            root_w: np.ndarray | None, *, first: Callable[[np.ndarray], np.ndarray] | None = None,
+            report: Callable[..., None] = _report_nothing, progress: Callable[..., Any] | None = None) -> RidgeFit:
         s = self.settings
         n, t = Y.shape
         start = time.perf_counter()
@@ -123,7 +129,8 @@ class ConjugateGradientRidge:
             plan = samples.plan(kernel, block_size=block, memory_limit=s.memory_limit, other_bytes=other)
         with samples.kernel_operator(kernel, plan, s.n_jobs) as op, \
                 (fast_samples.kernel_operator(fast_kernel, fast_plan, s.n_jobs)
-                 if fast_samples is not None and fast_plan else contextlib.nullcontext()) as fast_op:
+                 if fast_samples is not None and fast_kernel is not None and fast_plan
+                 else contextlib.nullcontext()) as fast_op:
             stages = {"kernel": time.perf_counter() - start}
             report("kernel", seconds=stages["kernel"], storage=op.storage, kernel_bytes=op.kernel_bytes)
             dual, info = systems.solve_cg(op, columns, Y, alphas, root_w, rank=rank, tol=s.tol, maxiter=s.max_iter,
@@ -143,11 +150,12 @@ class NystromRidge:
 
     name = "nystrom"
 
-    def __init__(self, settings: RidgeSettings):
+    def __init__(self, settings: RidgeSettings) -> None:
         self.settings = settings
 
-    def fit(self, samples, kernel, Y, alphas, root_w, *, first=None, report=_report_nothing,
-            progress=None) -> RidgeFit:
+    def fit(self, samples: SolverSamples, kernel: Kernel, Y: np.ndarray, alphas: np.ndarray,
+            root_w: np.ndarray | None, *, first: Callable[[np.ndarray], np.ndarray] | None = None,
+            report: Callable[..., None] = _report_nothing, progress: Callable[..., Any] | None = None) -> RidgeFit:
         s = self.settings
         kernel = kernel.between_samples("use solver='nystrom'")
         n = samples.shape[0]
@@ -169,7 +177,8 @@ _SOLVERS: dict[str, Callable[[RidgeSettings], Any]] = {
     "cholesky": CholeskyRidge, "cg": ConjugateGradientRidge, "nystrom": NystromRidge}
 
 
-def make_solver(requested: str, samples, kernel, Y: np.ndarray, alphas: np.ndarray, settings: RidgeSettings):
+def make_solver(requested: str, samples: SolverSamples, kernel: Kernel, Y: np.ndarray, alphas: np.ndarray,
+                settings: RidgeSettings) -> tuple[CholeskyRidge | ConjugateGradientRidge | NystromRidge, dict]:
     """(the solver of this fit, how it was chosen: ``solver_info_["choice"]``) for ``requested`` ("auto" or a
     solver's name), by the library's cost model (solvers/choice.py)."""
     n, d = samples.shape

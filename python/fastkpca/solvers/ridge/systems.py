@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import time
 import warnings
+from typing import TYPE_CHECKING, Any, Callable
 
 import numpy as np
 from scipy import linalg as sla
@@ -25,6 +26,15 @@ from ..krylov import cg
 from ..dense.factorisations import cholesky_in_place
 from ..dense.threads import blocked_threads, one_blas_thread, small_algebra_threads
 from ..low_rank import RPCHOLESKY_BLOCK, landmark_whitening, nystrom_moments, rpcholesky, rpcholesky_bytes
+
+if TYPE_CHECKING:
+    from numpy.typing import DTypeLike
+
+    from ..._core import Operator as NativeOperator
+    from ...kernels.kernel import Kernel
+    from ...operators.operator import KernelOperator
+    from ...operators.samples import ColumnSource, SolverSamples
+    from ..rows import ArrayRows
 
 __all__ = ["solve_cholesky", "solve_cg", "solve_nystrom", "preconditioner_rank", "preconditioner_dtype", "cg_bytes",
            "cg_working_bytes", "wants_fast_products", "mixed_bytes", "mixed_plans", "CG_PRECISIONS", "DEFAULT_TOL",
@@ -49,7 +59,8 @@ UNCACHED_SHARE = 0.9
 
 # ---------------------------------------------------------------------------------------------- dense
 
-def solve_cholesky(K: np.ndarray, Y: np.ndarray, alphas: np.ndarray, root_w=None) -> tuple[np.ndarray, bool]:
+def solve_cholesky(K: np.ndarray, Y: np.ndarray, alphas: np.ndarray,
+                   root_w: np.ndarray | None = None) -> tuple[np.ndarray, bool]:
     """β for every column of Y from the kernel K (N×N, float64, C-contiguous), which is overwritten by its
     Cholesky factors: one N×N array for every alpha. Returns (β, singular); a singular K + αI (alpha = 0 and
     a rank-deficient kernel) gets scikit-learn's fallback, a least-squares solution, with a
@@ -93,7 +104,7 @@ def solve_cholesky(K: np.ndarray, Y: np.ndarray, alphas: np.ndarray, root_w=None
     return dual, singular
 
 
-def _restore_factored(K, diagonal):
+def _restore_factored(K: np.ndarray, diagonal: np.ndarray) -> None:
     """Copy K's upper triangle (in C order, the triangle LAPACK factored through the view K.T) back from
     its lower triangle, which the factorisation left untouched, and put the diagonal back."""
     n = K.shape[0]
@@ -109,7 +120,7 @@ def _restore_factored(K, diagonal):
 
 # ------------------------------------------------------------------------------------------------ cg
 
-def preconditioner_rank(requested, n: int, memory_limit: int, stored: bool, itemsize: int = 8, *,
+def preconditioner_rank(requested: int | None, n: int, memory_limit: int, stored: bool, itemsize: int = 8, *,
                         working: int = 0, kernel_itemsize: int | None = None) -> int:
     """cg's preconditioner rank: ``requested`` (at most n), or by default 500 and at most a quarter of the
     limit when the kernel is stored (a pass is a read of memory); when it must be recomputed (a pass costs
@@ -136,8 +147,8 @@ def _default_rank(stored: bool, itemsize: int) -> tuple[int, float]:
     return cap * 8 // itemsize, share
 
 
-def preconditioner_dtype(requested: str, rank_requested, n: int, memory_limit: int, stored: bool, alphas,
-                         columns, **budget) -> np.dtype:
+def preconditioner_dtype(requested: str, rank_requested: int | None, n: int, memory_limit: int, stored: bool,
+                         alphas: np.ndarray, columns: ColumnSource, **budget: int) -> np.dtype:
     """The storage of cg's preconditioner factor (``preconditioner_dtype``): "float64", "float32", or "auto":
     float32 where it doubles the rank, that is where the memory limit holds a float64 factor below its cap
     (the default rank), and where its rounding is far below the shift: ε₃₂ · max K_ii ≤ 1e-3 · min α (the
@@ -167,7 +178,7 @@ def cg_bytes(n: int, targets: int, rank: int, itemsize: int = 8, source_itemsize
         rpcholesky_bytes(n, min(rpcholesky_block(n), rank), source_itemsize) + 8 * rank * rank * 3
 
 
-def cg_working_bytes(samples, targets: int, mixed: bool) -> int:
+def cg_working_bytes(samples: SolverSamples, targets: int, mixed: bool) -> int:
     """What cg holds besides the preconditioner's factor and r × r algebra, within the memory given to
     :func:`preconditioner_rank`: :func:`cg_bytes`'s vectors, pass and RPCholesky buffers (at their widest) and,
     unless in mixed precision (whose operators :func:`mixed_bytes` counts), the operator's fixed part."""
@@ -176,7 +187,7 @@ def cg_working_bytes(samples, targets: int, mixed: bool) -> int:
     return own + cg_bytes(n, targets, 0) + rpcholesky_bytes(n, rpcholesky_block(n), itemsize)
 
 
-def wants_fast_products(precision: str, samples, kernel, plan) -> bool:
+def wants_fast_products(precision: str, samples: SolverSamples, kernel: Kernel, plan: Any) -> bool:
     """Whether cg takes its iterations' products from a float32 evaluation of the kernel (``cg_precision``):
     "mixed" asks for it (a native kernel on float64 samples only); "auto" takes it when the kernel is
     recomputed on every pass in this process (cached or matrix-free storage), where a float32 pass evaluates
@@ -204,7 +215,8 @@ def mixed_bytes(n: int, n_features: int) -> int:
     return _float64_side_bytes(n, n_features) + fixed_bytes(n, n_features, 4)
 
 
-def mixed_plans(samples, fast_samples, kernel, fast_kernel, *, block_size: int, memory_limit, other_bytes: int):
+def mixed_plans(samples: SolverSamples, fast_samples: SolverSamples, kernel: Kernel, fast_kernel: Kernel, *,
+                block_size: int, memory_limit: Any, other_bytes: int) -> tuple[Any, Any]:
     """The storage of mixed-precision cg's two operators: the float64 kernel matrix-free (read for the few
     true residuals) and the float32 one (read on every iteration) in what the float64 side leaves."""
     exact = samples.plan(kernel, block_size=block_size, memory_limit=memory_limit, other_bytes=other_bytes,
@@ -215,9 +227,11 @@ def mixed_plans(samples, fast_samples, kernel, fast_kernel, *, block_size: int, 
                                     other_bytes=beside)
 
 
-def solve_cg(op, columns, Y: np.ndarray, alphas: np.ndarray, root_w=None, *, rank: int, tol=None, maxiter=None,
-             random_state=None, progress=None, report=None, fast_op=None,
-             factor_dtype=np.float64) -> tuple[np.ndarray, dict]:
+def solve_cg(op: KernelOperator, columns: ColumnSource, Y: np.ndarray, alphas: np.ndarray,
+             root_w: np.ndarray | None = None, *, rank: int, tol: float | None = None, maxiter: int | None = None,
+             random_state: Any = None, progress: Callable[..., Any] | None = None,
+             report: Callable[..., None] | None = None, fast_op: KernelOperator | None = None,
+             factor_dtype: DTypeLike = np.float64) -> tuple[np.ndarray, dict]:
     """Preconditioned CG on the kernel operator ``op`` (a KernelOperator, any storage), the preconditioner a
     rank-``rank`` RPCholesky factor of the kernel whose diagonal and columns ``columns`` gives (a column
     source: kernels.KernelColumns, MatrixColumns, or an engine's).
@@ -248,8 +262,8 @@ def solve_cg(op, columns, Y: np.ndarray, alphas: np.ndarray, root_w=None, *, ran
         if report is not None:
             report("preconditioner", seconds=stages["preconditioner"], rank=rank_used)
 
-        def weighted(native):
-            def matmat(V):
+        def weighted(native: NativeOperator) -> Callable[[np.ndarray], np.ndarray]:
+            def matmat(V: np.ndarray) -> np.ndarray:
                 if root_w is None:
                     return native.matmat(np.asfortranarray(V), threads)
                 return native.matmat(np.asfortranarray(V * root_w[:, None]), threads) * root_w[:, None]
@@ -282,8 +296,8 @@ def solve_cg(op, columns, Y: np.ndarray, alphas: np.ndarray, root_w=None, *, ran
 
 # ------------------------------------------------------------------------------------------- nystrom
 
-def solve_nystrom(X, S: np.ndarray, kernel, Y: np.ndarray, alphas: np.ndarray, root_w=None, *,
-                  rows: int) -> tuple[np.ndarray, dict]:
+def solve_nystrom(X: np.ndarray | SolverSamples | ArrayRows, S: np.ndarray, kernel: Kernel, Y: np.ndarray,
+                  alphas: np.ndarray, root_w: np.ndarray | None = None, *, rows: int) -> tuple[np.ndarray, dict]:
     """Falkon's restricted problem: β on m landmarks S minimising ‖W^½(K(X, S)β − y)‖² + α βᵀK(S, S)β, for X
     an array or a row source (rows.py).
 

@@ -3,3 +3,5 @@ the graph Laplacian's bottom eigenvectors as the top ones of a view of the affin
 (embedding.py), started from a k-means partition of the samples (start.py); the approximate embedding through
 the Nyström factor on landmarks (nystrom.py); and the eigensolvers behind one interface that the cost model
 picks from (solvers.py)."""
+
+from __future__ import annotations

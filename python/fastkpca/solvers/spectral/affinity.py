@@ -11,13 +11,18 @@ from __future__ import annotations
 
 import warnings
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
 from ...operators import from_matrix
 from ..krylov import lanczos
 from .embedding import Degrees, degrees
+
+if TYPE_CHECKING:
+    from ...kernels.kernel import Kernel
+    from ...operators.operator import KernelOperator
+    from ...operators.samples import SolverSamples
 
 __all__ = ["Affinity", "affinity_of", "matrix_affinity", "warn_if_disconnected"]
 
@@ -27,17 +32,17 @@ class Affinity:
     """An affinity operator and its degrees; the kernel and samples it came from (None for a matrix given
     directly)."""
 
-    op: Any
+    op: KernelOperator
     degrees: Degrees
     kernel: Any = None
     samples: Any = None
 
     @property
-    def matrix(self):
+    def matrix(self) -> Any:
         """The affinity as a matrix when the operator holds one (dense or sparse), else None."""
         return self.op.matrix
 
-    def retained(self):
+    def retained(self) -> Any:
         """What a fitted estimator keeps of the affinity (``affinity_matrix_``): the matrix of an affinity its
         kernel cannot rebuild from the samples (a graph, a precomputed matrix), else None (a kernel affinity is
         rebuilt on access and never held after the fit)."""
@@ -45,21 +50,21 @@ class Affinity:
             return None
         return self.matrix
 
-    def dense(self, what: str, memory_limit: int):
+    def dense(self, what: str, memory_limit: int) -> Any:
         """The affinity as a matrix: the one held, or the kernel's matrix built now (a memory check first;
         ValueError where the engine cannot build it here)."""
         if self.matrix is not None:
             return self.matrix
         return self.samples.kernel_matrix(self.kernel, what=what, memory_limit=memory_limit)
 
-    def __enter__(self):
+    def __enter__(self) -> Affinity:
         return self
 
-    def __exit__(self, *exc):
+    def __exit__(self, *exc: object) -> None:
         self.op.release()
 
 
-def affinity_of(samples, kernel, k: int, memory_limit, n_jobs) -> Affinity:
+def affinity_of(samples: SolverSamples, kernel: Kernel, k: int, memory_limit: Any, n_jobs: int | None) -> Affinity:
     """The affinity ``kernel`` of an engine's samples (engines/base.py), planned by their engine for the top k
     pairs within the memory limit, and its degrees.
 
@@ -70,7 +75,7 @@ def affinity_of(samples, kernel, k: int, memory_limit, n_jobs) -> Affinity:
     n = samples.shape[0]
     block, working = lanczos.memory_needs(k, n)
     plan = samples.plan(kernel, block_size=block, memory_limit=memory_limit, other_bytes=working + 4 * 8 * n)
-    op = samples.kernel_operator(kernel, plan, n_jobs, zero_diagonal=True)
+    op: KernelOperator = samples.kernel_operator(kernel, plan, n_jobs, zero_diagonal=True)
     try:
         deg = degrees(op.row_sums(), op.diagonal())
     except BaseException:
@@ -79,7 +84,7 @@ def affinity_of(samples, kernel, k: int, memory_limit, n_jobs) -> Affinity:
     return Affinity(op, deg, kernel, samples)
 
 
-def matrix_affinity(A, n_jobs=None) -> Affinity:
+def matrix_affinity(A: Any, n_jobs: int | None = None) -> Affinity:
     """An affinity matrix (checked as kernels.PrecomputedAffinity checks one) as an operator read in place."""
     op = from_matrix(A, None, n_jobs)
     return Affinity(op, degrees(op.row_sums(), op.diagonal()))
@@ -98,7 +103,7 @@ def graph_is_connected(affinity: Affinity) -> bool:
 _SEARCH_ROWS = 256
 
 
-def matrix_graph_is_connected(A) -> bool:
+def matrix_graph_is_connected(A: Any) -> bool:
     """Whether every node of the graph of A's nonzero entries is reached from node 0 along its rows: for a
     sparse A, its weakly connected components (SciPy's); for a dense one, a breadth-first search whose
     frontier's rows are read a block at a time (each row once: O(n²) time, O(n) memory beside A)."""

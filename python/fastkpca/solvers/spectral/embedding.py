@@ -26,11 +26,15 @@ from __future__ import annotations
 
 import time
 from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any, Callable
 
 import numpy as np
 
 from ..krylov import lanczos
 from .start import partition_start
+
+if TYPE_CHECKING:
+    from ...operators.operator import KernelOperator
 
 __all__ = ["Degrees", "degrees", "laplacian_view", "finish", "embed", "DEFAULT_TOL"]
 
@@ -77,7 +81,7 @@ def degrees(row_sums: np.ndarray, diagonal: np.ndarray) -> Degrees:
     return Degrees(d, diagonal, root, isolated)
 
 
-def laplacian_view(op, deg: Degrees, norm_laplacian: bool):
+def laplacian_view(op: KernelOperator, deg: Degrees, norm_laplacian: bool) -> tuple[KernelOperator, float]:
     """The operator whose top eigenvectors are the Laplacian's bottom ones (see the module's
     documentation), and the shift c with L's eigenvalues = c − θ."""
     if norm_laplacian:
@@ -86,7 +90,7 @@ def laplacian_view(op, deg: Degrees, norm_laplacian: bool):
     return op.normalized(np.ones_like(deg.degrees), deg.diagonal + deg.degrees - c), c
 
 
-def finish(vectors: np.ndarray, root: np.ndarray | None, drop_first: bool, n_components: int):
+def finish(vectors: np.ndarray, root: np.ndarray | None, drop_first: bool, n_components: int) -> np.ndarray:
     """scikit-learn's post-processing: divide by ``root`` (√d for the normalised Laplacian; None: no
     division), sign each eigenvector so that its largest entry is positive, drop the first when asked;
     returns (n_samples, n_components)."""
@@ -100,8 +104,10 @@ def finish(vectors: np.ndarray, root: np.ndarray | None, drop_first: bool, n_com
     return np.ascontiguousarray(embedding[start:start + n_components].T)
 
 
-def embed(op, deg: Degrees, n_components: int, *, norm_laplacian=True, drop_first=True, tol=None,
-          maxiter=None, block_size=None, random_state=None, threads=1, progress=None, partition=None):
+def embed(op: KernelOperator, deg: Degrees, n_components: int, *, norm_laplacian: bool = True,
+          drop_first: bool = True, tol: float | None = None, maxiter: int | None = None, block_size: int | None = None,
+          random_state: Any = None, threads: int = 1, progress: Callable[..., Any] | None = None,
+          partition: Callable[[int], np.ndarray | None] | None = None) -> tuple[np.ndarray, dict]:
     """(embedding, info) of an affinity operator ``op`` (a KernelOperator: any storage, a sparse or a
     Python-side operator) with its degrees, by block Lanczos on its Laplacian view. ``info`` holds the
     solver's figures (passes, residuals, block width, ...) and the Laplacian's eigenvalues.

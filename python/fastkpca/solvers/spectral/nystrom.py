@@ -20,6 +20,7 @@ treated as isolated nodes (degree taken as 1, weight 0) and counted in ``solver_
 from __future__ import annotations
 
 import time
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
@@ -29,25 +30,30 @@ from ..low_rank import (NystromProjection, landmark_whitening, landmarks, nystro
 from ..rows import as_rows
 from .embedding import finish, degrees as exact_degrees
 
+if TYPE_CHECKING:
+    from ...kernels.kernel import Kernel
+    from ...operators.samples import SolverSamples
+
 __all__ = ["nystrom_embedding"]
 
 
 class _ColumnSums:
     """One chunk's K(S, chunk)·1 (m,), in float64: the landmarks' kernel sums over the samples."""
 
-    def __init__(self, S, kernel):
+    def __init__(self, S: np.ndarray, kernel: Kernel) -> None:
         self.S, self.kernel = S, kernel
 
     def on_threads(self, threads: int) -> _ColumnSums:
         return _ColumnSums(self.S, self.kernel.on_threads(threads))
 
-    def __call__(self, X):
+    def __call__(self, X: Any) -> np.ndarray:
         X = self.kernel.new_rows(X, self.S, self.S.dtype)
         return self.kernel.product(self.S, X, np.ones((X.shape[0], 1))).reshape(-1)
 
 
-def nystrom_embedding(samples, kernel, n_components: int, *, drop_first: bool, n_landmarks, landmarks_spec,
-                      random_state, memory_limit: int):
+def nystrom_embedding(samples: SolverSamples, kernel: Kernel, n_components: int, *, drop_first: bool,
+                      n_landmarks: int | None, landmarks_spec: Any, random_state: Any,
+                      memory_limit: int) -> tuple[np.ndarray, dict]:
     """(embedding, solver_info) of the normalised Nyström affinity on ``n_landmarks`` landmarks chosen by
     ``landmarks_spec`` ("rpcholesky", "uniform" or the points); four streamed passes over an engine's
     samples (engines/base.py: a row source with the kernel's diagonal)."""

@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import time
 import warnings
-from typing import Any
+from typing import TYPE_CHECKING, Any, Callable
 
 import numpy as np
 from sklearn.manifold import _spectral_embedding as _sk_embedding
@@ -25,6 +25,13 @@ from . import embedding
 from .affinity import Affinity, affinity_of, warn_if_disconnected
 from .nystrom import nystrom_embedding
 from .start import partition_of
+
+if TYPE_CHECKING:
+    from numpy.typing import DTypeLike
+
+    from ...kernels.kernel import Kernel
+    from ...operators.samples import SolverSamples
+    from ..rows import ArrayRows
 
 __all__ = ["LanczosEmbedding", "DenseEmbedding", "ScikitLearnEmbedding", "NystromEmbedding", "make_solver",
            "SKLEARN_SOLVERS", "SOLVERS", "MATRIX_SOLVERS"]
@@ -39,12 +46,12 @@ MATRIX_SOLVERS = ("auto", "lanczos", "dense", *SKLEARN_SOLVERS)
 _SKLEARN_SPECTRAL_EMBEDDING = getattr(_sk_embedding, "_spectral_embedding", _sk_embedding.spectral_embedding)
 
 
-def _report_nothing(stage: str, **info) -> None:
+def _report_nothing(stage: str, **info: Any) -> None:
     return None
 
 
-def _tol(eigen_tol):
-    return None if isinstance(eigen_tol, str) and eigen_tol == "auto" else eigen_tol
+def _tol(eigen_tol: float | str) -> float | None:
+    return None if isinstance(eigen_tol, str) and eigen_tol == "auto" else float(eigen_tol)
 
 
 def _check_size(n: int, n_components: int, drop_first: bool) -> int:
@@ -61,8 +68,10 @@ class _OnAnAffinity:
 
     name = ""
 
-    def embed(self, samples, kernel, n_components: int, *, random_state, eigen_tol, memory_limit: int, n_jobs,
-              drop_first: bool, progress=None, report=_report_nothing, dtype=np.float64):
+    def embed(self, samples: SolverSamples, kernel: Kernel, n_components: int, *, random_state: Any,
+              eigen_tol: float | str, memory_limit: int, n_jobs: int | None, drop_first: bool,
+              progress: Callable[..., Any] | None = None, report: Callable[..., None] = _report_nothing,
+              dtype: DTypeLike = np.float64) -> tuple[np.ndarray, dict, Any]:
         """(embedding, figures, the affinity matrix held or None) of the affinity ``kernel`` of ``samples``."""
         start = time.perf_counter()
         with affinity_of(samples, kernel, n_components + drop_first, memory_limit, n_jobs) as affinity:
@@ -71,8 +80,9 @@ class _OnAnAffinity:
                                  memory_limit=memory_limit, drop_first=drop_first, progress=progress, dtype=dtype)
             return E, info, affinity.retained()
 
-    def solve(self, affinity: Affinity, n_components: int, *, random_state, eigen_tol, memory_limit: int,
-              drop_first: bool = True, norm_laplacian: bool = True, progress=None, dtype=np.float64):
+    def solve(self, affinity: Affinity, n_components: int, *, random_state: Any, eigen_tol: float | str,
+              memory_limit: int, drop_first: bool = True, norm_laplacian: bool = True,
+              progress: Callable[..., Any] | None = None, dtype: DTypeLike = np.float64) -> tuple[np.ndarray, dict]:
         raise NotImplementedError
 
 
@@ -81,8 +91,9 @@ class LanczosEmbedding(_OnAnAffinity):
 
     name = "lanczos"
 
-    def solve(self, affinity: Affinity, n_components: int, *, random_state, eigen_tol, memory_limit: int,
-              drop_first: bool = True, norm_laplacian: bool = True, progress=None, dtype=np.float64):
+    def solve(self, affinity: Affinity, n_components: int, *, random_state: Any, eigen_tol: float | str,
+              memory_limit: int, drop_first: bool = True, norm_laplacian: bool = True,
+              progress: Callable[..., Any] | None = None, dtype: DTypeLike = np.float64) -> tuple[np.ndarray, dict]:
         _check_size(affinity.op.shape[0], n_components, drop_first)
         warn_if_disconnected(affinity)
         # A kernel affinity's samples give the solver its start: a k-means partition (start.py).
@@ -104,8 +115,9 @@ class DenseEmbedding(_OnAnAffinity):
 
     name = "dense"
 
-    def solve(self, affinity: Affinity, n_components: int, *, random_state, eigen_tol, memory_limit: int,
-              drop_first: bool = True, norm_laplacian: bool = True, progress=None, dtype=np.float64):
+    def solve(self, affinity: Affinity, n_components: int, *, random_state: Any, eigen_tol: float | str,
+              memory_limit: int, drop_first: bool = True, norm_laplacian: bool = True,
+              progress: Callable[..., Any] | None = None, dtype: DTypeLike = np.float64) -> tuple[np.ndarray, dict]:
         from ..dense.eigh import symmetric_eigh
 
         n = affinity.op.shape[0]
@@ -126,7 +138,7 @@ class DenseEmbedding(_OnAnAffinity):
         return E.astype(dtype, copy=False), info
 
 
-def laplacian_matrix(A, deg, norm_laplacian: bool) -> tuple[np.ndarray, float]:
+def laplacian_matrix(A: Any, deg: embedding.Degrees, norm_laplacian: bool) -> tuple[np.ndarray, float]:
     """(the matrix whose top eigenvectors are the Laplacian's bottom ones, the shift c with the Laplacian's
     eigenvalues c − θ): embedding.laplacian_view's operator as a Fortran-ordered array, A₀ the affinity without
     its diagonal (the graph ignores self-loops): S A₀ S with S = diag(1/√d) (c = 1), or A₀ − D + c·I with
@@ -146,11 +158,12 @@ def laplacian_matrix(A, deg, norm_laplacian: bool) -> tuple[np.ndarray, float]:
 class ScikitLearnEmbedding(_OnAnAffinity):
     """scikit-learn's solver ``name`` on the materialised affinity (checked against the memory limit)."""
 
-    def __init__(self, name: str):
+    def __init__(self, name: str) -> None:
         self.name = name
 
-    def solve(self, affinity: Affinity, n_components: int, *, random_state, eigen_tol, memory_limit: int,
-              drop_first: bool = True, norm_laplacian: bool = True, progress=None, dtype=np.float64):
+    def solve(self, affinity: Affinity, n_components: int, *, random_state: Any, eigen_tol: float | str,
+              memory_limit: int, drop_first: bool = True, norm_laplacian: bool = True,
+              progress: Callable[..., Any] | None = None, dtype: DTypeLike = np.float64) -> tuple[np.ndarray, dict]:
         _check_size(affinity.op.shape[0], n_components, drop_first)
         warn_if_disconnected(affinity)
         A = affinity.dense(f"eigen_solver={self.name!r}", memory_limit)
@@ -169,11 +182,13 @@ class NystromEmbedding:
 
     name = "nystrom"
 
-    def __init__(self, n_landmarks, landmarks: Any):
+    def __init__(self, n_landmarks: int | None, landmarks: Any) -> None:
         self.n_landmarks, self.landmarks = n_landmarks, landmarks
 
-    def embed(self, samples, kernel, n_components: int, *, random_state, eigen_tol, memory_limit: int, n_jobs,
-              drop_first: bool, progress=None, report=_report_nothing, dtype=np.float64):
+    def embed(self, samples: SolverSamples, kernel: Kernel, n_components: int, *, random_state: Any,
+              eigen_tol: float | str, memory_limit: int, n_jobs: int | None, drop_first: bool,
+              progress: Callable[..., Any] | None = None, report: Callable[..., None] = _report_nothing,
+              dtype: DTypeLike = np.float64) -> tuple[np.ndarray, dict, Any]:
         kernel = kernel.between_samples("use eigen_solver='nystrom'")
         E, info = nystrom_embedding(samples, kernel, n_components, drop_first=drop_first, n_landmarks=self.n_landmarks,
                                     landmarks_spec=self.landmarks, random_state=random_state,
@@ -181,8 +196,8 @@ class NystromEmbedding:
         return E.astype(dtype, copy=False), info, None
 
 
-def make_solver(requested: str | None, samples, kernel, k: int, *, memory_limit: int, n_landmarks=None,
-                landmarks: Any = "rpcholesky"):
+def make_solver(requested: str | None, samples: SolverSamples | ArrayRows, kernel: Kernel, k: int, *,
+                memory_limit: int, n_landmarks: int | None = None, landmarks: Any = "rpcholesky") -> tuple[Any, dict]:
     """(the solver of this fit, how it was chosen: ``solver_info_["choice"]``) for ``requested`` (None, "auto"
     or a solver's name), the affinity ``kernel`` of ``samples`` (an engine's, or solvers/rows.py's ArrayRows) and
     an embedding of ``k`` vectors, by the library's cost model (solvers/choice.py)."""

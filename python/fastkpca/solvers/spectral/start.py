@@ -20,11 +20,16 @@ near-null vectors are the indicators themselves.
 from __future__ import annotations
 
 import warnings
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
 from ... import _validation as v
 from ..rows import as_rows
+
+if TYPE_CHECKING:
+    from ...kernels.kernel import Kernel
+    from ...operators.samples import SolverSamples
 
 __all__ = ["KMeansPartition", "NearestCentre", "partition_of", "partition_start", "SUBSAMPLE_ROWS", "MIN_ROWS"]
 
@@ -39,11 +44,11 @@ _ASSIGN_ROWS = 65_536
 class NearestCentre:
     """The index of each row's nearest centre (Euclidean), for one chunk of samples (dense or sparse)."""
 
-    def __init__(self, centres: np.ndarray):
+    def __init__(self, centres: np.ndarray) -> None:
         self.centres = np.asarray(centres, dtype=np.float64)
         self.norms = np.einsum("ij,ij->i", self.centres, self.centres)
 
-    def __call__(self, X) -> np.ndarray:
+    def __call__(self, X: Any) -> np.ndarray:
         # argmin_c ‖x − c‖² = argmin_c ‖c‖² − 2 x·c, without the N×c distances' ‖x‖² term
         scores = np.asarray(X @ self.centres.T, dtype=np.float64)
         return np.argmin(self.norms[None, :] - 2.0 * scores, axis=1).astype(np.int64)
@@ -53,7 +58,7 @@ class KMeansPartition:
     """``partition(groups)``: the labels (n,) of a k-means partition of the samples (an array or an engine's
     row source) into at most ``groups`` groups; seeded once, so a fit is reproducible."""
 
-    def __init__(self, samples, seed: int):
+    def __init__(self, samples: SolverSamples | np.ndarray, seed: int) -> None:
         self.samples, self.seed = samples, int(seed)
 
     def __call__(self, groups: int) -> np.ndarray | None:
@@ -73,7 +78,7 @@ class KMeansPartition:
         return source.map(NearestCentre(centres), rows=_ASSIGN_ROWS)
 
 
-def partition_of(samples, kernel, seed: int) -> KMeansPartition | None:
+def partition_of(samples: SolverSamples | None, kernel: Kernel | None, seed: int) -> KMeansPartition | None:
     """The k-means partition of an affinity's samples when they are points its kernel is evaluated between
     (a kernel affinity); None for the rows of a matrix or for a graph (the solver starts from random vectors)."""
     if samples is None or kernel is None or not kernel.blocks:

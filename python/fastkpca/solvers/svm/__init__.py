@@ -15,7 +15,10 @@ stopping rule, ``cpp/include/fastkpca/svm``) and what is built on it.
 Generic over the kernel object (:meth:`fastkpca.kernels.Kernel.column_source`); the estimators choose nothing.
 """
 
-from .dual import DualSettings, DualSolution, solve, solve_planned
+from __future__ import annotations
+
+from .dual import DualSolution, solve, solve_planned
+from .settings import DualSettings
 from .formulation import (CClassification, EpsilonRegression, Formulation, NuClassification, NuRegression,
                           OneClass)
 from .one_vs_one import PairModel, Pairs

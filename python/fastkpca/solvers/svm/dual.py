@@ -6,53 +6,20 @@ solvers/choice.py), and the solution as a decision function.
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Callable
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
 from ... import _threads
 from ... import _validation as v
 from .formulation import Formulation
+from .settings import DualSettings
+
+if TYPE_CHECKING:
+    from ..choice import Choice
+    from .plan import ColumnsInTwoPrecisions, SvmColumns
 
 __all__ = ["DualSettings", "DualSolution", "solve", "solve_planned"]
-
-
-@dataclass
-class DualSettings:
-    """How the native solver runs: what its callers set (the estimators: ``tol``, ``max_iter``, ``shrinking``,
-    ``threads``, ``progress``; the memory plan, plan.py: ``cache_bytes``; tests and benchmarks: ``working_set`` and
-    ``solver``), passed to the core by name. The defaults are these, and nowhere else.
-
-    Attributes
-    ----------
-    tol : float
-        LIBSVM's stopping tolerance on the maximal violating pair's gap.
-    max_iter : int
-        SMO steps in all (-1: no limit).
-    shrinking : bool
-        LIBSVM's shrinking heuristic: rows whose variables are settled at a bound leave the column passes.
-    cache_bytes : int
-        The column cache's bytes (plan.py sizes it within the memory limit).
-    working_set : int
-        Variables of a batched solve's working set, at most (the cache bounds it too; at least four are taken).
-    solver : {"auto", "whole", "batched"}
-        The whole problem as one working set (LIBSVM's iteration on the whole kernel matrix, every column cached) or
-        working sets of at most ``working_set`` variables; "auto": as solvers/choice.py's
-        ``support_vector_machine`` picks (plan.py).
-    threads : int
-        OpenMP threads (0: the default).
-    progress : callable or None
-        Called with the solver's figures after every outer step.
-    """
-
-    tol: float = 1e-3
-    max_iter: int = -1
-    shrinking: bool = True
-    cache_bytes: int = 200 * 2**20
-    working_set: int = 256
-    solver: str = "auto"
-    threads: int = 0
-    progress: Callable | None = None
 
 
 @dataclass
@@ -83,8 +50,9 @@ class DualSolution:
         return int(self.stats["status"])
 
 
-def solve(columns, formulation: Formulation, samples: np.ndarray, settings: DualSettings, *, upper: np.ndarray,
-          y: np.ndarray | None = None, targets: np.ndarray | None = None, choice=None) -> DualSolution:
+def solve(columns: SvmColumns, formulation: Formulation, samples: np.ndarray, settings: DualSettings, *,
+          upper: np.ndarray, y: np.ndarray | None = None, targets: np.ndarray | None = None,
+          choice: Choice | None = None) -> DualSolution:
     """Solve a formulation's dual on the kernel columns of ``samples``.
 
     Parameters
@@ -133,8 +101,8 @@ def solve(columns, formulation: Formulation, samples: np.ndarray, settings: Dual
     return DualSolution(coef=coef, rho=rho, stats=stats)
 
 
-def solve_planned(sources, formulation: Formulation, samples: np.ndarray, settings: DualSettings, memory_limit: int,
-                  cache_size: float | None, **problem) -> DualSolution:
+def solve_planned(sources: ColumnsInTwoPrecisions, formulation: Formulation, samples: np.ndarray,
+                  settings: DualSettings, memory_limit: int, cache_size: float | None, **problem: Any) -> DualSolution:
     """:func:`solve` on the columns of ``sources`` (fitted.ColumnSources) the choice of whole or batched calls for,
     with the column cache sized for it within ``memory_limit`` (plan.planned)."""
     from . import plan

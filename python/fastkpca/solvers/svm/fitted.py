@@ -11,32 +11,41 @@ sets of samples (scikit-learn evaluates it against the whole training set, and a
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING, Any, Callable
+
 import numpy as np
 
 from ... import _validation as v
 from ...kernels import takes_matrix
 from . import plan
 
+if TYPE_CHECKING:
+    from ...kernels.kernel import Kernel
+    from ...operators.samples import SolverSamples
+    from ..choice import Choice
+    from .settings import DualSettings
+    from .plan import SvmColumns
+
 __all__ = ["ColumnSources", "gamma_of", "check_training", "SupportSet", "DecisionMap", "dense"]
 
 
-def dense(a) -> np.ndarray:
+def dense(a: Any) -> np.ndarray:
     """A dense copy of a sparse coefficient matrix, or the array itself."""
     return np.asarray(a.toarray() if v.is_sparse(a) else a)
 
 
-def _training(samples):
+def _training(samples: SolverSamples) -> Any:
     """The training samples as an array (or what a kernel of two sets reads) in this process."""
     return samples.local().fitted()
 
 
-def check_training(spec, samples) -> None:
+def check_training(spec: object, samples: SolverSamples) -> None:
     """scikit-learn's refusal of a sparse precomputed kernel (its support vector machines read dense ones)."""
     if takes_matrix(spec) and v.is_sparse(_training(samples)):
         raise TypeError("Sparse precomputed kernels are not supported.")
 
 
-def gamma_of(spec, gamma, samples) -> float:
+def gamma_of(spec: object, gamma: float | str, samples: SolverSamples) -> float:
     """scikit-learn's gamma: "scale" is 1 / (n_features · Var(X)) (1 when X is constant), "auto" 1 / n_features, a
     number itself; 0 (unused) for a precomputed kernel or a callable."""
     if takes_matrix(spec) or callable(spec):
@@ -60,7 +69,7 @@ def gamma_of(spec, gamma, samples) -> float:
     return 1.0 / (d * variance) if variance != 0 else 1.0
 
 
-def _variance(X, rows: int = 65536) -> float:
+def _variance(X: np.ndarray, rows: int = 65536) -> float:
     """The variance of every entry of a dense X, in float64, chunk by chunk (no float64 copy of X): the mean first,
     then the mean square deviation from it."""
     n = X.shape[0]
@@ -89,13 +98,16 @@ class ColumnSources:
     memory_limit : int
     """
 
-    def __init__(self, kernel, samples, memory_limit: int):
+    _exact: SvmColumns | None
+    _fast: SvmColumns | None
+
+    def __init__(self, kernel: Kernel, samples: SolverSamples, memory_limit: int) -> None:
         self.kernel, self.memory_limit = kernel, memory_limit
         self._X = _training(samples)
         self._exact = self._fast = None
 
     @property
-    def exact(self):
+    def exact(self) -> SvmColumns:
         if self._exact is None:
             self._exact = self.kernel.column_source(self._X, memory_limit=self.memory_limit)
         return self._exact
@@ -108,7 +120,7 @@ class ColumnSources:
                 and getattr(self._X, "dtype", None) == np.float64)
 
     @property
-    def fast(self):
+    def fast(self) -> SvmColumns:
         if not self.copies:
             return self.exact
         if self._fast is None:
@@ -120,7 +132,7 @@ class ColumnSources:
         """Bytes of the float32 copy the fast columns read (0 where they are the exact ones)."""
         return int(self._X.size) * 4 if self.copies else 0
 
-    def columns(self, choice):
+    def columns(self, choice: Choice) -> SvmColumns:
         """The columns a solve reads: the exact ones for the whole problem as one working set, else the fast ones
         (``choice``: plan.choice's)."""
         return self.exact if plan.takes_whole(choice) else self.fast
@@ -134,7 +146,7 @@ class ColumnSources:
             return int(self._fast.session_bytes(rows))
         return int(self.exact.session_bytes(rows)) // 2
 
-    def choice(self, settings, rows: int, variables: int, memory_limit: int, solves: int = 1):
+    def choice(self, settings: DualSettings, rows: int, variables: int, memory_limit: int, solves: int = 1) -> Choice:
         """plan.choice for a problem of ``rows`` samples and ``variables`` variables that shares the cache planned in
         ``settings``, ``solves`` side by side within ``memory_limit``."""
         return plan.choice(self, settings, rows, variables, memory_limit, settings.cache_bytes, solves)
@@ -152,7 +164,7 @@ class SupportSet:
         The support vectors' training rows.
     """
 
-    def __init__(self, kernel, samples, support: np.ndarray):
+    def __init__(self, kernel: Kernel, samples: SolverSamples, support: np.ndarray) -> None:
         X = _training(samples)
         self.kernel = kernel
         self.n_fit = X.shape[0] if hasattr(X, "shape") else len(X)
@@ -166,7 +178,7 @@ class SupportSet:
             self.samples = _rows(X, support)
 
     @classmethod
-    def of_vectors(cls, kernel, vectors, n_fit: int, model: str) -> SupportSet:
+    def of_vectors(cls, kernel: Kernel, vectors: Any, n_fit: int, model: str) -> SupportSet:
         """The support set of a model given by its support vectors rather than its training samples (the fitted
         attributes of a model written, not fitted): the kernel (for a precomputed one, the vectors are none:
         the caller gives the kernel's rows) and the ``n_fit`` training samples; ValueError for a kernel that reads
@@ -185,13 +197,13 @@ class SupportSet:
         return out
 
     @property
-    def vectors(self):
+    def vectors(self) -> Any:
         """scikit-learn's ``support_vectors_``: the support vectors' rows (none without feature vectors)."""
         if self.samples is None or self.all_fitted:
             return np.empty((0, 0))
         return self.samples
 
-    def layout(self, coef: np.ndarray):
+    def layout(self, coef: np.ndarray) -> Any:
         """Coefficients as scikit-learn keeps them: CSR for a model of sparse samples."""
         if not self.sparse:
             return coef
@@ -199,7 +211,7 @@ class SupportSet:
 
         return sparse.csr_matrix(coef)
 
-    def check_new(self, X, model: str):
+    def check_new(self, X: Any, model: str) -> Any:
         """New samples (validated) as :meth:`products` reads them: CSR for a sparse model, and a sparse X refused by a
         dense one."""
         if self.kernel.precomputed or self.all_fitted:
@@ -212,7 +224,7 @@ class SupportSet:
             raise ValueError(f"cannot use sparse input in {model!r} trained on dense data")
         return X
 
-    def products(self, X, support: np.ndarray, V: np.ndarray, memory_limit: int | None = None) -> np.ndarray:
+    def products(self, X: Any, support: np.ndarray, V: np.ndarray, memory_limit: int | None = None) -> np.ndarray:
         """K(X, SV)·V, shape (n, V.shape[1]).
 
         Parameters
@@ -243,7 +255,7 @@ class SupportSet:
             V = full
         return np.asarray(self.kernel.cross_product(self.samples, V, promote=True, memory_limit=memory_limit)(X))
 
-    def primal(self, W):
+    def primal(self, W: np.ndarray) -> Any:
         """The primal weights W·SV of a linear kernel (scikit-learn's ``coef_``): sparse for a sparse model.
 
         Raises
@@ -266,17 +278,18 @@ class DecisionMap:
     ``finish``, a picklable function of the decision values, or None)."""
 
     def __init__(self, support_set: SupportSet, support: np.ndarray, V: np.ndarray, intercept: np.ndarray,
-                 model: str, memory_limit: int | None = None, finish=None):
+                 model: str, memory_limit: int | None = None,
+                 finish: Callable[[np.ndarray], np.ndarray] | None = None) -> None:
         self.support_set, self.support, self.V, self.intercept = support_set, support, V, intercept
         self.model, self.memory_limit, self.finish = model, memory_limit, finish
 
-    def __call__(self, X) -> np.ndarray:
+    def __call__(self, X: Any) -> np.ndarray:
         X = self.support_set.check_new(X, self.model)
         values = self.support_set.products(X, self.support, self.V, self.memory_limit) + self.intercept
         return values if self.finish is None else self.finish(values)
 
 
-def _rows(X, support: np.ndarray):
+def _rows(X: Any, support: np.ndarray) -> Any:
     """Rows ``support`` of X: an array (CSR for sparse X), or an object array of what a list holds."""
     if v.is_sparse(X):
         from scipy import sparse

@@ -27,6 +27,7 @@ from __future__ import annotations
 
 import itertools
 from dataclasses import dataclass
+from typing import Callable
 
 import numpy as np
 
@@ -92,7 +93,7 @@ class Formulation:
         (±1) of a classification, ``targets`` the values of a regression."""
         raise NotImplementedError
 
-    def native_solve(self):
+    def native_solve(self) -> Callable[..., dict]:
         """The core's solve for this formulation's equalities: yᵀα = Δ (LIBSVM's Solver)."""
         return _native.core.svm_solve
 
@@ -104,10 +105,10 @@ class Formulation:
 class _PerSign(Formulation):
     """The ν-formulations: one equality per sign of y (LIBSVM's Solver_NU), whose offset r the solution reads."""
 
-    def __init__(self, nu: float):
+    def __init__(self, nu: float) -> None:
         self.nu = nu
 
-    def native_solve(self):
+    def native_solve(self) -> Callable[..., dict]:
         return _native.core.svm_solve_nu
 
 
@@ -121,24 +122,25 @@ class _Classification(Formulation):
 class CClassification(_Classification):
     """C-SVC: C and the per-class factors of C (scikit-learn's ``class_weight_``, in the order of the classes)."""
 
-    def __init__(self, C: float, class_weight: np.ndarray):
+    def __init__(self, C: float, class_weight: np.ndarray) -> None:
         self.C, self.class_weight = C, class_weight
 
-    def kept(self, weights, labels=None):
+    def kept(self, weights: np.ndarray, labels: np.ndarray | None = None) -> np.ndarray:
         return weights * self.class_weight[labels] > 0
 
-    def bounds(self, weights, labels=None):
+    def bounds(self, weights: np.ndarray, labels: np.ndarray | None = None) -> np.ndarray:
         return weights * self.C * self.class_weight[labels]
 
-    def check(self, labels, weights, kept, n_classes):
+    def check(self, labels: np.ndarray, weights: np.ndarray, kept: np.ndarray, n_classes: int) -> None:
         if kept.any() and np.unique(labels[kept]).shape[0] < 2:
             raise ValueError("Invalid input - all samples with positive weights belong to the same class.")
 
-    def dual(self, samples, upper, y=None, targets=None):
+    def dual(self, samples: np.ndarray, upper: np.ndarray, y: np.ndarray | None = None,
+             targets: np.ndarray | None = None) -> Dual:
         n = samples.shape[0]
         return Dual(samples, np.ascontiguousarray(y, dtype=np.int8), -np.ones(n), upper, np.zeros(n))
 
-    def solution(self, dual, stats):
+    def solution(self, dual: Dual, stats: dict) -> tuple[np.ndarray, float]:
         return dual.alpha * dual.sign, float(stats["rho"])
 
 
@@ -151,13 +153,14 @@ class NuClassification(_PerSign, _Classification):
         return all(self.nu * (counts[i] + counts[j]) / 2 <= min(counts[i], counts[j])
                    for i, j in itertools.combinations(range(n_classes), 2))
 
-    def check(self, labels, weights, kept, n_classes):
+    def check(self, labels: np.ndarray, weights: np.ndarray, kept: np.ndarray, n_classes: int) -> None:
         if not self.feasible(labels, weights, n_classes):
             one_class_left = kept.any() and np.unique(labels[kept]).shape[0] < 2
             raise ValueError("specified nu is infeasible" + (": all samples with positive weights belong to the same "
                                                              "class" if one_class_left else ""))
 
-    def dual(self, samples, upper, y=None, targets=None):
+    def dual(self, samples: np.ndarray, upper: np.ndarray, y: np.ndarray | None = None,
+             targets: np.ndarray | None = None) -> Dual:
         sign = np.ascontiguousarray(y, dtype=np.int8)
         total = self.nu * upper.sum() / 2
         alpha = np.zeros(samples.shape[0])
@@ -166,7 +169,7 @@ class NuClassification(_PerSign, _Classification):
             alpha[mask] = _greedy(total, upper[mask])
         return Dual(samples, sign, np.zeros(samples.shape[0]), upper, alpha)
 
-    def solution(self, dual, stats):
+    def solution(self, dual: Dual, stats: dict) -> tuple[np.ndarray, float]:
         r = float(stats["r"])
         if not r > 0:
             raise ValueError("specified nu is infeasible: the solver's scale r is not positive")
@@ -179,14 +182,15 @@ class OneClass(Formulation):
 
     uses_targets = False
 
-    def __init__(self, nu: float):
+    def __init__(self, nu: float) -> None:
         self.nu = nu
 
-    def dual(self, samples, upper, y=None, targets=None):
+    def dual(self, samples: np.ndarray, upper: np.ndarray, y: np.ndarray | None = None,
+             targets: np.ndarray | None = None) -> Dual:
         n = samples.shape[0]
         return Dual(samples, np.ones(n, dtype=np.int8), np.zeros(n), upper, _greedy(self.nu * upper.sum(), upper))
 
-    def solution(self, dual, stats):
+    def solution(self, dual: Dual, stats: dict) -> tuple[np.ndarray, float]:
         return dual.alpha, float(stats["rho"])
 
 
@@ -195,18 +199,18 @@ class _Regression(Formulation):
 
     variables_per_sample = 2
 
-    def __init__(self, C: float):
+    def __init__(self, C: float) -> None:
         self.C = C
 
-    def bounds(self, weights, labels=None):
+    def bounds(self, weights: np.ndarray, labels: np.ndarray | None = None) -> np.ndarray:
         return weights * self.C
 
-    def _dual(self, samples, upper, p, alpha):
+    def _dual(self, samples: np.ndarray, upper: np.ndarray, p: np.ndarray, alpha: np.ndarray) -> Dual:
         n = samples.shape[0]
         sign = np.concatenate((np.ones(n, dtype=np.int8), -np.ones(n, dtype=np.int8)))
         return Dual(np.concatenate((samples, samples)), sign, p, np.concatenate((upper, upper)), alpha)
 
-    def solution(self, dual, stats):
+    def solution(self, dual: Dual, stats: dict) -> tuple[np.ndarray, float]:
         n = dual.alpha.shape[0] // 2
         return dual.alpha[:n] - dual.alpha[n:], float(stats["rho"])
 
@@ -214,11 +218,12 @@ class _Regression(Formulation):
 class EpsilonRegression(_Regression):
     """ε-SVR: the tube's half-width ε given."""
 
-    def __init__(self, C: float, epsilon: float):
+    def __init__(self, C: float, epsilon: float) -> None:
         super().__init__(C)
         self.epsilon = epsilon
 
-    def dual(self, samples, upper, y=None, targets=None):
+    def dual(self, samples: np.ndarray, upper: np.ndarray, y: np.ndarray | None = None,
+             targets: np.ndarray | None = None) -> Dual:
         z = np.asarray(targets, dtype=np.float64)
         epsilon = float(self.epsilon)
         return self._dual(samples, upper, np.concatenate((epsilon - z, epsilon + z)),
@@ -228,15 +233,16 @@ class EpsilonRegression(_Regression):
 class NuRegression(_PerSign, _Regression):
     """ν-SVR: ε learned (``stats["epsilon"]``)."""
 
-    def __init__(self, C: float, nu: float):
+    def __init__(self, C: float, nu: float) -> None:
         _Regression.__init__(self, C)
         _PerSign.__init__(self, nu)
 
-    def dual(self, samples, upper, y=None, targets=None):
+    def dual(self, samples: np.ndarray, upper: np.ndarray, y: np.ndarray | None = None,
+             targets: np.ndarray | None = None) -> Dual:
         z = np.asarray(targets, dtype=np.float64)
         half = _greedy(self.nu * upper.sum() / 2, upper)
         return self._dual(samples, upper, np.concatenate((-z, z)), np.concatenate((half, half)))
 
-    def solution(self, dual, stats):
+    def solution(self, dual: Dual, stats: dict) -> tuple[np.ndarray, float]:
         stats["epsilon"] = -float(stats["r"])
         return _Regression.solution(self, dual, stats)

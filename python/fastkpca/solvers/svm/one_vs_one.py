@@ -19,13 +19,18 @@ from __future__ import annotations
 import dataclasses
 import threading
 from concurrent.futures import ThreadPoolExecutor
+from typing import TYPE_CHECKING, Callable
 
 import numpy as np
 
 from ... import _validation as v
 from . import plan
-from .dual import DualSettings, DualSolution, solve
+from .dual import DualSolution, solve
 from .formulation import Formulation
+from .settings import DualSettings
+
+if TYPE_CHECKING:
+    from .fitted import ColumnSources
 
 __all__ = ["PairModel", "Pairs", "pairs_of", "largest", "pack", "pair_weights", "votes", "ovr_decision",
            "decision_shape", "labels", "inlier"]
@@ -65,7 +70,8 @@ class Pairs:
         Per row: its bound C_t (``formulation.bounds``).
     """
 
-    def __init__(self, sources, labels: np.ndarray, n_classes: int, formulation: Formulation, *, upper: np.ndarray):
+    def __init__(self, sources: ColumnSources, labels: np.ndarray, n_classes: int, formulation: Formulation, *,
+                 upper: np.ndarray) -> None:
         self.sources, self.labels, self.n_classes, self.formulation = sources, labels, n_classes, formulation
         members = [np.flatnonzero(labels == c) for c in range(n_classes)]
         self.tasks = []
@@ -75,14 +81,15 @@ class Pairs:
             self.tasks.append((i, j, samples, y, upper[samples]))
         self.side_by_side = 1
 
-    def _planned(self, settings: DualSettings, memory_limit: int, cache_size, solves: int, rows: int) -> DualSettings:
+    def _planned(self, settings: DualSettings, memory_limit: int, cache_size: float | None, solves: int,
+                 rows: int) -> DualSettings:
         """The settings (the cache sized) for pairs of up to ``rows`` samples, ``solves`` side by side; each pair
         then chooses whole or batched for its own size within that cache (``sources.choice``)."""
         return plan.planned(self.sources, settings, rows, self.formulation.variables(rows), memory_limit, cache_size,
                             solves)[0]
 
-    def fit(self, settings: DualSettings, memory_limit: int, cache_size, parallel_below: int = PARALLEL_BELOW
-            ) -> list[PairModel]:
+    def fit(self, settings: DualSettings, memory_limit: int, cache_size: float | None,
+            parallel_below: int = PARALLEL_BELOW) -> list[PairModel]:
         """Every pair's solution, in LIBSVM's order: pairs of fewer than ``parallel_below`` variables side by side
         (one thread each, the memory limit shared: as many side by side as it holds), then the others one by one
         with every thread."""
@@ -114,7 +121,7 @@ class Pairs:
         next step once it is raised (their progress hook raises), and the pairs not started are cancelled."""
         stop = threading.Event()
 
-        def halt(_figures):
+        def halt(_figures: dict) -> None:
             if stop.is_set():
                 raise KeyboardInterrupt
 
@@ -130,7 +137,8 @@ class Pairs:
             raise
         pool.shutdown(wait=True)
 
-    def _solve(self, task, settings: DualSettings, memory_limit: int, solves: int) -> PairModel:
+    def _solve(self, task: tuple[int, int, np.ndarray, np.ndarray, np.ndarray], settings: DualSettings,
+               memory_limit: int, solves: int) -> PairModel:
         """One pair's solution; whole or batched chosen for its size within the cache ``settings`` planned (its
         record in the solution's ``stats["choice"]``)."""
         i, j, samples, y, bounds = task
@@ -139,7 +147,8 @@ class Pairs:
         return PairModel(i, j, samples, solve(self.sources.columns(made), self.formulation, samples, settings, y=y,
                                               upper=bounds, choice=made))
 
-    def platt(self, settings: DualSettings, memory_limit: int, cache_size, seeds) -> tuple[np.ndarray, np.ndarray]:
+    def platt(self, settings: DualSettings, memory_limit: int, cache_size: float | None, seeds: Callable[[], int]
+              ) -> tuple[np.ndarray, np.ndarray]:
         """Every pair's Platt sigmoid (A, B) from its 5-fold cross-validated decision values (LIBSVM's procedure;
         one seed per pair from ``seeds()``: probability.seed_source)."""
         from . import probability
@@ -162,7 +171,8 @@ def largest(pairs: list[PairModel]) -> PairModel:
     return max(pairs, key=lambda pair: pair.samples.size)
 
 
-def pack(pairs: list[PairModel], labels: np.ndarray, n_classes: int):
+def pack(pairs: list[PairModel], labels: np.ndarray, n_classes: int
+         ) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
     """LIBSVM's layout of the pairs' solutions.
 
     Returns

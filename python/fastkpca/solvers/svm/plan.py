@@ -17,9 +17,13 @@ whole problem.
 from __future__ import annotations
 
 import dataclasses
+from typing import TYPE_CHECKING, Protocol
 
 from ... import _validation as v
 from .. import choice as _choice
+
+if TYPE_CHECKING:
+    from .settings import DualSettings
 
 __all__ = ["VARIABLE_BYTES", "MIN_COLUMNS", "fixed_bytes", "cache_bytes", "choice", "Columns", "takes_whole",
            "planned"]
@@ -34,6 +38,47 @@ MIN_COLUMNS = 4
 #: cache_size=None: the default cache of a batched problem holds this many working sets of columns.
 REUSE = 3
 
+
+class SvmColumns(Protocol):
+    """The core's SvmKernelColumns (kernels.Kernel.column_source) as the Python layer reads them."""
+
+    @property
+    def dtype(self) -> str:
+        """The dtype the columns are evaluated in ("float64" or "float32")."""
+
+    @property
+    def features(self) -> float:
+        """The values an entry's rows hold (0: read from a matrix), for the thread rule's work."""
+
+    def session_bytes(self, rows: int) -> int:
+        """Bytes of a solve's working copy of ``rows`` rows."""
+
+
+class Sources(Protocol):
+    """What :func:`choice` reads of its sources: fitted.ColumnSources, or one source as :class:`Columns`."""
+
+    @property
+    def held(self) -> int:
+        """Bytes of the float32 copy the fast columns read (0 where they are the exact ones)."""
+
+    def session_bytes(self, rows: int, whole: bool) -> int:
+        """Bytes of a solve's working copy of ``rows`` rows, for the whole problem or working sets."""
+
+
+class ColumnsInTwoPrecisions(Sources, Protocol):
+    """What :func:`planned` and dual.solve_planned read of their sources (fitted.ColumnSources): the columns in the
+    samples' precision and the fast ones, and which of them a choice reads."""
+
+    @property
+    def exact(self) -> SvmColumns:
+        """The columns in the samples' own precision (a whole problem's)."""
+
+    @property
+    def fast(self) -> SvmColumns:
+        """The columns a batched solve reads (float32 where the kernel allows; else the exact ones)."""
+
+    def columns(self, choice: _choice.Choice) -> SvmColumns:
+        """The columns the choice's solve reads."""
 
 def _column(rows: int) -> int:
     """Bytes of one cached column (float entries over the rows)."""
@@ -51,7 +96,7 @@ def fixed_bytes(session: int, variables: int, q: int) -> int:
     return int(session) + VARIABLE_BYTES * variables + 4 * q * q + 48 * q + SLACK
 
 
-def _block(settings, variables: int, whole: bool) -> int:
+def _block(settings: DualSettings, variables: int, whole: bool) -> int:
     """q: the variables of a working set."""
     return variables if whole else min(settings.working_set, variables)
 
@@ -66,7 +111,7 @@ def _wanted(rows: int, q: int, cache_size: float | None, whole: bool) -> int:
     return max(wanted, MIN_COLUMNS * _column(rows))
 
 
-def cache_bytes(columns, rows: int, variables: int, q: int, memory_limit: int, cache_size: float | None, *,
+def cache_bytes(columns: SvmColumns, rows: int, variables: int, q: int, memory_limit: int, cache_size: float | None, *,
                 whole: bool, solves: int = 1, held: int = 0) -> int:
     """Bytes of each of ``solves`` concurrent solves' column cache.
 
@@ -110,8 +155,8 @@ def cache_bytes(columns, rows: int, variables: int, q: int, memory_limit: int, c
     return int(min(_wanted(rows, q, cache_size, whole), room, _every_column(rows)))
 
 
-def choice(sources, settings, rows: int, variables: int, memory_limit: int, cache_limit: float | None,
-           solves: int = 1) -> _choice.Choice:
+def choice(sources: Sources, settings: DualSettings, rows: int, variables: int, memory_limit: int,
+           cache_limit: float | None, solves: int = 1) -> _choice.Choice:
     """Whole or batched for a problem of ``rows`` samples and ``variables`` variables, ``solves`` side by side within
     ``memory_limit`` (solvers/choice.py's ``support_vector_machine``, asked for ``settings.solver``).
 
@@ -141,7 +186,7 @@ class Columns:
 
     held = 0
 
-    def __init__(self, columns):
+    def __init__(self, columns: SvmColumns) -> None:
         self.columns = columns
 
     def session_bytes(self, rows: int, whole: bool) -> int:
@@ -153,8 +198,8 @@ def takes_whole(made: _choice.Choice) -> bool:
     return made.picked == "whole"
 
 
-def planned(sources, settings, rows: int, variables: int, memory_limit: int, cache_size: float | None,
-            solves: int = 1):
+def planned(sources: ColumnsInTwoPrecisions, settings: DualSettings, rows: int, variables: int, memory_limit: int,
+            cache_size: float | None, solves: int = 1) -> tuple[DualSettings, _choice.Choice]:
     """(settings, choice) for problems of up to ``rows`` samples and ``variables`` variables, ``solves`` side by
     side (fitted.ColumnSources ``sources``): whole or batched chosen for the largest, and the cache sized for it. A
     smaller problem that shares the cache makes its own choice (:func:`choice` with the cache planned here)."""

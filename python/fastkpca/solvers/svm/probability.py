@@ -13,11 +13,18 @@
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING, Any, Callable
+
 import numpy as np
 
 from ... import _native, _threads
-from .dual import DualSettings, solve
+from .dual import solve
 from .formulation import Formulation
+from .settings import DualSettings
+
+if TYPE_CHECKING:
+    from .fitted import ColumnSources
+    from .plan import SvmColumns
 
 __all__ = ["FOLDS", "seed_source", "cross_validated_decisions", "sigmoid_fit", "sigmoid_predict", "couple",
            "class_probabilities"]
@@ -27,7 +34,7 @@ FOLDS = 5
 MIN_PROBABILITY = 1e-7
 
 
-def decision_values(columns, targets: np.ndarray, support: np.ndarray, coef: np.ndarray, rho: float,
+def decision_values(columns: SvmColumns, targets: np.ndarray, support: np.ndarray, coef: np.ndarray, rho: float,
                     threads: int = 0) -> np.ndarray:
     """Σ_s coef_s k(x_t, x_s) - rho for target rows t (indices into ``columns``), by one fused product."""
     out = np.empty(targets.shape[0])
@@ -42,7 +49,7 @@ def decision_values(columns, targets: np.ndarray, support: np.ndarray, coef: np.
     return out - rho
 
 
-def seed_source(random_state):
+def seed_source(random_state: Any) -> Callable[[], int]:
     """A function drawing the pairs' seeds from ``random_state`` (an estimator's): an int seeds a PCG64 generator
     (microseconds, where a RandomState's seeding takes 0.1 ms, a tenth of a small fit), a RandomState or None
     (NumPy's global one) is drawn from, so that fits that share one differ as scikit-learn's do."""
@@ -57,7 +64,7 @@ def seed_source(random_state):
     return lambda: int(state.randint(np.iinfo(np.int32).max))
 
 
-def cross_validated_decisions(sources, formulation: Formulation, samples: np.ndarray, y: np.ndarray,
+def cross_validated_decisions(sources: ColumnSources, formulation: Formulation, samples: np.ndarray, y: np.ndarray,
                               upper: np.ndarray, settings: DualSettings, rng: np.random.Generator,
                               memory_limit: int) -> np.ndarray:
     """Held-out decision values of a binary problem from a 5-fold cross-validation (LIBSVM's folds: one random
