@@ -333,13 +333,13 @@ class KernelRidgeCV(MultiOutputMixin, RegressorMixin, BaseEstimator):
         for gamma in gammas:
             kernel = samples.bind(kernels.make(self.kernel, gamma=gamma, degree=self.degree, coef0=self.coef0,
                                                n_features=d, n_jobs=self.n_jobs))
-            scales = dict(zip(kernel.hyperparameters, np.exp(kernel.theta)))
-            if gamma is not None and "gamma" not in scales:
+            scale = kernels.gamma_of(kernel)
+            if gamma is not None and scale is None:
                 raise ValueError(f"gammas cannot be searched with {kernel.label}: it has no gamma")
             errors, method, choice = ridge_cv.cross_validate(samples, kernel, Y, alphas, self.cv, weights,
                                                      tol=self.tol, maxiter=self.max_iter, memory_limit=limit,
                                                      n_jobs=self.n_jobs)
-            rows += [(alpha, scales.get("gamma", np.nan), err) for alpha, err in zip(alphas, errors)]
+            rows += [(alpha, np.nan if scale is None else scale, err) for alpha, err in zip(alphas, errors)]
         table = np.array(rows, dtype=np.float64)
         best = int(np.argmin(table[:, 2]))
         self.cv_results_ = {"alpha": table[:, 0], "gamma": table[:, 1], "mean_squared_error": table[:, 2],

@@ -36,7 +36,7 @@ import numpy as np
 
 from .. import _native, _threads
 from .. import _validation as v
-from .kernel import Kernel
+from .differentiable import DifferentiableKernel
 from .python_kernels import ScikitLearnHyperparameters
 
 __all__ = ["GaussianProcessKernel", "terms_of", "RADIAL", "ard_moments", "low_rank_weight_sums"]
@@ -197,7 +197,7 @@ def _local_pass(X, native_pass):
     return radial_pass
 
 
-class GaussianProcessKernel(ScikitLearnHyperparameters, Kernel):
+class GaussianProcessKernel(ScikitLearnHyperparameters, DifferentiableKernel):
     """A scikit-learn kernel object of the forms above, evaluated natively (dense float64 samples).
 
     Parameters

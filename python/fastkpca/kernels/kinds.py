@@ -24,8 +24,8 @@ from .native import NativeKernel
 from .precomputed import PrecomputedAffinity, PrecomputedKernel
 from .python_kernels import GramFunctionKernel, PairwiseKernel, ScikitLearnKernel, is_sklearn_kernel
 
-__all__ = ["make", "make_affinity", "register", "unregister", "constraint", "takes_matrix", "takes_vectors", "GRAPHS",
-           "KERNEL_NAMES", "AFFINITY_NAMES"]
+__all__ = ["make", "make_affinity", "register", "unregister", "constraint", "takes_matrix", "takes_vectors", "gamma_of",
+           "GRAPHS", "KERNEL_NAMES", "AFFINITY_NAMES"]
 
 #: Affinities that are graphs of the samples rather than kernels (spectral estimators only).
 GRAPHS = ("nearest_neighbors", "precomputed_nearest_neighbors")
@@ -147,6 +147,11 @@ def takes_matrix(spec) -> bool:
     """Whether an estimator given ``spec`` takes a square matrix as X (scikit-learn's ``pairwise`` tag):
     ``"precomputed"`` kernels and affinities, precomputed distances."""
     return isinstance(spec, str) and spec in ("precomputed", "precomputed_nearest_neighbors")
+
+
+def gamma_of(kernel: Kernel) -> float | None:
+    """The scale ``gamma`` of a native kernel whose kind has one (what KernelRidgeCV searches), else None."""
+    return float(kernel.gamma) if isinstance(kernel, NativeKernel) and kernel.hyperparameters else None
 
 
 def takes_vectors(spec, *, callable_of_sets: bool = False) -> bool:

@@ -11,6 +11,7 @@ from typing import Any, Callable
 import numpy as np
 
 from .. import _validation as v
+from .differentiable import DifferentiableKernel
 from .kernel import Kernel
 
 __all__ = ["PairwiseKernel", "GramFunctionKernel", "ScikitLearnKernel", "ScikitLearnHyperparameters",
@@ -169,7 +170,7 @@ def _length(X) -> int:
     return int(shape[0]) if shape is not None else len(X)
 
 
-class ScikitLearnKernel(ScikitLearnHyperparameters, Kernel):
+class ScikitLearnKernel(ScikitLearnHyperparameters, DifferentiableKernel):
     """A scikit-learn kernel object k (``sklearn.gaussian_process.kernels``): ``K(X, Y) = k(X, Y)`` in float64
     on dense samples, ``diagonal(X) = k.diag(X)``, and k's hyperparameters: ``theta`` (log space, the free
     ones), ``bounds``, ``with_theta`` (``k.clone_with_theta``)."""

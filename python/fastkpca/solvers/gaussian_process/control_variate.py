@@ -20,7 +20,7 @@ With Δ = diag(Ŵ) and N = (Ŵ − diag Δ) Wᵀ (n × r),
 
     tr(Ŵ ∂P̃) = 2 Σ N ∘ ∂K_nS − Σ (W N) ∘ ∂K_SS + Σ_k Δ_k ∂K̂_kk,
 
-the first two by the kernel's cross-block gradient traces (kernels.Kernel.cross_gradient_traces), the last
+the first two by the kernel's cross-block gradient traces (kernels.DifferentiableKernel.cross_gradient_traces), the last
 by its diagonal's (diagonal_gradient_traces). Every piece of N is local to a row: F_S F_Sᵀ = K_SS for F's
 rows at the pivots, so Wᵀ = F F_S⁻¹; with C = I + FᵀD⁻¹F (the preconditioner's Woodbury matrix),
 FᵀD⁻¹Wᵀ = (C − I) F_S⁻¹ and therefore P⁻¹Wᵀ = D⁻¹ F C⁻¹ F_S⁻¹; diag(P⁻¹)_i = 1/d_i − F_i C⁻¹ F_iᵀ / d_i². So
@@ -44,7 +44,7 @@ from ..low_rank import factor_t_product
 from ..dense.subnormals import flush_subnormals
 
 if TYPE_CHECKING:
-    from ...kernels.kernel import Kernel
+    from ...kernels.differentiable import DifferentiableKernel
     from ...operators.samples import SolverSamples
 
 __all__ = ["control_variate_traces", "control_variate_bytes", "CONTROL_VARIATE_ROWS", "CONTROL_VARIATE_SQUARES"]
@@ -74,7 +74,7 @@ def control_variate_bytes(n: int, rank: int) -> int:
     return 8 * (4 * min(n, CONTROL_VARIATE_ROWS) * rank + 6 * rank * rank)
 
 
-def _chunk_terms(X: Any, kernel: Kernel, pivots_X: Any, inverse_C: np.ndarray, inverse_FS: np.ndarray,
+def _chunk_terms(X: Any, kernel: DifferentiableKernel, pivots_X: Any, inverse_C: np.ndarray, inverse_FS: np.ndarray,
                  omega_weights: np.ndarray, p: int, F: np.ndarray, Omega: np.ndarray,
                  inverse_d: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     """One chunk's share: (2 Σ N ∘ ∂K(X_c, X_S) + Σ_c Δ_k ∂K̂_kk per hyperparameter, F_cᵀ T_c) with
@@ -91,11 +91,11 @@ def _chunk_terms(X: Any, kernel: Kernel, pivots_X: Any, inverse_C: np.ndarray, i
     return traces + 2.0 * kernel.cross_gradient_traces(X, pivots_X, N), F.T @ T
 
 
-def control_variate_traces(kernel: Kernel, samples: SolverSamples, pre: NystromDiagonalPreconditioner,
+def control_variate_traces(kernel: DifferentiableKernel, samples: SolverSamples, pre: NystromDiagonalPreconditioner,
                            Omega: np.ndarray) -> np.ndarray:
-    """tr(Ŵ ∂P̃_j) for every hyperparameter θ_j of ``kernel`` (a kernels.Kernel with ``cross_gradients``), for
-    the preconditioner ``pre`` of ``samples`` (an engine's) and Ω = P⁻¹Z (n × p): what t̂_j adds to
-    Hutchinson's estimate (module documentation)."""
+    """tr(Ŵ ∂P̃_j) for every hyperparameter θ_j of ``kernel`` (a kernels.DifferentiableKernel with
+    ``cross_gradients``), for the preconditioner ``pre`` of ``samples`` (an engine's) and Ω = P⁻¹Z (n × p): what
+    t̂_j adds to Hutchinson's estimate (module documentation)."""
     from scipy.linalg import cho_solve, solve_triangular
 
     p, r = Omega.shape[1], pre.rank

@@ -9,7 +9,7 @@ the interface's inv_quad_logdet (interface.py); the regression's weights (−½,
 (Rasmussen and Williams, eqs. 2.30 and 5.9). One n × n array holds K̂, then its factor (LAPACK's potrf, in
 place), then K̂⁻¹ (its potri, in place over the factor; both by blocks that Ctrl-C stops: dense/factorisations.py),
 then the weights W = −w_q α αᵀ + w_l K̂⁻¹; the traces tr(W ∂K/∂θ_j) come from the kernel
-(kernels.Kernel.gradient_traces), which reads W tile by tile and never holds ∂K/∂θ_j.
+(kernels.DifferentiableKernel.gradient_traces), which reads W tile by tile and never holds ∂K/∂θ_j.
 Memory: n²·8 bytes and O(n·(d + t)); flops: n³/3 for the factor, 2n³/3 for the inverse.
 """
 
@@ -28,7 +28,7 @@ from .objective import Objective
 from .interface import InvQuadLogdet
 
 if TYPE_CHECKING:
-    from ...kernels.kernel import Kernel
+    from ...kernels.differentiable import DifferentiableKernel
     from ...operators.samples import SolverSamples
 
 __all__ = ["ExactOptimisation", "ExactSolver", "factor", "weights_in_place", "posterior_variance",
@@ -99,17 +99,17 @@ def prediction_threads(n_train: int, n_new: int) -> AbstractContextManager[None]
 
 
 @overload
-def posterior_variance(kernel: Kernel, X_new: Any, X_train: Any, L: np.ndarray, memory_limit: int,
+def posterior_variance(kernel: DifferentiableKernel, X_new: Any, X_train: Any, L: np.ndarray, memory_limit: int,
                        scale: np.ndarray | None = None, mean_weights: None = None) -> np.ndarray: ...
 
 
 @overload
-def posterior_variance(kernel: Kernel, X_new: Any, X_train: Any, L: np.ndarray, memory_limit: int,
+def posterior_variance(kernel: DifferentiableKernel, X_new: Any, X_train: Any, L: np.ndarray, memory_limit: int,
                        scale: np.ndarray | None = None, *,
                        mean_weights: np.ndarray) -> tuple[np.ndarray, np.ndarray]: ...
 
 
-def posterior_variance(kernel: Kernel, X_new: Any, X_train: Any, L: np.ndarray, memory_limit: int,
+def posterior_variance(kernel: DifferentiableKernel, X_new: Any, X_train: Any, L: np.ndarray, memory_limit: int,
                        scale: np.ndarray | None = None,
                        mean_weights: np.ndarray | None = None) -> np.ndarray | tuple[np.ndarray, np.ndarray]:
     """k(x, x) − v·v with v = L⁻¹ S K(X_train, x) for every new point (S = diag(scale), None: I), in chunks of
@@ -132,7 +132,8 @@ def posterior_variance(kernel: Kernel, X_new: Any, X_train: Any, L: np.ndarray, 
     return out if mean is None else (mean, out)
 
 
-def posterior_covariance(kernel: Kernel, X_new: Any, X_train: Any, L: np.ndarray, memory_limit: int) -> np.ndarray:
+def posterior_covariance(kernel: DifferentiableKernel, X_new: Any, X_train: Any, L: np.ndarray,
+                         memory_limit: int) -> np.ndarray:
     """K(X_new, X_new) − Vᵀ V, V = L⁻¹ K(X_train, X_new) (scikit-learn's formula), after a memory check."""
     n_new, n_train = X_new.shape[0], L.shape[0]
     v.check_within(8 * n_new * (2 * n_train + n_new), memory_limit,
@@ -194,7 +195,7 @@ class ExactSolver(ExactOptimisation):
         self.L: np.ndarray | None = None
         self.alpha: np.ndarray | None = None  # K̂⁻¹Y of the final solve
 
-    def _matrix(self, kernel: Kernel) -> np.ndarray:
+    def _matrix(self, kernel: DifferentiableKernel) -> np.ndarray:
         """K(X, X) in float64, the caller's to overwrite, after the memory check."""
         n = self.samples.shape[0]
         what = f"the exact Gaussian process with {n} samples (solver='cholesky': one {n}×{n} matrix)"
@@ -204,12 +205,12 @@ class ExactSolver(ExactOptimisation):
         K, _ = kernel.matrix(self.X)
         return np.array(K, dtype=np.float64, order="C", copy=True) if K.dtype != np.float64 else K
 
-    def inv_quad_logdet(self, kernel: Kernel, Y: np.ndarray, eval_gradient: bool, *, quad_weight: float,
+    def inv_quad_logdet(self, kernel: DifferentiableKernel, Y: np.ndarray, eval_gradient: bool, *, quad_weight: float,
                         logdet_weight: float) -> InvQuadLogdet:
         with small_algebra_threads(float(self.X.shape[0]) ** 3 / 3):  # the products beside the factorisations
             return self._inv_quad_logdet(kernel, Y, eval_gradient, quad_weight, logdet_weight)
 
-    def _inv_quad_logdet(self, kernel: Kernel, Y: np.ndarray, eval_gradient: bool, quad_weight: float,
+    def _inv_quad_logdet(self, kernel: DifferentiableKernel, Y: np.ndarray, eval_gradient: bool, quad_weight: float,
                          logdet_weight: float) -> InvQuadLogdet:
         from scipy.linalg import lapack
 
@@ -232,7 +233,7 @@ class ExactSolver(ExactOptimisation):
         gradient = np.asarray(kernel.gradient_traces(self.X, W), dtype=np.float64)
         return InvQuadLogdet(terms.quad, terms.logdet, alpha, gradient)
 
-    def solve(self, kernel: Kernel, Y: np.ndarray) -> np.ndarray:
+    def solve(self, kernel: DifferentiableKernel, Y: np.ndarray) -> np.ndarray:
         from scipy.linalg import cho_solve
 
         self.L = factor(self._matrix(kernel), self.noise, clean=True)
@@ -246,12 +247,12 @@ class ExactSolver(ExactOptimisation):
         assert self.L is not None and self.alpha is not None
         return _terms(self.L, Y, self.alpha)
 
-    def variance(self, kernel: Kernel, X_new: Any) -> np.ndarray:
+    def variance(self, kernel: DifferentiableKernel, X_new: Any) -> np.ndarray:
         assert self.L is not None
         with self._prediction_threads(X_new):
             return posterior_variance(kernel, X_new, self.X, self.L, self.limit)
 
-    def mean_and_variance(self, kernel: Kernel, X_new: Any,
+    def mean_and_variance(self, kernel: DifferentiableKernel, X_new: Any,
                           mean_map: Callable[[Any], np.ndarray]) -> tuple[np.ndarray, np.ndarray]:
         """The posterior mean K(x, X)·α and the variances from one evaluation of the cross kernel (scikit-learn's
         K_trans), chunk by chunk."""
@@ -259,7 +260,7 @@ class ExactSolver(ExactOptimisation):
         with self._prediction_threads(X_new):
             return posterior_variance(kernel, X_new, self.X, self.L, self.limit, mean_weights=self.alpha)
 
-    def covariance(self, kernel: Kernel, X_new: Any) -> np.ndarray:
+    def covariance(self, kernel: DifferentiableKernel, X_new: Any) -> np.ndarray:
         assert self.L is not None
         with self._prediction_threads(X_new):
             return posterior_covariance(kernel, X_new, self.X, self.L, self.limit)

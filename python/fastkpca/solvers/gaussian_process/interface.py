@@ -44,7 +44,7 @@ import numpy as np
 from .objective import Objective
 
 if TYPE_CHECKING:
-    from ...kernels.kernel import Kernel
+    from ...kernels.differentiable import DifferentiableKernel
     from .laplace import LaplaceMode
 
 __all__ = ["InvQuadLogdet", "GaussianProcessSolver", "RegressionSolver", "LaplaceSolver", "log_marginal_likelihood",
@@ -120,12 +120,12 @@ class GaussianProcessSolver(Protocol):
 class RegressionSolver(GaussianProcessSolver, Protocol):
     """A Gaussian process regression's solver (the module's documentation says what it computes)."""
 
-    def inv_quad_logdet(self, kernel: Kernel, Y: np.ndarray, eval_gradient: bool, *, quad_weight: float,
+    def inv_quad_logdet(self, kernel: DifferentiableKernel, Y: np.ndarray, eval_gradient: bool, *, quad_weight: float,
                         logdet_weight: float) -> InvQuadLogdet:
         """yᵀK̂⁻¹y per column, log det K̂ and, with ``eval_gradient``, the gradient of the weighted sum, for the
-        kernel (a kernels.Kernel holding the θ to evaluate)."""
+        kernel (a kernels.DifferentiableKernel holding the θ to evaluate)."""
 
-    def solve(self, kernel: Kernel, Y: np.ndarray) -> np.ndarray:
+    def solve(self, kernel: DifferentiableKernel, Y: np.ndarray) -> np.ndarray:
         """K̂⁻¹Y to the solver's final accuracy (LinAlgError where K̂ is not positive definite); the solver keeps
         what its predictions need."""
 
@@ -137,15 +137,15 @@ class RegressionSolver(GaussianProcessSolver, Protocol):
         """The likelihood's terms (no gradient) at the kernel of the last :meth:`solve`, without evaluating them
         again (only where ``likelihood_from_solve``)."""
 
-    def variance(self, kernel: Kernel, X_new: Any) -> np.ndarray:
+    def variance(self, kernel: DifferentiableKernel, X_new: Any) -> np.ndarray:
         """k(x, x) − k*ᵀK̂⁻¹k* for every new point (after :meth:`solve`)."""
 
-    def mean_and_variance(self, kernel: Kernel, X_new: Any,
+    def mean_and_variance(self, kernel: DifferentiableKernel, X_new: Any,
                           mean_map: Callable[[Any], np.ndarray]) -> tuple[np.ndarray, np.ndarray]:
         """(the posterior mean K(X*, X)·K̂⁻¹Y, n_new × t; :meth:`variance`) after :meth:`solve`: ``mean_map`` is the
         fitted row map of the mean (engines/base.py), which a solver may use or replace by its own evaluation."""
 
-    def covariance(self, kernel: Kernel, X_new: Any) -> np.ndarray:
+    def covariance(self, kernel: DifferentiableKernel, X_new: Any) -> np.ndarray:
         """K(X*, X*) − K*ᵀK̂⁻¹K* (after :meth:`solve`)."""
 
     def localised(self) -> RegressionSolver:
@@ -155,23 +155,23 @@ class RegressionSolver(GaussianProcessSolver, Protocol):
 class LaplaceSolver(GaussianProcessSolver, Protocol):
     """A binary Gaussian process classification's solver by the Laplace approximation (laplace.py)."""
 
-    def evaluate(self, kernel: Kernel, start: tuple, max_iter: int,
+    def evaluate(self, kernel: DifferentiableKernel, start: tuple, max_iter: int,
                  eval_gradient: bool) -> tuple[float, np.ndarray | None, LaplaceMode]:
         """(log q(y | θ), its gradient with ``eval_gradient`` else None, the mode: laplace.LaplaceMode) for the
-        kernel (a kernels.Kernel holding θ), Newton's iteration from ``start``: ("f", f0), scikit-learn's
+        kernel (a kernels.DifferentiableKernel holding θ), Newton's iteration from ``start``: ("f", f0), scikit-learn's
         iteration from f0 (laplace.posterior_mode), or ("settled", f0 or None), laplace.settled_mode's."""
 
-    def fit_final(self, kernel: Kernel, start: tuple, max_iter: int) -> LaplaceMode:
+    def fit_final(self, kernel: DifferentiableKernel, start: tuple, max_iter: int) -> LaplaceMode:
         """The mode (laplace.LaplaceMode) at the fitted kernel; the solver keeps what the predictions need."""
 
-    def latent_mean(self, kernel: Kernel, X_new: Any) -> np.ndarray:
+    def latent_mean(self, kernel: DifferentiableKernel, X_new: Any) -> np.ndarray:
         """The latent function's posterior mean at new points (after :meth:`fit_final`)."""
 
-    def latent_variance(self, kernel: Kernel, X_new: Any) -> np.ndarray:
+    def latent_variance(self, kernel: DifferentiableKernel, X_new: Any) -> np.ndarray:
         """The latent function's posterior variance at new points (after :meth:`fit_final`)."""
 
 
-def log_marginal_likelihood(solver: RegressionSolver, kernel: Kernel, Y: np.ndarray, eval_gradient: bool,
+def log_marginal_likelihood(solver: RegressionSolver, kernel: DifferentiableKernel, Y: np.ndarray, eval_gradient: bool,
                             with_gradient_error: bool = False
                             ) -> (tuple[float, np.ndarray | None, float]
                                   | tuple[float, np.ndarray | None, float, np.ndarray | None]):

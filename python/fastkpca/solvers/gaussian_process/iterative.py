@@ -12,11 +12,11 @@ scalars: krylov/lanczos_cg.py) gives
 
 the interface's inv_quad_logdet (interface.py; the regression's weights are (−½, −s/2)): the first two terms
 are tr(W ∂K_j) for W = ½(A Bᵀ + B Aᵀ), A = [α, u], B = [−w_q α, (w_l/p)P⁻¹z], which the kernel computes
-in one pass per term with W's tiles formed where they are read (kernels.Kernel.gradient_traces_low_rank); the
-last, of expectation zero, is the preconditioner's control variate (control_variate.py): with ∂P̃ the
-derivative of P at its pivots it cancels most of the probes' noise, what P explains of the trace computed
-exactly. An evaluation costs the CG's block products, one gradient pass and the control variate's O(n·r²)
-pass over the factor; memory O(n·(p + s + r)).
+in one pass per term with W's tiles formed where they are read
+(kernels.DifferentiableKernel.gradient_traces_low_rank); the last, of expectation zero, is the preconditioner's
+control variate (control_variate.py): with ∂P̃ the derivative of P at its pivots it cancels most of the probes'
+noise, what P explains of the trace computed exactly. An evaluation costs the CG's block products, one gradient
+pass and the control variate's O(n·r²) pass over the factor; memory O(n·(p + s + r)).
 
 The estimate is a smooth function of θ alone, so that L-BFGS-B's line searches compare values of one surrogate
 instead of noisy ones. The probes' signs are drawn once per fit from ``random_state`` (common random numbers).
@@ -87,14 +87,14 @@ from ..low_rank import CHUNK_ROWS
 if TYPE_CHECKING:
     from numpy.typing import ArrayLike
 
-    from ...kernels.kernel import Kernel
+    from ...kernels.differentiable import DifferentiableKernel
     from ...operators.operator import KernelOperator
     from ...operators.samples import SolverSamples
 
 __all__ = ["IterativeSettings", "IterativeSolver", "preconditioner_rank"]
 
 
-def _cross_columns(rows: Any, X_new: Any, kernel: Kernel) -> np.ndarray:
+def _cross_columns(rows: Any, X_new: Any, kernel: DifferentiableKernel) -> np.ndarray:
     return kernel.cross(rows, X_new)
 
 
@@ -280,13 +280,13 @@ class IterativeSolver(PlannedMemory):
 
         return matmat
 
-    def _plan(self, kernel: Kernel, width: int, other_bytes: int | None = None) -> Any:
+    def _plan(self, kernel: DifferentiableKernel, width: int, other_bytes: int | None = None) -> Any:
         """The kernel's storage for CG on ``width`` columns within the memory limit less ``other_bytes`` (by
         default the fit's: _working_bytes), memory.py's plan."""
         return self.memory.kernel_plan(kernel, width, self._working_bytes(self.rank) if other_bytes is None
                                        else other_bytes)
 
-    def _operator(self, kernel: Kernel, plan: Any) -> AbstractContextManager[KernelOperator]:
+    def _operator(self, kernel: DifferentiableKernel, plan: Any) -> AbstractContextManager[KernelOperator]:
         """The kernel operator held as ``plan`` says (a context manager)."""
         return self.samples.kernel_operator(kernel, plan, self.n_jobs)
 
@@ -294,11 +294,11 @@ class IterativeSolver(PlannedMemory):
         """The share of the kernel's entries ``plan`` holds in memory."""
         return self.memory.held(plan)
 
-    def _cross(self, kernel: Kernel, X_new: Any) -> np.ndarray:
+    def _cross(self, kernel: DifferentiableKernel, X_new: Any) -> np.ndarray:
         """K(X, X_new), n × len(X_new), by row blocks where the samples are."""
         return np.asarray(self.samples.map(_cross_columns, X_new, kernel, rows=self.Y.shape[0]), dtype=np.float64)
 
-    def _preconditioner(self, kernel: Kernel, fresh: bool = False) -> NystromDiagonalPreconditioner:
+    def _preconditioner(self, kernel: DifferentiableKernel, fresh: bool = False) -> NystromDiagonalPreconditioner:
         """P at this θ on the fit's pivots: RPCholesky's at the first evaluation (and at each rank the search
         tries), held after it, so that P and the likelihood's estimate move smoothly with θ (preconditioner.py;
         new pivots only where the held ones are degenerate at this θ, counted in ``info()``). ``fresh``: RPCholesky
@@ -325,11 +325,11 @@ class IterativeSolver(PlannedMemory):
     # ------------------------------------------------------------------------------------ likelihood
 
     @on_one_blas_thread
-    def inv_quad_logdet(self, kernel: Kernel, Y: np.ndarray, eval_gradient: bool, *, quad_weight: float,
+    def inv_quad_logdet(self, kernel: DifferentiableKernel, Y: np.ndarray, eval_gradient: bool, *, quad_weight: float,
                         logdet_weight: float) -> InvQuadLogdet:
         """The interface's estimate (interface.py; this module's documentation says how) for the kernel (a
-        kernels.Kernel with the hyperparameters to evaluate). A kernel matrix CG finds not positive definite
-        has no answer (``positive_definite`` false)."""
+        kernels.DifferentiableKernel with the hyperparameters to evaluate). A kernel matrix CG finds not positive
+        definite has no answer (``positive_definite`` false)."""
         n, s = Y.shape
         p = self.settings.probes
         pre = self._preconditioner(kernel)
@@ -379,8 +379,8 @@ class IterativeSolver(PlannedMemory):
             seconds["gradient_error"] = seconds.get("gradient_error", 0.0) + time.perf_counter() - start
         return InvQuadLogdet(quad, logdet, alpha, gradient, error, gradient_error)
 
-    def _probes_part(self, kernel: Kernel, pre: NystromDiagonalPreconditioner, U: np.ndarray, Omega: np.ndarray,
-                     logdet_weight: float) -> np.ndarray:
+    def _probes_part(self, kernel: DifferentiableKernel, pre: NystromDiagonalPreconditioner, U: np.ndarray,
+                     Omega: np.ndarray, logdet_weight: float) -> np.ndarray:
         """The probes' part of the gradient from the probes given alone: w_l times their mean of
         (P⁻¹z)ᵀ ∂K K̂⁻¹z and of the control variate's terms (one gradient pass)."""
         traces = np.asarray(self.samples.gradient_traces(kernel, U, Omega * (logdet_weight / Omega.shape[1])),
@@ -517,7 +517,7 @@ class IterativeSolver(PlannedMemory):
         """Not held: the final solve keeps α to final_tol but no estimate of log det K̂ (likelihood_from_solve)."""
         raise NotImplementedError("the iterative solver evaluates the likelihood (likelihood_from_solve is False)")
 
-    def solve(self, kernel: Kernel, Y: np.ndarray) -> np.ndarray:
+    def solve(self, kernel: DifferentiableKernel, Y: np.ndarray) -> np.ndarray:
         """α = K̂⁻¹Y to ``final_tol`` (started from the last evaluation's), its true residual checked (CG
         resumes from it if the recurrence's drifted); the preconditioner is kept for the predictive variances."""
         self.ranks.frozen = True  # the fit's rank from here on (predictions use this preconditioner)
@@ -560,7 +560,7 @@ class IterativeSolver(PlannedMemory):
         scratch = 0 if pre.F.dtype == np.float64 else 8 * CHUNK_ROWS * pre.rank  # a float32 F's rows in float64
         return pre.nbytes + scratch + pcg_bytes(n, columns, pre.rank) + pass_bytes(columns, n)
 
-    def _prediction_plan(self, kernel: Kernel, n_test: int) -> tuple[int, Any]:
+    def _prediction_plan(self, kernel: DifferentiableKernel, n_test: int) -> tuple[int, Any]:
         """(test points per solve, the kernel's storage) within the memory limit; MemoryError when not even one
         point fits.
 
@@ -596,12 +596,12 @@ class IterativeSolver(PlannedMemory):
         # not even one point beside the samples' copies: the plan's own MemoryError says what it needs
         return columns, self._plan(kernel, 1, self._prediction_bytes(1)) if chosen is None else chosen
 
-    def mean_and_variance(self, kernel: Kernel, X_new: Any,
+    def mean_and_variance(self, kernel: DifferentiableKernel, X_new: Any,
                           mean_map: Callable[[Any], np.ndarray]) -> tuple[np.ndarray, np.ndarray]:
         """The posterior mean by ``mean_map`` (tile by tile where the samples are) and :meth:`variance`."""
         return mean_map(X_new), self.variance(kernel, X_new)
 
-    def variance(self, kernel: Kernel, X_new: Any) -> np.ndarray:
+    def variance(self, kernel: DifferentiableKernel, X_new: Any) -> np.ndarray:
         """k(x, x) − k*ᵀK̂⁻¹k* for every new point, by block CG on the test points' kernel columns in chunks
         within the memory limit (_prediction_plan)."""
         n_new = X_new.shape[0]
@@ -664,7 +664,7 @@ class IterativeSolver(PlannedMemory):
                 del further, info
         return V, R
 
-    def covariance(self, kernel: Kernel, X_new: Any) -> np.ndarray:
+    def covariance(self, kernel: DifferentiableKernel, X_new: Any) -> np.ndarray:
         """K(X*, X*) − K*ᵀK̂⁻¹K* by block CG (a small test set: n × n_new arrays)."""
         n_new = X_new.shape[0]
         pre = self.preconditioner

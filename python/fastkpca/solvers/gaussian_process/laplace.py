@@ -21,8 +21,8 @@ tr(C_j · ½(u vᵀ + v uᵀ)) since C_j is symmetric: the whole gradient is tr(
 
     Ω = ½(a aᵀ − R) + ½(u vᵀ + v uᵀ),
 
-every θ_j from one pass over the kernel's tiles (kernels.Kernel.gradient_traces), where scikit-learn builds the
-n × n × p array of every C_j and two products with it per θ_j. The diagonal of Σ needs no product either:
+every θ_j from one pass over the kernel's tiles (kernels.DifferentiableKernel.gradient_traces), where scikit-learn
+builds the n × n × p array of every C_j and two products with it per θ_j. The diagonal of Σ needs no product either:
 S(K R K)S = (B − I)B⁻¹(B − I) = B − 2I + B⁻¹ gives W_i Σ_ii = 1 − (B⁻¹)_ii, so
 
     s₂_i = −½ (1 − (B⁻¹)_ii)(1 − 2π_i),

@@ -4,7 +4,7 @@ factors of B = I + S K S, in two n × n arrays.
 One array holds K(θ) through the evaluation; the other holds B, then its factor L (LAPACK potrf, in place), at
 every Newton step, and after the last one B⁻¹ (potri, in place over L), whose diagonal gives s₂ and whose
 products give u = s₂ − S B⁻¹ S K s₂, and finally the gradient's weights Ω = ½(a aᵀ − S B⁻¹ S) + ½(u vᵀ + v uᵀ),
-formed in place; the kernel reads Ω tile by tile and returns every tr(Ω ∂K/∂θ_j) (kernels.Kernel.
+formed in place; the kernel reads Ω tile by tile and returns every tr(Ω ∂K/∂θ_j) (kernels.DifferentiableKernel.
 gradient_traces). Memory 2n²·8 bytes; flops n³/3 per Newton step and 2n³/3 for the inverse (scikit-learn's
 gradient adds two n³ solves, an n × n × p array and 2pn² per θ_j on top). A fit's Newton steps may go by
 preconditioned CG on products with the held K instead (newton_cg.py, n² flops a product), B then factored once per
@@ -28,7 +28,7 @@ from .newton_cg import newton_cg_update, step_preconditioner, sufficient_rank
 from .preconditioner import NystromDiagonalPreconditioner
 
 if TYPE_CHECKING:
-    from ...kernels.kernel import Kernel
+    from ...kernels.differentiable import DifferentiableKernel
 
 #: A Newton step by CG stops with its residual fallen by this from the step's gradient (inexact Newton).
 NEWTON_FORCING = 1e-3
@@ -134,7 +134,7 @@ class ExactLaplace(ExactOptimisation):
         self.last_a: np.ndarray | None = None  # the last mode's a: the next evaluation's first guess
         self.figures = {"cg_steps": 0, "cg_products": 0, "factored_steps": 0}
 
-    def _arrays(self, kernel: Kernel) -> tuple[np.ndarray, np.ndarray]:
+    def _arrays(self, kernel: DifferentiableKernel) -> tuple[np.ndarray, np.ndarray]:
         """(K(X, X) in float64, an n × n array for B), after the memory check. Until :meth:`fit_final` the two
         arrays are kept from one evaluation to the next: fresh ones cost the first touch of their pages every
         time (a page's first touch costs the kernel's zeroing of it: a large share of an evaluation at a few
@@ -181,7 +181,7 @@ class ExactLaplace(ExactOptimisation):
             self.figures[key] += count
         return mode
 
-    def evaluate(self, kernel: Kernel, start: tuple, max_iter: int,
+    def evaluate(self, kernel: DifferentiableKernel, start: tuple, max_iter: int,
                  eval_gradient: bool) -> tuple[float, np.ndarray | None, LaplaceMode]:
         """(log q(y | θ), its gradient with ``eval_gradient`` else None, the mode) for the kernel (a
         kernels.Kernel holding θ); ``start`` is ("f", f0): scikit-learn's iteration from f0
@@ -211,7 +211,7 @@ class ExactLaplace(ExactOptimisation):
         gradient = np.asarray(kernel.gradient_traces(self.X, omega), dtype=np.float64)
         return mode.log_marginal_likelihood, gradient, mode
 
-    def fit_final(self, kernel: Kernel, start: tuple, max_iter: int) -> LaplaceMode:
+    def fit_final(self, kernel: DifferentiableKernel, start: tuple, max_iter: int) -> LaplaceMode:
         """The mode at the fitted kernel; the factor of its B kept for :meth:`latent_variance` (as ``L_``)."""
         K, buffer = self._arrays(kernel)
         system = self._system(K, buffer, kernel.threads, start)
@@ -221,12 +221,12 @@ class ExactLaplace(ExactOptimisation):
         self._held = None  # K goes; the other array is L now
         return mode
 
-    def latent_mean(self, kernel: Kernel, X_new: Any) -> np.ndarray:
+    def latent_mean(self, kernel: DifferentiableKernel, X_new: Any) -> np.ndarray:
         """K(X_new, X)·(y − π) (Algorithm 3.2, line 4)."""
         assert self.pi is not None
         return np.asarray(kernel.product(X_new, self.X, self.y - self.pi), dtype=np.float64)
 
-    def latent_variance(self, kernel: Kernel, X_new: Any) -> np.ndarray:
+    def latent_variance(self, kernel: DifferentiableKernel, X_new: Any) -> np.ndarray:
         """k(x, x) − ‖L⁻¹ S k*‖² (Algorithm 3.2, lines 5–6), in chunks of new points within the memory limit."""
         assert self.L is not None and self.W_sr is not None
         with prediction_threads(self.L.shape[0], X_new.shape[0]):

@@ -22,8 +22,8 @@ bounds that step's move below the tolerance. At the mode:
 
 from one block CG run on the p probes, and u = (I − R K) s₂ = (I + W K)⁻¹ s₂ (laplace.py) as a Newton step
 is. The gradient is tr(Ω C_j) with Ω = ½(A Bᵀ + B Aᵀ), A = [a/2, u, S B⁻¹Z], B = [a, y − π, −S P⁻¹Z / (2p)]:
-one pass over the kernel's tiles (kernels.Kernel.gradient_traces_low_rank) forms Ω's tiles where it reads them.
-Memory: the factor (n × r, twice: F and S F), the probes' CG blocks (n × p, a few), the kernel's storage within
+one pass over the kernel's tiles (kernels.DifferentiableKernel.gradient_traces_low_rank) forms Ω's tiles where it reads
+them. Memory: the factor (n × r, twice: F and S F), the probes' CG blocks (n × p, a few), the kernel's storage within
 what is left of ``memory_limit``: the plan and the preconditioner's rank rule are the regression's (memory.py).
 
 The trace is the regression's: R = (K + W⁻¹)⁻¹ = K̂⁻¹ for the noise W⁻¹, and with ẑ = S⁻¹z (covariance
@@ -70,7 +70,7 @@ from .newton_cg import newton_cg_step, newton_cg_update, step_gradient, step_pre
 from .preconditioner import NystromDiagonalPreconditioner, kernel_factor
 
 if TYPE_CHECKING:
-    from ...kernels.kernel import Kernel
+    from ...kernels.differentiable import DifferentiableKernel
     from ...operators.operator import KernelOperator
     from ...operators.samples import SolverSamples
 
@@ -290,7 +290,7 @@ class IterativeLaplace(PlannedMemory):
         self.figures["products"] += info["iterations"]
         self.figures["iterations"].append(int(info["column_iterations"].max(initial=0)))
 
-    def _factor(self, kernel: Kernel) -> tuple[np.ndarray, np.ndarray]:
+    def _factor(self, kernel: DifferentiableKernel) -> tuple[np.ndarray, np.ndarray]:
         """(F, D) with K ≈ F Fᵀ + diag(D), on the held pivots after the first evaluation (preconditioner.py)."""
         F, d, drawn = kernel_factor(kernel, self.samples, self.rank, seed=self.seed, pivots=self.pivots)
         pivots = np.zeros(0, dtype=np.int64) if drawn is None else drawn
@@ -303,7 +303,7 @@ class IterativeLaplace(PlannedMemory):
                 F, d, _ = kernel_factor(kernel, self.samples, self.rank, seed=self.seed, pivots=self.pivots)
         return np.asarray(F, dtype=np.float64), d
 
-    def _plan(self, kernel: Kernel, columns: int | None = None) -> Any:
+    def _plan(self, kernel: DifferentiableKernel, columns: int | None = None) -> Any:
         """The kernel's storage beside the solver's working memory (memory.py): the probes' by default, else that
         of CG on ``columns`` right-hand sides held beside it (the predictive variances); MemoryError where even
         matrix-free it does not fit."""
@@ -311,7 +311,7 @@ class IterativeLaplace(PlannedMemory):
         width = self.settings.probes if columns is None else columns
         return self.memory.kernel_plan(kernel, width, self._working_bytes(columns) + held)
 
-    def _operator(self, kernel: Kernel) -> AbstractContextManager[KernelOperator]:
+    def _operator(self, kernel: DifferentiableKernel) -> AbstractContextManager[KernelOperator]:
         """The kernel operator as :meth:`_plan` holds it for the probes (a context manager)."""
         return self.samples.kernel_operator(kernel, self._plan(kernel), self.n_jobs)
 
@@ -321,7 +321,7 @@ class IterativeLaplace(PlannedMemory):
         return _IterativeNewton(lambda V: native.matmat(np.asfortranarray(V, dtype=np.float64), threads), F, d, self)
 
     @on_one_blas_thread
-    def evaluate(self, kernel: Kernel, start: tuple, max_iter: int,
+    def evaluate(self, kernel: DifferentiableKernel, start: tuple, max_iter: int,
                  eval_gradient: bool) -> tuple[float, np.ndarray | None, LaplaceMode]:
         """(log q(y | θ) estimated, its gradient estimated with ``eval_gradient`` else None, the mode); ``start``
         as ExactLaplace.evaluate's."""
@@ -366,7 +366,7 @@ class IterativeLaplace(PlannedMemory):
         self._stage("evaluations", begin)
         return mode.log_marginal_likelihood, gradient, mode
 
-    def _gradient(self, kernel: Kernel, mode: LaplaceMode, pre_K: NystromDiagonalPreconditioner | None,
+    def _gradient(self, kernel: DifferentiableKernel, mode: LaplaceMode, pre_K: NystromDiagonalPreconditioner | None,
                   u: np.ndarray, residual: np.ndarray, U: np.ndarray,
                   PZ: np.ndarray) -> np.ndarray:
         """tr(Ω C_j) for every θ_j (module documentation) from the probes given (B⁻¹Z = U, P⁻¹Z = PZ) and u from
@@ -403,7 +403,7 @@ class IterativeLaplace(PlannedMemory):
         seconds[name] = seconds.get(name, 0.0) + time.perf_counter() - begin
 
     @on_one_blas_thread
-    def fit_final(self, kernel: Kernel, start: tuple, max_iter: int) -> LaplaceMode:
+    def fit_final(self, kernel: DifferentiableKernel, start: tuple, max_iter: int) -> LaplaceMode:
         """The mode at the fitted kernel; its S, π and B's preconditioner kept for the predictions."""
         F, d = self._factor(kernel)
         with self._operator(kernel) as op:
@@ -413,7 +413,7 @@ class IterativeLaplace(PlannedMemory):
         self.last_a = mode.a
         return mode
 
-    def latent_mean(self, kernel: Kernel, X_new: Any) -> np.ndarray:
+    def latent_mean(self, kernel: DifferentiableKernel, X_new: Any) -> np.ndarray:
         """K(X_new, X)·a, a = K⁻¹f̂ from Newton's last step. At the mode a = y − π (Algorithm 3.2's form, the
         exact solver's), but CG's mode is off by its tolerance, and y − π carries that error multiplied by the
         amplitude and n (at thousands of samples and an amplitude of thousands, f̂ 1e-5 off moved K*ᵀ(y − π) by
@@ -422,7 +422,7 @@ class IterativeLaplace(PlannedMemory):
         assert self.a is not None
         return np.asarray(kernel.product(X_new, self.samples.fitted(), self.a), dtype=np.float64)
 
-    def latent_variance(self, kernel: Kernel, X_new: Any) -> np.ndarray:
+    def latent_variance(self, kernel: DifferentiableKernel, X_new: Any) -> np.ndarray:
         """k(x, x) − (S k*)ᵀ B⁻¹ (S k*) by block CG on chunks of test points within the memory limit."""
         assert self.S is not None and self.pre is not None and self.F is not None and self.d is not None
         n, n_new = self.y.shape[0], X_new.shape[0]

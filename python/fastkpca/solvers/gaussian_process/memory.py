@@ -39,7 +39,7 @@ from .preconditioner import PRECONDITIONER_BLOCK
 from .rank import preconditioner_rank, rank_bound
 
 if TYPE_CHECKING:
-    from ...kernels.kernel import Kernel
+    from ...kernels.differentiable import DifferentiableKernel
     from ...operators.samples import SolverSamples
 
 __all__ = ["HEADROOM_SHARE", "IterativeMemory", "PlannedMemory", "largest"]
@@ -152,7 +152,7 @@ class IterativeMemory:
         bound = rank_bound(requested, self.n, 8, self.limit, entry_bytes=self.entry_bytes)
         return largest(start, max(start, bound), lambda rank: self.working_bytes(rank, columns) <= self.room)
 
-    def kernel_plan(self, kernel: Kernel, columns: int, other_bytes: int) -> Any:
+    def kernel_plan(self, kernel: DifferentiableKernel, columns: int, other_bytes: int) -> Any:
         """The kernel's storage (operators.StoragePlan) for passes on ``columns`` vectors beside ``other_bytes``,
         leaving HEADROOM_SHARE of the limit free where the storage would take it; MemoryError where even
         matrix-free it does not fit."""

@@ -30,7 +30,7 @@ from ..dense.subnormals import flush_subnormals
 if TYPE_CHECKING:
     from numpy.typing import DTypeLike
 
-    from ...kernels.kernel import Kernel
+    from ...kernels.differentiable import DifferentiableKernel
     from ...operators.samples import ColumnSource, SolverSamples
 
 __all__ = ["NystromDiagonalPreconditioner", "build_preconditioner", "PRECONDITIONER_BLOCK"]
@@ -128,7 +128,7 @@ def _spectrum_of_gram(L: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     return np.linalg.eigh(L @ L.T - np.eye(L.shape[0]))
 
 
-def _diagonals(rows: Any, kernel: Kernel) -> np.ndarray:
+def _diagonals(rows: Any, kernel: DifferentiableKernel) -> np.ndarray:
     """[signal diagonal, diagonal] of the rows: one pass over the samples gives both."""
     return np.column_stack([kernel.signal_diagonal(rows), kernel.diagonal(rows)]).astype(np.float64)
 
@@ -167,8 +167,8 @@ def _on_pivots(source: ColumnSource, pivots: np.ndarray) -> np.ndarray | None:
     return flush_subnormals(solve_lower_triangular(L, columns.T, overwrite_b=True).T)
 
 
-def kernel_factor(kernel: Kernel, samples: SolverSamples, rank: int, *, seed: int, dtype: DTypeLike = np.float64,
-                  block_size: int = PRECONDITIONER_BLOCK,
+def kernel_factor(kernel: DifferentiableKernel, samples: SolverSamples, rank: int, *, seed: int,
+                  dtype: DTypeLike = np.float64, block_size: int = PRECONDITIONER_BLOCK,
                   pivots: np.ndarray | None = None) -> tuple[np.ndarray, np.ndarray, np.ndarray | None]:
     """(F, D, pivots) with K ≈ F Fᵀ + diag(D) for the kernel ``kernel`` (a kernels.Kernel) of ``samples`` (an
     engine's, engines/base.py): RPCholesky of rank ``rank`` (fewer when the kernel is exhausted; 0: F empty, D
@@ -192,8 +192,8 @@ def kernel_factor(kernel: Kernel, samples: SolverSamples, rank: int, *, seed: in
     return factor, np.maximum(residual, 0.0) + diagonal - signal, pivots
 
 
-def build_preconditioner(kernel: Kernel, samples: SolverSamples, noise: float | np.ndarray, rank: int, *, seed: int,
-                         dtype: DTypeLike = np.float64,
+def build_preconditioner(kernel: DifferentiableKernel, samples: SolverSamples, noise: float | np.ndarray, rank: int,
+                         *, seed: int, dtype: DTypeLike = np.float64,
                          block_size: int = PRECONDITIONER_BLOCK,
                          pivots: np.ndarray | None = None) -> NystromDiagonalPreconditioner:
     """P = F Fᵀ + D + diag(noise) for the kernel ``kernel`` of ``samples`` and the noise (scalar or per
