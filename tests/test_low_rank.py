@@ -238,3 +238,64 @@ def test_cross_kernel_product_checks_shapes_at_the_boundary(rng):
         _native.core.cross_product_into(X, X, "rbf", 1.0, 3.0, 1.0, np.zeros((10, 2)), np.zeros((10, 3)), 1)
     with pytest.raises(ValueError, match="columns"):
         _native.core.cross_product_into(X, X[:, :2].copy(), "rbf", 1.0, 3.0, 1.0, np.zeros((10, 2)), out, 1)
+
+
+# ---------------------------------------------------------------- products with a tall factor (the core's)
+
+@pytest.mark.parametrize("dtype", [np.float64, np.float32])
+@pytest.mark.parametrize("n, r, b", [(1, 1, 1), (255, 63, 2), (257, 65, 5), (1000, 130, 17), (600, 8, 1)])
+def test_tall_factor_products_equal_numpy(dtype, n, r, b, rng):
+    """F C, Fᵀ V and Fᵀ diag(d) F by the core (row blocks of 256, panels of 64 columns: sizes either side of both)
+    equal NumPy's float64 products to rounding, for a float32 F too (converted, not multiplied in float32)."""
+    F = rng.standard_normal((n, r)).astype(dtype)
+    C, V, d = rng.standard_normal((r, b)), rng.standard_normal((n, b)), rng.uniform(0.5, 2.0, n)
+    F64 = F.astype(np.float64)
+    for got, expected in ((low_rank.factor_product(F, C), F64 @ C), (low_rank.factor_t_product(F, V), F64.T @ V),
+                          (low_rank.factor_t_product(F, V[:, 0]), F64.T @ V[:, 0]),
+                          (low_rank.factor_gram(F, d), F64.T @ (F64 * d[:, None]))):
+        assert got.shape == expected.shape and got.dtype == np.float64
+        np.testing.assert_allclose(got, expected, rtol=0, atol=1e-13 * max(1.0, np.abs(expected).max()) * n)
+    gram = low_rank.factor_gram(F, d)
+    np.testing.assert_array_equal(gram, gram.T)
+
+
+def test_tall_factor_products_are_the_same_bits_on_any_threads(rng):
+    """Every entry is summed by one thread over the row blocks in order: 1, 2 and 3 threads agree bit for bit."""
+    from fastkpca import _native
+
+    core = _native.core
+    F, C, V, d = (rng.standard_normal((2000, 200)), rng.standard_normal((200, 7)), rng.standard_normal((2000, 7)),
+                  rng.uniform(0.5, 2.0, 2000))
+    results = []
+    for threads in (1, 2, 3):
+        product, t_product, gram = np.empty((2000, 7)), np.empty((200, 7)), np.empty((200, 200))
+        core.factor_product_into(F, C, product, threads)
+        core.factor_t_product_into(F, V, t_product, threads)
+        core.factor_gram_into(F, d, gram, threads)
+        results.append((product, t_product, gram))
+    for other in results[1:]:
+        for a, b in zip(results[0], other):
+            np.testing.assert_array_equal(a, b)
+
+
+def test_tall_factor_product_of_leading_columns(rng):
+    """RPCholesky's growing factor: F's first r columns times C, read in place (no copy of the slice); a C whose
+    rows are not the columns used is refused, by the Python layer and at the core's boundary."""
+    from fastkpca import _native
+
+    F, C = rng.standard_normal((700, 50)), rng.standard_normal((20, 3))
+    expected = F[:, :20] @ C
+    np.testing.assert_allclose(low_rank.factor_product(F, C, columns=20), expected, rtol=0, atol=1e-12)
+    np.testing.assert_allclose(low_rank.factor_product(F[:, :20], C), expected, rtol=0, atol=1e-12)  # a strided F
+    with pytest.raises(ValueError, match="20 rows"):
+        low_rank.factor_product(F, rng.standard_normal((21, 3)), columns=20)
+    with pytest.raises(ValueError, match="50 rows"):
+        low_rank.factor_product(F, C)
+    with pytest.raises(ValueError, match="at most one row per column"):
+        _native.core.factor_product_into(F, rng.standard_normal((51, 3)), np.empty((700, 3)), 1)
+    with pytest.raises(ValueError, match="out must be"):
+        _native.core.factor_product_into(F, C, np.empty((699, 3)), 1)
+    with pytest.raises(ValueError, match="one row per row of f"):
+        _native.core.factor_t_product_into(F, np.empty((699, 3)), np.empty((50, 3)), 1)
+    with pytest.raises(ValueError, match="one entry per row of f"):
+        _native.core.factor_gram_into(F, np.ones(699), np.empty((50, 50)), 1)

@@ -321,6 +321,15 @@ def _bindings():
         "svm_solve": [lambda m: svm_solve(m), ("alpha",)],
         "svm_solve_nu": [lambda m: svm_solve(m, core.svm_solve_nu, 0.5), ("alpha",)],
         "svm_couple": [lambda m: core.svm_couple(m(pairwise)), ()],
+        "factor_product_into": [lambda m: (core.factor_product_into(m(VA), m(V[:4].copy()), o := m(out((40, 4))), 1),
+                                           o)[1], ("out",)],
+        "factor_product_into(float32)": [lambda m: (core.factor_product_into(m(VA.astype(np.float32)), m(V[:3].copy()),
+                                                                             o := m(out((40, 4))), 1), o)[1],
+                                         ("out",)],
+        "factor_t_product_into": [lambda m: (core.factor_t_product_into(m(VA), m(X), o := m(out((4, 3))), 1), o)[1],
+                                  ("out",)],
+        "factor_gram_into": [lambda m: (core.factor_gram_into(m(VA), m(np.abs(X[:, 0])), o := m(out((4, 4))), 1),
+                                        o)[1], ("out",)],
         "svm_platt": [lambda m: core.svm_platt(m(V[:, 0].copy()), (V[:, 1] > 0).astype(np.uint8)), ()],  # bytes:
         # always aligned
     }

@@ -13,6 +13,7 @@
 #include "fastkpca/kernel_block.hpp"
 #include "fastkpca/laplace.hpp"
 #include "fastkpca/sum_tiles.hpp"
+#include "fastkpca/tall_products.hpp"
 #include "fastkpca/tiled_operator.hpp"
 
 namespace fastkpca::bindings {
@@ -222,6 +223,67 @@ void laplace_weights_in_place(InPlace<double>& w, const Input<double>& s, const 
   });
 }
 
+// The preconditioner's products with its tall factor F (n × r, float32 or float64; tall_products.hpp).
+template <class S>
+void factor_product_into(const Input<S>& f, const Input<double>& c, InPlace<double>& out, int n_threads) {
+  require_matrix(f, "f");
+  require_matrix(c, "c");
+  require_matrix(out, "out");
+  const Index n = f.shape(0), r = f.shape(1), used = c.shape(0), b = c.shape(1);
+  if (used > r) throw py::value_error("c must have at most one row per column of f");
+  if (out.shape(0) != n || out.shape(1) != b) throw py::value_error("out must be len(f) × c.shape[1]");
+  const S* fd = f.data();
+  const double* cd = c.data();
+  double* o = out.mutable_data();
+  release_and_run(n_threads, [&](Interrupt& interrupt) {
+    tall_product(fd, n, r, cd, used, b, o, interrupt);
+    return 0;
+  });
+}
+
+template <class S>
+void factor_t_product_into(const Input<S>& f, const Input<double>& v, InPlace<double>& out, int n_threads) {
+  require_matrix(f, "f");
+  require_matrix(v, "v");
+  require_matrix(out, "out");
+  const Index n = f.shape(0), r = f.shape(1), b = v.shape(1);
+  if (v.shape(0) != n) throw py::value_error("v must have one row per row of f");
+  if (out.shape(0) != r || out.shape(1) != b) throw py::value_error("out must be f.shape[1] × v.shape[1]");
+  const S* fd = f.data();
+  const double* vd = v.data();
+  double* o = out.mutable_data();
+  release_and_run(n_threads, [&](Interrupt& interrupt) {
+    tall_t_product(fd, n, r, vd, b, o, interrupt);
+    return 0;
+  });
+}
+
+template <class S>
+void factor_gram_into(const Input<S>& f, const Input<double>& d, InPlace<double>& out, int n_threads) {
+  require_matrix(f, "f");
+  require_square(out, "out");
+  const Index n = f.shape(0), r = f.shape(1);
+  if (d.ndim() != 1 || d.shape(0) != n) throw py::value_error("d must have one entry per row of f");
+  if (out.shape(0) != r) throw py::value_error("out must be f.shape[1] × f.shape[1]");
+  const S* fd = f.data();
+  const double* dd = d.data();
+  double* o = out.mutable_data();
+  release_and_run(n_threads, [&](Interrupt& interrupt) {
+    tall_gram(fd, n, r, dd, o, interrupt);
+    return 0;
+  });
+}
+
+template <class S>
+void def_factor_products(py::module_& m) {
+  m.def("factor_product_into", &factor_product_into<S>, py::arg("f"), py::arg("c"), py::arg("out"),
+        py::arg("n_threads"), "out = f[:, :len(c)] @ c in float64, f tall (n × r), by row blocks on the team.");
+  m.def("factor_t_product_into", &factor_t_product_into<S>, py::arg("f"), py::arg("v"), py::arg("out"),
+        py::arg("n_threads"), "out = f.T @ v in float64, f tall (n × r): the same bits on any number of threads.");
+  m.def("factor_gram_into", &factor_gram_into<S>, py::arg("f"), py::arg("d"), py::arg("out"), py::arg("n_threads"),
+        "out = f.T @ diag(d) @ f in float64, f tall (n × r): the same bits on any number of threads.");
+}
+
 }  // namespace
 
 void init_gaussian_process(py::module_& m) {
@@ -260,6 +322,8 @@ void init_gaussian_process(py::module_& m) {
         py::arg("v"), py::arg("n_threads"),
         "w (B⁻¹ in its upper triangle) becomes (a aᵀ − diag(s) B⁻¹ diag(s))/2 + (u vᵀ + v uᵀ)/2, whole.");
   m.def("symmetric_sum", &symmetric_sum, py::arg("w"), py::arg("n_threads"), "Σ_ik w_ik, by rows in a fixed order.");
+  def_factor_products<double>(m);
+  def_factor_products<float>(m);
 }
 
 }  // namespace fastkpca::bindings

@@ -418,14 +418,19 @@ GP_CG_OVERHEAD = 2.6
 GP_CG_SECONDS = 1.8
 
 
+#: Flops per r³ of a cg evaluation's r × r algebra: the probes' square root of the preconditioner (an
+#: eigendecomposition, 12 r³: gaussian_process/preconditioner.py, ``sample``) and its Cholesky factors.
+GP_CG_SMALL_FLOPS_PER_CUBE = 13.0
+
+
 def gp_cg_serial_seconds(n: int, rank: int) -> float:
-    """The seconds of a cg evaluation on one thread whatever the cores: GP_CG_SECONDS and the preconditioner's
-    algebra (its r × r factorisations, and the n × r factor's products with the iterates, about 10 n r² flops),
-    which the iterative solver runs on one BLAS thread (gaussian_process/iterative.py: ``on_one_blas_thread``;
-    measured at 5,000 and 8,000 samples, r = 1,024: the factor's products took the same seconds on 1 and 2
-    threads)."""
+    """The seconds of a cg evaluation on one thread whatever the cores: GP_CG_SECONDS and the preconditioner's r × r
+    algebra, which the iterative solver runs on one BLAS thread (gaussian_process/iterative.py:
+    ``on_one_blas_thread``). Its n × r products (the factor's Gram, and its products with every iterate: about
+    10 n r² flops) run on the core's team (low_rank.factor_product and the others) and are priced with the
+    passes."""
     rank = min(rank, n)
-    return GP_CG_SECONDS + GP_CG_OVERHEAD * 10 * n * rank * rank / gemm_rate(1)
+    return GP_CG_SECONDS + GP_CG_SMALL_FLOPS_PER_CUBE * rank**3 / gemm_rate(1)
 
 
 def gaussian_process_regression(requested: str, *, n: int, d: int, columns: int, rank: int, exact_possible: bool,
@@ -438,7 +443,8 @@ def gaussian_process_regression(requested: str, *, n: int, d: int, columns: int,
     rank = min(rank, n)
     exact = cholesky_seconds(n, inverse=True) + kernel_pass_seconds(n, n, d, 0)
     cg = gp_cg_serial_seconds(n, rank) + GP_CG_OVERHEAD * (
-        (GP_PRODUCTS_PER_EVALUATION + 1) * kernel_pass_seconds(n, n, d, columns) + kernel_pass_seconds(n, rank, d, 0))
+        (GP_PRODUCTS_PER_EVALUATION + 1) * kernel_pass_seconds(n, n, d, columns) + kernel_pass_seconds(n, rank, d, 0)
+        + 10 * n * rank * rank / kernel_rate())
     return choose("gaussian process regression", requested, [
         Candidate("cholesky", exact, 8 * n * n, exact_possible, note=_MATRIX_NOTE[exact_possible]),
         Candidate("cg", cg, 8 * n * (4 * columns + rank)),

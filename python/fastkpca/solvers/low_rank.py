@@ -36,6 +36,7 @@ import numpy as np
 from numpy.typing import ArrayLike, DTypeLike
 from scipy import linalg as sla
 
+from .. import _native, _threads
 from .. import _validation as v
 from ..kernels import Kernel
 from ..kernels.precomputed import MatrixColumns
@@ -184,7 +185,7 @@ def _rpcholesky_blocks(source: ColumnSource, rank: int, rng: np.random.RandomSta
         if residual_buf is not columns_buf:
             G[...] = columns
         if r:  # the residual columns: K(X, X_S) − F F[S]ᵀ
-            G -= factor_product(factor[:, :r], factor[S, :r].T.astype(np.float64), update_buf[:n * b].reshape(n, b))
+            G -= factor_product(factor, factor[S, :r].T.astype(np.float64), update_buf[:n * b].reshape(n, b), columns=r)
         keep, L = _accept(G[S], diag[S], u, tiny)
         if not keep:
             idle_blocks += 1
@@ -216,11 +217,29 @@ def rpcholesky_bytes(n: int, block_size: int, source_itemsize: int = 8) -> int:
 CHUNK_ROWS = 4096
 
 
+def _on_the_team(F: np.ndarray, other: np.ndarray) -> bool:
+    """Whether the core multiplies the tall factor F with ``other`` (the native products of
+    cpp/include/fastkpca/tall_products.hpp: on the core's OpenMP team, beside its kernel passes, and the same bits on
+    any number of threads): a row-major float32 or float64 F, and a float64 other operand."""
+    return (F.ndim == 2 and F.flags.c_contiguous and F.dtype in (np.float32, np.float64) and other.dtype == np.float64
+            and other.ndim in (1, 2))
+
+
+def _team_threads(flops: float) -> int:
+    """The native products' threads: the default team, or one thread where the work does not pay for waking it."""
+    return _threads.pass_threads(0, flops * _threads.FLOP_SECONDS)
+
+
 def factor_t_product(F: np.ndarray, V: np.ndarray, *, float32_products: bool = False) -> np.ndarray:
-    """Fᵀ V in float64 for an n × r factor F; a float32 F a block of rows at a time (a float64 copy of all of
-    it would be n × r × 8 bytes), each block converted to float64, or with ``float32_products`` multiplied in
-    float32 against V rounded to float32 (no conversion of the blocks, and float32 arithmetic; the blocks' sums
-    still in float64)."""
+    """Fᵀ V in float64 for an n × r factor F: by the core on its team (:func:`_on_the_team`); else a float32 F a
+    block of rows at a time (a float64 copy of all of it would be n × r × 8 bytes), each block converted to float64,
+    or with ``float32_products`` multiplied in float32 against V rounded to float32 (no conversion of the blocks,
+    and float32 arithmetic; the blocks' sums still in float64)."""
+    if not (float32_products and F.dtype != np.float64) and _on_the_team(F, V):
+        block = np.ascontiguousarray(V.reshape(V.shape[0], -1))
+        out = np.empty((F.shape[1], block.shape[1]))
+        _native.core.factor_t_product_into(F, block, out, _team_threads(2.0 * F.size * block.shape[1]))
+        return out if V.ndim == 2 else out[:, 0]
     if F.dtype == np.float64:
         return F.T @ V
     W = V.astype(np.float32) if float32_products else V
@@ -231,13 +250,42 @@ def factor_t_product(F: np.ndarray, V: np.ndarray, *, float32_products: bool = F
     return out
 
 
-def factor_product(F: np.ndarray, C: np.ndarray, out: np.ndarray | None = None) -> np.ndarray:
-    """F C in float64 (into ``out`` when given); a float32 F converted a block of rows at a time."""
+def factor_product(F: np.ndarray, C: np.ndarray, out: np.ndarray | None = None, *,
+                   columns: int | None = None) -> np.ndarray:
+    """F C in float64 (into ``out`` when given), or F's first ``columns`` columns times C (RPCholesky's factor
+    while it grows): by the core on its team (:func:`_on_the_team`); else a float32 F converted a block of rows at a
+    time."""
+    used = F.shape[1] if columns is None else columns
+    if C.shape[0] != used or used > F.shape[1]:
+        raise ValueError(f"C must have {used} rows (F's columns used, of {F.shape[1]}), got {C.shape[0]}")
+    if columns is not None and not _on_the_team(F, C):
+        return factor_product(F[:, :columns], C, out)
+    if _on_the_team(F, C) and C.ndim == 2 and (out is None or (out.flags.c_contiguous and out.dtype == np.float64)):
+        result = np.empty((F.shape[0], C.shape[1])) if out is None else out
+        _native.core.factor_product_into(F, np.ascontiguousarray(C), result,
+                                         _team_threads(2.0 * F.shape[0] * C.shape[0] * C.shape[1]))
+        return result
     if F.dtype == np.float64:
         return np.matmul(F, C, out=out)
     out = np.empty((F.shape[0], C.shape[1])) if out is None else out
     for s in range(0, F.shape[0], CHUNK_ROWS):
         np.matmul(F[s:s + CHUNK_ROWS].astype(np.float64), C, out=out[s:s + CHUNK_ROWS])
+    return out
+
+
+def factor_gram(F: np.ndarray, d: np.ndarray) -> np.ndarray:
+    """Fᵀ diag(d) F in float64 (r × r, exactly symmetric) for an n × r factor F: by the core on its team
+    (:func:`_on_the_team`); else a block of rows at a time, each converted to float64."""
+    d = np.ascontiguousarray(d, dtype=np.float64)
+    r = F.shape[1]
+    out = np.empty((r, r))
+    if _on_the_team(F, d):
+        _native.core.factor_gram_into(F, d, out, _team_threads(float(F.size) * r))
+        return out
+    out[...] = 0.0
+    for s in range(0, F.shape[0], CHUNK_ROWS):
+        block = F[s:s + CHUNK_ROWS].astype(np.float64, copy=False)
+        out += interruptible(np.matmul, block.T, block * d[s:s + CHUNK_ROWS, None], flops=2.0 * block.shape[0] * r * r)
     return out
 
 

@@ -24,7 +24,7 @@ import numpy as np
 
 from ..dense.factorisations import cholesky_factor
 from ..dense.threads import interruptible, solve_lower_triangular
-from ..low_rank import CHUNK_ROWS, factor_product, factor_t_product, rpcholesky
+from ..low_rank import factor_gram, factor_product, factor_t_product, rpcholesky
 from ..dense.subnormals import flush_subnormals
 
 if TYPE_CHECKING:
@@ -56,11 +56,8 @@ class NystromDiagonalPreconditioner:
         self.pivots = np.zeros(0, dtype=np.int64) if pivots is None else np.asarray(pivots, dtype=np.int64)
         self.inverse_d = 1.0 / self.d
         r = factor.shape[1]
-        C = np.eye(r)
-        for start in range(0, factor.shape[0], CHUNK_ROWS):  # Fᵀ D⁻¹ F in float64, a block of rows at a time
-            block = factor[start:start + CHUNK_ROWS].astype(np.float64, copy=False)
-            C += interruptible(np.matmul, block.T, block * self.inverse_d[start:start + CHUNK_ROWS, None],
-                               flops=2.0 * block.shape[0] * r * r)
+        C = factor_gram(factor, self.inverse_d)  # Fᵀ D⁻¹ F in float64
+        C[np.diag_indices(r)] += 1.0
         # LAPACK's layout: cho_solve copies no r × r
         self.L = cholesky_factor(C) if r else C
         self.logdet = float(np.log(self.d).sum() + 2.0 * np.log(np.diag(self.L)).sum())
