@@ -246,13 +246,16 @@ def test_cross_kernel_product_checks_shapes_at_the_boundary(rng):
 @pytest.mark.parametrize("n, r, b", [(1, 1, 1), (255, 63, 2), (257, 65, 5), (1000, 130, 17), (600, 8, 1)])
 def test_tall_factor_products_equal_numpy(dtype, n, r, b, rng):
     """F C, Fᵀ V and Fᵀ diag(d) F by the core (row blocks of 256, panels of 64 columns: sizes either side of both)
-    equal NumPy's float64 products to rounding, for a float32 F too (converted, not multiplied in float32)."""
+    equal NumPy's float64 products to rounding, for a float32 F too (converted, not multiplied in float32), and so
+    do the products by NumPy that callers without ``team`` get."""
     F = rng.standard_normal((n, r)).astype(dtype)
     C, V, d = rng.standard_normal((r, b)), rng.standard_normal((n, b)), rng.uniform(0.5, 2.0, n)
     F64 = F.astype(np.float64)
-    for got, expected in ((low_rank.factor_product(F, C), F64 @ C), (low_rank.factor_t_product(F, V), F64.T @ V),
-                          (low_rank.factor_t_product(F, V[:, 0]), F64.T @ V[:, 0]),
-                          (low_rank.factor_gram(F, d), F64.T @ (F64 * d[:, None]))):
+    for got, expected in ((low_rank.factor_product(F, C, team=True), F64 @ C),
+                          (low_rank.factor_t_product(F, V, team=True), F64.T @ V),
+                          (low_rank.factor_t_product(F, V[:, 0], team=True), F64.T @ V[:, 0]),
+                          (low_rank.factor_gram(F, d), F64.T @ (F64 * d[:, None])),
+                          (low_rank.factor_product(F, C), F64 @ C), (low_rank.factor_t_product(F, V), F64.T @ V)):
         assert got.shape == expected.shape and got.dtype == np.float64
         np.testing.assert_allclose(got, expected, rtol=0, atol=1e-13 * max(1.0, np.abs(expected).max()) * n)
     gram = low_rank.factor_gram(F, d)
@@ -285,8 +288,9 @@ def test_tall_factor_product_of_leading_columns(rng):
 
     F, C = rng.standard_normal((700, 50)), rng.standard_normal((20, 3))
     expected = F[:, :20] @ C
-    np.testing.assert_allclose(low_rank.factor_product(F, C, columns=20), expected, rtol=0, atol=1e-12)
-    np.testing.assert_allclose(low_rank.factor_product(F[:, :20], C), expected, rtol=0, atol=1e-12)  # a strided F
+    np.testing.assert_allclose(low_rank.factor_product(F, C, columns=20, team=True), expected, rtol=0, atol=1e-12)
+    np.testing.assert_allclose(low_rank.factor_product(F, C, columns=20), expected, rtol=0, atol=1e-12)  # NumPy's
+    np.testing.assert_allclose(low_rank.factor_product(F[:, :20], C, team=True), expected, rtol=0, atol=1e-12)
     with pytest.raises(ValueError, match="20 rows"):
         low_rank.factor_product(F, rng.standard_normal((21, 3)), columns=20)
     with pytest.raises(ValueError, match="50 rows"):

@@ -42,7 +42,7 @@ from ..kernels import Kernel
 from ..kernels.precomputed import MatrixColumns
 from .krylov.eigenvalues import check_psd_eigenvalues, column_signs
 from .dense.eigh import symmetric_eigh
-from .dense.threads import interruptible, small_algebra_threads
+from .dense.threads import blas_threads, interruptible, small_algebra_threads
 from .dense.subnormals import flush_subnormals
 from .rows import as_rows
 
@@ -154,8 +154,11 @@ def rpcholesky(X: np.ndarray | ColumnSource, rank: int, kernel: Kernel | None, *
     residual_buf = columns_buf if source.dtype == np.float64 else np.empty(n * width)
     update_buf = np.empty(n * width)
     with small_algebra_threads(2.0 * n * rank * width):  # the largest product: F F[S]ᵀ
+        # where BLAS runs on one thread (this rule's, or a solver's context beside the passes), the core's team
+        # takes the residual's products
         r, proposals, exhausted, pivots = _rpcholesky_blocks(source, rank, rng, block_size, factor, diag, tiny,
-                                                             columns_buf, residual_buf, update_buf)
+                                                             columns_buf, residual_buf, update_buf,
+                                                             team=blas_threads() == 1)
     piv = np.concatenate(pivots) if pivots else np.empty(0, dtype=np.int64)
     if r < rank:
         factor = factor[:, :r].copy()
@@ -164,7 +167,8 @@ def rpcholesky(X: np.ndarray | ColumnSource, rank: int, kernel: Kernel | None, *
 
 def _rpcholesky_blocks(source: ColumnSource, rank: int, rng: np.random.RandomState, block_size: int,
                        factor: np.ndarray, diag: np.ndarray, tiny: float, columns_buf: np.ndarray,
-                       residual_buf: np.ndarray, update_buf: np.ndarray) -> tuple[int, int, bool, list[np.ndarray]]:
+                       residual_buf: np.ndarray, update_buf: np.ndarray,
+                       team: bool = False) -> tuple[int, int, bool, list[np.ndarray]]:
     """RPCholesky's blocks (see :func:`rpcholesky`): fills ``factor`` and updates ``diag`` in place; returns
     (rank reached, proposals made, whether the residual vanished, the accepted pivots of each block)."""
     n = source.n
@@ -185,7 +189,8 @@ def _rpcholesky_blocks(source: ColumnSource, rank: int, rng: np.random.RandomSta
         if residual_buf is not columns_buf:
             G[...] = columns
         if r:  # the residual columns: K(X, X_S) − F F[S]ᵀ
-            G -= factor_product(factor, factor[S, :r].T.astype(np.float64), update_buf[:n * b].reshape(n, b), columns=r)
+            G -= factor_product(factor, factor[S, :r].T.astype(np.float64), update_buf[:n * b].reshape(n, b), columns=r,
+                                team=team)
         keep, L = _accept(G[S], diag[S], u, tiny)
         if not keep:
             idle_blocks += 1
@@ -218,9 +223,12 @@ CHUNK_ROWS = 4096
 
 
 def _on_the_team(F: np.ndarray, other: np.ndarray) -> bool:
-    """Whether the core multiplies the tall factor F with ``other`` (the native products of
+    """Whether the core can multiply the tall factor F with ``other`` (the native products of
     cpp/include/fastkpca/tall_products.hpp: on the core's OpenMP team, beside its kernel passes, and the same bits on
-    any number of threads): a row-major float32 or float64 F, and a float64 other operand."""
+    any number of threads): a row-major float32 or float64 F, and a float64 other operand. The callers ask for it
+    (``team``) where BLAS runs on one thread beside the passes (the Gaussian processes' iterative solvers) and the
+    products are blocks of a few columns or more: BLAS's own is faster for a single vector (Fᵀv: 1.4 ms against
+    1.8 at 8,000 × 500, one thread) and for FᵀF (its syrk: half the flops)."""
     return (F.ndim == 2 and F.flags.c_contiguous and F.dtype in (np.float32, np.float64) and other.dtype == np.float64
             and other.ndim in (1, 2))
 
@@ -230,12 +238,13 @@ def _team_threads(flops: float) -> int:
     return _threads.pass_threads(0, flops * _threads.FLOP_SECONDS)
 
 
-def factor_t_product(F: np.ndarray, V: np.ndarray, *, float32_products: bool = False) -> np.ndarray:
-    """Fᵀ V in float64 for an n × r factor F: by the core on its team (:func:`_on_the_team`); else a float32 F a
-    block of rows at a time (a float64 copy of all of it would be n × r × 8 bytes), each block converted to float64,
-    or with ``float32_products`` multiplied in float32 against V rounded to float32 (no conversion of the blocks,
-    and float32 arithmetic; the blocks' sums still in float64)."""
-    if not (float32_products and F.dtype != np.float64) and _on_the_team(F, V):
+def factor_t_product(F: np.ndarray, V: np.ndarray, *, float32_products: bool = False,
+                     team: bool = False) -> np.ndarray:
+    """Fᵀ V in float64 for an n × r factor F: with ``team``, by the core on its team (:func:`_on_the_team`); else by
+    NumPy, a float32 F a block of rows at a time (a float64 copy of all of it would be n × r × 8 bytes), each block
+    converted to float64, or with ``float32_products`` multiplied in float32 against V rounded to float32 (no
+    conversion of the blocks, and float32 arithmetic; the blocks' sums still in float64)."""
+    if team and not (float32_products and F.dtype != np.float64) and _on_the_team(F, V):
         block = np.ascontiguousarray(V.reshape(V.shape[0], -1))
         out = np.empty((F.shape[1], block.shape[1]))
         _native.core.factor_t_product_into(F, block, out, _team_threads(2.0 * F.size * block.shape[1]))
@@ -251,16 +260,18 @@ def factor_t_product(F: np.ndarray, V: np.ndarray, *, float32_products: bool = F
 
 
 def factor_product(F: np.ndarray, C: np.ndarray, out: np.ndarray | None = None, *,
-                   columns: int | None = None) -> np.ndarray:
+                   columns: int | None = None, team: bool = False) -> np.ndarray:
     """F C in float64 (into ``out`` when given), or F's first ``columns`` columns times C (RPCholesky's factor
-    while it grows): by the core on its team (:func:`_on_the_team`); else a float32 F converted a block of rows at a
-    time."""
+    while it grows): with ``team``, by the core on its team (:func:`_on_the_team`); else by NumPy, a float32 F
+    converted a block of rows at a time."""
     used = F.shape[1] if columns is None else columns
     if C.shape[0] != used or used > F.shape[1]:
         raise ValueError(f"C must have {used} rows (F's columns used, of {F.shape[1]}), got {C.shape[0]}")
-    if columns is not None and not _on_the_team(F, C):
+    native = team and _on_the_team(F, C) and C.ndim == 2 and (out is None or (out.flags.c_contiguous
+                                                                               and out.dtype == np.float64))
+    if columns is not None and not native:
         return factor_product(F[:, :columns], C, out)
-    if _on_the_team(F, C) and C.ndim == 2 and (out is None or (out.flags.c_contiguous and out.dtype == np.float64)):
+    if native:
         result = np.empty((F.shape[0], C.shape[1])) if out is None else out
         _native.core.factor_product_into(F, np.ascontiguousarray(C), result,
                                          _team_threads(2.0 * F.shape[0] * C.shape[0] * C.shape[1]))

@@ -72,11 +72,11 @@ class NystromDiagonalPreconditioner:
 
     def _ft(self, V: np.ndarray) -> np.ndarray:
         """Fᵀ V in float64."""
-        return factor_t_product(self.F, V)
+        return factor_t_product(self.F, V, team=True)
 
     def _f(self, C: np.ndarray) -> np.ndarray:
         """F C in float64."""
-        return factor_product(self.F, C)
+        return factor_product(self.F, C, team=True)
 
     def _small_solve(self, B: np.ndarray) -> np.ndarray:
         from scipy.linalg import cho_solve
