@@ -978,3 +978,22 @@ def test_a_fits_own_evaluations_are_not_refined():
     assert model.solver_info_["probes"] == 16
     assert isinstance(model.solver_info_["standard_error"], float) and model.solver_info_["standard_error"] > 0
     assert not hasattr(model, "log_marginal_likelihood_info_")
+
+
+def test_the_preconditioner_products_run_on_the_fits_threads(monkeypatch):
+    """The products with the preconditioner's factor run on the core's team with the fit's n_jobs: every call of
+    the native products gets n_jobs=1's one thread (a thread count of 0 would be the whole default team)."""
+    from fastkpca import _native
+
+    seen = []
+    for name in ("factor_product_into", "factor_t_product_into", "factor_gram_into"):
+        native = getattr(_native.core, name)
+
+        def recording(*args, native=native):
+            seen.append(args[-1])
+            return native(*args)
+
+        monkeypatch.setattr(_native.core, name, recording)
+    X, y, _ = split(1500)
+    GaussianProcessRegressor(KERNELS[0], optimizer=None, solver="cg", n_jobs=1, random_state=0).fit(X, y)
+    assert seen and set(seen) == {1}, seen

@@ -172,3 +172,34 @@ def test_native_kernels_carry_gamma_as_their_hyperparameter():
     with pytest.raises(ValueError, match="has 1 hyperparameter"):
         rbf.with_theta([1.0, 2.0])
     assert kernels.make(rbf, n_features=99) is rbf  # a kernel object of fastkpca's own is used as it is
+
+
+def test_a_gaussian_process_refuses_a_kind_without_gradients_by_name():
+    """A kind registered for scikit-learn kernel objects that is a plain Kernel (no hyperparameters or gradient
+    traces: kernels.DifferentiableKernel) is refused by the Gaussian processes with a TypeError naming what they
+    need, not an AttributeError from inside a solver."""
+    from sklearn.gaussian_process.kernels import RBF
+
+    class PlainRBF(RBF):
+        pass
+
+    class PlainKind(kernels.Kernel):
+        def __init__(self, spec, threads=0):
+            super().__init__(threads)
+            self.spec = spec
+
+        def cross(self, X, Y=None, out=None):
+            return self._into(self.spec(X) if Y is None else self.spec(X, Y), out)
+
+    def plain(spec):
+        return isinstance(spec, PlainRBF)
+
+    kernels.register(plain, lambda spec, **parameters: PlainKind(spec))
+    try:
+        X, y = data(60), np.arange(60) % 2
+        for model in (fastkpca.GaussianProcessRegressor(PlainRBF()), fastkpca.GaussianProcessClassifier(PlainRBF())):
+            with pytest.raises(TypeError, match="DifferentiableKernel.*PlainKind"):
+                model.fit(X, y.astype(float) if isinstance(model, fastkpca.GaussianProcessRegressor) else y)
+        fastkpca.KernelPCA(2, kernel=PlainRBF()).fit(X)  # any other estimator takes the kind
+    finally:
+        kernels.unregister(plain)

@@ -8,7 +8,8 @@
 //   Fᵀ D F    (r × r): each panel gives its columns, Σ_B F_Bᵀ (D_B F_B,J), D = diag(d).
 //
 // Every entry of a result is summed by one thread over the row blocks in their order, so the result is the same bit
-// for bit on any number of threads, and no thread holds more than a block and a panel. Each block's product is one
+// for bit on any number of threads. Each thread holds a converted block of a float32 F (kTallBlockRows rows of the
+// columns it reads) and, for Fᵀ D F, its panel's r × kTallPanel sums. Each block's product is one
 // of Eigen's single-threaded GEMMs in float64 (a float32 F's block converted first).
 #pragma once
 

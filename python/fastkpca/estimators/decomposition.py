@@ -248,7 +248,8 @@ object, default="linear"
 
             self._centerer = KernelCenterer._from_means(fit.attributes["K_fit_rows_"], fit.attributes["K_fit_all_"])
         if pre_image is not None:
-            self._fit_inverse_transform(*fit.pre_image_pairs(self.transform), pre_image)
+            scores, X_fit = fit.pre_image_pairs(self.transform)
+            self._fit_inverse_transform(scores, v.as_float_array(self._engine.gather(X_fit, "X"), "X"), pre_image)
         return self
 
     def _fit_inverse_transform(self, X_transformed, X, kernel):

@@ -310,7 +310,8 @@ class GaussianProcessRegressor(EngineFitted, MultiOutputMixin, RegressorMixin, B
                 raise ValueError("alpha must be a scalar or an array with same number of entries as y. "
                                  f"({self.alpha.shape[0]} != {n})")
             self.alpha = self.alpha[0]  # scikit-learn's behaviour
-        self._kernel = samples.bind(kernels.make(self.kernel_, n_features=0, n_jobs=self.n_jobs))
+        kernel = samples.bind(kernels.make(self.kernel_, n_features=0, n_jobs=self.n_jobs))
+        self._kernel = kernels.differentiable(kernel, "GaussianProcessRegressor")
         self.X_train_ = samples.fitted(copy=self.copy_X_train)
         self._samples, self._engine = samples.over(self.X_train_), samples.engine
         self.y_train_ = np.copy(y) if self.copy_X_train else y

@@ -102,7 +102,7 @@ class _BinaryLaplaceClassifier(ClassifierMixin, BaseEstimator):
         # more than the pass, most of an evaluation (check_estimator's fits)
         threads = 1 if self.n_jobs is None and len(self.y_train_) < SMALL_PROBLEM else self.n_jobs
         kernel = kernels.make(self.kernel_, n_features=0, n_jobs=threads)
-        kernel = kernel.for_samples(self.X_train_)
+        kernel = kernels.differentiable(kernel.for_samples(self.X_train_), "GaussianProcessClassifier")
         self._kernel, self._labels = kernel, self.y_train_.astype(np.float64)
         self._solver, self._choice = gp.make_laplace_solver(
             self.solver, self.X_train_, self._labels, gp.LaplaceSettings(probes=self.n_probes,

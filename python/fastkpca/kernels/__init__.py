@@ -7,13 +7,13 @@ pairwise_kernels interface and the centering algebra of feature space. It import
 from .centering import KernelCentering, double_center, double_center_distances
 from .differentiable import DifferentiableKernel
 from .kernel import CrossProduct, Kernel, KernelColumns
-from .kinds import (AFFINITY_NAMES, GRAPHS, KERNEL_NAMES, constraint, gamma_of, make, make_affinity, register,
-                    takes_matrix, takes_vectors, unregister)
+from .kinds import (AFFINITY_NAMES, GRAPHS, KERNEL_NAMES, constraint, differentiable, gamma_of, make, make_affinity,
+                    register, takes_matrix, takes_vectors, unregister)
 from .native import NativeKernel
 from .pairwise import fitted_pairwise_kernels, gram, pairwise_kernels
 
 __all__ = ["gram", "pairwise_kernels", "fitted_pairwise_kernels", "double_center", "double_center_distances",
            "KernelCentering", "Kernel", "DifferentiableKernel",
            "KernelColumns", "CrossProduct", "NativeKernel", "make", "make_affinity", "register", "unregister",
-           "constraint", "takes_matrix", "takes_vectors", "gamma_of",
+           "constraint", "takes_matrix", "takes_vectors", "gamma_of", "differentiable",
            "KERNEL_NAMES", "AFFINITY_NAMES", "GRAPHS"]

@@ -15,8 +15,11 @@ from __future__ import annotations
 
 from typing import Any, Callable
 
+import numpy as np
+
 from .. import _validation as v
 from . import registry
+from .differentiable import DifferentiableKernel
 from .gaussian_process import GaussianProcessKernel, terms_of
 from .graphs import AffinityFunction, NeighborsGraph
 from .kernel import Kernel
@@ -25,7 +28,7 @@ from .precomputed import PrecomputedAffinity, PrecomputedKernel
 from .python_kernels import GramFunctionKernel, PairwiseKernel, ScikitLearnKernel, is_sklearn_kernel
 
 __all__ = ["make", "make_affinity", "register", "unregister", "constraint", "takes_matrix", "takes_vectors", "gamma_of",
-           "GRAPHS", "KERNEL_NAMES", "AFFINITY_NAMES"]
+           "differentiable", "GRAPHS", "KERNEL_NAMES", "AFFINITY_NAMES"]
 
 #: Affinities that are graphs of the samples rather than kernels (spectral estimators only).
 GRAPHS = ("nearest_neighbors", "precomputed_nearest_neighbors")
@@ -150,8 +153,22 @@ def takes_matrix(spec) -> bool:
 
 
 def gamma_of(kernel: Kernel) -> float | None:
-    """The scale ``gamma`` of a native kernel whose kind has one (what KernelRidgeCV searches), else None."""
-    return float(kernel.gamma) if isinstance(kernel, NativeKernel) and kernel.hyperparameters else None
+    """The scale ``gamma`` of a kernel whose kind has one among its hyperparameters (what KernelRidgeCV searches: a
+    native kernel's, or a registered kind's that names one), else None."""
+    if isinstance(kernel, NativeKernel):
+        return float(kernel.gamma) if kernel.hyperparameters else None
+    names = tuple(getattr(kernel, "hyperparameters", ()))
+    return float(np.exp(np.asarray(kernel.theta)[names.index("gamma")])) if "gamma" in names else None  # type: ignore[attr-defined]
+
+
+def differentiable(kernel: Kernel, what: str) -> DifferentiableKernel:
+    """``kernel`` as the Gaussian processes take it, a kernel with hyperparameters and gradients, or TypeError
+    naming its kind (a kind registered for scikit-learn's kernel objects that does not extend DifferentiableKernel).
+    """
+    if not isinstance(kernel, DifferentiableKernel):
+        raise TypeError(f"{what} needs a kernel with hyperparameters and their gradients (a subclass of "
+                        f"fastkpca.kernels.DifferentiableKernel); {kernel.label} is a {type(kernel).__name__}")
+    return kernel
 
 
 def takes_vectors(spec, *, callable_of_sets: bool = False) -> bool:

@@ -17,6 +17,7 @@ from typing import TYPE_CHECKING, Any, Callable, Protocol
 import numpy as np
 
 if TYPE_CHECKING:
+    from ..kernels.differentiable import DifferentiableKernel
     from ..kernels.kernel import Kernel
     from .operator import KernelOperator
 
@@ -99,9 +100,9 @@ class SolverSamples(Protocol):
                       promote: bool = False, out_dtype: Any = None, memory_limit: int | None = None) -> Any:
         """The fitted row map ``x ↦ correction(K(x, X)·V)`` (see kernels.CrossProduct)."""
 
-    def gradient_traces(self, kernel: Kernel, A: np.ndarray, B: np.ndarray) -> np.ndarray:
+    def gradient_traces(self, kernel: DifferentiableKernel, A: np.ndarray, B: np.ndarray) -> np.ndarray:
         """The kernel's tr(W ∂K/∂θ_j) for W = ½(A Bᵀ + B Aᵀ) (A, B: n × m here), by passes over the pairs of
-        rows where the samples are (kernels.Kernel.gradient_traces_low_rank, traces_from)."""
+        rows where the samples are (kernels.DifferentiableKernel.gradient_traces_low_rank, traces_from)."""
 
     def fitted(self, copy: bool = False) -> Any:
         """What the estimator keeps as ``X_fit_`` (``copy``: a copy where the samples are in this process's

@@ -103,7 +103,7 @@ class LowRankFactor:
 
 
 def rpcholesky(X: np.ndarray | ColumnSource, rank: int, kernel: Kernel | None, *, random_state: Any = None,
-               block_size: int = RPCHOLESKY_BLOCK, dtype: DTypeLike = np.float64) -> LowRankFactor:
+               block_size: int = RPCHOLESKY_BLOCK, dtype: DTypeLike = np.float64, threads: int = 0) -> LowRankFactor:
     """Randomly pivoted Cholesky factor of the kernel matrix of X, of rank ``rank`` (fewer if exhausted).
 
     Parameters
@@ -158,7 +158,7 @@ def rpcholesky(X: np.ndarray | ColumnSource, rank: int, kernel: Kernel | None, *
         # takes the residual's products
         r, proposals, exhausted, pivots = _rpcholesky_blocks(source, rank, rng, block_size, factor, diag, tiny,
                                                              columns_buf, residual_buf, update_buf,
-                                                             team=blas_threads() == 1)
+                                                             team=blas_threads() == 1, threads=threads)
     piv = np.concatenate(pivots) if pivots else np.empty(0, dtype=np.int64)
     if r < rank:
         factor = factor[:, :r].copy()
@@ -168,7 +168,7 @@ def rpcholesky(X: np.ndarray | ColumnSource, rank: int, kernel: Kernel | None, *
 def _rpcholesky_blocks(source: ColumnSource, rank: int, rng: np.random.RandomState, block_size: int,
                        factor: np.ndarray, diag: np.ndarray, tiny: float, columns_buf: np.ndarray,
                        residual_buf: np.ndarray, update_buf: np.ndarray,
-                       team: bool = False) -> tuple[int, int, bool, list[np.ndarray]]:
+                       team: bool = False, threads: int = 0) -> tuple[int, int, bool, list[np.ndarray]]:
     """RPCholesky's blocks (see :func:`rpcholesky`): fills ``factor`` and updates ``diag`` in place; returns
     (rank reached, proposals made, whether the residual vanished, the accepted pivots of each block)."""
     n = source.n
@@ -190,7 +190,7 @@ def _rpcholesky_blocks(source: ColumnSource, rank: int, rng: np.random.RandomSta
             G[...] = columns
         if r:  # the residual columns: K(X, X_S) − F F[S]ᵀ
             G -= factor_product(factor, factor[S, :r].T.astype(np.float64), update_buf[:n * b].reshape(n, b), columns=r,
-                                team=team)
+                                team=team, threads=threads)
         keep, L = _accept(G[S], diag[S], u, tiny)
         if not keep:
             idle_blocks += 1
@@ -233,13 +233,14 @@ def _on_the_team(F: np.ndarray, other: np.ndarray) -> bool:
             and other.ndim in (1, 2))
 
 
-def _team_threads(flops: float) -> int:
-    """The native products' threads: the default team, or one thread where the work does not pay for waking it."""
-    return _threads.pass_threads(0, flops * _threads.FLOP_SECONDS)
+def _team_threads(threads: int, flops: float) -> int:
+    """The native products' threads: ``threads`` (the fit's ``n_jobs``; 0: the default team, or one thread where
+    the work does not pay for waking it)."""
+    return _threads.pass_threads(threads, flops * _threads.FLOP_SECONDS)
 
 
-def factor_t_product(F: np.ndarray, V: np.ndarray, *, float32_products: bool = False,
-                     team: bool = False) -> np.ndarray:
+def factor_t_product(F: np.ndarray, V: np.ndarray, *, float32_products: bool = False, team: bool = False,
+                     threads: int = 0) -> np.ndarray:
     """Fᵀ V in float64 for an n × r factor F: with ``team``, by the core on its team (:func:`_on_the_team`); else by
     NumPy, a float32 F a block of rows at a time (a float64 copy of all of it would be n × r × 8 bytes), each block
     converted to float64, or with ``float32_products`` multiplied in float32 against V rounded to float32 (no
@@ -247,7 +248,7 @@ def factor_t_product(F: np.ndarray, V: np.ndarray, *, float32_products: bool = F
     if team and not (float32_products and F.dtype != np.float64) and _on_the_team(F, V):
         block = np.ascontiguousarray(V.reshape(V.shape[0], -1))
         out = np.empty((F.shape[1], block.shape[1]))
-        _native.core.factor_t_product_into(F, block, out, _team_threads(2.0 * F.size * block.shape[1]))
+        _native.core.factor_t_product_into(F, block, out, _team_threads(threads, 2.0 * F.size * block.shape[1]))
         return out if V.ndim == 2 else out[:, 0]
     if F.dtype == np.float64:
         return F.T @ V
@@ -260,7 +261,7 @@ def factor_t_product(F: np.ndarray, V: np.ndarray, *, float32_products: bool = F
 
 
 def factor_product(F: np.ndarray, C: np.ndarray, out: np.ndarray | None = None, *,
-                   columns: int | None = None, team: bool = False) -> np.ndarray:
+                   columns: int | None = None, team: bool = False, threads: int = 0) -> np.ndarray:
     """F C in float64 (into ``out`` when given), or F's first ``columns`` columns times C (RPCholesky's factor
     while it grows): with ``team``, by the core on its team (:func:`_on_the_team`); else by NumPy, a float32 F
     converted a block of rows at a time."""
@@ -274,7 +275,7 @@ def factor_product(F: np.ndarray, C: np.ndarray, out: np.ndarray | None = None, 
     if native:
         result = np.empty((F.shape[0], C.shape[1])) if out is None else out
         _native.core.factor_product_into(F, np.ascontiguousarray(C), result,
-                                         _team_threads(2.0 * F.shape[0] * C.shape[0] * C.shape[1]))
+                                         _team_threads(threads, 2.0 * F.shape[0] * C.shape[0] * C.shape[1]))
         return result
     if F.dtype == np.float64:
         return np.matmul(F, C, out=out)
@@ -284,14 +285,17 @@ def factor_product(F: np.ndarray, C: np.ndarray, out: np.ndarray | None = None, 
     return out
 
 
-def factor_gram(F: np.ndarray, d: np.ndarray) -> np.ndarray:
+def factor_gram(F: np.ndarray, d: np.ndarray, threads: int = 0) -> np.ndarray:
     """Fᵀ diag(d) F in float64 (r × r, exactly symmetric) for an n × r factor F: by the core on its team
-    (:func:`_on_the_team`); else a block of rows at a time, each converted to float64."""
+    (:func:`_on_the_team`, ``threads`` as :func:`_team_threads`); else a block of rows at a time, each converted to
+    float64."""
     d = np.ascontiguousarray(d, dtype=np.float64)
+    if d.shape != (F.shape[0],):
+        raise ValueError(f"d must have one entry per row of F ({F.shape[0]}), got shape {d.shape}")
     r = F.shape[1]
     out = np.empty((r, r))
     if _on_the_team(F, d):
-        _native.core.factor_gram_into(F, d, out, _team_threads(float(F.size) * r))
+        _native.core.factor_gram_into(F, d, out, _team_threads(threads, float(F.size) * r))
         return out
     out[...] = 0.0
     for s in range(0, F.shape[0], CHUNK_ROWS):
@@ -347,7 +351,7 @@ def select_landmarks(X: np.ndarray | SolverSamples | ArrayRows, m: int, method: 
     X = as_rows(X)
     # The rows searched, here, in the samples' format (sparse rows stay sparse for a native kernel).
     Xs = kernel.check_samples(X.rows(np.arange(n) if subset is None else subset), "X")
-    fac = rpcholesky(Xs, m, kernel, random_state=rng)
+    fac = rpcholesky(Xs, m, kernel, random_state=rng, threads=kernel.threads)
     chosen = fac.pivots if subset is None else subset[fac.pivots]
     filled = m - chosen.shape[0]
     if filled:

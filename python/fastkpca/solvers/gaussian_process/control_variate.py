@@ -108,7 +108,7 @@ def control_variate_traces(kernel: DifferentiableKernel, samples: SolverSamples,
     del FS
     inverse_C = (flush_subnormals(interruptible(cho_solve, (pre.L, True), np.eye(r), check_finite=False,
                                                 flops=2 * r**3 / 3)) if r else np.zeros((0, 0)))
-    Omega_F = factor_t_product(pre.F, Omega)  # Fᵀ Ω, r × p
+    Omega_F = factor_t_product(pre.F, Omega, team=True, threads=pre.threads)  # Fᵀ Ω, r × p
     omega_weights = inverse_FS.T @ Omega_F  # W Ω
     pivots_X = samples.rows(pre.pivots)
     traces, FT = samples.reduce(_chunk_terms, kernel, pivots_X, inverse_C, inverse_FS, omega_weights, p,

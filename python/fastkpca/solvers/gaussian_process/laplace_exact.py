@@ -67,7 +67,8 @@ class _CholeskyNewton:
     def prepare(self, W_sr: np.ndarray) -> None:
         self.W_sr, self.L = W_sr, None
         if self.nystrom is not None:
-            self.pre = step_preconditioner(W_sr, *self.nystrom)
+            F, d = self.nystrom
+            self.pre = step_preconditioner(W_sr, F, d, threads=self.threads)
 
     def factored(self) -> np.ndarray:
         """The Cholesky factor of B for the W prepared (potrf in place in the buffer, once per W)."""
@@ -164,7 +165,7 @@ class ExactLaplace(ExactOptimisation):
             return _CholeskyNewton(K, buffer, threads)
         from ..low_rank import rpcholesky
 
-        low_rank = rpcholesky(K, min(NYSTROM_RANK, n), None, random_state=0)
+        low_rank = rpcholesky(K, min(NYSTROM_RANK, n), None, random_state=0, threads=threads)
         F = low_rank.factor
         diagonal = np.diag(K)
         d = np.maximum(diagonal - np.einsum("ij,ij->i", F, F), 0.0)

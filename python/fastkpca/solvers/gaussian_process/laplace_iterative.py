@@ -133,8 +133,8 @@ class _IterativeNewton:
     """laplace.NewtonSystem by products with the kernel (the module's documentation)."""
 
     def __init__(self, matmat: Callable[[np.ndarray], np.ndarray], F: np.ndarray, d: np.ndarray,
-                 owner: IterativeLaplace) -> None:
-        self.matmat, self.F, self.d, self.owner = matmat, F, d, owner
+                 owner: IterativeLaplace, threads: int = 0) -> None:
+        self.matmat, self.F, self.d, self.owner, self.threads = matmat, F, d, owner, threads
         self.S = np.zeros(F.shape[0])
         self.pre: NystromDiagonalPreconditioner | None = None
         self.probes: tuple | None = None
@@ -155,7 +155,7 @@ class _IterativeNewton:
     def prepare(self, W_sr: np.ndarray) -> None:
         self.S = np.asarray(W_sr, dtype=np.float64)
         self.pre = self.probes = None  # the last step's S F goes before the next is made
-        self.pre = step_preconditioner(self.S, self.F, self.d)
+        self.pre = step_preconditioner(self.S, self.F, self.d, self.threads)
 
     def newton_update(self, W_sr: np.ndarray, b: np.ndarray, current: tuple | None) -> tuple:
         """(a, K a) with (I + W K) a = b by CG on B (newton_cg.py), from ``current`` = (a₀, K a₀), else from
@@ -318,7 +318,8 @@ class IterativeLaplace(PlannedMemory):
     def _system(self, op: KernelOperator, F: np.ndarray, d: np.ndarray) -> _IterativeNewton:
         """Newton's system over the kernel operator ``op`` (held by the caller) and the factor (F, d)."""
         native, threads = op.native, op.threads
-        return _IterativeNewton(lambda V: native.matmat(np.asfortranarray(V, dtype=np.float64), threads), F, d, self)
+        return _IterativeNewton(lambda V: native.matmat(np.asfortranarray(V, dtype=np.float64), threads), F, d, self,
+                                threads)
 
     @on_one_blas_thread
     def evaluate(self, kernel: DifferentiableKernel, start: tuple, max_iter: int,
@@ -357,7 +358,7 @@ class IterativeLaplace(PlannedMemory):
         pre_K = None
         if F.shape[1] and kernel.cross_gradients:
             noise = 1.0 / np.maximum(S**2, _SMALLEST_W)
-            pre_K = NystromDiagonalPreconditioner(F, d + noise, self.pivots)
+            pre_K = NystromDiagonalPreconditioner(F, d + noise, self.pivots, kernel.threads)
         gradients = [self._gradient(kernel, mode, pre_K, u, residual, U[:, probes], PZ[:, probes])
                      for probes, u in parts]
         gradient = gradients[0]

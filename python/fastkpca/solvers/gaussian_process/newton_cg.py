@@ -74,9 +74,10 @@ def sufficient_rank(F: np.ndarray, d: np.ndarray) -> int:
     return r
 
 
-def step_preconditioner(W_sr: np.ndarray, F: np.ndarray, d: np.ndarray) -> NystromDiagonalPreconditioner:
-    """P = I + S K̃ S = (S F)(S F)ᵀ + diag(1 + W d) for this W, K̃ = F Fᵀ + diag(d)."""
-    return NystromDiagonalPreconditioner(W_sr[:, None] * F, 1.0 + W_sr**2 * d)
+def step_preconditioner(W_sr: np.ndarray, F: np.ndarray, d: np.ndarray,
+                        threads: int = 0) -> NystromDiagonalPreconditioner:
+    """P = I + S K̃ S = (S F)(S F)ᵀ + diag(1 + W d) for this W, K̃ = F Fᵀ + diag(d) (``threads``: its products')."""
+    return NystromDiagonalPreconditioner(W_sr[:, None] * F, 1.0 + W_sr**2 * d, threads=threads)
 
 
 def newton_cg_update(kernel_times: Callable[[np.ndarray], np.ndarray], W_sr: np.ndarray, b: np.ndarray,

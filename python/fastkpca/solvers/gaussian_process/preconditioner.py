@@ -51,12 +51,13 @@ class NystromDiagonalPreconditioner:
         control_variate.py, holds them fixed).
     """
 
-    def __init__(self, factor: np.ndarray, diagonal: np.ndarray, pivots: np.ndarray | None = None) -> None:
-        self.F, self.d = factor, np.asarray(diagonal, dtype=np.float64)
+    def __init__(self, factor: np.ndarray, diagonal: np.ndarray, pivots: np.ndarray | None = None,
+                 threads: int = 0) -> None:
+        self.F, self.d, self.threads = factor, np.asarray(diagonal, dtype=np.float64), threads
         self.pivots = np.zeros(0, dtype=np.int64) if pivots is None else np.asarray(pivots, dtype=np.int64)
         self.inverse_d = 1.0 / self.d
         r = factor.shape[1]
-        C = factor_gram(factor, self.inverse_d)  # Fᵀ D⁻¹ F in float64
+        C = factor_gram(factor, self.inverse_d, threads)  # Fᵀ D⁻¹ F in float64
         C[np.diag_indices(r)] += 1.0
         # LAPACK's layout: cho_solve copies no r × r
         self.L = cholesky_factor(C) if r else C
@@ -72,11 +73,11 @@ class NystromDiagonalPreconditioner:
 
     def _ft(self, V: np.ndarray) -> np.ndarray:
         """Fᵀ V in float64."""
-        return factor_t_product(self.F, V, team=True)
+        return factor_t_product(self.F, V, team=V.ndim == 2 and V.shape[1] > 1, threads=self.threads)
 
     def _f(self, C: np.ndarray) -> np.ndarray:
         """F C in float64."""
-        return factor_product(self.F, C, team=True)
+        return factor_product(self.F, C, team=C.ndim == 2 and C.shape[1] > 1, threads=self.threads)
 
     def _small_solve(self, B: np.ndarray) -> np.ndarray:
         from scipy.linalg import cho_solve
@@ -180,7 +181,8 @@ def kernel_factor(kernel: DifferentiableKernel, samples: SolverSamples, rank: in
         source: Any = _SignalColumns(samples.columns(kernel), signal)
         F = None if pivots is None or not pivots.size else _on_pivots(source, pivots)
         if F is None:
-            low_rank = rpcholesky(source, min(rank, n), None, random_state=seed, block_size=min(block_size, rank))
+            low_rank = rpcholesky(source, min(rank, n), None, random_state=seed, block_size=min(block_size, rank),
+                                  threads=kernel.threads)
             F, pivots = low_rank.factor, low_rank.pivots
         residual = signal - np.einsum("ij,ij->i", F, F)
         factor = F if dtype == np.float64 else flush_subnormals(F.astype(dtype))
@@ -199,4 +201,4 @@ def build_preconditioner(kernel: DifferentiableKernel, samples: SolverSamples, n
     others, moving the estimate by its error's size."""
     factor, d, pivots = kernel_factor(kernel, samples, rank, seed=seed, dtype=dtype, block_size=block_size,
                                       pivots=pivots)
-    return NystromDiagonalPreconditioner(factor, d + noise, pivots)
+    return NystromDiagonalPreconditioner(factor, d + noise, pivots, kernel.threads)

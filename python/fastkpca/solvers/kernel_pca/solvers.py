@@ -90,8 +90,8 @@ def _exact_fit(samples: SolverSamples, kernel: Kernel, values: np.ndarray, vecto
     transform_map = samples.cross_product(kernel, V, correction, out_dtype=M.dtype, memory_limit=settings.limit)
     X_fit = samples.fitted()
 
-    def pre_image_pairs(transform: Callable[..., Any]) -> tuple[np.ndarray, np.ndarray]:
-        return vectors * np.sqrt(values), v.as_float_array(samples.local().fitted(), "X")
+    def pre_image_pairs(transform: Callable[..., Any]) -> tuple[np.ndarray, Any]:
+        return vectors * np.sqrt(values), X_fit  # the samples as the engine keeps them: the estimator gathers them
 
     attributes = {"K_fit_rows_": centering.column_means, "K_fit_all_": centering.grand_mean}
     return PcaFit(values, vectors, transform_map, X_fit, total_variance, info, attributes, pre_image_pairs)

@@ -253,7 +253,7 @@ def solve_cg(op: KernelOperator, columns: ColumnSource, Y: np.ndarray, alphas: n
         precondition, rank_used = None, 0
         if rank > 0:
             factor = rpcholesky(columns, rank, None, random_state=random_state,
-                                block_size=rpcholesky_block(columns.n), dtype=factor_dtype).factor
+                                block_size=rpcholesky_block(columns.n), dtype=factor_dtype, threads=threads).factor
             if root_w is not None:
                 factor *= root_w[:, None]
             precondition = cg.LowRankPreconditioner(factor, alphas)
