@@ -25,6 +25,11 @@ __all__ = ["DifferentiableKernel"]
 class DifferentiableKernel(Kernel):
     """A kernel with hyperparameters θ (log space) and the traces of its matrix's gradient (see the module).
 
+    Parameters
+    ----------
+    threads : int, default=0
+        Threads of its native evaluation (0: OpenMP's default), as :class:`~fastkpca.kernels.Kernel`'s.
+
     Attributes
     ----------
     cross_gradients : bool
