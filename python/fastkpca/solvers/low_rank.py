@@ -270,13 +270,12 @@ def factor_product(F: np.ndarray, C: np.ndarray, out: np.ndarray | None = None, 
         raise ValueError(f"C must have {used} rows (F's columns used, of {F.shape[1]}), got {C.shape[0]}")
     native = team and _on_the_team(F, C) and C.ndim == 2 and (out is None or (out.flags.c_contiguous
                                                                                and out.dtype == np.float64))
-    if columns is not None and not native:
-        return factor_product(F[:, :columns], C, out)
-    if native:
+    if native:  # the core reads F's first `used` columns in place
         result = np.empty((F.shape[0], C.shape[1])) if out is None else out
         _native.core.factor_product_into(F, np.ascontiguousarray(C), result,
-                                         _team_threads(threads, 2.0 * F.shape[0] * C.shape[0] * C.shape[1]))
+                                         _team_threads(threads, 2.0 * F.shape[0] * used * C.shape[1]))
         return result
+    F = F[:, :used]
     if F.dtype == np.float64:
         return np.matmul(F, C, out=out)
     out = np.empty((F.shape[0], C.shape[1])) if out is None else out
