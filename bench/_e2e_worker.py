@@ -158,10 +158,13 @@ def _estimator(spec: dict):
         stages = {}
 
         def make():
-            return fastkpca.KernelPCA(**kw, **common, n_jobs=spec["threads"],
-                                      callback=lambda stage, info: stages.__setitem__(stage, info))
+            return fastkpca.KernelPCA(**kw, **common, n_jobs=spec["threads"])
 
-        return make, (lambda est, X: est.fit_transform(X)), (lambda est, Xn, X: est.transform(Xn)), stages
+        def fit(est, X):
+            with fastkpca.progress(verbose=0, callback=lambda stage, info: stages.__setitem__(stage, info)):
+                return est.fit_transform(X)
+
+        return make, fit, (lambda est, Xn, X: est.transform(Xn)), stages
     from sklearn.decomposition import KernelPCA
 
     if spec["kernel"] == "laplacian":

@@ -87,8 +87,11 @@ def _problem(name: str, small: bool):
     X = rng.standard_normal((n, 32))
     if name == "kpca":
         return fastkpca.KernelPCA(n_components=10, kernel="rbf", random_state=0), X, None
-    solver = "cholesky" if name == "ridge_dense" else "cg"
-    return fastkpca.KernelRidge(alpha=1e-2, kernel="rbf", solver=solver, random_state=0), X, np.sin(X[:, 0])
+    if name == "ridge_dense":
+        return fastkpca.KernelRidge(alpha=1e-2, kernel="rbf", solver="cholesky"), X, np.sin(X[:, 0])
+    # CG seeded (a commit before the solver objects, for A/B runs: as keywords)
+    cg = dict(solver=fastkpca.CG(random_state=0)) if hasattr(fastkpca, "CG") else dict(solver="cg", random_state=0)
+    return fastkpca.KernelRidge(alpha=1e-2, kernel="rbf", **cg), X, np.sin(X[:, 0])
 
 
 def child(name: str) -> None:

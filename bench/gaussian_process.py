@@ -317,6 +317,7 @@ FIT_FORMS = dict(zip(("rbf", "matern"), CG_FORMS))
 
 def cg_agreement(n: int, probe_counts: list) -> list[dict]:
     """solver="cg" with each probe count against solver="cholesky" (both fastkpca), in this process."""
+    from fastkpca import CG
     from fastkpca import GaussianProcessRegressor as Ours
 
     X, y = data(n)
@@ -324,7 +325,7 @@ def cg_agreement(n: int, probe_counts: list) -> list[dict]:
     for name in CG_FORMS:
         k = forms()[name]
         exact = Ours(k, optimizer=None, normalize_y=True, solver="cholesky").fit(X, y)
-        cgs = {probes: Ours(k, optimizer=None, normalize_y=True, solver="cg", n_probes=probes,
+        cgs = {probes: Ours(k, optimizer=None, normalize_y=True, solver=CG(n_probes=probes),
                             random_state=0).fit(X, y) for probes in probe_counts}
         rng = np.random.default_rng(1)
         for _ in range(3):
@@ -347,7 +348,7 @@ def cg_agreement(n: int, probe_counts: list) -> list[dict]:
 
 
 def child_cg_fit(spec: dict) -> dict:
-    from fastkpca import GaussianProcessRegressor
+    from fastkpca import CG, GaussianProcessRegressor
 
     warnings.simplefilter("ignore")
     X, y = data(spec["n"])
@@ -357,10 +358,9 @@ def child_cg_fit(spec: dict) -> dict:
     if not spec.get("control_variate", True):  # Hutchinson's estimate alone (the settings the estimator makes)
         import functools
 
-        from fastkpca.estimators import gaussian_process as estimator_module
+        from fastkpca.solvers import gaussian_process as gp_solvers
 
-        estimator_module.IterativeSettings = functools.partial(estimator_module.IterativeSettings,
-                                                               control_variate=False)
+        gp_solvers.IterativeSettings = functools.partial(gp_solvers.IterativeSettings, control_variate=False)
     kobj, optimizer, estimator = forms()[spec["form"]], "fmin_l_bfgs_b", GaussianProcessRegressor
     if spec.get("log"):  # the same fit, each evaluation written to the log as it ends
         label = f"{spec['form']} N = {spec['n']:,} {spec['solver']}"
@@ -374,8 +374,9 @@ def child_cg_fit(spec: dict) -> dict:
     C.reset_peak_rss()
     before = C.rss_bytes()
     start = time.perf_counter()
-    est = estimator(kobj, normalize_y=True, solver=spec["solver"], optimizer=optimizer, random_state=0,
-                    memory_limit=spec.get("memory_limit"), n_probes=spec.get("probes", 16)).fit(X, y)
+    solver = CG(n_probes=spec.get("probes", 16)) if spec["solver"] == "cg" else spec["solver"]
+    est = estimator(kobj, normalize_y=True, solver=solver, optimizer=optimizer, random_state=0,
+                    memory_limit=spec.get("memory_limit")).fit(X, y)
     seconds = time.perf_counter() - start
     peak = C.peak_rss_bytes() - before
     mean, std = est.predict(new, return_std=True)
@@ -678,7 +679,7 @@ def child_scale(spec: dict) -> dict:
     exact fit on a random subset, ``subset_start``), L-BFGS-B to convergence; predictions with standard
     deviations; against an exact fit on a random ``reference`` samples (timed apart) and a Nyström GP's mean
     (2,000 uniform landmarks) at the fitted θ; test RMSE against the noiseless function."""
-    from fastkpca import GaussianProcessRegressor
+    from fastkpca import CG, GaussianProcessRegressor
 
     warnings.simplefilter("ignore")
     log_path = spec.get("log")
@@ -702,8 +703,8 @@ def child_scale(spec: dict) -> dict:
     start = time.perf_counter()
     with warnings.catch_warnings(record=True) as caught:  # L-BFGS-B's ConvergenceWarning, if it stops short
         warnings.simplefilter("always")
-        est = _logged(log)(kernel(), normalize_y=True, solver="cg", random_state=0, memory_limit=spec["memory_limit"],
-                           preconditioner_dtype=spec["dtype"]).fit(X, y)
+        est = _logged(log)(kernel(), normalize_y=True, solver=CG(preconditioner_dtype=spec["dtype"]),
+                           random_state=0, memory_limit=spec["memory_limit"]).fit(X, y)
     fit_seconds = time.perf_counter() - start
     stopped = [str(w.message).splitlines()[:2] for w in caught if "failed to converge" in str(w.message)]
     peak = C.peak_rss_bytes() - before

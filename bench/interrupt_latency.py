@@ -75,7 +75,8 @@ def _case(name: str):
     if name == "kernel_ridge_cg":
         def make():
             X, y = _regression(40000)
-            return lambda: fastkpca.KernelRidge(alpha=1e-4, kernel="rbf", gamma=0.1, solver="cg", tol=1e-12).fit(X, y)
+            return lambda: fastkpca.KernelRidge(alpha=1e-4, kernel="rbf", gamma=0.1,
+                                                solver=fastkpca.CG(tol=1e-12)).fit(X, y)
         return "KernelRidge(solver='cg', tol=1e-12).fit, N = 40,000", make
     if name == "svc":
         def make():
@@ -88,7 +89,7 @@ def _case(name: str):
         def make():
             X, y = _regression(3000, 4)
             return lambda: fastkpca.GaussianProcessRegressor(C(1.0) * RBF(np.ones(4)) + WhiteKernel(1e-3),
-                                                             solver="cg", tol=1e-10, n_restarts_optimizer=5,
+                                                             solver=fastkpca.CG(tol=1e-10), n_restarts_optimizer=5,
                                                              random_state=0).fit(X, y)
         return "GaussianProcessRegressor(solver='cg', tol=1e-10, 5 restarts).fit, N = 3,000", make
     exact = _exact_case(name)

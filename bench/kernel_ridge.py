@@ -13,11 +13,11 @@ rbf with γ = 1/d. Targets (issue "Kernel ridge regression"):
   n20k       N = 20,000, alpha = 1 and 1e-3: fastkpca.KernelRidge() (solver="auto") fit >= 10× faster than
              sklearn.kernel_ridge.KernelRidge, predictions within 1e-6 (relative to the largest) of
              scikit-learn's on the training data and on 2,000 new points, peak RSS <= 0.6·N²·8 bytes;
-  n100k      N = 100,000, solver="cg", memory_limit="1GiB", tol=1e-6: relative residual <= 1e-6 (computed
+  n100k      N = 100,000, solver=CG(tol=1e-6), memory_limit="1GiB": relative residual <= 1e-6 (computed
              by the solver with one extra product), peak RSS <= 1 GiB above X, fit <= 10 min;
   precond    N = 20,000: cg iterations with and without the preconditioner (alpha = 1 and 1e-3), and with
              the plain Woodbury form (complement scaled by alpha) against the scaled one;
-  nystrom    N = 1,000,000, solver="nystrom", n_landmarks=2000: fit <= 5 min, <= 2 GiB above X; and its
+  nystrom    N = 1,000,000, solver=Nystrom(n_landmarks=2000): fit <= 5 min, <= 2 GiB above X; and its
              test error against exact kernel ridge at N = 20,000.
   n100k-small-alpha
              (not in the default run: about an hour) N = 100,000, alpha = 1e-3, tol 1e-6, 1 GiB: the default cg
@@ -84,9 +84,13 @@ def child_fit(spec):
 
         model = KernelRidge(alpha=spec["alpha"], kernel="rbf", gamma=1 / 64)
     else:
-        from fastkpca import KernelRidge
+        from fastkpca import CG, KernelRidge, Nystrom
 
-        model = KernelRidge(alpha=spec["alpha"], kernel="rbf", gamma=1 / 64, **spec.get("params", {}))
+        params = dict(spec.get("params", {}))
+        settings = params.pop("settings", None)  # the solver object's (JSON carries its name and settings)
+        if settings is not None:
+            params["solver"] = {"cg": CG, "nystrom": Nystrom}[params["solver"]](**settings)
+        model = KernelRidge(alpha=spec["alpha"], kernel="rbf", gamma=1 / 64, **params)
     t = time.perf_counter()
     model.fit(X, y)
     out = {"fit_seconds": time.perf_counter() - t, "peak_above_X": _peak_above(base)}
@@ -116,8 +120,9 @@ def child_precond(spec):
                 original(self, factor, alphas, complement=complement_)
 
             cgm.LowRankPreconditioner.__init__ = init
-            model = fastkpca.KernelRidge(alpha=alpha, kernel="rbf", gamma=1 / 64, solver="cg", tol=spec["tol"],
-                                         preconditioner_rank=rank, max_iter=spec["max_iter"], random_state=0)
+            model = fastkpca.KernelRidge(alpha=alpha, kernel="rbf", gamma=1 / 64,
+                                         solver=fastkpca.CG(tol=spec["tol"], preconditioner_rank=rank,
+                                                            max_iter=spec["max_iter"], random_state=0))
             t = time.perf_counter()
             with warnings.catch_warnings():
                 warnings.simplefilter("ignore")
@@ -203,7 +208,7 @@ def main(argv=None):
     if "n100k" in only:
         n = 20_000 if q else 100_000
         spec = {"lib": "fastkpca", "n": n, "alpha": 1.0, "n_new": 1000,
-                "params": {"solver": "cg", "memory_limit": "1GiB", "tol": 1e-6, "random_state": 0}}
+                "params": {"solver": "cg", "memory_limit": "1GiB", "settings": {"tol": 1e-6, "random_state": 0}}}
         print(f"running n100k {spec} ...", file=sys.stderr, flush=True)
         r = results["n100k"] = run_child(__file__, "fit", spec, timeout=7200)
         print(json.dumps(r), file=sys.stderr, flush=True)
@@ -223,11 +228,11 @@ def main(argv=None):
         # rank) against every product and the factor in float64, in the same run.
         n = 20_000 if q else 100_000
         rows = {}
-        variants = {"default": {}, "float64": {"cg_precision": "float64", "preconditioner_dtype": "float64"}}
+        variants = {"default": {}, "float64": {"precision": "float64", "preconditioner_dtype": "float64"}}
         for label in args.variants.split(","):
             spec = {"lib": "fastkpca", "n": n, "alpha": 1e-3, "n_new": 1000,
-                    "params": {"solver": "cg", "memory_limit": "1GiB", "tol": 1e-6, "random_state": 0,
-                               **variants[label]}}
+                    "params": {"solver": "cg", "memory_limit": "1GiB",
+                               "settings": {"tol": 1e-6, "random_state": 0, **variants[label]}}}
             print(f"running n100k-small-alpha {spec} ...", file=sys.stderr, flush=True)
             rows[label] = run_child(__file__, "fit", spec, timeout=7200)
             print(json.dumps(rows[label]), file=sys.stderr, flush=True)
@@ -250,15 +255,16 @@ def main(argv=None):
     if "nystrom" in only:
         n = 100_000 if q else 1_000_000
         spec = {"lib": "fastkpca", "n": n, "alpha": 1e-3, "n_new": 2000,
-                "params": {"solver": "nystrom", "n_landmarks": 2000, "random_state": 0}}
+                "params": {"solver": "nystrom", "settings": {"n_landmarks": 2000, "random_state": 0}}}
         print(f"running nystrom {spec} ...", file=sys.stderr, flush=True)
         big = run_child(__file__, "fit", spec, timeout=7200)
         small_n = 5_000 if q else 20_000
         errors = {}
-        for label, params in (("exact", {"solver": "cg", "tol": 1e-8, "random_state": 0}),
-                              ("nystrom m=2000", {"solver": "nystrom", "n_landmarks": 2000, "random_state": 0}),
-                              ("nystrom m=2000 uniform", {"solver": "nystrom", "n_landmarks": 2000,
-                                                          "landmarks": "uniform", "random_state": 0})):
+        for label, params in (("exact", {"solver": "cg", "settings": {"tol": 1e-8, "random_state": 0}}),
+                              ("nystrom m=2000", {"solver": "nystrom",
+                                                  "settings": {"n_landmarks": 2000, "random_state": 0}}),
+                              ("nystrom m=2000 uniform", {"solver": "nystrom", "settings": {
+                                  "n_landmarks": 2000, "landmarks": "uniform", "random_state": 0}})):
             errors[label] = run_child(__file__, "fit", {"lib": "fastkpca", "n": small_n, "alpha": 1e-3,
                                                         "params": params})
         results["nystrom"] = {"big": big, "test_errors": errors}

@@ -3,11 +3,11 @@ by two builds (this tree, and a previous commit's package put first on the path)
 
     python bench/kernel_ridge_trace.py --n 100000 --alpha 1e-3                       # this tree's build
     python bench/kernel_ridge_trace.py --n 100000 --alpha 1e-3 --package DIR          # DIR/fastkpca first
-    python bench/kernel_ridge_trace.py --n 20000 --params '{"cg_precision": "float64"}'
+    python bench/kernel_ridge_trace.py --n 20000 --params '{"precision": "float64"}'
 
-Data and settings as bench/kernel_ridge.py's (d = 64, rbf with γ = 1/d, solver="cg", memory_limit="1GiB",
-tol=1e-6, random_state=0). Prints one line per stage and per iteration (seconds since the fit began, products,
-worst relative residual), then the fit's solver_info_.
+Data and settings as bench/kernel_ridge.py's (d = 64, rbf with γ = 1/d, solver=CG(tol=1e-6, random_state=0),
+memory_limit="1GiB"); --params: more settings of CG. Prints one line per stage and per iteration (seconds since
+the fit began, products, worst relative residual), then the fit's solver_info_.
 """
 
 from __future__ import annotations
@@ -25,7 +25,7 @@ def main(argv=None):
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--n", type=int, default=100_000)
     parser.add_argument("--alpha", type=float, default=1e-3)
-    parser.add_argument("--params", default="{}", help="more KernelRidge parameters, as JSON")
+    parser.add_argument("--params", default="{}", help="more settings of fastkpca.CG, as JSON")
     parser.add_argument("--package", default=None, help="a directory holding another build's fastkpca package")
     args = parser.parse_args(argv)
     if args.package:
@@ -46,9 +46,10 @@ def main(argv=None):
         figures = {k: v for k, v in info.items() if k in ("iterations", "residual", "rank", "storage")}
         print(f"{time.perf_counter() - start:9.1f} s  {stage:<15} {figures}", flush=True)
 
-    model = fastkpca.KernelRidge(alpha=args.alpha, kernel="rbf", gamma=1 / 64, solver="cg", memory_limit="1GiB",
-                                 tol=1e-6, random_state=0, callback=callback, **json.loads(args.params))
-    model.fit(X, y)
+    model = fastkpca.KernelRidge(alpha=args.alpha, kernel="rbf", gamma=1 / 64, memory_limit="1GiB",
+                                 solver=fastkpca.CG(**{"tol": 1e-6, "random_state": 0, **json.loads(args.params)}))
+    with fastkpca.progress(verbose=0, callback=callback):
+        model.fit(X, y)
     info = {k: (v.tolist() if hasattr(v, "tolist") else v) for k, v in model.solver_info_.items()
             if k != "column_iterations"}
     print(f"fit {time.perf_counter() - start:.1f} s: {json.dumps(info)}", flush=True)

@@ -71,7 +71,7 @@ def _setup(n, d=64, kind="gaussian", seed=0, n_new=0):
 
     import fastkpca
 
-    fastkpca.KernelPCA(2, kernel="rbf", eigen_solver="nystrom", n_landmarks=50).fit(X[:300])  # load once
+    fastkpca.KernelPCA(2, kernel="rbf", eigen_solver=fastkpca.Nystrom(n_landmarks=50)).fit(X[:300])  # load once
     gc.collect()
     reset_peak()
     return X, X_new, rss_now()
@@ -90,8 +90,9 @@ def child_scale_fastkpca(spec):
     import fastkpca
 
     X, _, base = _setup(spec["n"])
-    model = fastkpca.KernelPCA(spec["k"], kernel="rbf", gamma=1 / 64, eigen_solver="nystrom",
-                               n_landmarks=spec["m"], landmarks=spec["landmarks"], random_state=0)
+    model = fastkpca.KernelPCA(spec["k"], kernel="rbf", gamma=1 / 64,
+                               eigen_solver=fastkpca.Nystrom(n_landmarks=spec["m"], landmarks=spec["landmarks"]),
+                               random_state=0)
     t = time.perf_counter()
     model.fit(X)
     out = {"fit_seconds": time.perf_counter() - t, "peak_above_X": _peak_above(base)}
@@ -144,8 +145,9 @@ def child_accuracy(spec):
             errs, angles, secs = [], [], []
             for seed in range(spec["seeds"]):
                 t = time.perf_counter()
-                ny = fastkpca.KernelPCA(k, kernel="rbf", gamma=1 / 64, eigen_solver="nystrom", n_landmarks=m,
-                                        landmarks=landmarks, random_state=seed).fit(X)
+                ny = fastkpca.KernelPCA(k, kernel="rbf", gamma=1 / 64,
+                                        eigen_solver=fastkpca.Nystrom(n_landmarks=m, landmarks=landmarks),
+                                        random_state=seed).fit(X)
                 secs.append(time.perf_counter() - t)
                 errs.append(float(np.max(np.abs(ny.eigenvalues_ - lam) / lam)))
                 angles.append(_principal_angle(U, ny.eigenvectors_))
@@ -216,7 +218,7 @@ def child_warmstart(spec):
                             "solve_seconds": info["solve_seconds"]})
         for m in spec["ms"]:
             t = time.perf_counter()
-            ny = fastkpca.KernelPCA(k, kernel="rbf", gamma=1 / 64, eigen_solver="nystrom", n_landmarks=m,
+            ny = fastkpca.KernelPCA(k, kernel="rbf", gamma=1 / 64, eigen_solver=fastkpca.Nystrom(n_landmarks=m),
                                     random_state=seed).fit(X)
             nystrom_seconds = time.perf_counter() - t
             start = np.asarray(ny.eigenvectors_, dtype=np.float64)

@@ -133,8 +133,8 @@ def test_results_do_not_depend_on_the_cluster_or_on_caching(client):
 
 def test_kernel_pca_nystrom(client):
     X, X_new = data(), data(200, seed=2)
-    dist = kpca(eigen_solver="nystrom", n_landmarks=300).fit(da.from_array(X, chunks=(500, D)))
-    local = kpca(eigen_solver="nystrom", n_landmarks=300).fit(X)
+    dist = kpca(eigen_solver=fastkpca.Nystrom(n_landmarks=300)).fit(da.from_array(X, chunks=(500, D)))
+    local = kpca(eigen_solver=fastkpca.Nystrom(n_landmarks=300)).fit(X)
     np.testing.assert_array_equal(dist.landmark_indices_, local.landmark_indices_)
     np.testing.assert_allclose(dist.eigenvalues_, local.eigenvalues_, rtol=1e-10)
     assert same_up_to_sign(dist.eigenvectors_, local.eigenvectors_) < 1e-8
@@ -155,11 +155,12 @@ def test_nystroem(client, landmarks):
     np.testing.assert_allclose(features.compute(), local.transform(X), rtol=0, atol=1e-12)
 
 
-def ridge(**kw):
-    # rank 400: the cg fits here take about 25 iterations, each a distributed pass (90 at rank 80)
-    params = dict(alpha=0.1, kernel="rbf", gamma=0.1, solver="cg", preconditioner_rank=400, tol=1e-12, random_state=0)
-    params.update(kw)
-    return fastkpca.KernelRidge(**params)
+def ridge(solver=None, alpha=0.1, **cg):
+    """KernelRidge by CG (rank 400: the cg fits here take about 25 iterations, each a distributed pass; 90 at
+    rank 80) with ``cg`` its settings in place of these, or by ``solver``."""
+    settings = {"preconditioner_rank": 400, "tol": 1e-12, "random_state": 0, **cg}
+    return fastkpca.KernelRidge(alpha=alpha, kernel="rbf", gamma=0.1,
+                                solver=fastkpca.CG(**settings) if solver is None else solver)
 
 
 def test_kernel_ridge_cg_matches_the_single_process_fit(client):
@@ -184,12 +185,12 @@ def test_kernel_ridge_cg_matches_the_single_process_fit(client):
 
 
 def test_kernel_ridge_mixed_precision_cg_matches_the_single_process_fit(client):
-    """cg_precision="mixed" on the cluster: a float32 copy of the row blocks on the workers, its passes for the
+    """CG(precision="mixed") on the cluster: a float32 copy of the row blocks on the workers, its passes for the
     iterations, the float64 ones for the true residuals; the answer is the float64 system's, as in process."""
     X, X_new = data(), data(250, seed=3)
     y = np.sin(X[:, 0]) + 0.1 * np.random.default_rng(4).standard_normal(N)
-    dist = ridge(cg_precision="mixed").fit(da.from_array(X, chunks=(600, D)), y)
-    local = ridge(cg_precision="float64").fit(X, y)
+    dist = ridge(precision="mixed").fit(da.from_array(X, chunks=(600, D)), y)
+    local = ridge(precision="float64").fit(X, y)
     info = dist.solver_info_
     assert info["engine"] == "dask" and info["converged"] and 0 < info["fast_products"] < info["iterations"]
     expected = local.predict(X_new)
@@ -199,8 +200,8 @@ def test_kernel_ridge_mixed_precision_cg_matches_the_single_process_fit(client):
 def test_kernel_ridge_nystrom(client):
     X, X_new = data(), data(250, seed=5)
     y = np.sin(X[:, 0]) + np.cos(X[:, 1])
-    dist = ridge(solver="nystrom", n_landmarks=200).fit(da.from_array(X, chunks=(500, D)), y)
-    local = ridge(solver="nystrom", n_landmarks=200).fit(X, y)
+    dist = ridge(fastkpca.Nystrom(n_landmarks=200, random_state=0)).fit(da.from_array(X, chunks=(500, D)), y)
+    local = ridge(fastkpca.Nystrom(n_landmarks=200, random_state=0)).fit(X, y)
     expected = local.predict(X_new)
     got = dist.predict(da.from_array(X_new, chunks=(100, D))).compute()
     np.testing.assert_allclose(got, expected, rtol=0, atol=1e-8 * np.abs(expected).max())
@@ -220,7 +221,8 @@ def test_a_worker_killed_mid_fit_gives_the_same_answer(client):
             os.kill(pid, signal.SIGKILL)
             killed.append(pid)
 
-    again = kpca(callback=kill_once).fit(X)
+    with fastkpca.progress(verbose=0, callback=kill_once):
+        again = kpca().fit(X)
     assert killed
     client.wait_for_workers(2, timeout=60)
     assert np.array_equal(again.eigenvalues_, reference.eigenvalues_)
@@ -230,7 +232,8 @@ def test_a_worker_killed_mid_fit_gives_the_same_answer(client):
 def test_progress_after_every_pass(client, capsys):
     X = da.from_array(data(), chunks=(450, D))
     seen = []
-    est = kpca(callback=lambda stage, info: seen.append((stage, info)), verbose=2).fit(X)
+    with fastkpca.progress(verbose=2, callback=lambda stage, info: seen.append((stage, info))):
+        est = kpca().fit(X)
     passes = [info for stage, info in seen if stage == "pass"]
     assert len(passes) == est.solver_info_["n_passes"]
     assert [p["passes"] for p in passes] == list(range(1, len(passes) + 1))
@@ -346,7 +349,8 @@ def test_dtypes_tiles_and_components_as_in_process(client):
         time.sleep(0.05)
     assert kept_tiles_on_workers() == []
     # n_components=None with nystrom: every component of the rank-m approximation, as in process
-    est = kpca(n_components=None, eigen_solver="nystrom", n_landmarks=50).fit(da.from_array(data(600), chunks=300))
+    est = kpca(n_components=None, eigen_solver=fastkpca.Nystrom(n_landmarks=50)).fit(da.from_array(data(600),
+                                                                                                  chunks=300))
     assert est.eigenvalues_.shape == (50,) and est.solver_info_["engine"] == "dask"
 
 
@@ -359,7 +363,8 @@ def test_spectral_embedding_and_clustering(client, solver, monkeypatch):
 
     monkeypatch.setattr(start, "MIN_ROWS", 0)
     X = data()
-    params = dict(affinity="rbf", gamma=0.1, random_state=0, eigen_solver=solver, n_landmarks=300)
+    params = dict(affinity="rbf", gamma=0.1, random_state=0,
+                  eigen_solver=fastkpca.Nystrom(n_landmarks=300) if solver == "nystrom" else solver)
     dist = fastkpca.SpectralEmbedding(n_components=3, **params).fit(da.from_array(X, chunks=(500, D)))
     local = fastkpca.SpectralEmbedding(n_components=3, **params).fit(X)
     assert dist.solver_info_["solver"] == solver
@@ -392,8 +397,9 @@ def test_gaussian_process_cg_matches_the_single_process_fit(client):
 
     def gpr():
         # (rank 300: about 12 products, each a distributed pass, where rank 60 took 69)
-        return fastkpca.GaussianProcessRegressor(kernel, solver="cg", n_probes=8, preconditioner_rank=300, tol=1e-9,
-                                                 final_tol=1e-10, optimizer=None, random_state=0)
+        return fastkpca.GaussianProcessRegressor(kernel,
+                                                 solver=fastkpca.CG(n_probes=8, preconditioner_rank=300, tol=1e-9,
+                                                                    final_tol=1e-10), optimizer=None, random_state=0)
 
     dist = gpr().fit(da.from_array(X, chunks=(500, D)), y)
     local = gpr().fit(X, y)
@@ -441,8 +447,7 @@ def test_gaussian_process_on_a_cluster_needs_cg(client):
     y = np.sin(data(600)[:, 0])
     with pytest.raises(ValueError, match="needs the whole 600×600 kernel matrix in this process"):
         fastkpca.GaussianProcessRegressor(RBF(1.0), solver="cholesky", optimizer=None).fit(X, y)
-    auto = fastkpca.GaussianProcessRegressor(RBF(3.0), alpha=0.1, optimizer=None, n_probes=4,
-                                             random_state=0).fit(X, y)
+    auto = fastkpca.GaussianProcessRegressor(RBF(3.0), alpha=0.1, optimizer=None, random_state=0).fit(X, y)
     assert auto.solver_info_["solver"] == "cg"  # 'auto' on samples that are not in this process
     # refitted in this process, the model forgets the cluster's mean map
     here = np.asarray(X.compute())
@@ -455,7 +460,7 @@ def test_auto_on_a_cluster_takes_a_solver_that_needs_no_matrix(client):
     KernelRidge takes cg, KernelPCA lanczos and KernelRidgeCV's k-fold the matrix-free multi-shift CG."""
     X = da.from_array(data(400), chunks=(200, D))
     y = np.sin(data(400)[:, 0])
-    ridge_fit = fastkpca.KernelRidge(alpha=0.1, kernel="rbf", gamma=0.1, random_state=0).fit(X, y)
+    ridge_fit = fastkpca.KernelRidge(alpha=0.1, kernel="rbf", gamma=0.1).fit(X, y)
     assert ridge_fit.solver_info_["solver"] == "cg"
     assert not ridge_fit.solver_info_["choice"]["candidates"]["cholesky"]["fits"]
     assert kpca().fit(X).solver_info_["solver"] == "lanczos"

@@ -20,7 +20,7 @@ from sklearn.model_selection import GridSearchCV  # noqa: E402
 from sklearn.pipeline import Pipeline  # noqa: E402
 from sklearn.linear_model import LogisticRegression  # noqa: E402
 
-from fastkpca import KernelPCA  # noqa: E402
+from fastkpca import KernelPCA, Nystrom, progress  # noqa: E402
 import reference as ref  # noqa: E402
 
 
@@ -140,9 +140,11 @@ def test_pipeline_gridsearch_clone_pickle(rng):
 def test_progress_reporting(rng, capsys):
     X = rng.standard_normal((600, 5))
     seen = []
-    KernelPCA(5, kernel="rbf", eigen_solver="lanczos", callback=lambda stage, info: seen.append(stage)).fit(X)
+    with progress(verbose=0, callback=lambda stage, info: seen.append(stage)):
+        KernelPCA(5, kernel="rbf", eigen_solver="lanczos").fit(X)
     assert seen[0] == "kernel" and seen[1] == "center" and "pass" in seen and seen[-1] == "done"
-    KernelPCA(5, kernel="rbf", verbose=1).fit(X)
+    with progress(verbose=1):
+        KernelPCA(5, kernel="rbf").fit(X)
     err = capsys.readouterr().err
     assert "[KernelPCA] kernel" in err and "[KernelPCA] done" in err
     KernelPCA(5, kernel="rbf").fit(X)
@@ -161,7 +163,8 @@ def test_progress_bar_in_a_terminal(rng, monkeypatch):
     X = rng.standard_normal((2000, 5))
     terminal = _Terminal()
     monkeypatch.setattr(sys, "stderr", terminal)
-    kp = KernelPCA(5, kernel="rbf", gamma=0.5, eigen_solver="lanczos", verbose=1).fit(X)
+    with progress(verbose=1):
+        kp = KernelPCA(5, kernel="rbf", gamma=0.5, eigen_solver="lanczos").fit(X)
     out = terminal.getvalue()
     passes = kp.solver_info_["n_passes"]
     # the bar ends full at the solver's pass count, between the stage lines; no per-pass lines at verbose=1
@@ -171,7 +174,8 @@ def test_progress_bar_in_a_terminal(rng, monkeypatch):
     # not a terminal (a log file, CI): the stage lines only, no bar
     plain = io.StringIO()
     monkeypatch.setattr(sys, "stderr", plain)
-    KernelPCA(5, kernel="rbf", gamma=0.5, eigen_solver="lanczos", verbose=1).fit(X)
+    with progress(verbose=1):
+        KernelPCA(5, kernel="rbf", gamma=0.5, eigen_solver="lanczos").fit(X)
     assert "[KernelPCA] done" in plain.getvalue() and "passes/s" not in plain.getvalue()
 
 
@@ -277,8 +281,8 @@ def test_same_answers_in_every_storage_mode(dtype):
 def test_solver_info_says_what_was_chosen_and_why(rng):
     X = rng.standard_normal((900, 4))
     passes = []
-    model = KernelPCA(4, kernel="rbf", random_state=0, memory_limit=_limit_for(X, 4, 0),
-                      callback=lambda stage, info: passes.append(info) if stage == "pass" else None).fit(X)
+    with progress(verbose=0, callback=lambda stage, info: passes.append(info) if stage == "pass" else None):
+        model = KernelPCA(4, kernel="rbf", random_state=0, memory_limit=_limit_for(X, 4, 0)).fit(X)
     info = model.solver_info_
     assert info["storage"] == "matrix_free" and "recompute" in info["storage_reason"]
     assert info["kernel_bytes"] < 900 * 4 * 8 * 3 and info["block_size"] == 24  # compute-bound: wider
@@ -400,7 +404,7 @@ def test_nystrom_with_every_sample_as_landmark_is_exact(landmarks, rng):
     X = rng.standard_normal((400, 5))
     X_new = rng.standard_normal((40, 5))
     exact = KernelPCA(n_components=6, kernel="rbf", eigen_solver="dense").fit(X)
-    ny = KernelPCA(n_components=6, kernel="rbf", eigen_solver="nystrom", n_landmarks=400, landmarks=landmarks,
+    ny = KernelPCA(n_components=6, kernel="rbf", eigen_solver=Nystrom(n_landmarks=400, landmarks=landmarks),
                    random_state=0)
     Z = ny.fit_transform(X)
     np.testing.assert_allclose(ny.eigenvalues_, exact.eigenvalues_, rtol=1e-10)
@@ -417,7 +421,7 @@ def test_nystrom_matches_the_centered_approximate_kernel(kernel, rng):
     X = rng.standard_normal((350, 4))
     X_new = rng.standard_normal((30, 4))
     params = dict(gamma=0.3, degree=2, coef0=1.0)
-    ny = KernelPCA(n_components=4, kernel=kernel, eigen_solver="nystrom", n_landmarks=12, random_state=3,
+    ny = KernelPCA(n_components=4, kernel=kernel, eigen_solver=Nystrom(n_landmarks=12), random_state=3,
                    **params).fit(X)
     S = X[ny.landmark_indices_]
     np.testing.assert_array_equal(ny.landmarks_, S)
@@ -441,7 +445,7 @@ def test_nystrom_matches_the_centered_approximate_kernel(kernel, rng):
 
 def test_nystrom_solver_info_float32_and_inverse_transform(rng):
     X = rng.standard_normal((3000, 6))
-    ny = KernelPCA(n_components=3, kernel="rbf", eigen_solver="nystrom", n_landmarks=200,
+    ny = KernelPCA(n_components=3, kernel="rbf", eigen_solver=Nystrom(n_landmarks=200),
                    fit_inverse_transform=True, random_state=0)
     Z = ny.fit_transform(X)
     info = ny.solver_info_
@@ -452,10 +456,10 @@ def test_nystrom_solver_info_float32_and_inverse_transform(rng):
     assert ny.inverse_transform(Z[:5]).shape == (5, 6)
     # float32 against float64 on data with separated components (same uniform landmarks)
     X = X * np.array([3.0, 2.0, 1.2, 0.5, 0.3, 0.1])
-    ny = KernelPCA(n_components=3, kernel="rbf", eigen_solver="nystrom", n_landmarks=200, landmarks="uniform",
+    ny = KernelPCA(n_components=3, kernel="rbf", eigen_solver=Nystrom(n_landmarks=200, landmarks="uniform"),
                    random_state=0)
     Z = ny.fit_transform(X)
-    ny32 = KernelPCA(n_components=3, kernel="rbf", eigen_solver="nystrom", n_landmarks=200, landmarks="uniform",
+    ny32 = KernelPCA(n_components=3, kernel="rbf", eigen_solver=Nystrom(n_landmarks=200, landmarks="uniform"),
                      random_state=0)
     Z32 = ny32.fit_transform(X.astype(np.float32))
     assert Z32.dtype == np.float32 and ny32.eigenvalues_.dtype == np.float32
@@ -466,18 +470,21 @@ def test_nystrom_solver_info_float32_and_inverse_transform(rng):
 def test_nystrom_given_landmarks_and_default_count(rng):
     X = rng.standard_normal((1500, 3))
     S = rng.standard_normal((50, 3))
-    ny = KernelPCA(n_components=2, kernel="rbf", eigen_solver="nystrom", landmarks=S).fit(X)
+    ny = KernelPCA(n_components=2, kernel="rbf", eigen_solver=Nystrom(landmarks=S)).fit(X)
     assert ny.landmark_indices_ is None and ny.solver_info_["landmarks"] == "given"
     np.testing.assert_array_equal(ny.landmarks_, S)
     ny = KernelPCA(n_components=2, kernel="rbf", eigen_solver="nystrom").fit(X)
     assert ny.solver_info_["n_landmarks"] == 1000
-    ny = KernelPCA(kernel="rbf", eigen_solver="nystrom", n_landmarks=30).fit(X)  # n_components=None: all
+    ny = KernelPCA(kernel="rbf", eigen_solver=Nystrom(n_landmarks=30)).fit(X)  # n_components=None: all
     assert ny.eigenvalues_.shape == (30,)
 
 
 def test_nystrom_bad_input_names_the_argument(rng):
     X = rng.standard_normal((100, 3))
-    model = lambda **kw: KernelPCA(**{"n_components": 5, "kernel": "rbf", "eigen_solver": "nystrom", **kw})  # noqa: E731
+
+    def model(memory_limit=None, kernel="rbf", **nystrom):
+        return KernelPCA(n_components=5, kernel=kernel, eigen_solver=Nystrom(**nystrom), memory_limit=memory_limit)
+
     with pytest.raises(ValueError, match="n_landmarks=101 is larger than the number of samples"):
         model(n_landmarks=101).fit(X)
     with pytest.raises(ValueError, match="n_components=5 is larger than n_landmarks=4"):

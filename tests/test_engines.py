@@ -164,8 +164,8 @@ def same_up_to_sign(A, B):
 
 def test_kernel_pca_exact_and_nystrom(reference_engine):
     X, X_new = data(), data(60, seed=1)
-    for params in ({"eigen_solver": "lanczos"}, {"eigen_solver": "nystrom", "n_landmarks": 80, "landmarks": "uniform"},
-                   {"eigen_solver": "nystrom", "n_landmarks": 80, "landmarks": "rpcholesky"}):
+    for params in ({"eigen_solver": "lanczos"}, {"eigen_solver": fastkpca.Nystrom(n_landmarks=80, landmarks="uniform")},
+                   {"eigen_solver": fastkpca.Nystrom(n_landmarks=80, landmarks="rpcholesky")}):
         ours = fastkpca.KernelPCA(4, kernel="rbf", gamma=0.2, random_state=0, **params)
         local = fastkpca.KernelPCA(4, kernel="rbf", gamma=0.2, random_state=0, **params).fit(X)
         scores = ours.fit_transform(RefArray(X))
@@ -202,9 +202,9 @@ def test_kernel_ridge(reference_engine, solver):
     X, X_new = data(), data(70, seed=3)
     y = np.sin(X[:, 0]) + 0.1 * X[:, 1]
     w = np.random.default_rng(4).uniform(0.5, 2.0, X.shape[0])
-    params = dict(alpha=0.1, kernel="rbf", gamma=0.2, solver=solver, random_state=0, tol=1e-12)
-    if solver == "nystrom":
-        params.update(n_landmarks=100, landmarks="uniform")
+    params = dict(alpha=0.1, kernel="rbf", gamma=0.2,
+                  solver=fastkpca.CG(random_state=0, tol=1e-12) if solver == "cg"
+                  else fastkpca.Nystrom(n_landmarks=100, landmarks="uniform", random_state=0))
     ours = fastkpca.KernelRidge(**params).fit(RefArray(X), RefArray(y), sample_weight=w)
     local = fastkpca.KernelRidge(**params).fit(X, y, sample_weight=w)
     expected = local.predict(X_new)
@@ -220,9 +220,9 @@ def test_spectral_embedding_and_clustering(reference_engine, solver):
     rng = np.random.default_rng(5)
     centres = rng.standard_normal((3, 5)) * 6
     X = np.concatenate([c + rng.standard_normal((130, 5)) for c in centres])
-    params = dict(affinity="rbf", gamma=0.1, random_state=0, eigen_solver=solver)
-    if solver == "nystrom":
-        params.update(n_landmarks=120, landmarks="uniform")
+    params = dict(affinity="rbf", gamma=0.1, random_state=0,
+                  eigen_solver=fastkpca.Nystrom(n_landmarks=120,
+                                                landmarks="uniform") if solver == "nystrom" else solver)
     ours = fastkpca.SpectralEmbedding(3, **params)
     local = fastkpca.SpectralEmbedding(3, **params).fit(X)
     embedding = ours.fit_transform(RefArray(X))

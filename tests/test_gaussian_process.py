@@ -253,7 +253,7 @@ def test_the_other_estimators_take_the_native_gaussian_process_kernels():
     kpca = fastkpca.KernelPCA(4, kernel=kernel, eigen_solver="lanczos", random_state=0, tol=1e-12).fit(X)
     pre = fastkpca.KernelPCA(4, kernel="precomputed", eigen_solver="lanczos", random_state=0, tol=1e-12).fit(Kx)
     np.testing.assert_allclose(kpca.eigenvalues_, pre.eigenvalues_, rtol=1e-10)
-    ridge = fastkpca.KernelRidge(alpha=0.1, kernel=kernel, solver="cg", tol=1e-12).fit(X, y)
+    ridge = fastkpca.KernelRidge(alpha=0.1, kernel=kernel, solver=fastkpca.CG(tol=1e-12)).fit(X, y)
     expected = kernel(X[:20], X) @ np.linalg.solve(Kx + 0.1 * np.eye(300), y)
     np.testing.assert_allclose(ridge.predict(X[:20]), expected, rtol=0, atol=1e-8)
     assert ridge.solver_info_["storage"] in ("packed", "full")

@@ -12,7 +12,7 @@ import numpy as np
 import pytest
 from sklearn.gaussian_process.kernels import RBF, ConstantKernel as C, DotProduct, Matern, WhiteKernel
 
-from fastkpca import GaussianProcessRegressor, kernels
+from fastkpca import CG, GaussianProcessRegressor, kernels
 from fastkpca.engines.local import LOCAL
 from fastkpca.solvers import gaussian_process as gp
 from fastkpca.solvers.gaussian_process import ExactSolver, IterativeSettings, IterativeSolver
@@ -344,7 +344,7 @@ def test_a_kernel_evaluated_in_python_works_with_cg():
     kobj = DotProduct(1.0) + WhiteKernel(0.5)
     ref = GaussianProcessRegressor(kobj, solver="cholesky").fit(X, y)
     # (theta_tol=None: σ₀ of DotProduct is weakly determined here, and 512 probes leave its error about 0.017)
-    fit = GaussianProcessRegressor(kobj, solver="cg", n_probes=32, random_state=0, theta_tol=None).fit(X, y)
+    fit = GaussianProcessRegressor(kobj, solver=CG(n_probes=32, theta_tol=None), random_state=0).fit(X, y)
     assert fit.solver_info_["kernel"] == "python"
     np.testing.assert_allclose(fit.predict(Xt), ref.predict(Xt), rtol=0.02, atol=0.02 * np.std(y))
 
@@ -433,7 +433,7 @@ def test_a_cg_fit_starts_from_an_exact_fit_on_a_subset():
     takes 45 evaluations here, from the subset's 14.)"""
     X, y, _ = split(500)
     kobj = C(1.0) * RBF(np.ones(4)) + WhiteKernel(0.1)
-    fits = [GaussianProcessRegressor(kobj, solver="cg", subset_start=250, random_state=0, theta_tol=None).fit(X, y)
+    fits = [GaussianProcessRegressor(kobj, solver=CG(subset_start=250, theta_tol=None), random_state=0).fit(X, y)
             for _ in range(2)]
     start = fits[0].solver_info_["start"]
     assert start["samples"] == 250 and start["evaluations"] > 1 and start["seconds"] > 0
@@ -442,11 +442,9 @@ def test_a_cg_fit_starts_from_an_exact_fit_on_a_subset():
     np.testing.assert_array_equal(fits[0].kernel_.theta, fits[1].kernel_.theta)
     assert fits[0].solver_info_["evaluations"] < 40
     single = C(1.0) * RBF(1.0) + WhiteKernel(0.1)  # (one length scale: fewer evaluations)
-    for params in ({"solver": "cg", "subset_start": 0, "theta_tol": None},
-                   {"solver": "cg", "subset_start": 100, "theta_tol": None},
-                   {"solver": "cholesky", "subset_start": 50}):
-        fit = GaussianProcessRegressor(single, random_state=0, **params).fit(X[:100], y[:100])
-        assert fit.solver_info_["start"] is None, params
+    for solver in (CG(subset_start=0, theta_tol=None), CG(subset_start=100, theta_tol=None), "cholesky"):
+        fit = GaussianProcessRegressor(single, random_state=0, solver=solver).fit(X[:100], y[:100])
+        assert fit.solver_info_["start"] is None, solver
 
 
 def test_preconditioner_rank_counts_the_float64_build():
@@ -526,11 +524,11 @@ def test_solves_that_stop_short_say_so():
     from fastkpca.exceptions import ConvergenceWarning
 
     X, y, Xt = split(300)
-    est = GaussianProcessRegressor(C(1.0) * RBF(1.0) + WhiteKernel(1e-4), solver="cg", optimizer=None,
-                                   preconditioner_rank=0, max_iter=3, random_state=0)
+    est = GaussianProcessRegressor(C(1.0) * RBF(1.0) + WhiteKernel(1e-4), solver=CG(preconditioner_rank=0, max_iter=3),
+                                   optimizer=None, random_state=0)
     with pytest.warns(ConvergenceWarning, match="final conjugate gradients stopped at relative residual"):
         est.fit(X, y)
-    assert est.solver_info_["final_residuals"].max() > est.final_tol
+    assert est.solver_info_["final_residuals"].max() > est.solver.final_tol
     with pytest.warns(ConvergenceWarning, match="predictive variances' conjugate gradients stopped"):
         est.predict(Xt[:5], return_std=True)
     with pytest.warns(ConvergenceWarning, match="posterior covariance's conjugate gradients stopped"):
@@ -545,7 +543,7 @@ def test_solves_that_stop_short_say_so():
 def test_bad_input_names_the_argument(name, value, error):
     X, y, _ = split(20)
     with pytest.raises(error, match=name):
-        GaussianProcessRegressor(**{"solver": "cg", name: value}).fit(X, y)
+        GaussianProcessRegressor(solver=value if name == "solver" else CG(**{name: value})).fit(X, y)
 
 
 @pytest.fixture
@@ -571,7 +569,7 @@ def test_an_interrupt_stops_a_long_fit(sigint_raises, delay):
     timer.start()
     try:
         with pytest.raises(KeyboardInterrupt):
-            GaussianProcessRegressor(C(1.0) * RBF(np.ones(4)) + WhiteKernel(1e-3), solver="cg", tol=1e-10,
+            GaussianProcessRegressor(C(1.0) * RBF(np.ones(4)) + WhiteKernel(1e-3), solver=CG(tol=1e-10),
                                      n_restarts_optimizer=5, random_state=0).fit(X, y)
     finally:
         timer.cancel()
@@ -773,8 +771,8 @@ def test_a_cg_fit_on_hard_data_follows_the_exact_one():
     with warnings.catch_warnings():
         warnings.filterwarnings("error", message="lbfgs failed to converge")
         warnings.filterwarnings("error", message="Gaussian process: the cg estimate's optimum is not settled")
-        fits = [GaussianProcessRegressor(kobj, normalize_y=True, solver="cg", preconditioner_rank=64,
-                                         random_state=0, theta_tol=0.1).fit(X, y) for _ in range(2)]
+        fits = [GaussianProcessRegressor(kobj, normalize_y=True, solver=CG(preconditioner_rank=64, theta_tol=0.1),
+                                         random_state=0).fit(X, y) for _ in range(2)]
     np.testing.assert_array_equal(fits[0].kernel_.theta, fits[1].kernel_.theta)
     settle = fits[0].solver_info_["settle"]
     assert settle["settled"] and settle["rounds"][-1]["error"] <= 0.025
@@ -784,7 +782,7 @@ def test_a_cg_fit_on_hard_data_follows_the_exact_one():
     assert np.sqrt(np.mean((fits[0].predict(Xt) - exact.predict(Xt)) ** 2)) <= 0.01 * np.std(y)
     # the likelihood reported is the solver's estimate at the fitted θ (with the probes the fit ended with; the
     # kernel's θ read back, log(exp(θ)), may differ in the last bit, where a CG iteration count can change)
-    fits[0].set_params(likelihood_rtol=None)  # the fit's probes, not refined
+    fits[0].set_params(solver__likelihood_rtol=None)  # the fit's probes, not refined
     assert fits[0].log_marginal_likelihood_value_ == pytest.approx(
         fits[0].log_marginal_likelihood(fits[0].kernel_.theta), rel=1e-5)
 
@@ -798,14 +796,14 @@ def test_a_fit_that_cannot_settle_says_so(monkeypatch):
     monkeypatch.setattr(iterative, "SETTLE_ROUNDS", 2)
     X, y = hard_data(200)
     kobj = C(1.0) * Matern(1.0, nu=2.5) + WhiteKernel(0.1)  # one length scale: a fifth of the ARD form's products
-    est = GaussianProcessRegressor(kobj, normalize_y=True, solver="cg", preconditioner_rank=16, random_state=0,
-                                   theta_tol=1e-9)
+    est = GaussianProcessRegressor(kobj, normalize_y=True, solver=CG(preconditioner_rank=16, theta_tol=1e-9),
+                                   random_state=0)
     with pytest.warns(ConvergenceWarning, match="not settled within theta_tol=1e-09: θ's error is about"):
         est.fit(X, y)
     assert not est.solver_info_["settle"]["settled"] and len(est.solver_info_["settle"]["rounds"]) == 2
     assert est.solver_info_["probes"] == 16 * 2 * 8  # doubled, then eight times: the most a round takes
-    unchecked = GaussianProcessRegressor(kobj, normalize_y=True, solver="cg", preconditioner_rank=16,
-                                         random_state=0, theta_tol=None).fit(X, y)
+    unchecked = GaussianProcessRegressor(kobj, normalize_y=True, solver=CG(preconditioner_rank=16, theta_tol=None),
+                                         random_state=0).fit(X, y)
     assert unchecked.solver_info_["settle"] is None and unchecked.solver_info_["probes"] == 16
 
 
@@ -868,11 +866,11 @@ def test_a_custom_optimizer_settles_by_running_again():
 
     X, y = hard_data(200)
     est = GaussianProcessRegressor(C(1.0) * Matern(1.0, nu=2.5) + WhiteKernel(0.1), normalize_y=True,
-                                   solver="cg", preconditioner_rank=32, optimizer=optimizer, random_state=0,
-                                   theta_tol=0.1).fit(X, y)
+                                   solver=CG(preconditioner_rank=32, theta_tol=0.1), optimizer=optimizer,
+                                   random_state=0).fit(X, y)
     rounds = est.solver_info_["settle"]["rounds"]
     assert rounds and all(r["by"] == "optimiser" for r in rounds)
-    est.set_params(likelihood_rtol=None)  # the fit's probes, not refined
+    est.set_params(solver__likelihood_rtol=None)  # the fit's probes, not refined
     assert est.log_marginal_likelihood_value_ == pytest.approx(est.log_marginal_likelihood(est.kernel_.theta),
                                                                 rel=1e-5)
 
@@ -925,13 +923,13 @@ def test_a_users_likelihood_is_refined_to_its_tolerance():
     expected, expected_gradient = exact.log_marginal_likelihood(theta, eval_gradient=True)
     assert exact.log_marginal_likelihood_info_["standard_error"] == 0.0
     assert exact.log_marginal_likelihood_info_["reached"]
-    model = GaussianProcessRegressor(HARD_KERNEL, optimizer=None, solver="cg", random_state=0, preconditioner_rank=20,
-                                     likelihood_rtol=None).fit(X, y)
+    model = GaussianProcessRegressor(HARD_KERNEL, optimizer=None,
+                                     solver=CG(preconditioner_rank=20, likelihood_rtol=None), random_state=0).fit(X, y)
     once = model.log_marginal_likelihood(theta)
     first = model.log_marginal_likelihood_info_
     assert first["probes"] == 16 and len(first["rounds"]) == 1 and first["standard_error"] > 0
     rtol = first["relative_standard_error"] / 5  # 25 times the probes, or more
-    model.set_params(likelihood_rtol=rtol)
+    model.set_params(solver__likelihood_rtol=rtol)
     value, gradient = model.log_marginal_likelihood(theta, eval_gradient=True)
     info = model.log_marginal_likelihood_info_
     assert info["reached"] and len(info["rounds"]) > 1 and info["probes"] >= 25 * 16
@@ -942,7 +940,7 @@ def test_a_users_likelihood_is_refined_to_its_tolerance():
     assert errors.shape == theta.shape and np.all(errors > 0)
     assert np.all(np.abs(gradient - expected_gradient) <= 5 * errors), (gradient, expected_gradient, errors)
     assert model.solver_info_["probes"] == 16  # the fitted solver's probes, untouched
-    model.set_params(likelihood_rtol=None)
+    model.set_params(solver__likelihood_rtol=None)
     assert model.log_marginal_likelihood(theta) == once
 
 
@@ -954,8 +952,8 @@ def test_a_likelihood_short_of_its_tolerance_says_so(monkeypatch):
 
     monkeypatch.setattr(refined_estimate, "REFINE_MOST_PROBES", 48)
     X, y = data(400)
-    model = GaussianProcessRegressor(HARD_KERNEL, optimizer=None, solver="cg", random_state=0, preconditioner_rank=20,
-                                     likelihood_rtol=1e-9).fit(X, y)
+    model = GaussianProcessRegressor(HARD_KERNEL, optimizer=None,
+                                     solver=CG(preconditioner_rank=20, likelihood_rtol=1e-9), random_state=0).fit(X, y)
     with pytest.warns(ConvergenceWarning, match="standard error.* above the tolerance 1e-09 after 48 probes"):
         model.log_marginal_likelihood(HARD_KERNEL.theta)
     info = model.log_marginal_likelihood_info_
@@ -966,15 +964,15 @@ def test_a_likelihood_short_of_its_tolerance_says_so(monkeypatch):
 def test_likelihood_rtol_is_checked(bad):
     X, y = data(50)
     with pytest.raises(ValueError, match="likelihood_rtol"):
-        GaussianProcessRegressor(HARD_KERNEL, optimizer=None, solver="cg", likelihood_rtol=bad).fit(X, y)
+        GaussianProcessRegressor(HARD_KERNEL, optimizer=None, solver=CG(likelihood_rtol=bad)).fit(X, y)
 
 
 def test_a_fits_own_evaluations_are_not_refined():
     """The optimiser's evaluations use the fit's probes on the fitted solver (its standard error reported in
     solver_info_), never the refinement a user's call gets."""
     X, y = data(150)
-    model = GaussianProcessRegressor(KERNELS[0], solver="cg", random_state=0, theta_tol=None,
-                                     likelihood_rtol=1e-9).fit(X, y)
+    model = GaussianProcessRegressor(KERNELS[0], solver=CG(theta_tol=None, likelihood_rtol=1e-9),
+                                     random_state=0).fit(X, y)
     assert model.solver_info_["probes"] == 16
     assert isinstance(model.solver_info_["standard_error"], float) and model.solver_info_["standard_error"] > 0
     assert not hasattr(model, "log_marginal_likelihood_info_")

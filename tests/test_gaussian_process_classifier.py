@@ -22,7 +22,7 @@ from sklearn.gaussian_process.kernels import (
 )
 
 import fastkpca
-from fastkpca import GaussianProcessClassifier
+from fastkpca import CG, GaussianProcessClassifier
 from fastkpca.solvers.gaussian_process import laplace
 
 D = 3
@@ -441,8 +441,8 @@ def test_cg_settles_by_the_predicted_step(monkeypatch):
     for predicted in (True, False):
         if not predicted:
             monkeypatch.delattr(laplace_iterative._IterativeNewton, "predicted_move")
-        model = GaussianProcessClassifier(kernel, optimizer=None, solver="cg", random_state=0, warm_start=True,
-                                          likelihood_rtol=None)  # the fitted solver's probes, its products
+        model = GaussianProcessClassifier(kernel, optimizer=None, solver=CG(likelihood_rtol=None), random_state=0,
+                                          warm_start=True)  # the fitted solver's probes, its products
         binary = model.fit(X, y).base_estimator_
         steps, products, values = binary._newton_steps, binary._solver.info()["products"], []
         for shift in (0.02, 0.0, -0.01):  # warm_start: each from the last evaluation's mode (settled_mode)
@@ -502,14 +502,14 @@ def test_cg_fit_finds_the_exact_fit():
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
         exact = GaussianProcessClassifier(kernel, solver="cholesky").fit(X, y)
-        cg = GaussianProcessClassifier(kernel, solver="cg", random_state=0, n_probes=64).fit(X, y)
+        cg = GaussianProcessClassifier(kernel, solver=CG(n_probes=64), random_state=0).fit(X, y)
     np.testing.assert_allclose(cg.kernel_.theta, exact.kernel_.theta, atol=0.1)
     X_new = data(200, seed=16)[0]
     np.testing.assert_allclose(cg.predict_proba(X_new), exact.predict_proba(X_new), atol=0.01)
     # the subset start: an exact fit on part of the data first
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
-        started = GaussianProcessClassifier(kernel, solver="cg", random_state=0, subset_start=150).fit(X, y)
+        started = GaussianProcessClassifier(kernel, solver=CG(subset_start=150), random_state=0).fit(X, y)
     start = started.base_estimator_.solver_info_["start"]
     assert start["samples"] == 150 and len(start["theta"]) == kernel.theta.size
     # the amplitude is nearly flat here (the classes almost separate): the exact likelihood at cg's θ is
@@ -521,7 +521,7 @@ def test_cg_fit_finds_the_exact_fit():
 
 def test_auto_chooses_cg_where_the_exact_arrays_do_not_fit():
     X, y = data(3000, seed=17)
-    model = GaussianProcessClassifier(RBF(1.0, "fixed"), memory_limit="140MB", n_probes=8).fit(X, y)
+    model = GaussianProcessClassifier(RBF(1.0, "fixed"), memory_limit="140MB").fit(X, y)
     info = model.base_estimator_.solver_info_  # the exact solver's two 3000 × 3000 arrays: 144 MB
     assert info["solver"] == "cg" and not info["choice"]["candidates"]["cholesky"]["fits"]
     small = GaussianProcessClassifier(RBF(1.0, "fixed")).fit(X[:300], y[:300])
@@ -553,8 +553,8 @@ def test_cg_kernel_plan_leaves_headroom_but_never_fails_for_it(monkeypatch):
     limit = 400 * 2**20
     for roomy in (True, False):
         plans.clear()
-        model = GaussianProcessClassifier(kernel, solver="cg", memory_limit=limit, n_probes=8, random_state=0,
-                                          preconditioner_rank=512)  # a rank that does not move with the limit
+        model = GaussianProcessClassifier(kernel, solver=CG(n_probes=8, preconditioner_rank=512), memory_limit=limit,
+                                          random_state=0)  # a rank that does not move with the limit
         model.fit(X, y)
         working = model.base_estimator_._solver._working_bytes()
         headroom = int(share * limit)
@@ -580,7 +580,7 @@ def test_cg_variances_plan_the_kernel_beside_their_own_blocks(monkeypatch):
 
     X, y = data(500, seed=6)
     X_new = data(100, seed=7)[0]  # two chunks under the 100MB limit (64, 36), fifty under the tight one
-    model = GaussianProcessClassifier(RBF(1.0, "fixed"), solver="cg", memory_limit="100MB", n_probes=8,
+    model = GaussianProcessClassifier(RBF(1.0, "fixed"), solver=CG(n_probes=8), memory_limit="100MB",
                                       random_state=0).fit(X, y)
     solver = model.base_estimator_._solver
     reference = model.predict_proba(X_new)
@@ -651,8 +651,8 @@ def test_cg_subset_start_with_a_rare_class():
     y[[5, 250]] = 1
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
-        model = GaussianProcessClassifier(C(1.0) * RBF(1.0), solver="cg", subset_start=100, random_state=0,
-                                          n_probes=8).fit(X, y)
+        model = GaussianProcessClassifier(C(1.0) * RBF(1.0), solver=CG(subset_start=100, n_probes=8),
+                                          random_state=0).fit(X, y)
     start = model.base_estimator_.solver_info_["start"]
     assert start == {"samples": 100, "skipped": "the subset holds one class"}  # random_state 0 draws no 1
     assert np.all(np.isfinite(model.predict_proba(X)))
@@ -666,7 +666,7 @@ def test_cg_subset_start_through_a_cg_subset():
     kernel = C(1.0) * RBF([1.0, 1.0, 1.0])
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
-        model = GaussianProcessClassifier(kernel, solver="cg", subset_start=45, random_state=0, n_probes=16).fit(X, y)
+        model = GaussianProcessClassifier(kernel, solver=CG(subset_start=45, n_probes=16), random_state=0).fit(X, y)
     start = model.base_estimator_.solver_info_["start"]
     assert start["samples"] == int(np.sqrt(45 * 500)) and start["solver"] == "cg"
     assert start["start"]["samples"] == 45 and start["start"]["solver"] == "cholesky"
@@ -704,12 +704,12 @@ def test_a_users_likelihood_reports_its_standard_error():
     expected, expected_gradient = exact.log_marginal_likelihood(theta, eval_gradient=True)
     assert exact.base_estimator_.log_marginal_likelihood_info_["standard_error"] == 0.0
     assert exact.base_estimator_.log_marginal_likelihood_info_["gradient_standard_error"] is None
-    model = GaussianProcessClassifier(kernel, optimizer=None, solver="cg", random_state=0, preconditioner_rank=16,
-                                      likelihood_rtol=None).fit(X, y)
+    model = GaussianProcessClassifier(kernel, optimizer=None, solver=CG(preconditioner_rank=16, likelihood_rtol=None),
+                                      random_state=0).fit(X, y)
     model.log_marginal_likelihood(theta)
     first = model.base_estimator_.log_marginal_likelihood_info_
     assert first["probes"] == 32 and first["standard_error"] > 0
-    model.set_params(likelihood_rtol=first["relative_standard_error"] / 3)
+    model.set_params(solver__likelihood_rtol=first["relative_standard_error"] / 3)
     model.base_estimator_.set_params(likelihood_rtol=first["relative_standard_error"] / 3)
     value, gradient = model.log_marginal_likelihood(theta, eval_gradient=True)
     info = model.base_estimator_.log_marginal_likelihood_info_
@@ -732,4 +732,4 @@ def test_a_users_likelihood_reports_its_standard_error():
 def test_likelihood_rtol_is_checked(bad):
     X = np.random.default_rng(0).standard_normal((20, 2))
     with pytest.raises(ValueError, match="likelihood_rtol"):
-        GaussianProcessClassifier(likelihood_rtol=bad).fit(X, X[:, 0] > 0)
+        GaussianProcessClassifier(solver=CG(likelihood_rtol=bad)).fit(X, X[:, 0] > 0)

@@ -11,7 +11,7 @@ import pytest
 from sklearn.gaussian_process.kernels import RBF
 from sklearn.gaussian_process.kernels import ConstantKernel as C
 
-from fastkpca import GaussianProcessClassifier, GaussianProcessRegressor
+from fastkpca import CG, GaussianProcessClassifier, GaussianProcessRegressor
 from fastkpca.solvers import choice
 from fastkpca.solvers import gaussian_process as gp
 from fastkpca.solvers.gaussian_process.subset_start import subset_start
@@ -91,7 +91,7 @@ def test_the_classifier_records_its_choice():
     assert set(record["candidates"]) == {"cholesky", "cg"}
     assert all(c["seconds"] > 0 and c["bytes"] > 0 for c in record["candidates"].values())
     assert info["newton"]["choice"]["family"] == "Laplace Newton steps"
-    forced = GaussianProcessClassifier(C(1.0) * RBF(1.0), optimizer=None, solver="cg", n_probes=8,
+    forced = GaussianProcessClassifier(C(1.0) * RBF(1.0), optimizer=None, solver=CG(n_probes=8),
                                        random_state=0).fit(X, y)
     assert forced.base_estimator_.solver_info_["choice"]["reason"] == "asked for by name"
 

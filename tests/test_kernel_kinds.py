@@ -106,10 +106,10 @@ def test_kernel_pca(registered, memory_limit):
 def test_kernel_ridge(registered, solver):
     X, new = data(), data(40, seed=2)
     y = np.sin(X[:, 0]) + X[:, 1] ** 2
-    params = dict(alpha=0.05, solver=solver, tol=1e-12, random_state=0)
-    if solver == "nystrom":
-        params.update(n_landmarks=300, landmarks="uniform")  # all the samples: the exact solution
-    model = fastkpca.KernelRidge(kernel=RationalQuadratic(0.8), **params).fit(X, y)
+    solvers = {"cholesky": "cholesky", "cg": fastkpca.CG(tol=1e-12, random_state=0),
+               # all the samples: the exact solution
+               "nystrom": fastkpca.Nystrom(n_landmarks=300, landmarks="uniform", random_state=0)}
+    model = fastkpca.KernelRidge(kernel=RationalQuadratic(0.8), alpha=0.05, solver=solvers[solver]).fit(X, y)
     K = rational_quadratic(X, X, 0.8, 2.0)
     beta = np.linalg.solve(K + 0.05 * np.eye(300), y)
     expected = rational_quadratic(new, X, 0.8, 2.0) @ beta

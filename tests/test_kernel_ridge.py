@@ -8,7 +8,7 @@ import pytest
 from sklearn import kernel_ridge as skr
 
 import reference as ref
-from fastkpca import ConvergenceWarning, KernelPCA, KernelRidge, SingularKernelWarning
+from fastkpca import CG, ConvergenceWarning, KernelPCA, KernelRidge, Nystrom, SingularKernelWarning
 from fastkpca.solvers.krylov.cg import LowRankPreconditioner, cg_shifted, pcg
 
 
@@ -32,7 +32,8 @@ def test_same_predictions_as_sklearn(solver, kernel, params, alpha, data, rng):
     X, Y, X_new = data
     alpha = [1.0, 0.01] if alpha == "per-target" else alpha
     sw = rng.random(X.shape[0]) + 0.1
-    ours = KernelRidge(alpha=alpha, kernel=kernel, solver=solver, tol=1e-10, **params).fit(X, Y, sample_weight=sw)
+    ours = KernelRidge(alpha=alpha, kernel=kernel, solver=CG(tol=1e-10) if solver == "cg" else solver,
+                       **params).fit(X, Y, sample_weight=sw)
     theirs = skr.KernelRidge(alpha=alpha, kernel=kernel, **params).fit(X, Y, sample_weight=sw)
     _close(ours.predict(X), theirs.predict(X), 1e-7)
     _close(ours.predict(X_new), theirs.predict(X_new), 1e-7)
@@ -44,17 +45,17 @@ def test_same_predictions_as_sklearn(solver, kernel, params, alpha, data, rng):
 
 def test_one_target_ravels_and_float32(data):
     X, Y, X_new = data
-    ours = KernelRidge(alpha=0.1, kernel="rbf", solver="cg", tol=1e-10).fit(X, Y[:, 0])
+    ours = KernelRidge(alpha=0.1, kernel="rbf", solver=CG(tol=1e-10)).fit(X, Y[:, 0])
     theirs = skr.KernelRidge(alpha=0.1, kernel="rbf").fit(X, Y[:, 0])
     assert ours.dual_coef_.shape == (700,) and ours.predict(X_new).shape == (120,)
     _close(ours.predict(X_new), theirs.predict(X_new), 1e-8)
-    ours32 = KernelRidge(alpha=0.1, kernel="rbf", solver="cg", tol=1e-10).fit(X.astype(np.float32), Y[:, 0])
+    ours32 = KernelRidge(alpha=0.1, kernel="rbf", solver=CG(tol=1e-10)).fit(X.astype(np.float32), Y[:, 0])
     _close(ours32.predict(X_new.astype(np.float32)), theirs.predict(X_new), 1e-4)
 
 
 def test_cg_reports_the_true_residual(data):
     X, Y, _ = data
-    model = KernelRidge(alpha=[0.5, 1e-3], kernel="rbf", gamma=0.3, solver="cg", tol=1e-9).fit(X, Y)
+    model = KernelRidge(alpha=[0.5, 1e-3], kernel="rbf", gamma=0.3, solver=CG(tol=1e-9)).fit(X, Y)
     K = ref.kernel(X, kernel="rbf", gamma=0.3)
     for j, alpha in enumerate([0.5, 1e-3]):
         r = np.linalg.norm((K + alpha * np.eye(700)) @ model.dual_coef_[:, j] - Y[:, j]) / np.linalg.norm(Y[:, j])
@@ -70,8 +71,8 @@ def test_cg_gives_the_same_answer_in_every_storage(storage, data):
     reference = KernelRidge(alpha=0.1, kernel="rbf", solver="cholesky").fit(X, Y).predict(X_new)
     undo = force_storage(storage) if storage != "packed" else (lambda: None)
     try:
-        model = KernelRidge(alpha=0.1, kernel="rbf", solver="cg", tol=1e-11, cg_precision="float64").fit(X, Y)
-        auto = KernelRidge(alpha=0.1, kernel="rbf", solver="cg", tol=1e-11).fit(X, Y)
+        model = KernelRidge(alpha=0.1, kernel="rbf", solver=CG(tol=1e-11, precision="float64")).fit(X, Y)
+        auto = KernelRidge(alpha=0.1, kernel="rbf", solver=CG(tol=1e-11)).fit(X, Y)
     finally:
         undo()
     assert model.solver_info_["storage"] == storage
@@ -91,9 +92,8 @@ def test_mixed_precision_cg_meets_tol_for_the_float64_system(data):
     alphas = [0.5, 1e-3]
     K = ref.kernel(X, kernel="rbf", gamma=0.3)
     for tol in (1e-6, 1e-11):
-        mixed = KernelRidge(alpha=alphas, kernel="rbf", gamma=0.3, solver="cg", tol=tol, cg_precision="mixed").fit(X, Y)
-        exact = KernelRidge(alpha=alphas, kernel="rbf", gamma=0.3, solver="cg", tol=tol,
-                            cg_precision="float64").fit(X, Y)
+        mixed = KernelRidge(alpha=alphas, kernel="rbf", gamma=0.3, solver=CG(tol=tol, precision="mixed")).fit(X, Y)
+        exact = KernelRidge(alpha=alphas, kernel="rbf", gamma=0.3, solver=CG(tol=tol, precision="float64")).fit(X, Y)
         info = mixed.solver_info_
         assert info["converged"] and not info["fast_dropped"]
         assert 0 < info["fast_products"] < info["iterations"]
@@ -126,22 +126,22 @@ def test_mixed_precision_refuses_what_it_cannot_evaluate(data):
     X, Y, _ = data
     K = ref.kernel(X, kernel="rbf", gamma=0.3)
     for kernel, Xfit in (("precomputed", K), (lambda a, b: float(np.exp(-np.sum((a - b) ** 2))), X[:50])):
-        with pytest.raises(ValueError, match="cg_precision='mixed'"):
-            KernelRidge(kernel=kernel, solver="cg", cg_precision="mixed").fit(Xfit, Y[:len(Xfit), 0])
-    with pytest.raises(ValueError, match="cg_precision"):
-        KernelRidge(kernel="rbf", solver="cg", cg_precision="half").fit(X, Y)
+        with pytest.raises(ValueError, match="CG\\(precision='mixed'\\)"):
+            KernelRidge(kernel=kernel, solver=CG(precision="mixed")).fit(Xfit, Y[:len(Xfit), 0])
+    with pytest.raises(ValueError, match="CG's precision"):
+        KernelRidge(kernel="rbf", solver=CG(precision="half")).fit(X, Y)
     with pytest.raises(ValueError, match="preconditioner_dtype"):
-        KernelRidge(kernel="rbf", solver="cg", preconditioner_dtype="float16").fit(X, Y)
+        KernelRidge(kernel="rbf", solver=CG(preconditioner_dtype="float16")).fit(X, Y)
     # float32 samples: the kernel is float32 already, mixed has nothing to add
     with pytest.raises(ValueError, match="float32 samples"):
-        KernelRidge(kernel="rbf", solver="cg", cg_precision="mixed").fit(X.astype(np.float32), Y)
+        KernelRidge(kernel="rbf", solver=CG(precision="mixed")).fit(X.astype(np.float32), Y)
 
 
 def test_preconditioner_cuts_iterations(data):
     X, Y, _ = data
-    plain = KernelRidge(alpha=1e-2, kernel="rbf", gamma=0.2, solver="cg", preconditioner_rank=0).fit(X, Y)
-    ranked = KernelRidge(alpha=1e-2, kernel="rbf", gamma=0.2, solver="cg", preconditioner_rank=150,
-                         random_state=0).fit(X, Y)
+    plain = KernelRidge(alpha=1e-2, kernel="rbf", gamma=0.2, solver=CG(preconditioner_rank=0)).fit(X, Y)
+    ranked = KernelRidge(alpha=1e-2, kernel="rbf", gamma=0.2,
+                         solver=CG(preconditioner_rank=150, random_state=0)).fit(X, Y)
     assert ranked.solver_info_["preconditioner_rank"] == 150
     assert ranked.solver_info_["iterations"] * 2 < plain.solver_info_["iterations"]
     _close(ranked.predict(X), plain.predict(X), 1e-6)
@@ -228,8 +228,8 @@ def test_multishift_cg_solves_every_shift(rng):
 def test_nystrom_with_every_sample_as_centre_is_exact(data, rng):
     X, Y, X_new = data
     sw = rng.random(700) + 0.1
-    ours = KernelRidge(alpha=0.1, kernel="rbf", gamma=0.3, solver="nystrom", n_landmarks=700,
-                       random_state=0).fit(X, Y, sample_weight=sw)
+    ours = KernelRidge(alpha=0.1, kernel="rbf", gamma=0.3, solver=Nystrom(n_landmarks=700, random_state=0)).fit(X, Y,
+                                                                                                                sample_weight=sw)
     theirs = skr.KernelRidge(alpha=0.1, kernel="rbf", gamma=0.3).fit(X, Y, sample_weight=sw)
     assert ours.X_fit_.shape == (700, 5) and ours.dual_coef_.shape == (700, 2)
     _close(ours.predict(X_new), theirs.predict(X_new), 1e-6)
@@ -238,8 +238,9 @@ def test_nystrom_with_every_sample_as_centre_is_exact(data, rng):
 def test_nystrom_restricted_problem_matches_its_normal_equations(data):
     """β = (CᵀC + αW)⁻¹ Cᵀy on the chosen centres, solved in NumPy."""
     X, Y, X_new = data
-    model = KernelRidge(alpha=0.05, kernel="rbf", gamma=0.3, solver="nystrom", n_landmarks=60,
-                        random_state=1).fit(X, Y[:, 0])
+    model = KernelRidge(alpha=0.05, kernel="rbf", gamma=0.3, solver=Nystrom(n_landmarks=60, random_state=1)).fit(X,
+                                                                                                                 Y[:,
+                                                                                                                   0])
     S = model.X_fit_
     C = ref.kernel(X, S, kernel="rbf", gamma=0.3)
     W = ref.kernel(S, kernel="rbf", gamma=0.3)
@@ -254,7 +255,8 @@ def test_precomputed_kernel_is_used_in_place_and_not_modified(data):
     K = ref.kernel(X, kernel="rbf", gamma=0.2)
     K0 = K.copy()
     for solver in ("cholesky", "cg"):
-        model = KernelRidge(alpha=0.1, kernel="precomputed", solver=solver, tol=1e-11).fit(K, Y)
+        model = KernelRidge(alpha=0.1, kernel="precomputed", solver=CG(tol=1e-11) if solver == "cg" else solver).fit(K,
+                                                                                                                     Y)
         theirs = skr.KernelRidge(alpha=0.1, kernel="rbf", gamma=0.2).fit(X, Y)
         _close(model.predict(K), theirs.predict(X), 1e-8)
         np.testing.assert_array_equal(K, K0)
@@ -295,7 +297,7 @@ def test_singular_kernel_falls_back_to_least_squares(rng):
 def test_cg_stopping_short_warns_and_says_so(data):
     X, Y, _ = data
     with pytest.warns(ConvergenceWarning, match="stopped after 3"):
-        model = KernelRidge(alpha=1e-6, kernel="rbf", solver="cg", preconditioner_rank=0, max_iter=3).fit(X, Y)
+        model = KernelRidge(alpha=1e-6, kernel="rbf", solver=CG(preconditioner_rank=0, max_iter=3)).fit(X, Y)
     assert not model.solver_info_["converged"] and model.n_iter_ == 3
 
 
@@ -331,7 +333,7 @@ def test_bad_input_names_the_argument_and_modifies_nothing(data):
     with pytest.raises(ValueError, match="Cannot use solver='nystrom' with a precomputed kernel"):
         KernelRidge(kernel="precomputed", solver="nystrom").fit(X @ X.T, y)
     with pytest.raises(ValueError, match="n_landmarks=701 is larger than the number of samples"):
-        KernelRidge(kernel="rbf", solver="nystrom", n_landmarks=701).fit(X, y)
+        KernelRidge(kernel="rbf", solver=Nystrom(n_landmarks=701)).fit(X, y)
     with pytest.raises(MemoryError, match="solver='cholesky'"):
         KernelRidge(solver="cholesky", memory_limit=2**20).fit(X, y)
     np.testing.assert_array_equal(X, X0)
@@ -360,8 +362,11 @@ def test_kernel_pca_inverse_transform_uses_kernel_ridge(rng, monkeypatch):
 
 @pytest.mark.parametrize("estimator", [KernelRidge(), KernelRidge(kernel="rbf", solver="cg"),
                                        KernelRidge(kernel="rbf", solver="nystrom"),
+                                       KernelRidge(kernel="rbf", solver=CG(tol=1e-6, preconditioner_rank=20)),
                                        KernelRidge(kernel="precomputed", solver="cg")],
-                         ids=["auto", "cg", "nystrom", "precomputed-cg"])
+                         ids=["auto", "cg", "nystrom", "cg-object", "precomputed-cg"])
+# scikit-learn's checks set every parameter named random_state (set_random_state): KernelRidge's is deprecated
+@pytest.mark.filterwarnings("ignore:KernelRidge\\(random_state=...\\) is deprecated:FutureWarning")
 def test_check_estimator(estimator):
     from sklearn.utils.estimator_checks import check_estimator
 
@@ -541,13 +546,15 @@ def test_preconditioner_dtype_float32_only_where_it_doubles_the_rank_and_alpha_a
 def test_float32_preconditioner_factor_gives_the_same_answer(data):
     X, Y, X_new = data
     reference = KernelRidge(alpha=1e-2, kernel="rbf", solver="cholesky").fit(X, Y).predict(X_new)
-    model = KernelRidge(alpha=1e-2, kernel="rbf", solver="cg", tol=1e-11, preconditioner_dtype="float32",
-                        preconditioner_rank=100, random_state=0).fit(X, Y)
+    model = KernelRidge(alpha=1e-2, kernel="rbf",
+                        solver=CG(tol=1e-11, preconditioner_dtype="float32", preconditioner_rank=100,
+                                  random_state=0)).fit(X, Y)
     info = model.solver_info_
     assert info["preconditioner_dtype"] == "float32" and info["preconditioner_rank"] == 100 and info["converged"]
     _close(model.predict(X_new), reference, 1e-8)
-    f64 = KernelRidge(alpha=1e-2, kernel="rbf", solver="cg", tol=1e-11, preconditioner_dtype="float64",
-                      preconditioner_rank=100, random_state=0).fit(X, Y)
+    f64 = KernelRidge(alpha=1e-2, kernel="rbf",
+                      solver=CG(tol=1e-11, preconditioner_dtype="float64", preconditioner_rank=100,
+                                random_state=0)).fit(X, Y)
     # P⁻¹ applied to ~1e-6 costs iterations only near tight tols: 126 against 114 at 1e-11 (45 against 44 at
     # 1e-6 on N = 5,000 samples of the benchmark's data)
     assert info["iterations"] <= 1.2 * f64.solver_info_["iterations"]

@@ -132,9 +132,9 @@ def test_kernel_pca_equals_the_dense_fit_and_scikit_learn():
 def test_nystrom_kernel_pca_and_nystroem_on_sparse_rows():
     X = text_like(900, 3000, density=0.006, seed=6)
     for landmarks in ("rpcholesky", "uniform"):
-        ours = fastkpca.KernelPCA(4, kernel="rbf", eigen_solver="nystrom", n_landmarks=150, landmarks=landmarks,
+        ours = fastkpca.KernelPCA(4, kernel="rbf", eigen_solver=fastkpca.Nystrom(n_landmarks=150, landmarks=landmarks),
                                   random_state=0).fit(X)
-        dense = fastkpca.KernelPCA(4, kernel="rbf", eigen_solver="nystrom", n_landmarks=150, landmarks=landmarks,
+        dense = fastkpca.KernelPCA(4, kernel="rbf", eigen_solver=fastkpca.Nystrom(n_landmarks=150, landmarks=landmarks),
                                    random_state=0).fit(X.toarray())
         assert sparse.issparse(ours.landmarks_)
         np.testing.assert_array_equal(ours.landmark_indices_, dense.landmark_indices_)
@@ -156,9 +156,9 @@ def test_nystrom_kernel_pca_and_nystroem_on_sparse_rows():
 def test_kernel_ridge_equals_the_dense_fit(solver):
     X = text_like(700, 3000, density=0.01, seed=7)
     y = np.asarray(X[:, :50].sum(axis=1)).ravel() + np.random.default_rng(1).standard_normal(700) * 0.1
-    params = dict(alpha=0.1, kernel="rbf", gamma=0.5, solver=solver, tol=1e-12, random_state=0)
-    if solver == "nystrom":
-        params.update(n_landmarks=200, landmarks="uniform")
+    solvers = {"cholesky": "cholesky", "cg": fastkpca.CG(tol=1e-12, random_state=0),
+               "nystrom": fastkpca.Nystrom(n_landmarks=200, landmarks="uniform", random_state=0)}
+    params = dict(alpha=0.1, kernel="rbf", gamma=0.5, solver=solvers[solver])
     ours = fastkpca.KernelRidge(**params).fit(X, y)
     dense = fastkpca.KernelRidge(**params).fit(X.toarray(), y)
     new = text_like(60, 3000, density=0.01, seed=8)
@@ -186,9 +186,8 @@ def test_spectral_embedding_and_clustering_on_sparse_rows():
         blocks.append(block.tocsr())
     X = sparse.vstack(blocks).tocsr()
     for solver in ("lanczos", "nystrom"):
-        kwargs = dict(affinity="rbf", gamma=0.02, random_state=0, eigen_solver=solver)
-        if solver == "nystrom":
-            kwargs.update(n_landmarks=150)
+        kwargs = dict(affinity="rbf", gamma=0.02, random_state=0,
+                      eigen_solver=fastkpca.Nystrom(n_landmarks=150) if solver == "nystrom" else solver)
         ours = fastkpca.SpectralClustering(3, **kwargs).fit(X)
         dense = fastkpca.SpectralClustering(3, **kwargs).fit(X.toarray())
         np.testing.assert_array_equal(ours.labels_, dense.labels_)

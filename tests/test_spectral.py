@@ -19,7 +19,7 @@ from sklearn.metrics import adjusted_rand_score
 from sklearn.metrics.pairwise import laplacian_kernel, rbf_kernel
 
 import fastkpca
-from fastkpca import SpectralClustering, SpectralEmbedding, spectral_clustering, spectral_embedding
+from fastkpca import Nystrom, SpectralClustering, SpectralEmbedding, spectral_clustering, spectral_embedding
 from fastkpca.solvers.spectral import embedding, start
 from fastkpca.solvers.spectral.start import NearestCentre, partition_start
 
@@ -239,12 +239,12 @@ def test_nystrom_embedding_close_to_exact():
     out, see solvers/spectral/nystrom.py), and the same clusters on blobs."""
     X = np.random.default_rng(0).uniform(-1, 1, (3000, 3))
     exact = SpectralEmbedding(n_components=3, affinity="rbf", gamma=1.0, random_state=0).fit(X).embedding_
-    approx = SpectralEmbedding(n_components=3, affinity="rbf", gamma=1.0, eigen_solver="nystrom", n_landmarks=300,
+    approx = SpectralEmbedding(n_components=3, affinity="rbf", gamma=1.0, eigen_solver=Nystrom(n_landmarks=300),
                                random_state=0).fit(X)
     assert approx.solver_info_["solver"] == "nystrom"
     assert max_angle(approx.embedding_, exact) < 0.01
     X, _ = blobs(3000, d=5, centers=4, std=1.5)
-    labels = SpectralClustering(n_clusters=4, gamma=0.05, eigen_solver="nystrom", n_landmarks=300,
+    labels = SpectralClustering(n_clusters=4, gamma=0.05, eigen_solver=Nystrom(n_landmarks=300),
                                 random_state=0).fit_predict(X)
     ref = SpectralClustering(n_clusters=4, gamma=0.05, random_state=0).fit_predict(X)
     assert adjusted_rand_score(labels, ref) > 0.99

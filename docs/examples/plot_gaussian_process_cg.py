@@ -22,7 +22,7 @@ import numpy as np
 from sklearn.gaussian_process.kernels import RBF, WhiteKernel
 from sklearn.gaussian_process.kernels import ConstantKernel as C
 
-from fastkpca import GaussianProcessRegressor
+from fastkpca import CG, GaussianProcessRegressor
 
 
 def function(X):
@@ -47,7 +47,7 @@ kernel = C(1.0) * RBF(np.ones(d)) + WhiteKernel(0.1)
 start = time.perf_counter()
 with warnings.catch_warnings():
     warnings.filterwarnings("ignore", message="The optimal value found")
-    big = GaussianProcessRegressor(kernel, normalize_y=True, solver="cg", subset_start=600, random_state=0).fit(X, y)
+    big = GaussianProcessRegressor(kernel, normalize_y=True, solver=CG(subset_start=600), random_state=0).fit(X, y)
 seconds = time.perf_counter() - start
 info = big.solver_info_
 print(f"cg fit: {seconds:.1f} s ({info['start']['seconds']:.1f} s the exact fit on {info['start']['samples']} "

@@ -16,14 +16,14 @@ from sklearn.kernel_ridge import KernelRidge as SklearnKernelRidge
 from sklearn.metrics import ConfusionMatrixDisplay
 from sklearn.model_selection import train_test_split
 
-from fastkpca import KernelRidge
+from fastkpca import CG, KernelRidge
 
 X, y = load_digits(return_X_y=True)
 X = X / 16.0
 X_train, X_test, y_train, y_test = train_test_split(X, y, test_size=0.3, random_state=0, stratify=y)
 Y_train = np.eye(10)[y_train]  # one-hot: ten targets
 
-model = KernelRidge(alpha=1e-2, kernel="rbf", gamma=0.05, solver="cg", tol=1e-10).fit(X_train, Y_train)
+model = KernelRidge(alpha=1e-2, kernel="rbf", gamma=0.05, solver=CG(tol=1e-10)).fit(X_train, Y_train)
 predicted = model.predict(X_test).argmax(axis=1)
 info = model.solver_info_
 print(f"cg: {info['iterations']} products with K for all ten targets, "

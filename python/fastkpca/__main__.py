@@ -167,6 +167,15 @@ class _Progress:
             sys.stderr.flush()
 
 
+def _eigen_solver(args):
+    """--solver as an eigen_solver: "nystrom" with the landmarks' options as a fastkpca.Nystrom."""
+    import fastkpca
+
+    if args.solver == "nystrom":
+        return fastkpca.Nystrom(n_landmarks=args.n_landmarks, landmarks=args.landmarks)
+    return args.solver
+
+
 def _fit(args) -> int:
     import numpy as np
 
@@ -178,12 +187,12 @@ def _fit(args) -> int:
     progress = _Progress(enabled=not args.quiet and sys.stderr.isatty())
     model = fastkpca.KernelPCA(
         args.n_components, kernel=args.kernel, gamma=args.gamma, degree=args.degree, coef0=args.coef0,
-        eigen_solver=args.solver, n_jobs=args.n_jobs, random_state=args.seed, callback=progress,
-        memory_limit=args.memory_limit, n_landmarks=args.n_landmarks, landmarks=args.landmarks,
+        eigen_solver=_eigen_solver(args), n_jobs=args.n_jobs, random_state=args.seed, memory_limit=args.memory_limit,
     )
     start = time.perf_counter()
     try:
-        scores = model.fit_transform(X)
+        with fastkpca.progress(verbose=0, callback=progress):
+            scores = model.fit_transform(X)
     except (ValueError, TypeError, MemoryError) as exc:
         raise CliError(str(exc).splitlines()[0]) from None
     finally:
@@ -216,9 +225,8 @@ def _spectral(args) -> int:
         X = X.astype(np.float32)
     progress = _Progress(enabled=not args.quiet and sys.stderr.isatty())
     common = dict(affinity=args.affinity, gamma=args.gamma, degree=args.degree, coef0=args.coef0,
-                  eigen_solver=args.solver, n_neighbors=args.n_neighbors, n_jobs=args.n_jobs, random_state=args.seed,
-                  memory_limit=args.memory_limit, n_landmarks=args.n_landmarks, landmarks=args.landmarks,
-                  callback=progress)
+                  eigen_solver=_eigen_solver(args), n_neighbors=args.n_neighbors, n_jobs=args.n_jobs,
+                  random_state=args.seed, memory_limit=args.memory_limit)
     clustering = args.command_name == "cluster"
     kmeans = clustering and args.method == "kmeans"
     if kmeans:
@@ -237,7 +245,7 @@ def _spectral(args) -> int:
         model = fastkpca.SpectralEmbedding(args.n_components or 2, **common)
     start = time.perf_counter()
     try:
-        with warnings.catch_warnings(record=True) as caught:
+        with warnings.catch_warnings(record=True) as caught, fastkpca.progress(verbose=0, callback=progress):
             warnings.simplefilter("always")
             result = model.fit_predict(X) if clustering else model.fit_transform(X)
     except (ValueError, TypeError, MemoryError) as exc:

@@ -480,6 +480,18 @@ def anything(value, name):
     """No constraint (an array of points, a random state: checked where they are used)."""
 
 
+#: The default of a deprecated estimator keyword: a value no user passes, so that "given" means "not this".
+DEPRECATED = "deprecated"
+
+
+def deprecated(constraint):
+    """``constraint`` for a deprecated parameter given; its default, DEPRECATED, passes."""
+    def check(value, name):
+        if not (isinstance(value, str) and value == DEPRECATED):
+            constraint(value, name)
+    return check
+
+
 def check_params(estimator, constraints: dict) -> None:
     """Check every parameter of ``estimator`` named in ``constraints`` against its constraint."""
     for name, constraint in constraints.items():

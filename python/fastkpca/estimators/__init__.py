@@ -32,12 +32,15 @@ _MODULES = {
     "SVR": ("svm", "sklearn.svm"),
     "NuSVR": ("svm", "sklearn.svm"),
     "OneClassSVM": ("svm", "sklearn.svm"),
+    "CG": ("solver_settings", None),
+    "Nystrom": ("solver_settings", None),
+    "progress": ("_base", None),
 }
 
 __all__ = ["KernelPCA", "GaussianProcessRegressor", "GaussianProcessClassifier", "Nystroem", "KernelRidge",
            "KernelRidgeCV", "KernelKMeans", "ClassicalMDS", "classical_mds", "KernelCenterer", "SpectralEmbedding",
            "spectral_embedding", "SpectralClustering", "spectral_clustering", "SVC", "NuSVC", "SVR", "NuSVR",
-           "OneClassSVM"]
+           "OneClassSVM", "CG", "Nystrom", "progress"]
 
 if TYPE_CHECKING:
     from .clustering import SpectralClustering, spectral_clustering
@@ -48,7 +51,9 @@ if TYPE_CHECKING:
     from .kernel_kmeans import KernelKMeans
     from .kernel_ridge import KernelRidge, KernelRidgeCV
     from .manifold import ClassicalMDS, classical_mds
+    from ._base import progress
     from .preprocessing import KernelCenterer
+    from .solver_settings import CG, Nystrom
     from .spectral import SpectralEmbedding, spectral_embedding
     from .svm import SVC, SVR, NuSVC, NuSVR, OneClassSVM
 

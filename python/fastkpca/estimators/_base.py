@@ -1,33 +1,107 @@
-"""What every estimator of fastkpca shares: progress reporting (``verbose`` and ``callback``) and pickling
-a model fitted by any engine as one that lives in this process."""
+"""What every estimator of fastkpca shares: progress reporting (:func:`progress`, and the ``verbose`` and
+``callback`` of the estimators that keep their own) and pickling a model fitted by any engine as one that lives in
+this process."""
 
 from __future__ import annotations
 
+import contextlib
+import contextvars
 import importlib.util
 import inspect
 import sys
+import warnings
 import weakref
+from collections.abc import Iterator
 from typing import Any, Callable
 
 from .. import engines, kernels
 from .._sklearn_compat import check_is_fitted
+from .solver_settings import DEPRECATED
+
+#: The progress asked for by the innermost :func:`progress` block of this thread: (verbose, callback).
+_PROGRESS: contextvars.ContextVar[tuple[int, Callable[[str, dict], Any] | None]] = contextvars.ContextVar(
+    "fastkpca_progress", default=(0, None))
+
+
+@contextlib.contextmanager
+def progress(verbose: int = 1, callback: Callable[[str, dict], Any] | None = None) -> Iterator[None]:
+    """Report the progress of every fastkpca fit run inside the ``with`` block (in this thread).
+
+    Parameters
+    ----------
+    verbose : int, default=1
+        0: nothing printed; 1: each stage of a fit printed to stderr, and its passes or iterations as a
+        progress bar where tqdm is installed and stderr is a terminal or a notebook; 2: every pass or iteration
+        printed as well.
+    callback : callable, default=None
+        ``callback(stage, info)``, called at each stage with its figures: stage ``"pass"`` after each pass of an
+        eigensolver (``passes``, ``converged``, ``residual``, ``seconds_per_pass``, ``eta_seconds``),
+        ``"iteration"`` after each conjugate gradients iteration (``iterations``, ``converged``,
+        ``residual``), ``"done"`` at the end of a fit.
+
+    Yields
+    ------
+    None
+
+    Examples
+    --------
+    >>> import numpy as np, fastkpca
+    >>> stages = []
+    >>> with fastkpca.progress(verbose=0, callback=lambda stage, info: stages.append(stage)):
+    ...     _ = fastkpca.KernelRidge(kernel="rbf").fit(np.eye(4), np.arange(4.0))
+    >>> stages[-1]
+    'done'
+    """
+    from .. import _validation as v
+
+    v.check_int(verbose, "verbose", minimum=0)
+    v.optional_callable(callback, "callback")
+    token = _PROGRESS.set((verbose, callback))
+    try:
+        yield
+    finally:
+        _PROGRESS.reset(token)
+
+
+def warn_deprecated_progress(estimator: Any, names: tuple[str, ...] = ("verbose", "callback")) -> None:
+    """FutureWarning for each of ``names`` (``verbose``, ``callback``: deprecated on ``estimator``, their default
+    DEPRECATED) given: :func:`progress` replaces them."""
+    for name in names:
+        value = getattr(estimator, name)
+        if not (isinstance(value, str) and value == DEPRECATED):
+            warnings.warn(f"{type(estimator).__name__}({name}=...) is deprecated and will be removed in the next "
+                          f"minor release: fit inside `with fastkpca.progress({name}=...):` instead",
+                          FutureWarning, stacklevel=3)
+
+
+def _own(value: Any, default: Any) -> Any:
+    """An estimator's own verbose or callback, or ``default`` where it is deprecated and not given."""
+    return default if isinstance(value, str) and value == DEPRECATED else value
 
 
 class Reporting:
-    """``_report(stage, **figures)``: calls ``self.callback(stage, figures)`` and, with ``verbose``, prints
-    the stage to stderr; the stages of every pass or iteration (``PER_PASS``) are printed from ``verbose=2``,
-    and with ``verbose=1`` they drive a progress bar (passes, residual, time left) when tqdm is installed and
-    stderr is a terminal or a notebook. Without tqdm, ``verbose=1`` prints the stages only."""
+    """``_report(stage, **figures)``: calls the callbacks (the estimator's ``callback``, and that of the
+    enclosing :func:`progress` block) with ``(stage, figures)`` and, with ``verbose`` (the larger of the
+    estimator's and the block's), prints the stage to stderr; the stages of every pass or iteration
+    (``PER_PASS``) are printed from ``verbose=2``, and with ``verbose=1`` they drive a progress bar (passes,
+    residual, time left) when tqdm is installed and stderr is a terminal or a notebook. Without tqdm,
+    ``verbose=1`` prints the stages only."""
 
     PER_PASS = ("pass", "iteration")
     callback: Callable[[str, dict], Any] | None = None
     verbose: int | bool = 0
 
+    def _progress(self) -> tuple[int, tuple[Callable[[str, dict], Any], ...]]:
+        """(verbose, the callbacks to call): the estimator's own and the enclosing progress block's."""
+        verbose, callback = _PROGRESS.get()
+        own = _own(getattr(self, "callback", None), None)
+        callbacks = tuple(c for c in (own, callback) if c is not None)
+        return max(int(_own(getattr(self, "verbose", 0), 0)), verbose), callbacks
+
     def _report(self, stage: str, **info) -> None:
-        callback = getattr(self, "callback", None)
-        if callback is not None:
+        verbose, callbacks = self._progress()
+        for callback in callbacks:
             callback(stage, info)
-        verbose = getattr(self, "verbose", 0)
         if not verbose:
             return
         if stage in self.PER_PASS:
@@ -46,9 +120,8 @@ class Reporting:
         return f"[{type(self).__name__}] {stage}: {figures}"
 
     def _wants_progress(self) -> bool:
-        verbose = getattr(self, "verbose", 0)
-        return (getattr(self, "callback", None) is not None or verbose >= 2
-                or (verbose == 1 and progress_bars_shown()))
+        verbose, callbacks = self._progress()
+        return bool(callbacks) or verbose >= 2 or (verbose == 1 and progress_bars_shown())
 
 
 def progress_bars_shown() -> bool:

@@ -12,8 +12,9 @@ from sklearn.base import ClusterMixin
 from .. import kernels
 from .. import _validation as v
 from ..solvers import low_rank
-from .spectral import AFFINITIES, SOLVERS, SpectralFit
+from .spectral import AFFINITIES, SpectralFit
 from ._base import parameter_defaults
+from .solver_settings import DEPRECATED, Nystrom
 
 __all__ = ["SpectralClustering", "spectral_clustering", "assign_labels"]
 
@@ -21,13 +22,14 @@ _ASSIGN = ("kmeans", "discretize", "cluster_qr")
 # scikit-learn's pairwise kernels that are not native: evaluated by scikit-learn.
 _SKLEARN_KERNELS = ("chi2", "additive_chi2")
 _CONSTRAINTS = {
-    "n_clusters": v.integer(1), "eigen_solver": v.choice(*SOLVERS, none=True), "n_components": v.integer(1, none=True),
+    "n_clusters": v.integer(1), "n_components": v.integer(1, none=True),
     "random_state": v.anything, "n_init": v.integer(1), "gamma": v.real(0.0),
     "affinity": kernels.constraint(*AFFINITIES, *_SKLEARN_KERNELS),
     "n_neighbors": v.integer(1), "eigen_tol": v.anything, "assign_labels": v.choice(*_ASSIGN),
     "degree": v.real(0.0), "coef0": v.real(), "kernel_params": v.optional_dict, "n_jobs": v.jobs,
-    "verbose": v.anything, "memory_limit": v.anything, "n_landmarks": v.integer(1, none=True),
-    "landmarks": v.choice(*low_rank.LANDMARK_METHODS, other=v.anything), "callback": v.optional_callable,
+    "verbose": v.anything, "memory_limit": v.anything, "n_landmarks": v.deprecated(v.integer(1, none=True)),
+    "landmarks": v.deprecated(v.choice(*low_rank.LANDMARK_METHODS, other=v.anything)),
+    "callback": v.deprecated(v.optional_callable),
 }
 
 
@@ -53,11 +55,13 @@ class SpectralClustering(ClusterMixin, SpectralFit):
     Parameters
     ----------
     n_clusters : int, default=8
-    eigen_solver : {None, "auto", "lanczos", "dense", "nystrom", "arpack", "lobpcg", "amg"}, default=None
+    eigen_solver : {None, "auto", "lanczos", "dense", "nystrom", "arpack", "lobpcg", "amg"} or Nystrom, \
+default=None
         ``"lanczos"``: fastkpca's block Lanczos on the normalised affinity; ``"dense"``: LAPACK's eigensolver on
         it as a matrix; None/"auto": the cheaper of the two by the library's cost model (dense for a few hundred
-        samples); ``"nystrom"``: the approximate embedding on ``n_landmarks`` landmarks (native kernels); the
-        others: scikit-learn's solver on the materialised affinity.
+        samples); ``"nystrom"`` or :class:`fastkpca.Nystrom` (with its ``n_landmarks`` and ``landmarks``): the
+        approximate embedding on the landmarks (native kernels); the others: scikit-learn's solver on the
+        materialised affinity.
     n_components : int, default=None
         Eigenvectors of the embedding (None: n_clusters).
     random_state : int, RandomState instance or None, default=None
@@ -81,8 +85,16 @@ class SpectralClustering(ClusterMixin, SpectralFit):
         Parameters of a callable affinity.
     n_jobs : int, default=None
     verbose : bool or int, default=False
-    memory_limit, n_landmarks, landmarks, callback
+        Prints the label assignment's progress (scikit-learn's), and the fit's stages as
+        :func:`fastkpca.progress` does.
+    memory_limit : int or str, default=None
         As in :class:`fastkpca.SpectralEmbedding`.
+    n_landmarks, landmarks : deprecated
+        Settings of ``eigen_solver=Nystrom(n_landmarks=..., landmarks=...)`` now. Given here, they still apply
+        (with a FutureWarning) until the next minor release.
+    callback : deprecated
+        Progress is reported inside ``with fastkpca.progress(callback=...):``. Given here, it still applies
+        (with a FutureWarning) until the next minor release.
 
     Attributes
     ----------
@@ -109,16 +121,18 @@ class SpectralClustering(ClusterMixin, SpectralFit):
     """
 
     _CONSTRAINTS = _CONSTRAINTS
+    _DEPRECATED_PROGRESS = ("callback",)
     _DROP_FIRST = False
     _CALLABLE_IS_PAIRWISE = True
 
-    def __init__(self, n_clusters: int = 8, *, eigen_solver: str | None = None, n_components: int | None = None,
+    def __init__(self, n_clusters: int = 8, *, eigen_solver: str | Nystrom | None = None,
+                 n_components: int | None = None,
                  random_state: int | np.random.RandomState | None = None, n_init: int = 10, gamma: float = 1.0,
                  affinity: str | Callable[..., Any] | Any = "rbf", n_neighbors: int = 10,
                  eigen_tol: float | str = "auto", assign_labels: str = "kmeans", degree: float = 3, coef0: float = 1,
                  kernel_params: dict | None = None, n_jobs: int | None = None, verbose: bool | int = False,
-                 memory_limit: int | str | None = None, n_landmarks: int | None = None,
-                 landmarks: str | Any = "rpcholesky", callback: Callable[[str, dict], Any] | None = None):
+                 memory_limit: int | str | None = None, n_landmarks: Any = DEPRECATED, landmarks: Any = DEPRECATED,
+                 callback: Any = DEPRECATED):
         self.n_clusters = n_clusters
         self.eigen_solver = eigen_solver
         self.n_components = n_components

@@ -13,7 +13,9 @@ from .._sklearn_compat import check_is_fitted
 from .. import _validation as v
 from ..solvers import low_rank
 from ..solvers.kernel_pca import dense, solvers as kernel_pca_solvers
-from ._base import EngineFitted, Reporting, parameter_defaults
+from . import solver_settings
+from ._base import EngineFitted, Reporting, parameter_defaults, warn_deprecated_progress
+from .solver_settings import DEPRECATED, Nystrom
 
 __all__ = ["KernelPCA"]
 
@@ -22,13 +24,18 @@ _SOLVERS = ("auto", "lanczos", *dense.SOLVERS, "nystrom")
 _CONSTRAINTS = {
     "n_components": v.integer(1, none=True), "kernel": kernels.constraint(*_KERNELS),
     "gamma": v.real(0.0, none=True), "degree": v.real(0.0), "coef0": v.real(), "kernel_params": v.optional_dict,
-    "alpha": v.real(0.0), "fit_inverse_transform": v.anything, "eigen_solver": v.choice(*_SOLVERS),
+    "alpha": v.real(0.0), "fit_inverse_transform": v.anything,
     "tol": v.real(0.0), "max_iter": v.integer(1, none=True),
     "iterated_power": v.choice("auto", other=v.integer(0)), "remove_zero_eig": v.anything,
-    "random_state": v.anything, "copy_X": v.anything, "n_jobs": v.jobs, "verbose": v.integer(), "callback":
-    v.optional_callable, "memory_limit": v.anything, "n_landmarks": v.integer(1, none=True),
-    "landmarks": v.choice(*low_rank.LANDMARK_METHODS, other=v.anything),
+    "random_state": v.anything, "copy_X": v.anything, "n_jobs": v.jobs, "verbose": v.deprecated(v.integer()),
+    "callback": v.deprecated(v.optional_callable), "memory_limit": v.anything,
+    "n_landmarks": v.deprecated(v.integer(1, none=True)),
+    "landmarks": v.deprecated(v.choice(*low_rank.LANDMARK_METHODS, other=v.anything)),
 }
+#: eigen_solver: a name, or Nystrom with its settings, and the keywords they replace.
+_EIGEN_SOLVER = solver_settings.SolverFamily(
+    "eigen_solver", _SOLVERS, reads={Nystrom: frozenset({"n_landmarks", "landmarks"})},
+    deprecated={"n_landmarks": ((Nystrom,), "n_landmarks"), "landmarks": ((Nystrom,), "landmarks")})
 
 
 @parameter_defaults
@@ -61,15 +68,16 @@ object, default="linear"
         Ridge parameter of the inverse transform (``fit_inverse_transform=True``).
     fit_inverse_transform : bool, default=False
         Learn the pre-image map (kernel ridge from the scores back to the input space).
-    eigen_solver : {"auto", "lanczos", "dense", "arpack", "randomized", "nystrom"}, default="auto"
+    eigen_solver : {"auto", "lanczos", "dense", "arpack", "randomized", "nystrom"} or Nystrom, default="auto"
         ``"lanczos"``: fastkpca's block Lanczos on the implicitly centered kernel; ``"dense"``,
         ``"arpack"``, ``"randomized"``: scikit-learn's solvers on the centered kernel. ``"auto"``: the exact
         solver the library's cost model (fastkpca.solvers.choice) predicts fastest among those that fit the
         memory limit: dense for few samples or when all components are wanted, else lanczos (dense or
         arpack for a precomputed kernel that is not symmetric, which lanczos cannot solve);
-        ``solver_info_["choice"]`` records the prediction. ``"nystrom"``: approximate kernel
-        PCA of the Nyström approximation on ``n_landmarks`` landmarks (see Notes), for N beyond what
-        exact passes afford (not with a precomputed kernel).
+        ``solver_info_["choice"]`` records the prediction. ``"nystrom"`` or :class:`fastkpca.Nystrom` (with
+        its ``n_landmarks`` m, ``n_components <= m <= n_samples``, and its ``landmarks``; the landmarks are
+        drawn with this estimator's ``random_state``): approximate kernel PCA of the Nyström approximation on
+        m landmarks (see Notes), for N beyond what exact passes afford (not with a precomputed kernel).
     tol : float, default=0
         Convergence tolerance: ARPACK's, or for lanczos the relative residual ‖Kv − λv‖/λ₁ (0 means
         fastkpca's default, 1e-10).
@@ -85,13 +93,6 @@ object, default="linear"
         Keep a copy of X in ``X_fit_`` (otherwise a reference).
     n_jobs : int, default=None
         Threads for the kernel and the solver (see fastkpca.gram).
-    verbose : int, default=0
-        1: print the time of each stage to stderr; 2: also the solver's progress after every pass.
-    callback : callable, default=None
-        Called as ``callback(stage, info)`` with stage in ``"kernel"``, ``"center"``, ``"pass"``,
-        ``"done"`` and a dict of figures; for progress displays. After every pass of the lanczos solver
-        ``info`` has ``passes``, ``converged``, ``residual``, ``seconds``, ``seconds_per_pass`` and
-        ``eta_seconds`` (an estimate of the time left, None until two residuals are known).
     memory_limit : int or str, default=None
         Bytes the fit may use beyond X, or a size such as ``"4GB"``; None means 80% of the memory
         available. With the lanczos solver the kernel is held in the fastest storage that fits (full or
@@ -101,14 +102,15 @@ object, default="linear"
         kernel of a native kernel into the projection tile by tile (never stored); other kernels build it
         in chunks of at most 256 MiB (and a quarter of the limit). With a dask array X: the bytes of kernel
         tiles each worker may keep (default 40% of its memory limit).
-    n_landmarks : int, default=None
-        Landmarks m of ``eigen_solver="nystrom"``: ``n_components <= m <= n_samples``. None means
-        min(1000, n_samples).
-    landmarks : {"rpcholesky", "uniform"} or array-like of shape (m, n_features), default="rpcholesky"
-        How ``eigen_solver="nystrom"`` chooses its landmarks: randomly pivoted Cholesky (each landmark
-        drawn with probability proportional to what the previous ones leave unexplained; on more than
-        ~33,000 samples per 1000 landmarks, among a uniform subsample of that many rows), uniformly at
-        random (scikit-learn's Nystroem), or the given points.
+    n_landmarks, landmarks : deprecated
+        Settings of ``eigen_solver=Nystrom(n_landmarks=..., landmarks=...)`` now. Given here, they still apply
+        (with a FutureWarning) until the next minor release.
+    verbose, callback : deprecated
+        Progress is reported inside ``with fastkpca.progress(verbose=..., callback=...):``: stages
+        ``"kernel"``, ``"center"``, ``"pass"``, ``"done"``; after every pass of the lanczos solver the figures
+        are ``passes``, ``converged``, ``residual``, ``seconds``, ``seconds_per_pass`` and ``eta_seconds`` (an
+        estimate of the time left, None until two residuals are known). Given here, they still apply (with a
+        FutureWarning) until the next minor release.
 
     Attributes
     ----------
@@ -174,12 +176,12 @@ object, default="linear"
 
     def __init__(self, n_components: int | None = None, *, kernel: str | Callable[..., Any] | Any = "linear",
                  gamma: float | None = None, degree: float = 3, coef0: float = 1, kernel_params: dict | None = None,
-                 alpha: float = 1.0, fit_inverse_transform: bool = False, eigen_solver: str = "auto", tol: float = 0,
-                 max_iter: int | None = None, iterated_power: int | str = "auto", remove_zero_eig: bool = False,
-                 random_state: int | np.random.RandomState | None = None, copy_X: bool = True,
-                 n_jobs: int | None = None, verbose: int = 0, callback: Callable[[str, dict], Any] | None = None,
-                 memory_limit: int | str | None = None, n_landmarks: int | None = None,
-                 landmarks: str | Any = "rpcholesky"):
+                 alpha: float = 1.0, fit_inverse_transform: bool = False, eigen_solver: str | Nystrom = "auto",
+                 tol: float = 0, max_iter: int | None = None, iterated_power: int | str = "auto",
+                 remove_zero_eig: bool = False, random_state: int | np.random.RandomState | None = None,
+                 copy_X: bool = True, n_jobs: int | None = None, memory_limit: int | str | None = None,
+                 n_landmarks: Any = DEPRECATED, landmarks: Any = DEPRECATED, verbose: Any = DEPRECATED,
+                 callback: Any = DEPRECATED):
         self.n_components = n_components
         self.kernel = kernel
         self.kernel_params = kernel_params
@@ -196,11 +198,11 @@ object, default="linear"
         self.random_state = random_state
         self.copy_X = copy_X
         self.n_jobs = n_jobs
-        self.verbose = verbose
-        self.callback = callback
         self.memory_limit = memory_limit
         self.n_landmarks = n_landmarks
         self.landmarks = landmarks
+        self.verbose = verbose
+        self.callback = callback
 
     # ------------------------------------------------------------------------------------------ fit
 
@@ -218,9 +220,11 @@ object, default="linear"
         self : KernelPCA
         """
         v.check_params(self, _CONSTRAINTS)
+        asked = solver_settings.resolve(self, _EIGEN_SOLVER)
+        warn_deprecated_progress(self)
         limit = v.memory_limit(self.memory_limit)
         # A fit that keeps only its landmarks needs no copy of X.
-        copy = self.copy_X and kernel_pca_solvers.keeps_samples(self.eigen_solver)
+        copy = self.copy_X and kernel_pca_solvers.keeps_samples(asked.name)
         samples, _ = engines.select(X).fit_samples(self, X, accept_sparse="csr", copy=copy)
         self._engine = samples.engine
         n, d = samples.shape
@@ -232,9 +236,9 @@ object, default="linear"
         settings = kernel_pca_solvers.PcaSettings(
             limit=limit, memory_limit=self.memory_limit, all_components=self.n_components is None,
             remove_zero=self.remove_zero_eig or self.n_components is None, tol=self.tol, max_iter=self.max_iter,
-            iterated_power=self.iterated_power, random_state=self.random_state, n_jobs=self.n_jobs,
-            n_landmarks=self.n_landmarks, landmarks=self.landmarks)
-        solver, choice = kernel_pca_solvers.make_solver(self.eigen_solver, samples, kernel, n_components, settings)
+            iterated_power=self.iterated_power, n_jobs=self.n_jobs,
+            random_state=self.random_state, **asked.settings)
+        solver, choice = kernel_pca_solvers.make_solver(asked.name, samples, kernel, n_components, settings)
         progress = (lambda figures: self._report("pass", **figures)) if self._wants_progress() else None
         fit = solver.fit(samples, kernel, n_components, report=self._report, progress=progress)
         self.eigenvalues_, self.eigenvectors_, self._transform_map = fit.eigenvalues, fit.eigenvectors, \
@@ -258,8 +262,8 @@ object, default="linear"
         operator within the memory limit for large N: no O(N³) solve, no second N×N matrix)."""
         from .kernel_ridge import KernelRidge
 
-        ridge = KernelRidge(alpha=self.alpha, kernel=kernel, memory_limit=self.memory_limit, n_jobs=self.n_jobs,
-                            random_state=self.random_state).fit(X_transformed, X)
+        ridge = KernelRidge(alpha=self.alpha, kernel=kernel, memory_limit=self.memory_limit, n_jobs=self.n_jobs)
+        ridge._fit(X_transformed, X, None, solver_settings.Resolved("auto", {"random_state": self.random_state}))
         self._pre_image = ridge
         self.dual_coef_ = ridge.dual_coef_.astype(np.result_type(X.dtype, np.float32), copy=False)
         self.inverse_solver_info_ = ridge.solver_info_

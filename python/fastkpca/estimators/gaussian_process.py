@@ -12,7 +12,9 @@ from sklearn.base import BaseEstimator, MultiOutputMixin, RegressorMixin, clone
 from .. import engines, kernels
 from .. import _validation as v
 from ..solvers import gaussian_process as gp
+from . import solver_settings
 from ._base import EngineFitted, parameter_defaults
+from .solver_settings import CG, DEPRECATED
 
 __all__ = ["GaussianProcessRegressor"]
 
@@ -41,20 +43,39 @@ def _check_constructor(est) -> None:
     if est.n_targets is not None:
         v.check_int(est.n_targets, "n_targets", minimum=1)
     v.n_threads(est.n_jobs)
-    v.check_choice(est.solver, "solver", ("auto", "cholesky", "cg"))
-    v.check_int(est.n_probes, "n_probes", minimum=2)
-    for name in ("tol", "final_tol"):
-        if not v.check_real(getattr(est, name), name, minimum=0.0) > 0:
-            raise ValueError(f"{name} must be > 0, got {getattr(est, name)}")
-    if est.preconditioner_rank is not None:
-        v.check_int(est.preconditioner_rank, "preconditioner_rank", minimum=0)
-    v.check_int(est.max_iter, "max_iter", minimum=1)
-    v.check_choice(est.preconditioner_dtype, "preconditioner_dtype", ("float64", "float32"))
-    v.check_int(est.subset_start, "subset_start", minimum=0)
-    if est.theta_tol is not None and not v.check_real(est.theta_tol, "theta_tol", minimum=0.0) > 0:
-        raise ValueError(f"theta_tol must be > 0 or None, got {est.theta_tol}")
-    if est.likelihood_rtol is not None and not v.check_real(est.likelihood_rtol, "likelihood_rtol", minimum=0.0) > 0:
-        raise ValueError(f"likelihood_rtol must be > 0 or None, got {est.likelihood_rtol}")
+    est._cg = cg_settings(est, _SOLVER, _CG_DEFAULTS)
+
+
+#: solver: a name, or CG with the settings Gaussian process regression reads, and the keywords they replace.
+_SOLVER = solver_settings.SolverFamily(
+    "solver", ("auto", "cholesky", "cg"),
+    reads={CG: frozenset({"n_probes", "tol", "final_tol", "preconditioner_rank", "max_iter", "preconditioner_dtype",
+                          "subset_start", "theta_tol", "likelihood_rtol"})},
+    deprecated={name: ((CG,), name) for name in ("n_probes", "tol", "final_tol", "preconditioner_rank", "max_iter",
+                                                  "preconditioner_dtype", "subset_start", "theta_tol",
+                                                  "likelihood_rtol")})
+#: CG's settings where the fit leaves them at their defaults (preconditioner_dtype "auto" is float64 here).
+_CG_DEFAULTS = {"n_probes": 16, "tol": 1e-2, "final_tol": 1e-6, "preconditioner_rank": None, "max_iter": 1000,
+                "preconditioner_dtype": "float64", "subset_start": 3000, "theta_tol": 0.05, "likelihood_rtol": 3e-4}
+
+
+def cg_settings(est, family: solver_settings.SolverFamily, defaults: dict) -> solver_settings.Resolved:
+    """The Gaussian process's solver and its CG settings (every one the family reads: its default where not
+    given), checked: ValueError naming the setting."""
+    asked = solver_settings.resolve(est, family, stacklevel=5)
+    settings = {**defaults, **asked.settings}
+    if settings.get("preconditioner_dtype") == "auto":
+        settings["preconditioner_dtype"] = "float64"
+    checks = {"n_probes": v.integer(2), "preconditioner_rank": v.integer(0, none=True), "max_iter": v.integer(1),
+              "preconditioner_dtype": v.choice("float64", "float32"), "subset_start": v.integer(0)}
+    for name, value in settings.items():
+        if name in checks:
+            checks[name](value, name)
+        elif not (value is None and name in ("theta_tol", "likelihood_rtol")) \
+                and not v.check_real(value, name, minimum=0.0) > 0:  # the tolerances
+            raise ValueError(f"{name} must be > 0{' or None' if name in ('theta_tol', 'likelihood_rtol') else ''}, "
+                             f"got {value}")
+    return solver_settings.Resolved(asked.name, settings)
 
 
 @parameter_defaults
@@ -98,69 +119,19 @@ class GaussianProcessRegressor(EngineFitted, MultiOutputMixin, RegressorMixin, B
     n_jobs : int, default=None
         Threads of the kernel's evaluation (see fastkpca.gram); the factor and the inverse run on NumPy's
         LAPACK.
-    solver : {"auto", "cholesky", "cg"}, default="auto"
-        "cholesky": the exact likelihood from one n × n factor (scikit-learn's answers to rounding). "cg": by
-        products with the kernel only (preconditioned conjugate gradients, stochastic Lanczos quadrature and
-        Hutchinson probes; see Notes): memory O(n·(n_probes + rank)), no n × n array, the likelihood an
-        estimate. "auto": the cheaper by the library's cost model of an evaluation (the exact factor's n³
-        against cg's block products, solvers/choice.py) of those whose memory fits ``memory_limit``: "cholesky"
-        up to a crossover of some thousands of samples on this machine's measured rates, "cg" beyond it.
+    solver : {"auto", "cholesky", "cg"} or CG, default="auto"
+        "cholesky": the exact likelihood from one n × n factor (scikit-learn's answers to rounding). "cg" or
+        :class:`fastkpca.CG` (with its settings, see Notes): by products with the kernel only (preconditioned
+        conjugate gradients, stochastic Lanczos quadrature and Hutchinson probes): memory
+        O(n·(n_probes + rank)), no n × n array, the likelihood an estimate. "auto": the cheaper by the
+        library's cost model of an evaluation (the exact factor's n³ against cg's block products,
+        solvers/choice.py) of those whose memory fits ``memory_limit``: "cholesky" up to a crossover of some
+        thousands of samples on this machine's measured rates, "cg" beyond it.
         ``solver_info_["choice"]`` says what the model predicted for each and what it picked.
-    n_probes : int, default=16
-        cg: random probes of the log determinant and the gradient's traces at the start (drawn once per fit;
-        ``theta_tol`` may multiply them after the first optimum). The likelihood's standard error falls as
-        1/√n_probes (``solver_info_["standard_error"]``; bench/gaussian_process.py measures it, and the
-        seconds more probes cost). The probes are fixed, so the optimiser sees one estimate, not fresh draws at
-        every θ (see Notes); its optimum moves with the gradient estimate's error along flat directions, which
-        the preconditioner, serving as a control variate of the gradient's traces, keeps small (the same
-        bench compares the fitted θ and test errors with the Cholesky fit's, with and without it).
-    tol : float, default=1e-2
-        cg: relative residual at which each column's conjugate gradients stop while the hyperparameters are
-        optimised.
-    final_tol : float, default=1e-6
-        cg: relative residual of the final solve for ``alpha_`` and of the exact predictive variances and
-        covariance, checked on the true residual (CG resumes from it where its recurrence drifted); a
-        ConvergenceWarning says when ``max_iter`` stopped one short. A variance's CG then goes on, for two
-        rounds at most, where its estimated error (rᵀP⁻¹r, r the residual) is above ``final_tol`` of the
-        variance: where the kernel's amplitude is many times the variance, the residual alone leaves it far
-        less accurate.
-    preconditioner_rank : int, default=None
-        cg: rank of the randomly pivoted Cholesky preconditioner, kept through the fit (0: the diagonal only).
-        None: the fit starts at 1024 within half of ``memory_limit`` (and lower where CG's blocks and the
-        kernel pass's working memory do not fit beside it) and, while its products evaluate the
-        kernel (a plan holding at most half the kernel's entries), the first six evaluations move it by
-        doubling or halving, between 64 and 4096 and within the limit, as a work model fed with their
-        iteration counts says pays (solvers/gaussian_process/rank.py); ``solver_info_["preconditioner"]["ranks"]``
-        lists each evaluation's.
-    max_iter : int, default=1000
-        cg: products by K̂ per solve at most (a warm start's and the final check of the true residual's
-        included).
-    preconditioner_dtype : {"float64", "float32"}, default="float64"
-        cg: storage of the preconditioner's factor between evaluations and for the predictions ("float32": half
-        that memory). The factor is built in float64 at every evaluation either way (a float32 build is too
-        inaccurate when the signal is many times the noise), so float32 lowers the rank the limit allows.
-    subset_start : int, default=3000
-        cg with the default optimizer: L-BFGS-B starts from the θ of an exact fit on this many samples drawn
-        from ``random_state`` (where that is fewer than the training samples), which costs a few cg evaluations
-        at tens of thousands of samples and saves most of the path from the kernel's initial θ;
-        ``solver_info_["start"]`` reports it. 0: start from the kernel's θ.
-    theta_tol : float or None, default=0.05
-        cg: the error in the fitted θ (every log-hyperparameter) the fit aims for. An estimate's optimum is off
-        the exact likelihood's by the probes' error; after the optimiser, the fit multiplies the probes
-        (keeping those it has) and finds the optimum again from there (quasi-Newton steps with L-BFGS-B's
-        curvature, a few evaluations; the optimiser again where those fail or a callable optimizer gave
-        none), until θ's move says its error is at most ``theta_tol``/4: from p to k·p probes the move is
-        √(k − 1) times a draw of the error of the optimum it ends at (solvers/gaussian_process/iterative.py).
-        Up to four rounds and 16 times ``n_probes``, within ``memory_limit``; a ConvergenceWarning says when it
-        stopped short, ``solver_info_["settle"]`` lists the rounds. None: no rounds, the first optimum kept.
-    likelihood_rtol : float or None, default=3e-4
-        cg: the relative standard error :meth:`log_marginal_likelihood` aims for when called with a θ (a
-        stochastic estimate, see Notes). The value is estimated with the fit's probes, then, while its standard
-        error is above ``likelihood_rtol`` times its magnitude, again with more (at most 2,048, within
-        ``memory_limit``, up to four rounds), and a ConvergenceWarning says where it stopped short;
-        ``log_marginal_likelihood_info_`` reports the standard error reached. The default keeps three standard
-        errors within 1e-3 of the value. None: the fit's probes only. The fit's own evaluations are not refined
-        (``theta_tol`` settles its optimum).
+    n_probes, tol, final_tol, preconditioner_rank, max_iter, preconditioner_dtype, subset_start, theta_tol, \
+likelihood_rtol : deprecated
+        Settings of ``solver=CG(...)`` now (Notes). Given here, they still apply (with a FutureWarning) until
+        the next minor release.
 
     Attributes
     ----------
@@ -223,6 +194,54 @@ class GaussianProcessRegressor(EngineFitted, MultiOutputMixin, RegressorMixin, B
     optimum is, and the optimum found is then settled by more probes (``theta_tol``);
     ``log_marginal_likelihood_value_`` is the estimate at the fitted θ.
 
+    The settings of :class:`fastkpca.CG` that Gaussian process regression reads (the others raise ValueError):
+
+    - ``n_probes`` (default 16): random probes of the log determinant and the gradient's traces at the start (drawn
+      once per fit; ``theta_tol`` may multiply them after the first optimum). The likelihood's standard error falls
+      as 1/√n_probes (``solver_info_["standard_error"]``; bench/gaussian_process.py measures it, and the seconds
+      more probes cost). The probes are fixed, so the optimiser sees one estimate, not fresh draws at every θ (see
+      above); its optimum moves with the gradient estimate's error along flat directions, which the preconditioner,
+      serving as a control variate of the gradient's traces, keeps small (the same bench compares the fitted θ and
+      test errors with the Cholesky fit's, with and without it).
+    - ``tol`` (default 1e-2): relative residual at which each column's conjugate gradients stop while the
+      hyperparameters are optimised.
+    - ``final_tol`` (default 1e-6): relative residual of the final solve for ``alpha_`` and of the exact predictive
+      variances and covariance, checked on the true residual (CG resumes from it where its recurrence drifted); a
+      ConvergenceWarning says when ``max_iter`` stopped one short. A variance's CG then goes on, for two rounds at
+      most, where its estimated error (rᵀP⁻¹r, r the residual) is above ``final_tol`` of the variance: where the
+      kernel's amplitude is many times the variance, the residual alone leaves it far less accurate.
+    - ``preconditioner_rank`` (default None): rank of the randomly pivoted Cholesky preconditioner, kept through the
+      fit (0: the diagonal only). None: the fit starts at 1024 within half of ``memory_limit`` (and lower where CG's
+      blocks and the kernel pass's working memory do not fit beside it) and, while its products evaluate the kernel
+      (a plan holding at most half the kernel's entries), the first six evaluations move it by doubling or halving,
+      between 64 and 4096 and within the limit, as a work model fed with their iteration counts says pays
+      (solvers/gaussian_process/rank.py); ``solver_info_["preconditioner"]["ranks"]`` lists each evaluation's.
+    - ``max_iter`` (default 1000): products by K̂ per solve at most (a warm start's and the final check of the true
+      residual's included).
+    - ``preconditioner_dtype`` (default "auto", which is "float64" here): storage of the preconditioner's factor
+      between evaluations and for the predictions ("float32": half that memory). The factor is built in float64 at
+      every evaluation either way (a float32 build is too inaccurate when the signal is many times the noise), so
+      float32 lowers the rank the limit allows.
+    - ``subset_start`` (default 3000): with the default optimizer, L-BFGS-B starts from the θ of an exact fit on
+      this many samples drawn from ``random_state`` (where that is fewer than the training samples), which costs a
+      few cg evaluations at tens of thousands of samples and saves most of the path from the kernel's initial θ;
+      ``solver_info_["start"]`` reports it. 0: start from the kernel's θ.
+    - ``theta_tol`` (default 0.05): the error in the fitted θ (every log-hyperparameter) the fit aims for. An
+      estimate's optimum is off the exact likelihood's by the probes' error; after the optimiser, the fit multiplies
+      the probes (keeping those it has) and finds the optimum again from there (quasi-Newton steps with L-BFGS-B's
+      curvature, a few evaluations; the optimiser again where those fail or a callable optimizer gave none), until
+      θ's move says its error is at most ``theta_tol``/4: from p to k·p probes the move is √(k − 1) times a draw of
+      the error of the optimum it ends at (solvers/gaussian_process/iterative.py). Up to four rounds and 16 times
+      ``n_probes``, within ``memory_limit``; a ConvergenceWarning says when it stopped short,
+      ``solver_info_["settle"]`` lists the rounds. None: no rounds, the first optimum kept.
+    - ``likelihood_rtol`` (default 3e-4): the relative standard error :meth:`log_marginal_likelihood` aims for when
+      called with a θ (a stochastic estimate, see Notes). The value is estimated with the fit's probes, then, while
+      its standard error is above ``likelihood_rtol`` times its magnitude, again with more (at most 2,048, within
+      ``memory_limit``, up to four rounds), and a ConvergenceWarning says where it stopped short;
+      ``log_marginal_likelihood_info_`` reports the standard error reached. The default keeps three standard errors
+      within 1e-3 of the value. None: the fit's probes only. The fit's own evaluations are not refined
+      (``theta_tol`` settles its optimum).
+
     At tens of thousands of samples each evaluation is a few passes over the kernel, and L-BFGS-B from a poor
     start takes fifty evaluations or more: with cg the default optimizer starts from an exact fit on a random
     subset (``subset_start``; ``bench/gaussian_process.py --scale``, and the performance page of the user
@@ -249,10 +268,10 @@ class GaussianProcessRegressor(EngineFitted, MultiOutputMixin, RegressorMixin, B
                  optimizer: str | Callable[..., Any] | None = "fmin_l_bfgs_b", n_restarts_optimizer: int = 0,
                  normalize_y: bool = False, copy_X_train: bool = True, n_targets: int | None = None,
                  random_state: int | np.random.RandomState | None = None, memory_limit: int | str | None = None,
-                 n_jobs: int | None = None, solver: str = "auto", n_probes: int = 16, tol: float = 1e-2,
-                 final_tol: float = 1e-6, preconditioner_rank: int | None = None, max_iter: int = 1000,
-                 preconditioner_dtype: str = "float64", subset_start: int = 3000, theta_tol: float | None = 0.05,
-                 likelihood_rtol: float | None = 3e-4):
+                 n_jobs: int | None = None, solver: str | CG = "auto", n_probes: Any = DEPRECATED,
+                 tol: Any = DEPRECATED, final_tol: Any = DEPRECATED, preconditioner_rank: Any = DEPRECATED,
+                 max_iter: Any = DEPRECATED, preconditioner_dtype: Any = DEPRECATED, subset_start: Any = DEPRECATED,
+                 theta_tol: Any = DEPRECATED, likelihood_rtol: Any = DEPRECATED):
         self.kernel = kernel
         self.alpha = alpha
         self.optimizer = optimizer
@@ -331,11 +350,12 @@ class GaussianProcessRegressor(EngineFitted, MultiOutputMixin, RegressorMixin, B
 
     def _make_solver(self) -> tuple:
         """(the solver of the training data as they are now, how it was chosen: solvers/gaussian_process)."""
-        settings = gp.IterativeSettings(self.n_probes, self.tol, self.final_tol, self.preconditioner_rank,
-                                        self.max_iter, np.dtype(self.preconditioner_dtype).type,
-                                        theta_tol=self.theta_tol)
+        cg = self._cg.settings
+        settings = gp.IterativeSettings(cg["n_probes"], cg["tol"], cg["final_tol"], cg["preconditioner_rank"],
+                                        cg["max_iter"], np.dtype(cg["preconditioner_dtype"]).type,
+                                        theta_tol=cg["theta_tol"])
         self._solver_inputs = (self.X_train_, self.y_train_, self.alpha)
-        return gp.make_solver(self.solver, self._samples, self._targets(), self.alpha, settings,
+        return gp.make_solver(self._cg.name, self._samples, self._targets(), self.alpha, settings,
                               memory_limit=self._limit, n_jobs=self.n_jobs, random_state=self._rng,
                               copies=self._kernel.copies)
 
@@ -386,7 +406,8 @@ class GaussianProcessRegressor(EngineFitted, MultiOutputMixin, RegressorMixin, B
         assert self.optimizer is not None  # fit optimises only with one
         found = gp.optimise(obj_func, self.kernel_.theta, self.kernel_.bounds, solver=self._solver,
                             optimizer=self.optimizer, samples=len(self.y_train_), restarts=self.n_restarts_optimizer,
-                            random_state=self._rng, fit_subset=self._fit_subset, subset_size=self.subset_start)
+                            random_state=self._rng, fit_subset=self._fit_subset,
+                            subset_size=self._cg.settings["subset_start"])
         self._start, self._settled = found.start, found.settle
         self.kernel_.theta = found.theta
         self.kernel_._check_bounds_params()
@@ -397,9 +418,12 @@ class GaussianProcessRegressor(EngineFitted, MultiOutputMixin, RegressorMixin, B
         solvers/gaussian_process/subset_start.py), and its figures. Its warnings are about that fit, not the
         model: kept out."""
         alpha = self.alpha[index] if np.iterable(self.alpha) else self.alpha
+        # the subset's solver, with this fit's settings but no subset start of its own
+        solver = solver_settings.parameter_for(_SOLVER, solver, {**self._cg.settings, "subset_start": 0})
         subset = clone(self).set_params(kernel=self.kernel_, alpha=alpha, solver=solver, n_restarts_optimizer=0,
-                                        normalize_y=False, copy_X_train=False, subset_start=0,
-                                        random_state=self._rng.randint(2**31 - 1))
+                                        normalize_y=False, copy_X_train=False,
+                                        random_state=self._rng.randint(2**31 - 1),
+                                        **dict.fromkeys(_SOLVER.deprecated, DEPRECATED))
         with warnings.catch_warnings():
             warnings.simplefilter("ignore")
             subset.fit(self._samples.rows(index), self.y_train_[index])
@@ -482,7 +506,9 @@ class GaussianProcessRegressor(EngineFitted, MultiOutputMixin, RegressorMixin, B
             self._evaluations = getattr(self, "_evaluations", 0) + 1
             return gp.log_marginal_likelihood(solver, kernel, Y, eval_gradient, with_gradient_error=True)
 
-        return gp.refine(solver, evaluate, self.likelihood_rtol if refine else None, stacklevel=4)
+        # read now: set_params(solver__likelihood_rtol=...) after the fit applies
+        rtol = cg_settings(self, _SOLVER, _CG_DEFAULTS).settings["likelihood_rtol"] if refine else None
+        return gp.refine(solver, evaluate, rtol, stacklevel=4)
 
     # ----------------------------------------------------------------------------------------- predict
 

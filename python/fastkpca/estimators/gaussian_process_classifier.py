@@ -14,11 +14,21 @@ from .. import _validation as v
 from .. import engines, kernels
 from ..solvers import gaussian_process as gp
 from ..solvers.gaussian_process import laplace
+from . import solver_settings
 from ._base import parameter_defaults
+from .gaussian_process import cg_settings
+from .solver_settings import CG, DEPRECATED
 
 __all__ = ["GaussianProcessClassifier"]
 
 _SOLVERS = ("auto", "cholesky", "cg")
+#: solver: a name, or CG with the settings Gaussian process classification reads, and the keywords they replace.
+_SOLVER = solver_settings.SolverFamily(
+    "solver", _SOLVERS, reads={CG: frozenset({"n_probes", "preconditioner_rank", "subset_start", "likelihood_rtol"})},
+    deprecated={name: ((CG,), name) for name in ("n_probes", "preconditioner_rank", "subset_start",
+                                                  "likelihood_rtol")})
+#: CG's settings where the fit leaves them at their defaults.
+_CG_DEFAULTS = {"n_probes": 32, "preconditioner_rank": None, "subset_start": 3000, "likelihood_rtol": 3e-4}
 #: Samples below which a binary model's native passes run on one thread (unless n_jobs is given).
 SMALL_PROBLEM = 512
 _MULTI_CLASS = ("one_vs_rest", "one_vs_one")
@@ -32,7 +42,8 @@ def _default_kernel():
 
 
 def _check_constructor(est) -> None:
-    """The parameters both the classifier and its binary models have, checked where fit starts."""
+    """The parameters both the classifier and its binary models have, checked where fit starts (the solver and
+    its settings: by the classifier, cg_settings)."""
     from sklearn.gaussian_process.kernels import CompoundKernel, Kernel
 
     if est.kernel is not None and not isinstance(est.kernel, Kernel):
@@ -46,13 +57,6 @@ def _check_constructor(est) -> None:
     v.flag(est.warm_start, "warm_start")
     v.flag(est.copy_X_train, "copy_X_train")
     v.n_threads(est.n_jobs)
-    v.check_choice(est.solver, "solver", _SOLVERS)
-    v.check_int(est.n_probes, "n_probes", minimum=2)
-    if est.preconditioner_rank is not None:
-        v.check_int(est.preconditioner_rank, "preconditioner_rank", minimum=0)
-    v.check_int(est.subset_start, "subset_start", minimum=0)
-    if est.likelihood_rtol is not None and not v.check_real(est.likelihood_rtol, "likelihood_rtol", minimum=0.0) > 0:
-        raise ValueError(f"likelihood_rtol must be > 0 or None, got {est.likelihood_rtol}")
 
 
 class _BinaryLaplaceClassifier(ClassifierMixin, BaseEstimator):
@@ -292,9 +296,10 @@ class GaussianProcessClassifier(ClassifierMixin, BaseEstimator):
         More than two classes: binary models fitted side by side (joblib, as scikit-learn's), while their
         exact solvers' n × n arrays fit ``memory_limit`` together. Models fitted one at a time take it as the
         threads of their native passes (None: OpenMP's default, one thread below 512 samples).
-    solver : {"auto", "cholesky", "cg"}, default="auto"
+    solver : {"auto", "cholesky", "cg"} or CG, default="auto"
         "cholesky": Newton's iterations and the gradient from Cholesky factors of B = I + W^½ K W^½ (two n × n
-        arrays; scikit-learn's answers to rounding). "cg": by products with the kernel only (preconditioned
+        arrays; scikit-learn's answers to rounding). "cg" or :class:`fastkpca.CG` (with its settings, see Notes):
+        by products with the kernel only (preconditioned
         CG for Newton's steps, stochastic Lanczos quadrature for log det B and Hutchinson probes for the
         gradient's traces; see Notes): no n × n array, the likelihood an estimate.
         "auto": the cheaper by the library's cost model of an evaluation (the exact solver's factors, n³,
@@ -305,23 +310,9 @@ class GaussianProcessClassifier(ClassifierMixin, BaseEstimator):
         Bytes the fit and predictions may use beyond X and y, or a size such as ``"4GB"`` (None: 80% of the
         memory available): a binary model needs two n × n arrays while it fits and keeps one (``L_``);
         with "cg", the preconditioner's two n × r factors, the probes' blocks and the kernel's storage.
-    n_probes : int, default=32
-        cg: random probes of log det B, of the gradient's traces and of diag B⁻¹ (drawn once per fit).
-    preconditioner_rank : int, default=None
-        cg: rank r of the randomly pivoted Cholesky factor K ≈ F Fᵀ + D of the kernel behind the
-        preconditioners (its pivots drawn at the first evaluation and held). None: the fewest pivots, in steps
-        of 64, that leave ¼ tr(K − F Fᵀ) ≤ 1e-3, from a first draw of the rank the regression's cg would
-        start from within ``memory_limit`` (solvers/gaussian_process/memory.py).
-    subset_start : int, default=3000
-        cg with the default optimizer: L-BFGS-B starts from the θ of an exact fit on this many samples drawn
-        from ``random_state``, or where n is more than ten times this, of a cg fit on √(subset_start·n) samples
-        itself started so; Newton's first iteration starts from that model's latent mean (reported in each
-        ``solver_info_["models"][i]["start"]``). 0: from the kernel's θ.
-    likelihood_rtol : float or None, default=3e-4
-        cg: the relative standard error :meth:`log_marginal_likelihood` aims for when called with a θ (the
-        regressor's parameter: GaussianProcessRegressor says how); each binary model's
-        ``log_marginal_likelihood_info_`` reports the standard error reached (the regressor's attribute: the
-        value's, the gradient's with ``eval_gradient``, the probes and rounds). None: the fit's probes only.
+    n_probes, preconditioner_rank, subset_start, likelihood_rtol : deprecated
+        Settings of ``solver=CG(...)`` now (Notes). Given here, they still apply (with a FutureWarning) until
+        the next minor release.
 
     Attributes
     ----------
@@ -346,6 +337,23 @@ class GaussianProcessClassifier(ClassifierMixin, BaseEstimator):
 
     Notes
     -----
+    The settings of :class:`fastkpca.CG` that Gaussian process classification reads (the others raise ValueError):
+
+    - ``n_probes`` (default 32): random probes of log det B, of the gradient's traces and of diag B⁻¹ (drawn once
+      per fit).
+    - ``preconditioner_rank`` (default None): rank r of the randomly pivoted Cholesky factor K ≈ F Fᵀ + D of the
+      kernel behind the preconditioners (its pivots drawn at the first evaluation and held). None: the fewest
+      pivots, in steps of 64, that leave ¼ tr(K − F Fᵀ) ≤ 1e-3, from a first draw of the rank the regression's cg
+      would start from within ``memory_limit`` (solvers/gaussian_process/memory.py).
+    - ``subset_start`` (default 3000): with the default optimizer, L-BFGS-B starts from the θ of an exact fit on
+      this many samples drawn from ``random_state``, or where n is more than ten times this, of a cg fit on
+      √(subset_start·n) samples itself started so; Newton's first iteration starts from that model's latent mean
+      (reported in each ``solver_info_["models"][i]["start"]``). 0: from the kernel's θ.
+    - ``likelihood_rtol`` (default 3e-4): the relative standard error :meth:`log_marginal_likelihood` aims for when
+      called with a θ (the regressor's parameter: GaussianProcessRegressor says how); each binary model's
+      ``log_marginal_likelihood_info_`` reports the standard error reached (the regressor's attribute: the value's,
+      the gradient's with ``eval_gradient``, the probes and rounds). None: the fit's probes only.
+
     Each binary model is Rasmussen and Williams' Algorithms 3.1, 3.2 and 5.1, as in scikit-learn, with B = I + W^½ K
     W^½ factored at every Newton step (or, within a fit past the crossover the library's cost model finds, once per
     evaluation: the steps go by preconditioned CG on products with the held K, as cg's do). Its gradient needs, for
@@ -398,9 +406,10 @@ class GaussianProcessClassifier(ClassifierMixin, BaseEstimator):
     def __init__(self, kernel: Any = None, *, optimizer: str | Callable[..., Any] | None = "fmin_l_bfgs_b",
                  n_restarts_optimizer: int = 0, max_iter_predict: int = 100, warm_start: bool = False,
                  copy_X_train: bool = True, random_state: int | np.random.RandomState | None = None,
-                 multi_class: str = "one_vs_rest", n_jobs: int | None = None, solver: str = "auto",
-                 memory_limit: int | str | None = None, n_probes: int = 32, preconditioner_rank: int | None = None,
-                 subset_start: int = 3000, likelihood_rtol: float | None = 3e-4):
+                 multi_class: str = "one_vs_rest", n_jobs: int | None = None, solver: str | CG = "auto",
+                 memory_limit: int | str | None = None, n_probes: Any = DEPRECATED,
+                 preconditioner_rank: Any = DEPRECATED, subset_start: Any = DEPRECATED,
+                 likelihood_rtol: Any = DEPRECATED):
         self.kernel = kernel
         self.optimizer = optimizer
         self.n_restarts_optimizer = n_restarts_optimizer
@@ -448,6 +457,8 @@ class GaussianProcessClassifier(ClassifierMixin, BaseEstimator):
         from sklearn.multiclass import OneVsOneClassifier, OneVsRestClassifier
 
         _check_constructor(self)
+        asked = cg_settings(self, _SOLVER, _CG_DEFAULTS)
+        cg = asked.settings
         v.check_choice(self.multi_class, "multi_class", _MULTI_CLASS)
         limit = v.memory_limit(self.memory_limit)
         v.check_same_length(X, y)
@@ -467,16 +478,14 @@ class GaussianProcessClassifier(ClassifierMixin, BaseEstimator):
 
         wanted = 1 if self.n_jobs is None else effective_n_jobs(self.n_jobs)
         features = X.shape[1] if getattr(X, "ndim", 1) > 1 else 1
-        settings = gp.LaplaceSettings(probes=self.n_probes, rank=self.preconditioner_rank)
-        needed = gp.laplace_bytes(self.solver, n, features, settings, memory_limit=limit)
+        settings = gp.LaplaceSettings(probes=cg["n_probes"], rank=cg["preconditioner_rank"])
+        needed = gp.laplace_bytes(asked.name, n, features, settings, memory_limit=limit)
         jobs = int(max(1, min(wanted, models, limit // max(1, needed))))
         binary = _BinaryLaplaceClassifier(
             kernel=self.kernel, optimizer=self.optimizer, n_restarts_optimizer=self.n_restarts_optimizer,
             max_iter_predict=self.max_iter_predict, warm_start=self.warm_start, copy_X_train=self.copy_X_train,
-            random_state=self.random_state, memory_limit=limit // jobs, solver=self.solver,
-            n_jobs=self.n_jobs if jobs == 1 else 1, n_probes=self.n_probes,
-            preconditioner_rank=self.preconditioner_rank,
-            subset_start=self.subset_start, likelihood_rtol=self.likelihood_rtol)
+            random_state=self.random_state, memory_limit=limit // jobs, solver=asked.name,
+            n_jobs=self.n_jobs if jobs == 1 else 1, **cg)
         if self.n_classes_ == 2:
             self.base_estimator_ = binary
         elif self.multi_class == "one_vs_rest":

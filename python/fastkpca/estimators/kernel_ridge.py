@@ -16,22 +16,37 @@ from .._sklearn_compat import check_is_fitted
 from .. import _validation as v
 from ..solvers import low_rank
 from ..solvers.ridge import cv as ridge_cv, solvers as ridge_solvers, systems
-from ._base import EngineFitted, KernelInputTags, Reporting, parameter_defaults
+from . import solver_settings
+from ._base import EngineFitted, KernelInputTags, Reporting, parameter_defaults, warn_deprecated_progress
+from .solver_settings import CG, DEPRECATED, Nystrom
 
 __all__ = ["KernelRidge", "KernelRidgeCV"]
 
 SOLVERS = ("auto", "cholesky", "cg", "nystrom")
+#: The solver parameter: a name, CG or Nystrom with the settings KernelRidge reads, and the keywords they replace.
+_SOLVER = solver_settings.SolverFamily(
+    "solver", SOLVERS,
+    reads={CG: frozenset({"tol", "max_iter", "preconditioner_rank", "preconditioner_dtype", "precision",
+                          "random_state"}),
+           Nystrom: frozenset({"n_landmarks", "landmarks", "random_state"})},
+    deprecated={"tol": ((CG,), "tol"), "max_iter": ((CG,), "max_iter"),
+                "preconditioner_rank": ((CG,), "preconditioner_rank"),
+                "preconditioner_dtype": ((CG,), "preconditioner_dtype"), "cg_precision": ((CG,), "precision"),
+                "n_landmarks": ((Nystrom,), "n_landmarks"), "landmarks": ((Nystrom,), "landmarks"),
+                "random_state": ((CG, Nystrom), "random_state")})
 #: The first column of a product with a 1-D dual_coef_ (picklable, for an engine's tasks).
 _FIRST_COLUMN = operator.itemgetter((slice(None), 0))
 #: scikit-learn's kernel names (its pairwise kernels and "precomputed") and fastkpca's native ones.
 _KERNELS = tuple(dict.fromkeys((*kernels.KERNEL_NAMES, *PAIRWISE_KERNEL_FUNCTIONS)))
 _CONSTRAINTS = {
-    "kernel": kernels.constraint(*_KERNELS), "solver": v.choice(*SOLVERS), "tol": v.real(0.0, none=True),
-    "max_iter": v.integer(1, none=True), "preconditioner_rank": v.integer(0, none=True),
-    "cg_precision": v.choice(*systems.CG_PRECISIONS),
-    "preconditioner_dtype": v.choice("auto", "float64", "float32"), "n_landmarks": v.integer(1, none=True),
-    "landmarks": v.choice(*low_rank.LANDMARK_METHODS, other=v.anything),
-    "kernel_params": v.optional_dict, "verbose": v.integer(), "callback": v.optional_callable, "n_jobs": v.jobs,
+    "kernel": kernels.constraint(*_KERNELS), "tol": v.deprecated(v.real(0.0, none=True)),
+    "max_iter": v.deprecated(v.integer(1, none=True)), "preconditioner_rank": v.deprecated(v.integer(0, none=True)),
+    "cg_precision": v.deprecated(v.choice(*systems.CG_PRECISIONS)),
+    "preconditioner_dtype": v.deprecated(v.choice("auto", "float64", "float32")),
+    "n_landmarks": v.deprecated(v.integer(1, none=True)),
+    "landmarks": v.deprecated(v.choice(*low_rank.LANDMARK_METHODS, other=v.anything)),
+    "kernel_params": v.optional_dict, "verbose": v.deprecated(v.integer()),
+    "callback": v.deprecated(v.optional_callable), "n_jobs": v.jobs,
 }
 
 
@@ -53,60 +68,51 @@ class KernelRidge(Reporting, EngineFitted, KernelInputTags, MultiOutputMixin, Re
         ``__call__``).
     gamma, degree, coef0, kernel_params :
         Kernel parameters, as scikit-learn's.
-    solver : {"auto", "cholesky", "cg", "nystrom"}, default="auto"
+    solver : {"auto", "cholesky", "cg", "nystrom"}, CG or Nystrom, default="auto"
         ``"cholesky"``: exact, dense: one N×N matrix (the kernel, factored in place; a precomputed kernel
-        is copied once), O(N³) flops. ``"cg"``: the exact full-data system by conjugate gradients on a
-        kernel operator in the storage the memory limit allows (full, packed, cached or matrix-free), one
-        block product per iteration for all targets, preconditioned by a rank-r randomly pivoted Cholesky
-        factor (see ``preconditioner_rank``); stops at relative residual ``tol``. ``"nystrom"``: the
-        restricted problem on ``n_landmarks`` landmarks (Falkon's): approximate, O(m²) memory, one
-        streamed pass over X. ``"auto"``: cholesky or cg, whichever the library's cost model
+        is copied once), O(N³) flops. ``"cg"`` or :class:`fastkpca.CG` (with its settings): the exact
+        full-data system by conjugate gradients on a kernel operator in the storage the memory limit allows
+        (full, packed, cached or matrix-free), one block product per iteration for all targets, preconditioned
+        by a randomly pivoted Cholesky factor; stops at relative residual ``tol`` (default 1e-8) within
+        ``max_iter`` products. ``"nystrom"`` or :class:`fastkpca.Nystrom`: the restricted problem on
+        ``n_landmarks`` landmarks (Falkon's; default min(1000, n_samples)): approximate, O(m²) memory, one
+        streamed pass over X. ``"auto"``: cholesky or cg (at its defaults), whichever the library's cost model
         (fastkpca.solvers.choice) predicts faster among those that fit the memory limit (cholesky at small N,
         and with alpha = 0 wherever the kernel fits, since a singular system needs its least-squares fallback);
-        ``solver_info_["choice"]`` records the prediction.
-    tol : float, default=None
-        Relative residual of cg (None: 1e-8).
-    max_iter : int, default=None
-        Products by K cg may spend (None: 1000).
+        ``solver_info_["choice"]`` records the prediction. CG's settings here: ``tol``, ``max_iter``,
+        ``random_state`` (the preconditioner's pivots), ``preconditioner_rank`` (0 for none; None: min(500, N − 1)
+        and a quarter of the memory limit when the kernel is stored, full or packed; min(1000, N − 1) and 60% of
+        the limit when it is recomputed on every pass, cached or matrix-free, where passes are dear, and 90% of
+        what cg's working memory leaves when the rest could cache under a tenth of the kernel; twice the cap and
+        the rank the memory allows with a float32 factor), ``preconditioner_dtype`` (``"auto"``: float32 where
+        the memory limit holds a float64 factor below the default rank and the factor's rounding is far below
+        alpha, float32's ε times the kernel's largest diagonal entry at most a thousandth of the smallest alpha;
+        a float32 entry takes half the memory, so the default's cap doubles, and so does the rank the limit
+        allows, less what mixed precision's copies take from it) and ``precision`` (``"mixed"``: the
+        iterations' products by the kernel evaluated in float32, twice the SIMD lanes of a float64 evaluation,
+        the residuals made true in float64 each time they have fallen 100-fold, so that the result meets ``tol``
+        for the float64 system, and if float32 cannot get there the iteration goes on in float64; native
+        kernels on float64 samples only; ``"auto"``: mixed when the kernel is recomputed on every pass and
+        mixed is available). Nystrom's: ``n_landmarks``, ``landmarks`` (see fastkpca.Nystroem) and
+        ``random_state``.
     memory_limit : int or str, default=None
         Bytes the fit may use beyond X and y, or a size such as ``"4GB"`` (None: 80% of the available
         memory); cg keeps as much of the kernel as fits and recomputes the rest. predict multiplies the
         cross kernel of a native kernel into the coefficients tile by tile (never stored); other kernels
         build it in chunks of at most 256 MiB (and a quarter of the limit). With a dask array X: the bytes
         of kernel tiles each worker may keep (default 40% of its memory limit).
-    preconditioner_rank : int, default=None
-        Rank r of cg's randomly pivoted Cholesky preconditioner; 0 for none. None: min(500, N − 1) and a
-        quarter of the memory limit when the kernel is stored (full or packed); min(1000, N − 1) and 60% of
-        the limit when it is recomputed on every pass (cached, matrix-free), where passes are dear, and 90% of
-        what cg's working memory leaves when the rest could cache under a tenth of the kernel; twice the cap
-        and the rank the memory allows with a float32 factor (``preconditioner_dtype``).
-    preconditioner_dtype : {"auto", "float64", "float32"}, default="auto"
-        Storage of cg's preconditioner factor. ``"auto"``: float32 where the memory limit holds a float64
-        factor below the default rank and the factor's rounding is far below alpha (float32's ε times the
-        kernel's largest diagonal entry at most a thousandth of the smallest alpha). A float32 entry takes
-        half the memory, so the default's cap doubles, and so does the rank the limit allows, less what
-        mixed precision's copies take from it.
-    cg_precision : {"auto", "float64", "mixed"}, default="auto"
-        The products of cg's iterations. ``"mixed"``: by the kernel evaluated in float32 (twice the SIMD
-        lanes of a float64 evaluation), the residuals made true in float64 each time they have fallen
-        100-fold (reliable updates: the result meets ``tol`` for the float64 system; if float32 cannot get there,
-        the iteration goes on in float64); native kernels on float64 samples only. ``"auto"``: mixed when
-        the kernel is recomputed on every pass (cached or matrix-free storage) and mixed is available.
-        ``"float64"``: every product in float64.
-    n_landmarks : int, default=None
-        Landmarks (Falkon's centres) m of ``solver="nystrom"`` (None: min(1000, n_samples)); the same
-        parameter as KernelPCA's.
-    landmarks : {"rpcholesky", "uniform"} or array-like, default="rpcholesky"
-        How ``solver="nystrom"`` chooses its landmarks (see fastkpca.Nystroem).
-    random_state : int, RandomState instance or None, default=None
-        Seeds the landmarks and the preconditioner's pivots.
     n_jobs : int, default=None
         Threads (see fastkpca.gram).
-    verbose : int, default=0
-        1: print each stage to stderr; 2: also every cg iteration.
-    callback : callable, default=None
-        ``callback(stage, info)`` for progress displays; stage "iteration" after every cg iteration with
-        ``iterations``, ``converged`` (targets) and ``residual`` (the worst).
+    tol, max_iter, preconditioner_rank, preconditioner_dtype, cg_precision, n_landmarks, landmarks, \
+random_state : deprecated
+        Settings of the solver object now: ``solver=CG(tol=..., max_iter=..., preconditioner_rank=...,
+        preconditioner_dtype=..., precision=..., random_state=...)`` or ``solver=Nystrom(n_landmarks=...,
+        landmarks=..., random_state=...)``. Given here, they still apply (with a FutureWarning) until the next
+        minor release.
+    verbose, callback : deprecated
+        Progress is reported inside ``with fastkpca.progress(verbose=..., callback=...):`` (stage
+        ``"iteration"`` after every cg iteration with ``iterations``, ``converged`` (targets) and ``residual``,
+        the worst). Given here, they still apply (with a FutureWarning) until the next minor release.
 
     Attributes
     ----------
@@ -127,22 +133,21 @@ class KernelRidge(Reporting, EngineFitted, KernelInputTags, MultiOutputMixin, Re
     Examples
     --------
     >>> import numpy as np
-    >>> from fastkpca import KernelRidge
+    >>> from fastkpca import CG, KernelRidge
     >>> rng = np.random.default_rng(0)
     >>> X = rng.standard_normal((500, 3)); y = np.sin(X[:, 0])
-    >>> model = KernelRidge(alpha=0.1, kernel="rbf", solver="cg").fit(X, y)
+    >>> model = KernelRidge(alpha=0.1, kernel="rbf", solver=CG(tol=1e-10)).fit(X, y)
     >>> bool(model.solver_info_["converged"])
     True
     """
 
     def __init__(self, alpha: float | Any = 1, *, kernel: str | Callable[..., Any] | Any = "linear",
                  gamma: float | None = None, degree: float = 3, coef0: float = 1, kernel_params: dict | None = None,
-                 solver: str = "auto", tol: float | None = None, max_iter: int | None = None,
-                 memory_limit: int | str | None = None, preconditioner_rank: int | None = None,
-                 preconditioner_dtype: str = "auto", cg_precision: str = "auto",
-                 n_landmarks: int | None = None, landmarks: str | Any = "rpcholesky",
-                 random_state: int | np.random.RandomState | None = None, n_jobs: int | None = None, verbose: int = 0,
-                 callback: Callable[[str, dict], Any] | None = None):
+                 solver: str | CG | Nystrom = "auto", memory_limit: int | str | None = None,
+                 n_jobs: int | None = None, tol: Any = DEPRECATED, max_iter: Any = DEPRECATED,
+                 preconditioner_rank: Any = DEPRECATED, preconditioner_dtype: Any = DEPRECATED,
+                 cg_precision: Any = DEPRECATED, n_landmarks: Any = DEPRECATED, landmarks: Any = DEPRECATED,
+                 random_state: Any = DEPRECATED, verbose: Any = DEPRECATED, callback: Any = DEPRECATED):
         self.alpha = alpha
         self.kernel = kernel
         self.gamma = gamma
@@ -150,16 +155,16 @@ class KernelRidge(Reporting, EngineFitted, KernelInputTags, MultiOutputMixin, Re
         self.coef0 = coef0
         self.kernel_params = kernel_params
         self.solver = solver
+        self.memory_limit = memory_limit
+        self.n_jobs = n_jobs
         self.tol = tol
         self.max_iter = max_iter
-        self.memory_limit = memory_limit
         self.preconditioner_rank = preconditioner_rank
         self.preconditioner_dtype = preconditioner_dtype
         self.cg_precision = cg_precision
         self.n_landmarks = n_landmarks
         self.landmarks = landmarks
         self.random_state = random_state
-        self.n_jobs = n_jobs
         self.verbose = verbose
         self.callback = callback
 
@@ -182,6 +187,12 @@ class KernelRidge(Reporting, EngineFitted, KernelInputTags, MultiOutputMixin, Re
         self : KernelRidge
         """
         v.check_params(self, _CONSTRAINTS)
+        asked = solver_settings.resolve(self, _SOLVER)
+        warn_deprecated_progress(self)
+        return self._fit(X, y, sample_weight, asked)
+
+    def _fit(self, X, y, sample_weight, asked: solver_settings.Resolved) -> KernelRidge:
+        """fit with the solver and settings ``asked`` (KernelPCA's pre-image passes its random_state to "auto")."""
         limit = v.memory_limit(self.memory_limit)
         engine = engines.select(X)
         samples, y = engine.fit_samples(self, X, y, targets=True, accept_sparse=("csr", "csc"))
@@ -192,12 +203,13 @@ class KernelRidge(Reporting, EngineFitted, KernelInputTags, MultiOutputMixin, Re
         Y = np.asarray(y, dtype=np.float64).reshape(n, -1)
         alphas = v.check_alphas(self.alpha, Y.shape[1])
         root_w = v.sample_weight_root(engine.gather(sample_weight, "sample_weight"), n)
-        settings = ridge_solvers.RidgeSettings(
-            limit=limit, memory_limit=self.memory_limit, tol=self.tol, max_iter=self.max_iter,
-            preconditioner_rank=self.preconditioner_rank, preconditioner_dtype=self.preconditioner_dtype,
-            cg_precision=self.cg_precision, n_landmarks=self.n_landmarks, landmarks=self.landmarks,
-            random_state=self.random_state, n_jobs=self.n_jobs)
-        solver, choice = ridge_solvers.make_solver(self.solver, samples, kernel, Y, alphas, settings)
+        given = dict(asked.settings)
+        if "precision" in given:
+            given["cg_precision"] = given.pop("precision")
+        settings = ridge_solvers.RidgeSettings(limit=limit, memory_limit=self.memory_limit, n_jobs=self.n_jobs,
+                                               **given)
+        assert asked.name is not None  # KernelRidge's solver is never None
+        solver, choice = ridge_solvers.make_solver(asked.name, samples, kernel, Y, alphas, settings)
         progress = None
         if self._wants_progress():
             def progress(iterations, converged, residual):

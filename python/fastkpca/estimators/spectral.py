@@ -17,11 +17,18 @@ from ..solvers import low_rank
 from ..solvers.spectral import solvers as spectral_solvers
 from ..solvers.spectral.affinity import matrix_affinity
 from ..solvers.rows import ArrayRows
-from ._base import EngineFitted, Reporting, parameter_defaults
+from . import solver_settings
+from ._base import EngineFitted, Reporting, parameter_defaults, warn_deprecated_progress
+from .solver_settings import DEPRECATED, Nystrom
 
 __all__ = ["SpectralEmbedding", "SpectralFit", "spectral_embedding", "SOLVERS"]
 
 SOLVERS = spectral_solvers.SOLVERS
+#: eigen_solver of SpectralEmbedding and SpectralClustering: a name (or None), or Nystrom with its settings, and
+#: the keywords they replace.
+_EIGEN_SOLVER = solver_settings.SolverFamily(
+    "eigen_solver", (None, *SOLVERS), reads={Nystrom: frozenset({"n_landmarks", "landmarks"})},
+    deprecated={"n_landmarks": ((Nystrom,), "n_landmarks"), "landmarks": ((Nystrom,), "landmarks")})
 
 
 def _tol(eigen_tol):
@@ -95,7 +102,8 @@ class SpectralFit(Reporting, EngineFitted, BaseEstimator):
     """What SpectralEmbedding and SpectralClustering share: the fit of the spectral embedding of an affinity
     of X, and ``affinity_matrix_``. The estimators differ only in these hooks:
 
-    - ``_CONSTRAINTS``: the parameter table; ``_DROP_FIRST``: whether the first eigenvector is dropped;
+    - ``_CONSTRAINTS``: the parameter table; ``_DEPRECATED_PROGRESS``: its deprecated progress keywords;
+      ``_DROP_FIRST``: whether the first eigenvector is dropped;
       ``_CALLABLE_IS_PAIRWISE``: a callable affinity is a kernel of two rows (SpectralClustering) or a
       function of X returning the affinity (SpectralEmbedding);
     - ``_embedding_size()``: the eigenvectors of the embedding; ``_neighbors(n)``: the neighbours of a k-NN
@@ -105,6 +113,8 @@ class SpectralFit(Reporting, EngineFitted, BaseEstimator):
     """
 
     _CONSTRAINTS: dict = {}
+    #: The progress keywords deprecated on the estimator (warn_deprecated_progress).
+    _DEPRECATED_PROGRESS: tuple[str, ...] = ("verbose", "callback")
     _DROP_FIRST = True
     _CALLABLE_IS_PAIRWISE = False
 
@@ -137,6 +147,8 @@ class SpectralFit(Reporting, EngineFitted, BaseEstimator):
         self : estimator
         """
         v.check_params(self, self._CONSTRAINTS)
+        asked = solver_settings.resolve(self, _EIGEN_SOLVER)
+        warn_deprecated_progress(self, self._DEPRECATED_PROGRESS)
         _tol(self.eigen_tol)
         if isinstance(X, np.matrix):
             raise TypeError("np.matrix is not supported. Please convert to a numpy array with np.asarray.")
@@ -156,18 +168,18 @@ class SpectralFit(Reporting, EngineFitted, BaseEstimator):
             self.affinity, gamma=self.gamma_, degree=self.degree, coef0=self.coef0, kernel_params=self._kernel_params(),
             n_neighbors=self.n_neighbors_, callable_is_pairwise=self._CALLABLE_IS_PAIRWISE, n_features=d,
             n_jobs=self.n_jobs))
-        self.embedding_, self.solver_info_ = self._embed(samples, kernel, k, random_state)
+        self.embedding_, self.solver_info_ = self._embed(samples, kernel, k, random_state, asked)
         self._after_embedding(random_state)
         return self
 
-    def _embed(self, samples, kernel, k, random_state):
-        """(embedding, solver_info) by the solver the library's cost model picks (solvers/spectral/solvers.py)."""
+    def _embed(self, samples, kernel, k, random_state, asked: solver_settings.Resolved):
+        """(embedding, solver_info) by the solver ``asked`` for, or the one the library's cost model picks
+        (solvers/spectral/solvers.py)."""
         start = time.perf_counter()
         dtype = np.float32 if samples.dtype == np.float32 else np.float64
         limit = v.memory_limit(self.memory_limit)
-        solver, choice = spectral_solvers.make_solver(self.eigen_solver, samples, kernel, k + self._DROP_FIRST,
-                                                      memory_limit=limit, n_landmarks=self.n_landmarks,
-                                                      landmarks=self.landmarks)
+        solver, choice = spectral_solvers.make_solver(asked.name, samples, kernel, k + self._DROP_FIRST,
+                                                      memory_limit=limit, **asked.settings)
         progress = (lambda figures: self._report("pass", **figures)) if self._wants_progress() else None
         E, info, retained = solver.embed(samples, kernel, k, random_state=random_state, eigen_tol=self.eigen_tol,
                                          memory_limit=limit, n_jobs=self.n_jobs, drop_first=self._DROP_FIRST,
@@ -199,10 +211,11 @@ class SpectralFit(Reporting, EngineFitted, BaseEstimator):
 _CONSTRAINTS = {
     "n_components": v.integer(1), "affinity": kernels.constraint(*AFFINITIES),
     "gamma": v.real(0.0, none=True), "degree": v.real(0.0), "coef0": v.real(),
-    "random_state": v.anything, "eigen_solver": v.choice(*SOLVERS, none=True), "eigen_tol": v.anything,
+    "random_state": v.anything, "eigen_tol": v.anything,
     "n_neighbors": v.integer(1, none=True), "n_jobs": v.jobs, "memory_limit": v.anything,
-    "n_landmarks": v.integer(1, none=True), "landmarks": v.choice(*low_rank.LANDMARK_METHODS, other=v.anything),
-    "verbose": v.integer(), "callback": v.optional_callable,
+    "n_landmarks": v.deprecated(v.integer(1, none=True)),
+    "landmarks": v.deprecated(v.choice(*low_rank.LANDMARK_METHODS, other=v.anything)),
+    "verbose": v.deprecated(v.integer()), "callback": v.deprecated(v.optional_callable),
 }
 
 
@@ -226,12 +239,14 @@ class SpectralEmbedding(SpectralFit):
     gamma : float, default=None
         Kernel coefficient of the kernel affinities (None: 1 / n_features).
     random_state : int, RandomState instance or None, default=None
-    eigen_solver : {None, "auto", "lanczos", "dense", "nystrom", "arpack", "lobpcg", "amg"}, default=None
+    eigen_solver : {None, "auto", "lanczos", "dense", "nystrom", "arpack", "lobpcg", "amg"} or Nystrom, \
+default=None
         ``"lanczos"``: block Lanczos on the normalised affinity; ``"dense"``: LAPACK's eigensolver on it as a
         matrix; None/"auto": the cheaper of the two by the library's cost model (dense for a few hundred
-        samples, ``solver_info_["choice"]``); ``"nystrom"``: the approximate embedding on ``n_landmarks``
-        landmarks (native kernels; see :mod:`fastkpca.solvers.spectral.nystrom`); the others: scikit-learn's
-        solver on the materialised affinity.
+        samples, ``solver_info_["choice"]``); ``"nystrom"`` or :class:`fastkpca.Nystrom` (with its
+        ``n_landmarks`` and ``landmarks``; drawn with this estimator's ``random_state``): the approximate
+        embedding on the landmarks (native kernels; see :mod:`fastkpca.solvers.spectral.nystrom`); the
+        others: scikit-learn's solver on the materialised affinity.
     eigen_tol : float or "auto", default="auto"
         Relative residual of the eigenpairs (``"auto"``: 1e-8 for lanczos, relative to the top eigenvalue, 1).
     n_neighbors : int, default=None
@@ -242,13 +257,13 @@ class SpectralEmbedding(SpectralFit):
         Parameters of the poly and sigmoid affinities.
     memory_limit : int or str, default=None
         Bytes a kernel affinity's operator may hold (see :class:`fastkpca.KernelPCA`).
-    n_landmarks : int, default=None
-        Landmarks of ``eigen_solver="nystrom"`` (None: min(1000, n_samples)).
-    landmarks : {"rpcholesky", "uniform"} or array-like, default="rpcholesky"
-        How the Nyström landmarks are chosen.
-    verbose : int, default=0
-    callback : callable, default=None
-        ``callback(stage, info)`` as in :class:`fastkpca.KernelPCA`.
+    n_landmarks, landmarks : deprecated
+        Settings of ``eigen_solver=Nystrom(n_landmarks=..., landmarks=...)`` now. Given here, they still apply
+        (with a FutureWarning) until the next minor release.
+    verbose, callback : deprecated
+        Progress is reported inside ``with fastkpca.progress(verbose=..., callback=...):`` (stages as in
+        :class:`fastkpca.KernelPCA`). Given here, they still apply (with a FutureWarning) until the next minor
+        release.
 
     Attributes
     ----------
@@ -282,10 +297,10 @@ class SpectralEmbedding(SpectralFit):
 
     def __init__(self, n_components: int = 2, *, affinity: str | Callable[..., Any] | Any = "nearest_neighbors",
                  gamma: float | None = None, random_state: int | np.random.RandomState | None = None,
-                 eigen_solver: str | None = None, eigen_tol: float | str = "auto", n_neighbors: int | None = None,
-                 n_jobs: int | None = None, degree: float = 3, coef0: float = 1, memory_limit: int | str | None = None,
-                 n_landmarks: int | None = None, landmarks: str | Any = "rpcholesky", verbose: int = 0,
-                 callback: Callable[[str, dict], Any] | None = None):
+                 eigen_solver: str | Nystrom | None = None, eigen_tol: float | str = "auto",
+                 n_neighbors: int | None = None, n_jobs: int | None = None, degree: float = 3, coef0: float = 1,
+                 memory_limit: int | str | None = None, n_landmarks: Any = DEPRECATED, landmarks: Any = DEPRECATED,
+                 verbose: Any = DEPRECATED, callback: Any = DEPRECATED):
         self.n_components = n_components
         self.affinity = affinity
         self.gamma = gamma

@@ -123,7 +123,7 @@ class ConjugateGradientRidge:
                 plan, fast_plan = systems.mixed_plans(samples, fast_samples, kernel, fast_kernel, block_size=block,
                                                       memory_limit=s.memory_limit, other_bytes=other)
             except MemoryError as error:
-                raise MemoryError(f"cg_precision={s.cg_precision!r} keeps a float32 copy of X and its operator "
+                raise MemoryError(f"CG(precision={s.cg_precision!r}) keeps a float32 copy of X and its operator "
                                   f"beside the float64 one, which do not fit: {error}") from None
         else:
             plan = samples.plan(kernel, block_size=block, memory_limit=s.memory_limit, other_bytes=other)

@@ -196,8 +196,8 @@ def wants_fast_products(precision: str, samples: SolverSamples, kernel: Kernel, 
     eligible = (kernel.native and not kernel.precomputed and samples.dtype == np.float64
                 and not v.is_sparse(samples.fitted()))
     if precision == "mixed" and not eligible:
-        raise ValueError(f"cg_precision='mixed' needs one of fastkpca's native kernels on dense float64 samples, "
-                         f"not {kernel.label} on {samples.dtype} samples; use cg_precision='float64'")
+        raise ValueError(f"CG(precision='mixed') needs one of fastkpca's native kernels on dense float64 samples, "
+                         f"not {kernel.label} on {samples.dtype} samples; use CG(precision='float64')")
     return precision == "mixed" or (precision == "auto" and eligible and plan.storage in ("cached", "matrix_free"))
 
 
