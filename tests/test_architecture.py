@@ -294,3 +294,55 @@ def test_the_factorisation_check_finds_what_it_looks_for(tmp_path):
                         "    lapack.dpotrf(A); np.linalg.cholesky(A)\n"
                         "    return get_lapack_funcs(('potrf',), (A,))\n", tmp_path)
     assert_finds(found, ("cho_factor", "lapack.dpotrf", "np.linalg.cholesky", "potrf"))
+
+
+# --------------------------------------------------------------------- what a solver may ask of its samples
+
+def protocol_members(path: Path, name: str) -> set[str]:
+    """The members a Protocol class declares in its body: annotated attributes, methods and properties."""
+    tree = ast.parse(path.read_text())
+    cls = next(node for node in ast.walk(tree) if isinstance(node, ast.ClassDef) and node.name == name)
+    return ({node.target.id for node in cls.body if isinstance(node, ast.AnnAssign)}
+            | {node.name for node in cls.body if isinstance(node, ast.FunctionDef)})
+
+
+SAMPLES_PROTOCOL = PACKAGE / "operators" / "samples.py"
+
+
+def test_the_solver_facing_samples_protocol_is_narrow():
+    members = protocol_members(SAMPLES_PROTOCOL, "SolverSamples")
+    assert len(members) <= 10, sorted(members)
+    assert {"shape", "dtype", "rows", "reduce", "map", "kernel_of"} <= members
+
+
+def samples_calls_of(path: Path, forbidden: set[str]) -> list[str]:
+    """Where a solver module reads one of the ``forbidden`` members of its samples (a name ending in ``samples``:
+    ``samples``, ``self.samples``, ``fast_samples``)."""
+    found = []
+    for node in ast.walk(ast.parse(path.read_text())):
+        if isinstance(node, ast.Attribute) and node.attr in forbidden:
+            owner = node.value
+            name = owner.id if isinstance(owner, ast.Name) else owner.attr if isinstance(owner, ast.Attribute) else ""
+            if name.endswith("samples"):
+                found.append(f"line {node.lineno}: {ast.unparse(node)}")
+    return found
+
+
+@pytest.mark.parametrize("path", sorted((PACKAGE / "solvers").rglob("*.py")),
+                         ids=lambda p: str(p.relative_to(PACKAGE)))
+def test_solvers_ask_their_samples_only_what_the_protocol_declares(path):
+    """The engine-facing rest (the kernel's forms with the kernel passed, bind, astype; the engine, its figures,
+    the samples over a copy) is reached through ``samples.kernel_of(kernel)`` or not at all."""
+    engine_facing = protocol_members(SAMPLES_PROTOCOL, "KernelSource") | {"engine", "info", "over"}
+    assert not engine_facing & protocol_members(SAMPLES_PROTOCOL, "SolverSamples")
+    assert samples_calls_of(path, engine_facing) == []
+
+
+def test_the_samples_check_finds_what_it_looks_for(tmp_path):
+    found = findings_of(lambda p: samples_calls_of(p, {"plan", "kernel_matrix", "bind"}),
+                        "def f(samples, kernel):\n"
+                        "    n = samples.shape[0]\n"
+                        "    plan = samples.plan(kernel, block_size=1)\n"
+                        "    return self.samples.kernel_matrix(kernel), fast_samples.bind(kernel)\n", tmp_path)
+    assert_finds(found, ("samples.plan", "self.samples.kernel_matrix", "fast_samples.bind"))
+    assert not any("samples.shape" in line for line in found)

@@ -20,6 +20,7 @@ import reference as ref
 from fastkpca import engines
 from fastkpca.engines.local import LOCAL
 from fastkpca.operators import StoragePlan, python_operator
+from fastkpca.operators.samples import KernelViews
 
 
 class RefArray:
@@ -61,7 +62,7 @@ class ReferenceProduct:
         return out if self.out_dtype is None else out.astype(self.out_dtype)
 
 
-class ReferenceSamples:
+class ReferenceSamples(KernelViews):
     CHUNK = 97  # rows per chunk of the streamed passes: not a divisor of anything
     holds_matrix = False  # as a cluster's samples: no n x n matrix in this process
 

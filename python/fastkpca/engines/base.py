@@ -33,15 +33,17 @@ from typing import Any, Callable, Protocol
 
 import numpy as np
 
-from ..operators.samples import SolverSamples
+from ..operators.samples import KernelSource, SolverSamples
 
 __all__ = ["Engine", "Samples"]
 
 
-class Samples(SolverSamples, Protocol):
+class Samples(SolverSamples, KernelSource, Protocol):
     """Training samples where an engine keeps them; a row source (solvers/rows.py). What the solvers may ask of
-    them is :class:`fastkpca.operators.samples.SolverSamples`; the members here are the estimators' and the
-    engines' own."""
+    them is :class:`fastkpca.operators.samples.SolverSamples`; the kernel's forms an engine provides are
+    :class:`~fastkpca.operators.samples.KernelSource` (``kernel_of`` reads them: inherit
+    :class:`~fastkpca.operators.samples.KernelViews`); the members here are the estimators' and the engines'
+    own."""
 
     @property
     def engine(self) -> Engine:
@@ -49,6 +51,9 @@ class Samples(SolverSamples, Protocol):
 
     def local(self) -> Samples:
         """The same samples in this process (a fitted model pickled without its cluster)."""
+
+    def info(self) -> dict:
+        """The engine's figures for ``solver_info_``."""
 
     def over(self, X_fit: Any) -> Samples:
         """The same samples over the estimator's copy of what :meth:`fitted` gave (``X_train_``), so that a

@@ -42,6 +42,7 @@ from .. import _validation as v
 from ..kernels import Kernel
 from ..kernels.gaussian_process import low_rank_weight_sums
 from ..operators import StoragePlan
+from ..operators.samples import KernelViews
 from ..solvers.rows import add
 from .local import LOCAL
 
@@ -252,7 +253,7 @@ def _map_rows(X, func):
 
 # ------------------------------------------------------------------------------------------- samples
 
-class DaskSamples:
+class DaskSamples(KernelViews):
     """A validated dask array of samples cut into row blocks, persisted on the workers: the row source and
     kernel source of a fit on the cluster (engines/base.py's Samples)."""
 

@@ -11,6 +11,7 @@ import numpy as np
 from .. import _validation as v
 from ..kernels import Kernel
 from ..operators import storage as _storage
+from ..operators.samples import KernelViews
 from ..solvers.rows import ArrayRows
 
 if TYPE_CHECKING:
@@ -21,7 +22,7 @@ __all__ = ["LocalEngine", "LocalSamples", "LOCAL"]
 _FLOATS = [np.float64, np.float32]
 
 
-class LocalSamples(ArrayRows):
+class LocalSamples(KernelViews, ArrayRows):
     """Validated samples (dense or sparse) in this process's memory."""
 
     holds_matrix = True

@@ -244,7 +244,7 @@ object, default="linear"
         self.eigenvalues_, self.eigenvectors_, self._transform_map = fit.eigenvalues, fit.eigenvectors, \
             fit.transform_map
         self.X_fit_, self._total_variance = fit.centres, fit.total_variance
-        self.solver_info_ = {**fit.info, "solver": solver.name, "choice": choice}
+        self.solver_info_ = {**samples.info(), **fit.info, "solver": solver.name, "choice": choice}
         for name, value in fit.attributes.items():  # the centering's means, or the landmarks
             setattr(self, name, value)
         if "K_fit_rows_" in fit.attributes:  # scikit-learn's fitted centerer, which subclasses and callers read

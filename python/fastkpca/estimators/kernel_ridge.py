@@ -218,7 +218,7 @@ random_state : deprecated
         fit = solver.fit(samples, kernel, Y, alphas, root_w, first=_FIRST_COLUMN if y.ndim == 1 else None,
                          report=self._report, progress=progress)
         self.X_fit_, self._predict_map = fit.centres, fit.predict_map
-        self.solver_info_ = {**fit.info, "solver": solver.name, "choice": choice,
+        self.solver_info_ = {**samples.info(), **fit.info, "solver": solver.name, "choice": choice,
                              "seconds": time.perf_counter() - start}
         self.n_iter_ = int(fit.info.get("iterations", 1))
         self.dual_coef_ = fit.dual.ravel() if y.ndim == 1 else fit.dual

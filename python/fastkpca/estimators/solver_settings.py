@@ -18,7 +18,6 @@ the new spelling).
 
 from __future__ import annotations
 
-import functools
 import inspect
 import warnings
 from collections.abc import Mapping
@@ -41,18 +40,19 @@ class SolverSettings(BaseEstimator):
     name: ClassVar[str]
     _CONSTRAINTS: ClassVar[dict[str, Callable[[Any, str], None]]]
 
+    #: Each setting and its default, read once per class (a small fit's fixed cost).
+    _DEFAULTS: ClassVar[dict[str, Any]]
+
+    def __init_subclass__(cls, **kwargs: Any) -> None:
+        super().__init_subclass__(**kwargs)
+        cls._DEFAULTS = {key: p.default for key, p in inspect.signature(cls).parameters.items()}
+
     def given(self) -> dict[str, Any]:
         """The settings that differ from their defaults, checked against their constraints."""
-        values = {key: getattr(self, key) for key in _defaults(type(self))}
+        values = {key: getattr(self, key) for key in self._DEFAULTS}
         for key, constraint in self._CONSTRAINTS.items():
             constraint(values[key], f"{type(self).__name__}'s {key}")
-        return {key: value for key, value in values.items() if not _is_default(value, _defaults(type(self))[key])}
-
-
-@functools.cache
-def _defaults(cls: type) -> dict[str, Any]:
-    """Each setting of a solver object's class and its default (read once: a small fit's fixed cost)."""
-    return {key: p.default for key, p in inspect.signature(cls).parameters.items()}
+        return {key: value for key, value in values.items() if not _is_default(value, self._DEFAULTS[key])}
 
 
 def _is_default(value: Any, default: Any) -> bool:

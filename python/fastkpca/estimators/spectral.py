@@ -186,7 +186,7 @@ class SpectralFit(Reporting, EngineFitted, BaseEstimator):
                                          progress=progress, report=self._report, dtype=dtype)
         self._fitted_affinity = (kernel, retained, samples.fitted())
         self._report("done", solver=solver.name, seconds=time.perf_counter() - start, passes=info.get("n_passes"))
-        return E, {**info, "solver": solver.name, "choice": choice}
+        return E, {**samples.info(), **info, "solver": solver.name, "choice": choice}
 
     @property
     def affinity_matrix_(self):

@@ -1,18 +1,20 @@
 """What a solver may ask of its training samples: :class:`SolverSamples`, the solver-facing part of an engine's
 samples (engines/base.py: ``Samples`` extends it with what only the estimators and engines use: the engine,
-and the samples over the estimator's copy).
+the samples over the estimator's copy, and the kernel's forms an engine provides, :class:`KernelSource`).
 
-A solver sees the samples' shape and dtype, their rows (one by index, or streamed through ``reduce``/``map``), and
-the kernel of them in the forms a solver multiplies by: an operator in a storage plan, the whole matrix where it
-fits, a column source for randomly pivoted Cholesky, a fitted cross product for predictions, and the Gaussian
-process's gradient traces; it binds a kernel to samples it made itself (a float32 copy), and reads the fitted copy
-of them, the same samples in this process and the engine's figures. It never learns where the samples live (this
-process, a cluster's workers).
+A solver sees the samples' shape and dtype and the values a row stores, their rows (one by index, or streamed
+through ``reduce``/``map``), and the kernel of them, :meth:`SolverSamples.kernel_of`: a
+:class:`KernelOfSamples`, the kernel matrix of these samples in the forms a solver multiplies by (an operator in
+a storage plan, the whole matrix where it fits, a column source for randomly pivoted Cholesky, a fitted cross
+product for predictions, the Gaussian process's gradient traces, the same kernel in another precision). It
+reads whether the whole matrix can be had here, the fitted copy of the samples and the same samples in this process.
+It never learns where the samples live (this process, a cluster's workers); the engine's figures for
+``solver_info_`` are the estimators' to read.
 """
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any, Callable, Protocol
+from typing import TYPE_CHECKING, Any, Callable, Protocol, cast
 
 import numpy as np
 
@@ -21,7 +23,7 @@ if TYPE_CHECKING:
     from ..kernels.kernel import Kernel
     from .operator import KernelOperator
 
-__all__ = ["ColumnSource", "SolverSamples"]
+__all__ = ["ColumnSource", "SolverSamples", "KernelSource", "KernelOfSamples", "KernelViews"]
 
 
 class ColumnSource(Protocol):
@@ -41,7 +43,7 @@ class ColumnSource(Protocol):
 class SolverSamples(Protocol):
     """Training samples as a solver sees them (see the module's documentation)."""
 
-    #: Whether :meth:`kernel_matrix` can give the whole matrix in this process (samples in its memory).
+    #: Whether ``kernel_of(kernel).matrix`` can give the whole matrix in this process (samples in its memory).
     holds_matrix: bool
 
     @property
@@ -66,6 +68,22 @@ class SolverSamples(Protocol):
     def map(self, func: Callable[..., Any], *args: Any, rows: int) -> np.ndarray:
         """func(chunk, *args) for every chunk of rows, concatenated in this process in row order."""
 
+    def kernel_of(self, kernel: Kernel) -> KernelOfSamples:
+        """The kernel matrix of these samples under ``kernel`` (bound to them by the estimator), in the forms a
+        solver multiplies by."""
+
+    def fitted(self, copy: bool = False) -> Any:
+        """What the estimator keeps as ``X_fit_`` (``copy``: a copy where the samples are in this process's
+        memory; samples kept elsewhere are never written to)."""
+
+    def local(self) -> SolverSamples:
+        """The same samples in this process (a fitted model pickled without its cluster)."""
+
+
+class KernelSource(Protocol):
+    """The kernel's forms an engine's samples provide (each taking the kernel): what :class:`KernelOfSamples`
+    reads. Engines implement these; solvers call them through ``samples.kernel_of(kernel)``."""
+
     def plan(self, kernel: Kernel, *, block_size: int, memory_limit: Any, other_bytes: int,
              storage: str = "auto") -> Any:
         """The storage plan of the kernel of these samples (operators.StoragePlan in this process, an engine's own
@@ -78,7 +96,7 @@ class SolverSamples(Protocol):
         releases what it holds on exit (or by ``release()``). ``zero_diagonal``: without its diagonal where the
         engine evaluates the kernel (an affinity; see operators.build)."""
 
-    def astype(self, dtype: Any) -> SolverSamples:
+    def astype(self, dtype: Any) -> KernelSource:
         """These samples cast to ``dtype``, a copy kept where these are (the kernel evaluated in another
         precision)."""
 
@@ -104,12 +122,53 @@ class SolverSamples(Protocol):
         """The kernel's tr(W ∂K/∂θ_j) for W = ½(A Bᵀ + B Aᵀ) (A, B: n × m here), by passes over the pairs of
         rows where the samples are (kernels.DifferentiableKernel.gradient_traces_low_rank, traces_from)."""
 
-    def fitted(self, copy: bool = False) -> Any:
-        """What the estimator keeps as ``X_fit_`` (``copy``: a copy where the samples are in this process's
-        memory; samples kept elsewhere are never written to)."""
 
-    def local(self) -> SolverSamples:
-        """The same samples in this process (a fitted model pickled without its cluster)."""
+class KernelOfSamples:
+    """The kernel matrix K of an engine's samples under one kernel, in the forms a solver multiplies by; each
+    form is the engine's (:class:`KernelSource`), so a solver never learns where the samples live."""
 
-    def info(self) -> dict:
-        """The engine's figures for ``solver_info_``."""
+    def __init__(self, samples: KernelSource, kernel: Kernel) -> None:
+        self.samples = samples
+        self.kernel = kernel
+
+    def plan(self, *, block_size: int, memory_limit: Any, other_bytes: int, storage: str = "auto") -> Any:
+        """The storage plan of K within ``memory_limit`` (the estimator's parameter as given) beside
+        ``other_bytes`` and blocks of ``block_size`` vectors."""
+        return self.samples.plan(self.kernel, block_size=block_size, memory_limit=memory_limit,
+                                 other_bytes=other_bytes, storage=storage)
+
+    def operator(self, plan: Any, n_jobs: int | None = None, *, zero_diagonal: bool = False) -> KernelOperator:
+        """K as an operator held as ``plan`` says (its own context manager; ``zero_diagonal``: K − diag K)."""
+        return self.samples.kernel_operator(self.kernel, plan, n_jobs, zero_diagonal=zero_diagonal)
+
+    def matrix(self, *, what: str, memory_limit: int, writable: bool = False, hint: str = "",
+               dtype: Any = None) -> Any:
+        """The whole of K in this process, or ValueError/MemoryError saying that ``what`` needs it."""
+        return self.samples.kernel_matrix(self.kernel, what=what, memory_limit=memory_limit, writable=writable,
+                                          hint=hint, dtype=dtype)
+
+    def columns(self) -> ColumnSource:
+        """K's diagonal and columns, evaluated on demand."""
+        return self.samples.columns(self.kernel)
+
+    def cross_product(self, V: np.ndarray, correction: Callable[..., Any] | None = None, *, promote: bool = False,
+                      out_dtype: Any = None, memory_limit: int | None = None) -> Any:
+        """The fitted row map ``x ↦ correction(K(x, X)·V)``."""
+        return self.samples.cross_product(self.kernel, V, correction, promote=promote, out_dtype=out_dtype,
+                                          memory_limit=memory_limit)
+
+    def gradient_traces(self, A: np.ndarray, B: np.ndarray) -> np.ndarray:
+        """tr(W ∂K/∂θ_j) for W = ½(A Bᵀ + B Aᵀ), one per hyperparameter (a DifferentiableKernel's)."""
+        return self.samples.gradient_traces(cast("DifferentiableKernel", self.kernel), A, B)
+
+    def in_precision(self, dtype: Any) -> KernelOfSamples:
+        """The same kernel of the samples cast to ``dtype`` (a copy kept where the samples are)."""
+        samples = self.samples.astype(dtype)
+        return KernelOfSamples(samples, samples.bind(self.kernel))
+
+
+class KernelViews:
+    """``kernel_of`` for an engine's samples class that provides the :class:`KernelSource` forms."""
+
+    def kernel_of(self: Any, kernel: Kernel) -> KernelOfSamples:
+        return KernelOfSamples(self, kernel)

@@ -201,7 +201,7 @@ class ExactSolver(ExactOptimisation):
         what = f"the exact Gaussian process with {n} samples (solver='cholesky': one {n}×{n} matrix)"
         v.check_within(n * n * 8, self.limit, what)
         if not self.samples.holds_matrix:  # samples on a cluster: the engine says why not, and what to do
-            self.samples.kernel_matrix(kernel, what=what, memory_limit=self.limit)
+            self.samples.kernel_of(kernel).matrix(what=what, memory_limit=self.limit)
         K, _ = kernel.matrix(self.X)
         return np.array(K, dtype=np.float64, order="C", copy=True) if K.dtype != np.float64 else K
 

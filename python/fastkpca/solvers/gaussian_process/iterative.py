@@ -288,7 +288,7 @@ class IterativeSolver(PlannedMemory):
 
     def _operator(self, kernel: DifferentiableKernel, plan: Any) -> AbstractContextManager[KernelOperator]:
         """The kernel operator held as ``plan`` says (a context manager)."""
-        return self.samples.kernel_operator(kernel, plan, self.n_jobs)
+        return self.samples.kernel_of(kernel).operator(plan, self.n_jobs)
 
     def _held(self, plan: Any) -> float:
         """The share of the kernel's entries ``plan`` holds in memory."""
@@ -361,7 +361,7 @@ class IterativeSolver(PlannedMemory):
         Omega = pre.solve(Z)
         A = np.hstack([alpha, U])
         B = np.hstack([alpha * -quad_weight, Omega * (logdet_weight / p)])
-        gradient = self.samples.gradient_traces(kernel, A, B)
+        gradient = self.samples.kernel_of(kernel).gradient_traces(A, B)
         self.figures["seconds"]["gradient"] += time.perf_counter() - start
         self.figures["products"] += 1  # the gradient's pass over the kernel's tiles
         if self.settings.control_variate and kernel.cross_gradients:
@@ -383,7 +383,7 @@ class IterativeSolver(PlannedMemory):
                      Omega: np.ndarray, logdet_weight: float) -> np.ndarray:
         """The probes' part of the gradient from the probes given alone: w_l times their mean of
         (P⁻¹z)ᵀ ∂K K̂⁻¹z and of the control variate's terms (one gradient pass)."""
-        traces = np.asarray(self.samples.gradient_traces(kernel, U, Omega * (logdet_weight / Omega.shape[1])),
+        traces = np.asarray(self.samples.kernel_of(kernel).gradient_traces(U, Omega * (logdet_weight / Omega.shape[1])),
                             dtype=np.float64)
         self.figures["products"] += 1
         if self.settings.control_variate and kernel.cross_gradients:

@@ -313,7 +313,7 @@ class IterativeLaplace(PlannedMemory):
 
     def _operator(self, kernel: DifferentiableKernel) -> AbstractContextManager[KernelOperator]:
         """The kernel operator as :meth:`_plan` holds it for the probes (a context manager)."""
-        return self.samples.kernel_operator(kernel, self._plan(kernel), self.n_jobs)
+        return self.samples.kernel_of(kernel).operator(self._plan(kernel), self.n_jobs)
 
     def _system(self, op: KernelOperator, F: np.ndarray, d: np.ndarray) -> _IterativeNewton:
         """Newton's system over the kernel operator ``op`` (held by the caller) and the factor (F, d)."""
@@ -376,7 +376,7 @@ class IterativeLaplace(PlannedMemory):
         Omega = S[:, None] * PZ  # P̂⁻¹ ẑ in the regression's terms (module documentation)
         A = np.column_stack([0.5 * mode.a, u, S[:, None] * U])
         B = np.column_stack([mode.a, residual, Omega * (-0.5 / p)])
-        gradient = np.asarray(self.samples.gradient_traces(kernel, A, B), dtype=np.float64)
+        gradient = np.asarray(self.samples.kernel_of(kernel).gradient_traces(A, B), dtype=np.float64)
         self.figures["products"] += 1
         if pre_K is not None:
             gradient -= 0.5 * control_variate_traces(kernel, self.samples, pre_K, Omega)
@@ -440,7 +440,7 @@ class IterativeLaplace(PlannedMemory):
                 if chunk == 1:
                     raise
                 chunk //= 2
-        with self.samples.kernel_operator(kernel, plan, self.n_jobs) as op:
+        with self.samples.kernel_of(kernel).operator(plan, self.n_jobs) as op:
             system = self._system(op, self.F, self.d)
             system.S, system.pre = S, self.pre
             for begin in range(0, n_new, chunk):

@@ -160,8 +160,8 @@ class IterativeMemory:
         assert samples is not None
 
         def planned(headroom: int) -> Any:
-            return samples.plan(kernel, block_size=columns, memory_limit=self.limit,
-                                     other_bytes=other_bytes + headroom, storage=self.storage)
+            return samples.kernel_of(kernel).plan(block_size=columns, memory_limit=self.limit,
+                                                  other_bytes=other_bytes + headroom, storage=self.storage)
 
         try:
             return planned(int(HEADROOM_SHARE * self.limit))

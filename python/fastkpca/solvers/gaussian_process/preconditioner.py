@@ -178,7 +178,7 @@ def kernel_factor(kernel: DifferentiableKernel, samples: SolverSamples, rank: in
     residual = signal
     factor = np.zeros((n, 0), dtype=dtype)
     if rank > 0:
-        source: Any = _SignalColumns(samples.columns(kernel), signal)
+        source: Any = _SignalColumns(samples.kernel_of(kernel).columns(), signal)
         F = None if pivots is None or not pivots.size else _on_pivots(source, pivots)
         if F is None:
             low_rank = rpcholesky(source, min(rank, n), None, random_state=seed, block_size=min(block_size, rank),

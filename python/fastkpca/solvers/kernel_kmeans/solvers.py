@@ -130,17 +130,17 @@ class ExactKernelKMeans:
         n = samples.shape[0]
         columns = s.n_clusters * _start_count(s)
         start = time.perf_counter()
-        plan = samples.plan(kernel, block_size=columns + 1, memory_limit=s.memory_limit,
-                            other_bytes=exact_bytes(n, s.n_clusters, _start_count(s)))
-        source = samples.columns(kernel)
+        plan = samples.kernel_of(kernel).plan(block_size=columns + 1, memory_limit=s.memory_limit,
+                                              other_bytes=exact_bytes(n, s.n_clusters, _start_count(s)))
+        source = samples.kernel_of(kernel).columns()
         diagonal = np.asarray(source.diagonal(), dtype=np.float64)
-        with samples.kernel_operator(kernel, plan, s.n_jobs) as op:
+        with samples.kernel_of(kernel).operator(plan, s.n_jobs) as op:
             report("kernel", seconds=time.perf_counter() - start, storage=op.storage, kernel_bytes=op.kernel_bytes)
             result = _cluster(op.matmat, source, diagonal, w, s, report, progress)
             info = {**result.info, **op.info(), "memory_limit": s.limit}
         template = samples.rows(np.zeros(0, dtype=np.int64))
-        distances = samples.cross_product(kernel, result.weights, CentroidDistances(result.norms),
-                                          memory_limit=s.limit)
+        distances = samples.kernel_of(kernel).cross_product(result.weights, CentroidDistances(result.norms),
+                                                            memory_limit=s.limit)
         diagonal_map = None if kernel.precomputed else NewDiagonal(kernel, template)
         return KMeansFit(result.labels, result.inertia, result.n_iter, distances, diagonal_map, info)
 

@@ -87,7 +87,8 @@ def _exact_fit(samples: SolverSamples, kernel: Kernel, values: np.ndarray, vecto
     values, vectors = finish_eigenpairs(values, vectors, settings.remove_zero)
     M = projection(values, vectors)
     V, correction = centering.product_correction(M)
-    transform_map = samples.cross_product(kernel, V, correction, out_dtype=M.dtype, memory_limit=settings.limit)
+    transform_map = samples.kernel_of(kernel).cross_product(V, correction, out_dtype=M.dtype,
+                                                            memory_limit=settings.limit)
     X_fit = samples.fitted()
 
     def pre_image_pairs(transform: Callable[..., Any]) -> tuple[np.ndarray, Any]:
@@ -114,8 +115,8 @@ class LanczosPca:
                              f"{kernel.asymmetry:.3g}")
         start = time.perf_counter()
         block, working = lanczos.memory_needs(k, n)
-        plan = samples.plan(kernel, block_size=block, memory_limit=s.memory_limit, other_bytes=working)
-        with samples.kernel_operator(kernel, plan, s.n_jobs) as op:
+        plan = samples.kernel_of(kernel).plan(block_size=block, memory_limit=s.memory_limit, other_bytes=working)
+        with samples.kernel_of(kernel).operator(plan, s.n_jobs) as op:
             report("kernel", seconds=time.perf_counter() - start, n_samples=n, storage=op.storage,
                    kernel_bytes=op.kernel_bytes)
             report("center", seconds=0.0, implicit=True)
@@ -152,8 +153,8 @@ class DensePca:
         start = time.perf_counter()
         what = f"eigen_solver={self.name!r}" + (" (n_components=None: all components need the dense N×N "
                                                 "eigendecomposition)" if s.all_components else "")
-        K = samples.kernel_matrix(kernel, what=what, memory_limit=s.limit, writable=True,
-                                  hint="eigen_solver='lanczos' fits within any limit")
+        K = samples.kernel_of(kernel).matrix(what=what, memory_limit=s.limit, writable=True,
+                                             hint="eigen_solver='lanczos' fits within any limit")
         report("kernel", seconds=time.perf_counter() - start, n_samples=n, storage="full", kernel_bytes=K.nbytes)
         start = time.perf_counter()
         Kc, centering, total = dense.center_kernel(K, threads=v.n_threads(s.n_jobs))
@@ -199,7 +200,7 @@ class NystromPca:
         pca = low_rank.nystrom_kernel_pca(samples, S, kernel, k, rows, remove_zero=s.remove_zero)
         seconds = dict(pca.seconds, landmarks=selection["seconds"])
         info = {"landmarks": selection["method"], "n_landmarks": m, "rank": pca.rank, "chunk_rows": rows,
-                "memory_limit": s.limit, "landmark_selection": selection, "seconds": seconds, **samples.info()}
+                "memory_limit": s.limit, "landmark_selection": selection, "seconds": seconds}
         report("done", solver="nystrom", seconds=sum(seconds.values()), n_landmarks=m, rank=pca.rank)
 
         def pre_image_pairs(transform: Callable[..., Any]

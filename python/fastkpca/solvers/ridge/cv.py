@@ -61,12 +61,12 @@ def cross_validate(samples: SolverSamples, kernel: Kernel, Y: np.ndarray, alphas
     if cv is None:
         v.check_within(3 * n * n * 8, memory_limit, f"leave-one-out with three {n}×{n} matrices",
                        "use cv=k (k-fold), which runs matrix-free")
-        K = samples.kernel_matrix(kernel, what="leave-one-out", memory_limit=memory_limit, writable=True,
-                                  dtype=np.float64)
+        K = samples.kernel_of(kernel).matrix(what="leave-one-out", memory_limit=memory_limit, writable=True,
+                                             dtype=np.float64)
         return loo_errors(K, Y, alphas, weights), "loo-eigh", picked.as_dict()
     if picked.picked == "eigh":
-        K = samples.kernel_matrix(kernel, what=f"cv={cv}", memory_limit=memory_limit, writable=True,
-                                  dtype=np.float64)
+        K = samples.kernel_of(kernel).matrix(what=f"cv={cv}", memory_limit=memory_limit, writable=True,
+                                             dtype=np.float64)
         return kfold_errors_dense(K, Y, alphas, cv, weights), "kfold-eigh", picked.as_dict()
     from .systems import DEFAULT_MAX_ITER, DEFAULT_TOL
 

@@ -75,16 +75,16 @@ class CholeskyRidge:
             report: Callable[..., None] = _report_nothing, progress: Callable[..., Any] | None = None) -> RidgeFit:
         limit = self.settings.limit
         start = time.perf_counter()
-        K = samples.kernel_matrix(kernel, what="solver='cholesky'", memory_limit=limit, writable=True,
-                                  dtype=np.float64, hint="solver='cg' fits within any limit")
+        K = samples.kernel_of(kernel).matrix(what="solver='cholesky'", memory_limit=limit, writable=True,
+                                             dtype=np.float64, hint="solver='cg' fits within any limit")
         stages = {"kernel": time.perf_counter() - start}
         report("kernel", seconds=stages["kernel"], storage="full")
         start = time.perf_counter()
         dual, singular = systems.solve_cholesky(K, Y, alphas, root_w)
         stages["solve"] = time.perf_counter() - start
         info = {"storage": "full", "kernel_bytes": K.nbytes, "singular": singular, "stages": stages}
-        return RidgeFit(dual, samples.fitted(), samples.cross_product(kernel, dual, first, promote=True,
-                                                                      memory_limit=limit), info)
+        return RidgeFit(dual, samples.fitted(), samples.kernel_of(kernel).cross_product(dual, first, promote=True,
+                                                                                        memory_limit=limit), info)
 
 
 class ConjugateGradientRidge:
@@ -103,33 +103,32 @@ class ConjugateGradientRidge:
         n, t = Y.shape
         start = time.perf_counter()
         block = max(t, 1)
-        probe = samples.plan(kernel, block_size=block, memory_limit=s.memory_limit, other_bytes=8 * n * t * 8)
+        K = samples.kernel_of(kernel)
+        probe = K.plan(block_size=block, memory_limit=s.memory_limit, other_bytes=8 * n * t * 8)
         mixed = systems.wants_fast_products(s.cg_precision, samples, kernel, probe)
         # The preconditioner's share is of what the two operators' fixed parts leave; where the rest could
         # cache only a sliver of the kernel, of what the operators' and cg's working memory leave.
         room = s.limit - (systems.mixed_bytes(n, samples.shape[1]) if mixed else 0)
         budget = {"kernel_itemsize": 4 if mixed else 8, "working": systems.cg_working_bytes(samples, t, mixed)}
-        columns = samples.columns(kernel)
+        columns = K.columns()
         factor_dtype = systems.preconditioner_dtype(s.preconditioner_dtype, s.preconditioner_rank, n, room,
                                                     probe.stored, alphas, columns, **budget)
         rank = systems.preconditioner_rank(s.preconditioner_rank, n, room, probe.stored, factor_dtype.itemsize,
                                            **budget)
         other = systems.cg_bytes(n, t, rank, factor_dtype.itemsize, samples.dtype.itemsize)
-        fast_samples = fast_kernel = fast_plan = None
+        fast = fast_plan = None
         if mixed:
-            fast_samples = samples.astype(np.float32)
-            fast_kernel = fast_samples.bind(kernel)
+            fast = K.in_precision(np.float32)
             try:
-                plan, fast_plan = systems.mixed_plans(samples, fast_samples, kernel, fast_kernel, block_size=block,
+                plan, fast_plan = systems.mixed_plans(K, fast, samples.shape, block_size=block,
                                                       memory_limit=s.memory_limit, other_bytes=other)
             except MemoryError as error:
                 raise MemoryError(f"CG(precision={s.cg_precision!r}) keeps a float32 copy of X and its operator "
                                   f"beside the float64 one, which do not fit: {error}") from None
         else:
-            plan = samples.plan(kernel, block_size=block, memory_limit=s.memory_limit, other_bytes=other)
-        with samples.kernel_operator(kernel, plan, s.n_jobs) as op, \
-                (fast_samples.kernel_operator(fast_kernel, fast_plan, s.n_jobs)
-                 if fast_samples is not None and fast_kernel is not None and fast_plan
+            plan = K.plan(block_size=block, memory_limit=s.memory_limit, other_bytes=other)
+        with K.operator(plan, s.n_jobs) as op, \
+                (fast.operator(fast_plan, s.n_jobs) if fast is not None and fast_plan
                  else contextlib.nullcontext()) as fast_op:
             stages = {"kernel": time.perf_counter() - start}
             report("kernel", seconds=stages["kernel"], storage=op.storage, kernel_bytes=op.kernel_bytes)
@@ -140,8 +139,8 @@ class ConjugateGradientRidge:
             if fast_op is not None:
                 info.update(fast_storage=fast_op.storage, fast_kernel_bytes=fast_op.kernel_bytes)
         info["stages"] = {**stages, **info["stages"]}
-        return RidgeFit(dual, samples.fitted(), samples.cross_product(kernel, dual, first, promote=True,
-                                                                      memory_limit=s.limit), info)
+        return RidgeFit(dual, samples.fitted(), K.cross_product(dual, first, promote=True, memory_limit=s.limit),
+                        info)
 
 
 class NystromRidge:
@@ -169,7 +168,7 @@ class NystromRidge:
         dual, info = systems.solve_nystrom(samples, S, kernel, Y, alphas, root_w, rows=rows)
         info["stages"] = {"landmarks": seconds, **info["stages"]}
         info.update(n_landmarks=m, landmarks=selection["method"], landmark_selection=selection, chunk_rows=rows,
-                    memory_limit=s.limit, **samples.info())
+                    memory_limit=s.limit)
         return RidgeFit(dual, S, kernel.cross_product(S, dual, first, promote=True), info)
 
 

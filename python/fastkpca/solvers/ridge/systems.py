@@ -33,7 +33,7 @@ if TYPE_CHECKING:
     from ..._core import Operator as NativeOperator
     from ...kernels.kernel import Kernel
     from ...operators.operator import KernelOperator
-    from ...operators.samples import ColumnSource, SolverSamples
+    from ...operators.samples import ColumnSource, KernelOfSamples, SolverSamples
     from ..rows import ArrayRows
 
 __all__ = ["solve_cholesky", "solve_cg", "solve_nystrom", "preconditioner_rank", "preconditioner_dtype", "cg_bytes",
@@ -215,16 +215,15 @@ def mixed_bytes(n: int, n_features: int) -> int:
     return _float64_side_bytes(n, n_features) + fixed_bytes(n, n_features, 4)
 
 
-def mixed_plans(samples: SolverSamples, fast_samples: SolverSamples, kernel: Kernel, fast_kernel: Kernel, *,
-                block_size: int, memory_limit: Any, other_bytes: int) -> tuple[Any, Any]:
-    """The storage of mixed-precision cg's two operators: the float64 kernel matrix-free (read for the few
-    true residuals) and the float32 one (read on every iteration) in what the float64 side leaves."""
-    exact = samples.plan(kernel, block_size=block_size, memory_limit=memory_limit, other_bytes=other_bytes,
-                         storage="matrix_free")
-    n, n_features = samples.shape
+def mixed_plans(K: KernelOfSamples, fast: KernelOfSamples, shape: tuple[int, ...], *, block_size: int,
+                memory_limit: Any, other_bytes: int) -> tuple[Any, Any]:
+    """The storage of mixed-precision cg's two operators on samples of ``shape``: the float64 kernel ``K``
+    matrix-free (read for the few true residuals) and the float32 one, ``fast``, (read on every iteration) in
+    what the float64 side leaves."""
+    exact = K.plan(block_size=block_size, memory_limit=memory_limit, other_bytes=other_bytes, storage="matrix_free")
+    n, n_features = shape
     beside = other_bytes + _float64_side_bytes(n, n_features)
-    return exact, fast_samples.plan(fast_kernel, block_size=block_size, memory_limit=memory_limit,
-                                    other_bytes=beside)
+    return exact, fast.plan(block_size=block_size, memory_limit=memory_limit, other_bytes=beside)
 
 
 def solve_cg(op: KernelOperator, columns: ColumnSource, Y: np.ndarray, alphas: np.ndarray,

@@ -55,7 +55,7 @@ class Affinity:
         ValueError where the engine cannot build it here)."""
         if self.matrix is not None:
             return self.matrix
-        return self.samples.kernel_matrix(self.kernel, what=what, memory_limit=memory_limit)
+        return self.samples.kernel_of(self.kernel).matrix(what=what, memory_limit=memory_limit)
 
     def __enter__(self) -> Affinity:
         return self
@@ -74,8 +74,8 @@ def affinity_of(samples: SolverSamples, kernel: Kernel, k: int, memory_limit: An
     to rounding, and the normalised operator with it)."""
     n = samples.shape[0]
     block, working = lanczos.memory_needs(k, n)
-    plan = samples.plan(kernel, block_size=block, memory_limit=memory_limit, other_bytes=working + 4 * 8 * n)
-    op: KernelOperator = samples.kernel_operator(kernel, plan, n_jobs, zero_diagonal=True)
+    plan = samples.kernel_of(kernel).plan(block_size=block, memory_limit=memory_limit, other_bytes=working + 4 * 8 * n)
+    op: KernelOperator = samples.kernel_of(kernel).operator(plan, n_jobs, zero_diagonal=True)
     try:
         deg = degrees(op.row_sums(), op.diagonal())
     except BaseException:

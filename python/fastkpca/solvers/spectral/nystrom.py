@@ -76,7 +76,7 @@ def nystrom_embedding(samples: SolverSamples, kernel: Kernel, n_components: int,
     sums = source.reduce(_ColumnSums(S, kernel), rows=rows)                  # Cᵀ1
     P = (T @ (T.T @ sums))[:, None]                                          # W⁺ Cᵀ 1
     row_sums = source.map(NystromProjection(S, kernel, P, None), rows=rows).reshape(-1)   # K̃·1
-    diagonal = np.asarray(samples.columns(kernel).diagonal(), dtype=np.float64)
+    diagonal = np.asarray(samples.kernel_of(kernel).columns().diagonal(), dtype=np.float64)
     positive = row_sums - diagonal > 0
     deg = exact_degrees(np.where(positive, row_sums, diagonal), diagonal)  # d̂ <= 0: isolated
     seconds["degrees"] = time.perf_counter() - start
@@ -101,5 +101,5 @@ def nystrom_embedding(samples: SolverSamples, kernel: Kernel, n_components: int,
     info = {"solver": "nystrom", "landmarks": selection["method"], "n_landmarks": m, "rank": rank,
             "chunk_rows": rows, "memory_limit": memory_limit, "landmark_selection": selection,
             "laplacian_eigenvalues": 1.0 - values, "n_isolated": deg.n_isolated, "seconds": seconds,
-            "landmark_indices": index, **(samples.info() if hasattr(samples, "info") else {})}
+            "landmark_indices": index}
     return embedding, info
