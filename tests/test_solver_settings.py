@@ -136,8 +136,9 @@ def test_old_keywords_warn_with_the_new_spelling_and_fit_the_same(old, new, attr
 
 def test_a_classifiers_old_keywords_fit_the_same():
     X, y = _data(120)
-    with pytest.warns(FutureWarning, match=r"pass solver=fastkpca\.CG\(n_probes=8\)"):
+    with pytest.warns(FutureWarning, match=r"pass solver=fastkpca\.CG\(n_probes=8\)") as w:
         old = fastkpca.GaussianProcessClassifier(solver="cg", n_probes=8, optimizer=None, random_state=0).fit(X, y > 0)
+    assert all(str(x.filename) == __file__ for x in w if issubclass(x.category, FutureWarning))
     new = fastkpca.GaussianProcessClassifier(solver=CG(n_probes=8), optimizer=None, random_state=0).fit(X, y > 0)
     np.testing.assert_array_equal(old.predict_proba(X), new.predict_proba(X))
 

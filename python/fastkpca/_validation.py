@@ -480,16 +480,14 @@ def anything(value, name):
     """No constraint (an array of points, a random state: checked where they are used)."""
 
 
-#: The default of a deprecated estimator keyword: a value no user passes, so that "given" means "not this".
+#: The default of a deprecated estimator keyword (scikit-learn's own convention): a value no user passes, so that
+#: "given" means "not this".
 DEPRECATED = "deprecated"
 
 
-def deprecated(constraint):
-    """``constraint`` for a deprecated parameter given; its default, DEPRECATED, passes."""
-    def check(value, name):
-        if not (isinstance(value, str) and value == DEPRECATED):
-            constraint(value, name)
-    return check
+def left_deprecated(value) -> bool:
+    """Whether a deprecated keyword is at its default, DEPRECATED (not given)."""
+    return isinstance(value, str) and value == DEPRECATED
 
 
 def check_params(estimator, constraints: dict) -> None:

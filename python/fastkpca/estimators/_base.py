@@ -14,9 +14,9 @@ import weakref
 from collections.abc import Iterator
 from typing import Any, Callable
 
+from .. import _validation as v
 from .. import engines, kernels
 from .._sklearn_compat import check_is_fitted
-from .solver_settings import DEPRECATED
 
 #: The progress asked for by the innermost :func:`progress` block of this thread: (verbose, callback).
 _PROGRESS: contextvars.ContextVar[tuple[int, Callable[[str, dict], Any] | None]] = contextvars.ContextVar(
@@ -52,8 +52,6 @@ def progress(verbose: int = 1, callback: Callable[[str, dict], Any] | None = Non
     >>> stages[-1]
     'done'
     """
-    from .. import _validation as v
-
     v.check_int(verbose, "verbose", minimum=0)
     v.optional_callable(callback, "callback")
     token = _PROGRESS.set((verbose, callback))
@@ -65,10 +63,12 @@ def progress(verbose: int = 1, callback: Callable[[str, dict], Any] | None = Non
 
 def warn_deprecated_progress(estimator: Any, names: tuple[str, ...] = ("verbose", "callback")) -> None:
     """FutureWarning for each of ``names`` (``verbose``, ``callback``: deprecated on ``estimator``, their default
-    DEPRECATED) given: :func:`progress` replaces them."""
+    DEPRECATED) given, after its check: :func:`progress` replaces them."""
+    checks = {"verbose": v.integer(), "callback": v.optional_callable}
     for name in names:
         value = getattr(estimator, name)
-        if not (isinstance(value, str) and value == DEPRECATED):
+        if not v.left_deprecated(value):
+            checks[name](value, name)
             warnings.warn(f"{type(estimator).__name__}({name}=...) is deprecated and will be removed in the next "
                           f"minor release: fit inside `with fastkpca.progress({name}=...):` instead",
                           FutureWarning, stacklevel=3)
@@ -76,7 +76,7 @@ def warn_deprecated_progress(estimator: Any, names: tuple[str, ...] = ("verbose"
 
 def _own(value: Any, default: Any) -> Any:
     """An estimator's own verbose or callback, or ``default`` where it is deprecated and not given."""
-    return default if isinstance(value, str) and value == DEPRECATED else value
+    return default if v.left_deprecated(value) else value
 
 
 class Reporting:

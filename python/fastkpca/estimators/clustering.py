@@ -11,7 +11,6 @@ from sklearn.base import ClusterMixin
 
 from .. import kernels
 from .. import _validation as v
-from ..solvers import low_rank
 from .spectral import AFFINITIES, SpectralFit
 from ._base import parameter_defaults
 from .solver_settings import DEPRECATED, Nystrom
@@ -27,9 +26,7 @@ _CONSTRAINTS = {
     "affinity": kernels.constraint(*AFFINITIES, *_SKLEARN_KERNELS),
     "n_neighbors": v.integer(1), "eigen_tol": v.anything, "assign_labels": v.choice(*_ASSIGN),
     "degree": v.real(0.0), "coef0": v.real(), "kernel_params": v.optional_dict, "n_jobs": v.jobs,
-    "verbose": v.anything, "memory_limit": v.anything, "n_landmarks": v.deprecated(v.integer(1, none=True)),
-    "landmarks": v.deprecated(v.choice(*low_rank.LANDMARK_METHODS, other=v.anything)),
-    "callback": v.deprecated(v.optional_callable),
+    "verbose": v.anything, "memory_limit": v.anything,
 }
 
 

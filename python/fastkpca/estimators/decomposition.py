@@ -11,7 +11,6 @@ from sklearn.exceptions import NotFittedError
 from .. import engines, kernels
 from .._sklearn_compat import check_is_fitted
 from .. import _validation as v
-from ..solvers import low_rank
 from ..solvers.kernel_pca import dense, solvers as kernel_pca_solvers
 from . import solver_settings
 from ._base import EngineFitted, Reporting, parameter_defaults, warn_deprecated_progress
@@ -27,10 +26,7 @@ _CONSTRAINTS = {
     "alpha": v.real(0.0), "fit_inverse_transform": v.anything,
     "tol": v.real(0.0), "max_iter": v.integer(1, none=True),
     "iterated_power": v.choice("auto", other=v.integer(0)), "remove_zero_eig": v.anything,
-    "random_state": v.anything, "copy_X": v.anything, "n_jobs": v.jobs, "verbose": v.deprecated(v.integer()),
-    "callback": v.deprecated(v.optional_callable), "memory_limit": v.anything,
-    "n_landmarks": v.deprecated(v.integer(1, none=True)),
-    "landmarks": v.deprecated(v.choice(*low_rank.LANDMARK_METHODS, other=v.anything)),
+    "random_state": v.anything, "copy_X": v.anything, "n_jobs": v.jobs, "memory_limit": v.anything,
 }
 #: eigen_solver: a name, or Nystrom with its settings, and the keywords they replace.
 _EIGEN_SOLVER = solver_settings.SolverFamily(

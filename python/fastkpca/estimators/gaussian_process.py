@@ -43,7 +43,6 @@ def _check_constructor(est) -> None:
     if est.n_targets is not None:
         v.check_int(est.n_targets, "n_targets", minimum=1)
     v.n_threads(est.n_jobs)
-    est._cg = cg_settings(est, _SOLVER, _CG_DEFAULTS)
 
 
 #: solver: a name, or CG with the settings Gaussian process regression reads, and the keywords they replace.
@@ -61,20 +60,18 @@ _CG_DEFAULTS = {"n_probes": 16, "tol": 1e-2, "final_tol": 1e-6, "preconditioner_
 
 def cg_settings(est, family: solver_settings.SolverFamily, defaults: dict) -> solver_settings.Resolved:
     """The Gaussian process's solver and its CG settings (every one the family reads: its default where not
-    given), checked: ValueError naming the setting."""
-    asked = solver_settings.resolve(est, family, stacklevel=5)
+    given). resolve checked each setting given against CG's constraints; the Gaussian processes also need a
+    count of probes (CG's None is the family's default) and tolerances above 0: ValueError naming the setting."""
+    asked = solver_settings.resolve(est, family, stacklevel=4)  # the warning at the call of fit
     settings = {**defaults, **asked.settings}
     if settings.get("preconditioner_dtype") == "auto":
         settings["preconditioner_dtype"] = "float64"
-    checks = {"n_probes": v.integer(2), "preconditioner_rank": v.integer(0, none=True), "max_iter": v.integer(1),
-              "preconditioner_dtype": v.choice("float64", "float32"), "subset_start": v.integer(0)}
-    for name, value in settings.items():
-        if name in checks:
-            checks[name](value, name)
-        elif not (value is None and name in ("theta_tol", "likelihood_rtol")) \
-                and not v.check_real(value, name, minimum=0.0) > 0:  # the tolerances
-            raise ValueError(f"{name} must be > 0{' or None' if name in ('theta_tol', 'likelihood_rtol') else ''}, "
-                             f"got {value}")
+    v.check_int(settings["n_probes"], "n_probes", minimum=2)
+    for name in ("tol", "final_tol", "theta_tol", "likelihood_rtol"):
+        optional = name in ("theta_tol", "likelihood_rtol")
+        if name in settings and not (optional and settings[name] is None) \
+                and not v.check_real(settings[name], name, minimum=0.0) > 0:
+            raise ValueError(f"{name} must be > 0{' or None' if optional else ''}, got {settings[name]}")
     return solver_settings.Resolved(asked.name, settings)
 
 
@@ -314,6 +311,7 @@ likelihood_rtol : deprecated
         from sklearn.utils import check_random_state
 
         _check_constructor(self)
+        self._cg = cg_settings(self, _SOLVER, _CG_DEFAULTS)
         limit = v.memory_limit(self.memory_limit)
         self.kernel_ = _default_kernel(False) if self.kernel is None else clone(self.kernel)
         self._rng = check_random_state(self.random_state)

@@ -14,8 +14,7 @@ from sklearn.metrics.pairwise import PAIRWISE_KERNEL_FUNCTIONS
 from .. import engines, kernels
 from .._sklearn_compat import check_is_fitted
 from .. import _validation as v
-from ..solvers import low_rank
-from ..solvers.ridge import cv as ridge_cv, solvers as ridge_solvers, systems
+from ..solvers.ridge import cv as ridge_cv, solvers as ridge_solvers
 from . import solver_settings
 from ._base import EngineFitted, KernelInputTags, Reporting, parameter_defaults, warn_deprecated_progress
 from .solver_settings import CG, DEPRECATED, Nystrom
@@ -39,14 +38,7 @@ _FIRST_COLUMN = operator.itemgetter((slice(None), 0))
 #: scikit-learn's kernel names (its pairwise kernels and "precomputed") and fastkpca's native ones.
 _KERNELS = tuple(dict.fromkeys((*kernels.KERNEL_NAMES, *PAIRWISE_KERNEL_FUNCTIONS)))
 _CONSTRAINTS = {
-    "kernel": kernels.constraint(*_KERNELS), "tol": v.deprecated(v.real(0.0, none=True)),
-    "max_iter": v.deprecated(v.integer(1, none=True)), "preconditioner_rank": v.deprecated(v.integer(0, none=True)),
-    "cg_precision": v.deprecated(v.choice(*systems.CG_PRECISIONS)),
-    "preconditioner_dtype": v.deprecated(v.choice("auto", "float64", "float32")),
-    "n_landmarks": v.deprecated(v.integer(1, none=True)),
-    "landmarks": v.deprecated(v.choice(*low_rank.LANDMARK_METHODS, other=v.anything)),
-    "kernel_params": v.optional_dict, "verbose": v.deprecated(v.integer()),
-    "callback": v.deprecated(v.optional_callable), "n_jobs": v.jobs,
+    "kernel": kernels.constraint(*_KERNELS), "kernel_params": v.optional_dict, "n_jobs": v.jobs,
 }
 
 
@@ -203,11 +195,8 @@ random_state : deprecated
         Y = np.asarray(y, dtype=np.float64).reshape(n, -1)
         alphas = v.check_alphas(self.alpha, Y.shape[1])
         root_w = v.sample_weight_root(engine.gather(sample_weight, "sample_weight"), n)
-        given = dict(asked.settings)
-        if "precision" in given:
-            given["cg_precision"] = given.pop("precision")
         settings = ridge_solvers.RidgeSettings(limit=limit, memory_limit=self.memory_limit, n_jobs=self.n_jobs,
-                                               **given)
+                                               **asked.settings)
         assert asked.name is not None  # KernelRidge's solver is never None
         solver, choice = ridge_solvers.make_solver(asked.name, samples, kernel, Y, alphas, settings)
         progress = None

@@ -28,6 +28,8 @@ import numpy as np
 from sklearn.base import BaseEstimator
 
 from .. import _validation as v
+from ..solvers import low_rank
+from ..solvers.ridge import systems
 
 __all__ = ["CG", "Nystrom", "DEPRECATED", "SolverFamily", "Resolved", "resolve", "parameter_for"]
 
@@ -115,7 +117,7 @@ class CG(SolverSettings):
     _CONSTRAINTS = {
         "tol": v.real(0.0, none=True), "max_iter": v.integer(1), "preconditioner_rank": v.integer(0, none=True),
         "preconditioner_dtype": v.choice("auto", "float64", "float32"),
-        "precision": v.choice("auto", "float64", "mixed"), "n_probes": v.integer(2, none=True),
+        "precision": v.choice(*systems.CG_PRECISIONS), "n_probes": v.integer(2, none=True),
         "final_tol": v.real(0.0), "subset_start": v.integer(0), "theta_tol": v.real(0.0, none=True),
         "likelihood_rtol": v.real(0.0, none=True), "random_state": v.anything,
     }
@@ -162,9 +164,8 @@ class Nystrom(SolverSettings):
     """
 
     name = "nystrom"
-    _CONSTRAINTS = {"n_landmarks": v.integer(1, none=True), "landmarks": v.choice("rpcholesky", "uniform",
-                                                                                 other=v.anything),
-                    "random_state": v.anything}
+    _CONSTRAINTS = {"n_landmarks": v.integer(1, none=True),
+                    "landmarks": v.choice(*low_rank.LANDMARK_METHODS, other=v.anything), "random_state": v.anything}
 
     def __init__(self, *, n_landmarks: int | None = None, landmarks: str | Any = "rpcholesky",
                  random_state: int | np.random.RandomState | None = None):
@@ -203,8 +204,7 @@ def resolve(estimator: BaseEstimator, family: SolverFamily, *, stacklevel: int =
     keyword's FutureWarning points ``stacklevel`` frames up (3: the caller of the estimator's fit)."""
     owner = type(estimator).__name__
     value = getattr(estimator, family.parameter)
-    old = {key: getattr(estimator, key) for key in family.deprecated
-           if not (isinstance(getattr(estimator, key), str) and getattr(estimator, key) == DEPRECATED)}
+    old = {key: getattr(estimator, key) for key in family.deprecated if not v.left_deprecated(getattr(estimator, key))}
     if isinstance(value, SolverSettings):
         if type(value) not in family.reads:
             raise ValueError(f"{owner}'s {family.parameter} takes {_takes(family)}, got {value!r}")
@@ -229,13 +229,14 @@ def resolve(estimator: BaseEstimator, family: SolverFamily, *, stacklevel: int =
 
 def _deprecated(owner: str, family: SolverFamily, old: Mapping[str, Any], cls: type[SolverSettings] | None,
                 stacklevel: int) -> dict[str, Any]:
-    """The settings the deprecated keywords ``old`` give, each with its FutureWarning: those ``cls`` has (the
-    class of the solver that runs), or every one where ``cls`` is None ("auto", or a solver without settings:
-    a solver reads its own)."""
+    """The settings the deprecated keywords ``old`` give, each checked by the solver object's constraint and
+    with its FutureWarning: those ``cls`` has (the class of the solver that runs), or every one where ``cls`` is
+    None ("auto", or a solver without settings: a solver reads its own)."""
     settings = {}
     for key, given in old.items():
         classes, setting = family.deprecated[key]
         target = cls if cls in classes else classes[0]
+        target._CONSTRAINTS[setting](given, key)
         warnings.warn(f"{owner}({key}=...) is deprecated and will be removed in the next minor release: pass "
                       f"{family.parameter}=fastkpca.{target.__name__}({setting}={_short(given)}) instead",
                       FutureWarning, stacklevel=stacklevel)

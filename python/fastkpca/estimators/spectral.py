@@ -13,7 +13,6 @@ from sklearn.base import BaseEstimator
 from .. import engines, kernels
 from .._sklearn_compat import check_is_fitted
 from .. import _validation as v
-from ..solvers import low_rank
 from ..solvers.spectral import solvers as spectral_solvers
 from ..solvers.spectral.affinity import matrix_affinity
 from ..solvers.rows import ArrayRows
@@ -213,9 +212,6 @@ _CONSTRAINTS = {
     "gamma": v.real(0.0, none=True), "degree": v.real(0.0), "coef0": v.real(),
     "random_state": v.anything, "eigen_tol": v.anything,
     "n_neighbors": v.integer(1, none=True), "n_jobs": v.jobs, "memory_limit": v.anything,
-    "n_landmarks": v.deprecated(v.integer(1, none=True)),
-    "landmarks": v.deprecated(v.choice(*low_rank.LANDMARK_METHODS, other=v.anything)),
-    "verbose": v.deprecated(v.integer()), "callback": v.deprecated(v.optional_callable),
 }
 
 

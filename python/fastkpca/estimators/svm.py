@@ -24,7 +24,6 @@ __all__ = ["SVC", "NuSVC", "SVR", "NuSVR", "OneClassSVM"]
 
 #: The kernel names: scikit-learn's (linear, poly, rbf, sigmoid, precomputed) and fastkpca's native ones.
 _KERNELS = kernels.KERNEL_NAMES
-_DEPRECATED = "deprecated"
 
 
 def _sklearn_deprecates_probability() -> bool:
@@ -72,9 +71,8 @@ def _class_weight(value, name):
 
 
 def _probability(value, name):
-    if isinstance(value, str) and value == _DEPRECATED:
-        return
-    v.flag(value, name)
+    if not v.left_deprecated(value):
+        v.flag(value, name)
 
 
 def _verbose(value, name):
@@ -325,7 +323,7 @@ class _BaseSVC(ClassifierMixin, _BaseSVM):
         return self._n_support
 
     def _probability_requested(self) -> bool:
-        if isinstance(self.probability, str) and self.probability == _DEPRECATED:
+        if v.left_deprecated(self.probability):
             return False
         if _sklearn_deprecates_probability():
             name = type(self).__name__
@@ -383,7 +381,7 @@ class _BaseSVC(ClassifierMixin, _BaseSVM):
                                                           shape=self.decision_function_shape))
 
     def _check_proba(self):
-        if (isinstance(self.probability, str) and self.probability == _DEPRECATED) or not self.probability:
+        if v.left_deprecated(self.probability) or not self.probability:
             raise AttributeError("predict_proba is not available when probability=False")
         return True
 
@@ -577,7 +575,7 @@ class SVC(_BaseSVC):
 
     def __init__(self, *, C: float = 1.0, kernel: str | Callable[..., Any] | Any = "rbf", degree: int = 3,
                  gamma: str | float = "scale", coef0: float = 0.0, shrinking: bool = True,
-                 probability: bool | str = _DEPRECATED, tol: float = 1e-3, cache_size: float | None = None,
+                 probability: bool | str = v.DEPRECATED, tol: float = 1e-3, cache_size: float | None = None,
                  class_weight: dict | str | None = None, verbose: bool = False, max_iter: int = -1,
                  decision_function_shape: str = "ovr", break_ties: bool = False,
                  random_state: int | np.random.RandomState | None = None, memory_limit: int | str | None = None,
@@ -638,7 +636,7 @@ class NuSVC(_BaseSVC):
 
     def __init__(self, *, nu: float = 0.5, kernel: str | Callable[..., Any] | Any = "rbf", degree: int = 3,
                  gamma: str | float = "scale", coef0: float = 0.0, shrinking: bool = True,
-                 probability: bool | str = _DEPRECATED, tol: float = 1e-3, cache_size: float | None = None,
+                 probability: bool | str = v.DEPRECATED, tol: float = 1e-3, cache_size: float | None = None,
                  class_weight: dict | str | None = None, verbose: bool = False, max_iter: int = -1,
                  decision_function_shape: str = "ovr", break_ties: bool = False,
                  random_state: int | np.random.RandomState | None = None, memory_limit: int | str | None = None,

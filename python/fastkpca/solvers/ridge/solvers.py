@@ -40,7 +40,7 @@ class RidgeSettings:
     max_iter: int | None = None
     preconditioner_rank: int | None = None
     preconditioner_dtype: str = "auto"
-    cg_precision: str = "auto"
+    precision: str = "auto"
     n_landmarks: int | None = None
     landmarks: Any = "rpcholesky"
     random_state: Any = None
@@ -105,7 +105,7 @@ class ConjugateGradientRidge:
         block = max(t, 1)
         K = samples.kernel_of(kernel)
         probe = K.plan(block_size=block, memory_limit=s.memory_limit, other_bytes=8 * n * t * 8)
-        mixed = systems.wants_fast_products(s.cg_precision, samples, kernel, probe)
+        mixed = systems.wants_fast_products(s.precision, samples, kernel, probe)
         # The preconditioner's share is of what the two operators' fixed parts leave; where the rest could
         # cache only a sliver of the kernel, of what the operators' and cg's working memory leave.
         room = s.limit - (systems.mixed_bytes(n, samples.shape[1]) if mixed else 0)
@@ -123,7 +123,7 @@ class ConjugateGradientRidge:
                 plan, fast_plan = systems.mixed_plans(K, fast, samples.shape, block_size=block,
                                                       memory_limit=s.memory_limit, other_bytes=other)
             except MemoryError as error:
-                raise MemoryError(f"CG(precision={s.cg_precision!r}) keeps a float32 copy of X and its operator "
+                raise MemoryError(f"CG(precision={s.precision!r}) keeps a float32 copy of X and its operator "
                                   f"beside the float64 one, which do not fit: {error}") from None
         else:
             plan = K.plan(block_size=block, memory_limit=s.memory_limit, other_bytes=other)

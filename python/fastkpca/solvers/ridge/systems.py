@@ -188,7 +188,7 @@ def cg_working_bytes(samples: SolverSamples, targets: int, mixed: bool) -> int:
 
 
 def wants_fast_products(precision: str, samples: SolverSamples, kernel: Kernel, plan: Any) -> bool:
-    """Whether cg takes its iterations' products from a float32 evaluation of the kernel (``cg_precision``):
+    """Whether cg takes its iterations' products from a float32 evaluation of the kernel (CG's ``precision``):
     "mixed" asks for it (a native kernel on float64 samples only); "auto" takes it when the kernel is
     recomputed on every pass in this process (cached or matrix-free storage), where a float32 pass evaluates
     twice the entries per SIMD instruction; a stored kernel's pass is a read of memory, and a float32 copy would
