@@ -137,3 +137,29 @@ def test_iterative_solvers_share_one_memory_plan():
     assert regression.rank == regression.memory.planned_rank(None, 9)
     with pytest.raises(MemoryError, match="conjugate gradients on 600 samples"):
         gp.IterativeLaplace(samples, (latent > 0.5).astype(float), settings, memory_limit=10**6)
+
+
+def test_memory_plan_counts_the_factor_products_scratch_on_every_thread():
+    """The preconditioner's products run on the core's team, each thread with its scratch (a float32 factor's
+    converted block, the Gram's panel: tall_products.hpp): the plan counts it once per thread, so a team of 64 has
+    less room for the rank than a team of one, and a fit's plan counts its own n_jobs (0: the default team)."""
+    from fastkpca import _native
+    from fastkpca.engines.local import LOCAL
+    from fastkpca.solvers.gaussian_process.memory import IterativeMemory
+
+    def plan(threads, itemsize=4, limit=GB):
+        return IterativeMemory((20000, 8), limit, entry_bytes=12, vectors=2, control_variate=True,
+                               factor_itemsize=itemsize, threads=threads)
+
+    per_thread = _native.core.tall_scratch_bytes(1024, 4)
+    assert per_thread - _native.core.tall_scratch_bytes(1024, 8) == 256 * 1024 * 8  # the converted block
+    assert plan(64).rank_bytes(1024) - plan(1).rank_bytes(1024) == 63 * per_thread
+    assert plan(0).rank_bytes(1024) == plan(int(_native.core.omp_max_threads())).rank_bytes(1024)
+    limit = 500 * 2**20  # the factor products' scratch of 64 threads is a share of it
+    assert plan(64, limit=limit).planned_rank(None, 17) < plan(1, limit=limit).planned_rank(None, 17)
+    X, latent = data(600)
+    samples = LOCAL.samples(X)
+    assert gp.IterativeSolver(samples, latent[:, None], 0.1, gp.IterativeSettings(probes=8), memory_limit=GB,
+                              n_jobs=3, random_state=0).memory.threads == 3
+    assert gp.IterativeLaplace(samples, (latent > 0.5).astype(float), gp.LaplaceSettings(probes=8), memory_limit=GB,
+                               n_jobs=5, random_state=0).memory.threads == 5

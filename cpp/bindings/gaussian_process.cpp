@@ -324,6 +324,9 @@ void init_gaussian_process(py::module_& m) {
   m.def("symmetric_sum", &symmetric_sum, py::arg("w"), py::arg("n_threads"), "Σ_ik w_ik, by rows in a fixed order.");
   def_factor_products<double>(m);
   def_factor_products<float>(m);
+  m.def(
+      "tall_scratch_bytes", [](Index r, Index itemsize) { return tall_scratch_bytes(r, itemsize); }, py::arg("r"),
+      py::arg("itemsize"), "Bytes each thread holds at most in the factor products of an r-column factor.");
 }
 
 }  // namespace fastkpca::bindings

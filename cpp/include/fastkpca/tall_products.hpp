@@ -15,6 +15,7 @@
 
 #include <Eigen/Dense>
 #include <algorithm>
+#include <cstddef>
 #include <type_traits>
 
 #include "fastkpca/parallel.hpp"
@@ -28,6 +29,17 @@ constexpr Index kTallBlockRows = 256;
 // Columns of F per panel of Fᵀ V and Fᵀ D F: enough panels for a team at r of a few hundred, each wide enough for
 // GEMM's full rate.
 constexpr Index kTallPanel = 64;
+
+// Bytes each thread of the team holds at most during one of the products below, for a factor of r columns stored in
+// `itemsize` bytes: a float32 F's converted block (kTallBlockRows × r), the Gram's weighted block (kTallBlockRows ×
+// kTallPanel) and its panel's sums (r × kTallPanel), and Eigen's packed copies of a block's operands (at most one
+// block and one panel of r rows again). The memory plans of the iterative Gaussian processes count it per thread.
+constexpr std::size_t tall_scratch_bytes(Index r, Index itemsize) {
+  const auto rows = static_cast<std::size_t>(kTallBlockRows), panel = static_cast<std::size_t>(kTallPanel),
+             columns = static_cast<std::size_t>(r);
+  const std::size_t converted = itemsize == sizeof(double) ? 0 : rows * columns;
+  return sizeof(double) * (converted + rows * panel + panel * columns + rows * columns + panel * columns);
+}
 
 namespace detail {
 

@@ -50,9 +50,9 @@ if TYPE_CHECKING:
     from ..operators.samples import ColumnSource, SolverSamples
     from .rows import ArrayRows
 
-__all__ = ["LowRankFactor", "rpcholesky", "rpcholesky_bytes", "select_landmarks", "landmarks", "nystrom_moments",
-           "nystrom_project", "NystromProjection", "nystrom_pca", "nystrom_kernel_pca", "LANDMARK_METHODS",
-           "DEFAULT_N_LANDMARKS"]
+__all__ = ["LowRankFactor", "rpcholesky", "rpcholesky_bytes", "factor_products_bytes", "select_landmarks", "landmarks",
+           "nystrom_moments", "nystrom_project", "NystromProjection", "nystrom_pca", "nystrom_kernel_pca",
+           "LANDMARK_METHODS", "DEFAULT_N_LANDMARKS"]
 
 LANDMARK_METHODS = ("uniform", "rpcholesky")
 #: Landmarks of a Nyström fit when the estimator's n_landmarks is None (or all samples, if fewer).
@@ -231,6 +231,15 @@ def _on_the_team(F: np.ndarray, other: np.ndarray) -> bool:
     1.8 at 8,000 × 500, one thread) and for FᵀF (its syrk: half the flops)."""
     return (F.ndim == 2 and F.flags.c_contiguous and F.dtype in (np.float32, np.float64) and other.dtype == np.float64
             and other.ndim in (1, 2))
+
+
+def factor_products_bytes(rank: int, itemsize: int, threads: int = 0) -> int:
+    """What the native factor products (:func:`factor_product`, :func:`factor_t_product`, :func:`factor_gram` with
+    the team) hold beside their operands for a factor of ``rank`` columns stored in ``itemsize`` bytes: each
+    thread's scratch (cpp/include/fastkpca/tall_products.hpp: ``tall_scratch_bytes``) times the team's threads
+    (``threads``; 0: the default team, the most it may start)."""
+    team = threads if threads > 0 else int(_native.core.omp_max_threads())
+    return team * int(_native.core.tall_scratch_bytes(rank, itemsize))
 
 
 def _team_threads(threads: int, flops: float) -> int:

@@ -232,10 +232,10 @@ class IterativeSolver(PlannedMemory):
         width = s + settings.probes
         # beside pcg's blocks the probes and the warm start (the gradient's factors A, B and P⁻¹Z come after
         # pcg's); the factor at its peak (a float32 factor is a copy made beside the float64 one)
-        self.memory = IterativeMemory(samples, memory_limit,
-                                      entry_bytes=factor_bytes_per_entry(np.dtype(settings.dtype).itemsize),
-                                      vectors=2, control_variate=settings.control_variate, copies=copies,
-                                      storage=settings.storage)
+        itemsize = np.dtype(settings.dtype).itemsize
+        self.memory = IterativeMemory(samples, memory_limit, entry_bytes=factor_bytes_per_entry(itemsize),
+                                      vectors=2, control_variate=settings.control_variate, factor_itemsize=itemsize,
+                                      copies=copies, storage=settings.storage, threads=v.n_threads(n_jobs))
         start = self.memory.start_rank(settings.rank, width, f"conjugate gradients on {n} samples")
         self.ranks = RankSearch(start, self.memory.rank_ceiling(settings.rank, start, width), n=n,
                                 d=samples.shape[1], columns=width, fixed=settings.rank is not None,

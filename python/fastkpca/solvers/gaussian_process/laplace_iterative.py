@@ -108,12 +108,13 @@ class LaplaceSettings:
 
 
 def laplace_memory(samples: SolverSamples | tuple[int, ...], settings: LaplaceSettings, memory_limit: int,
-                   copies: int = 1) -> IterativeMemory:
+                   copies: int = 1, threads: int = 0) -> IterativeMemory:
     """The memory plan of the Laplace approximation by CG (memory.py) on ``samples`` (an engine's, or their
-    shape): beside pcg's blocks on the probes, the probes, B⁻¹Z and P⁻¹Z (a Newton step's few vectors come and
-    go before them); the factor F and S F, both float64; the control variate's pass."""
+    shape) and ``threads`` (0: the default team): beside pcg's blocks on the probes, the probes, B⁻¹Z and P⁻¹Z (a
+    Newton step's few vectors come and go before them); the factor F and S F, both float64; the control
+    variate's pass."""
     return IterativeMemory(samples, memory_limit, entry_bytes=2 * 8, vectors=3, control_variate=True,
-                           copies=copies)
+                           copies=copies, threads=threads)
 
 
 def _inverse_diagonal(pre: NystromDiagonalPreconditioner) -> np.ndarray:
@@ -238,7 +239,7 @@ class IterativeLaplace(PlannedMemory):
                  n_jobs: int | None = None, random_state: Any = None, copies: int = 1) -> None:
         self.samples, self.y, self.settings, self.n_jobs = samples, y, settings, n_jobs
         n = y.shape[0]
-        self.memory = laplace_memory(samples, settings, memory_limit, copies)
+        self.memory = laplace_memory(samples, settings, memory_limit, copies, v.n_threads(n_jobs))
         self.rank = self.memory.start_rank(settings.rank, settings.probes,
                                            f"the Laplace approximation by conjugate gradients on {n} samples")
         rng = v.check_random_state(random_state)

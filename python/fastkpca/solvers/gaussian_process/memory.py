@@ -9,6 +9,7 @@ An evaluation holds, for CG on ``columns`` right-hand sides and a preconditioner
     the kernel pass's working memory      operators.pass_bytes(columns, n)
     the preconditioner's factors          ``entry_bytes`` · n r (at their peak: F in float64, a float32 copy,
                                           the Laplace approximation's S F)
+    the factor products' scratch          low_rank.factor_products_bytes: per thread of the team
     the control variate's pass            control_variate.control_variate_bytes(n, r)
     RPCholesky's blocks                   low_rank.rpcholesky_bytes(n, PRECONDITIONER_BLOCK)
 
@@ -33,7 +34,7 @@ import numpy as np
 from ... import _validation as v
 from ...operators.storage import DENSE_COPIES, fixed_bytes, pass_bytes
 from ..krylov.cg import pcg_bytes
-from ..low_rank import rpcholesky_bytes
+from ..low_rank import factor_products_bytes, rpcholesky_bytes
 from .control_variate import control_variate_bytes
 from .preconditioner import PRECONDITIONER_BLOCK
 from .rank import preconditioner_rank, rank_bound
@@ -83,6 +84,8 @@ class IterativeMemory:
         The memory limit.
     entry_bytes : int
         Bytes per entry of the preconditioner's n × r factors at their peak.
+    factor_itemsize : int
+        Bytes per entry of the stored factor F (the products with it convert a float32 F block by block).
     vectors : int
         n × columns arrays an evaluation holds beside pcg's blocks.
     control_variate : bool
@@ -91,15 +94,19 @@ class IterativeMemory:
         The kernel's working copies of the samples (kernels.Kernel.copies).
     storage : str
         The kernel's storage asked for (operators.storage: "auto" plans it).
+    threads : int
+        The fit's threads (0: the default team): the factor products hold their scratch on each.
     """
 
     def __init__(self, samples: SolverSamples | tuple[int, ...], limit: int, *, entry_bytes: int, vectors: int,
-                 control_variate: bool, copies: int = 1, storage: str = "auto") -> None:
+                 control_variate: bool, factor_itemsize: int = 8, copies: int = 1, storage: str = "auto",
+                 threads: int = 0) -> None:
         shape = samples if isinstance(samples, tuple) else samples.shape
         self.samples = None if isinstance(samples, tuple) else samples
         self.n, self.d = int(shape[0]), int(shape[1]) if len(shape) > 1 else 1
         self.limit, self.entry_bytes, self.vectors = limit, entry_bytes, vectors
         self.control_variate, self.copies, self.storage = control_variate, copies, storage
+        self.factor_itemsize, self.threads = factor_itemsize, threads
 
     @property
     def fixed(self) -> int:
@@ -114,9 +121,10 @@ class IterativeMemory:
         return self.limit - self.fixed
 
     def rank_bytes(self, rank: int) -> int:
-        """The preconditioner's factors of that rank at their peak and the control variate's pass."""
-        return self.entry_bytes * self.n * rank + (control_variate_bytes(self.n, rank) if self.control_variate
-                                                   else 0)
+        """The preconditioner's factors of that rank at their peak, the products' scratch on the team's threads
+        and the control variate's pass."""
+        return (self.entry_bytes * self.n * rank + factor_products_bytes(rank, self.factor_itemsize, self.threads)
+                + (control_variate_bytes(self.n, rank) if self.control_variate else 0))
 
     def working_bytes(self, rank: int, columns: int) -> int:
         """What an evaluation holds beside the kernel's storage: CG on ``columns`` right-hand sides with a
