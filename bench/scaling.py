@@ -16,10 +16,11 @@ within each repeat; the figures are medians. The paths:
   ``choice.kernel_pass_seconds``
   (float32: half of it, twice the lanes);
 * ``kpca``: ``KernelPCA(8 components, rbf).fit`` of 5,000 × 16 samples; predicted: its choice's picked candidate;
-* ``gpr_exact``: ``GaussianProcessRegressor(RBF(), optimizer=None, solver="cholesky").fit`` of 5,000 × 8 samples
-  (the kernel and its one factor: no gradient, so no inverse); predicted: ``kernel_pass_seconds`` +
-  ``cholesky_seconds``;
-* ``gpr_cg``: the same with ``solver="cg"``; predicted: its choice's cg candidate (one evaluation);
+* ``gpr_exact``: ``GaussianProcessRegressor(RBF() + WhiteKernel(), optimizer=None, solver="cholesky").fit`` of
+  5,000 × 8 samples (the kernel and its one factor: no gradient, so no inverse); predicted: its choice's cholesky
+  candidate, priced for a fit without an optimiser;
+* ``gpr_cg``: the same with ``solver="cg"`` (one evaluation of the likelihood without its gradient, and the final
+  solve); predicted: its choice's cg candidate (``choice.gp_cg_fit_seconds``, at the model's iteration counts);
 * ``svc``: ``SVC(rbf).fit`` of 20,000 × 20 samples of ``make_classification``, with its stages (kernel columns,
   working-set selection, local SMO, gradient update) from ``solver_info_``; predicted: the choice's sweeps plus the
   columns it evaluated and the entries of its gradients' products at the kernel pass's rate;
@@ -125,12 +126,8 @@ def _fastkpca(path: str, X, y) -> tuple[float, float, dict]:
         model = fastkpca.GaussianProcessRegressor(RBF() + WhiteKernel(0.01), optimizer=None, solver=solver,
                                                   random_state=0).fit(X, y)
         seconds = time.perf_counter() - start
-        n, d = X.shape
-        if solver == "cholesky":
-            predicted = choice.kernel_pass_seconds(n, n, d, 0) + choice.cholesky_seconds(n)
-        else:
-            predicted = float(model.solver_info_["choice"]["candidates"]["cg"]["seconds"])
-        return seconds, predicted, {}
+        info = model.solver_info_
+        return seconds, float(info["choice"]["candidates"][solver]["seconds"]), {}
     if path == "svc":
         model = fastkpca.SVC().fit(X, y)
         seconds = time.perf_counter() - start

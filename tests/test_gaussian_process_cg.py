@@ -398,6 +398,29 @@ def test_auto_chooses_by_memory():
     assert fit.solver_info_["solver"] == "cg"
 
 
+def test_a_fit_without_an_optimiser_is_priced_as_such(monkeypatch):
+    """Without an optimiser a fit evaluates the likelihood once, without its gradient, and solves: the model prices
+    the exact fit's one factor (no inverse) and cg's evaluation and final solve (choice.gp_cg_fit_seconds), so the
+    prediction is of the fit it chooses for; with one, an evaluation with the gradient."""
+    from fastkpca.solvers import choice as model
+
+    monkeypatch.setattr(model, "machine", lambda: model.Machine(4e10, 2, 2))
+    rng = np.random.default_rng(0)
+    X = rng.standard_normal((300, 4))
+    y = np.sin(X[:, 0]) + 0.3 * rng.standard_normal(300)
+    priced = {}
+    for optimizer in (None, "fmin_l_bfgs_b"):
+        fit = GaussianProcessRegressor(RBF(1.0) + WhiteKernel(0.1), optimizer=optimizer, random_state=0).fit(X, y)
+        priced[optimizer] = {name: c["seconds"] for name, c in fit.solver_info_["choice"]["candidates"].items()}
+    rank, columns = 300, 1 + IterativeSettings().probes
+    assert priced[None]["cholesky"] == pytest.approx(model.kernel_pass_seconds(300, 300, 4, 0)
+                                                     + model.cholesky_seconds(300))
+    assert priced[None]["cg"] == pytest.approx(model.gp_cg_fit_seconds(300, 4, columns, 1, rank))
+    assert priced["fmin_l_bfgs_b"]["cholesky"] == pytest.approx(model.kernel_pass_seconds(300, 300, 4, 0)
+                                                                + model.cholesky_seconds(300, inverse=True))
+    assert priced["fmin_l_bfgs_b"]["cg"] > model.gp_cg_serial_seconds(300, rank)
+
+
 def test_auto_chooses_by_cost_within_memory(monkeypatch):
     """The cost model (solvers/choice.py): the exact evaluation's n³ against cg's products, whatever the
     machine's rate (it divides both, beyond cg's fixed seconds): the exact solver at 5,000 samples, cg at 40,000

@@ -179,11 +179,14 @@ def _large_problems():
     yield choice.kernel_ridge_cv("auto", n=20_000, d=16, targets=1, folds=None, native=True, memory_limit=limit)
     yield choice.gaussian_process_regression("auto", n=40_000, d=8, columns=17, rank=1024, exact_possible=True,
                                              memory_limit=limit)
+    yield choice.gaussian_process_regression("auto", n=40_001, d=8, columns=17, rank=1024, exact_possible=True,
+                                             memory_limit=limit, gradient=False)  # a fit without an optimiser
 
 
 #: The seconds of a candidate of :func:`_large_problems` that the model keeps on one thread whatever the cores (its
-#: serial part).
-SERIAL_SECONDS = {("gaussian process regression", "cg"): lambda: choice.gp_cg_serial_seconds(40_000, 1024)}
+#: serial part; the iterations' r × r solves are below the tolerance).
+SERIAL_SECONDS = {("gaussian process regression", "cg", 40_000): lambda: choice.gp_cg_serial_seconds(40_000, 1024),
+                  ("gaussian process regression", "cg", 40_001): lambda: choice.gp_cg_fit_serial_seconds(40_001, 1024)}
 
 
 def test_each_candidate_speeds_up_as_its_parallel_work_does(monkeypatch):
@@ -191,14 +194,14 @@ def test_each_candidate_speeds_up_as_its_parallel_work_does(monkeypatch):
     from 1 core to c."""
     _on(monkeypatch, 1)
     one = [{c.name: c.seconds for c in family.candidates} for family in _large_problems()]
-    families = [family.family for family in _large_problems()]
+    problems = [(family.family, n) for family, n in zip(_large_problems(), (40_000, 40_000, 20_000, 40_000, 40_001))]
     for cores in CORES[1:]:
         _on(monkeypatch, cores)
         speedup = choice.thread_rate(1.0, cores)
         many = [{c.name: c.seconds for c in family.candidates} for family in _large_problems()]
-        for family, before, after in zip(families, one, many):
+        for (family, n), before, after in zip(problems, one, many):
             for name, seconds in before.items():
-                serial = SERIAL_SECONDS.get((family, name), lambda: 0.0)()
+                serial = SERIAL_SECONDS.get((family, name, n), lambda: 0.0)()
                 assert (seconds - serial) / (after[name] - serial) == pytest.approx(speedup, rel=0.02), (name, cores)
 
 
@@ -214,7 +217,7 @@ def test_no_decision_flips_with_the_core_count(monkeypatch, cores):
     assert [choice.gaussian_process_regression("auto", n=n, d=8, columns=17, rank=1024, exact_possible=True,
                                                memory_limit=10**11).picked
             for n in (2000, 40_000)] == ["cholesky", "cg"]
-    assert [c.picked for c in _large_problems()] == ["lanczos", "cg", "eigh", "cg"]
+    assert [c.picked for c in _large_problems()] == ["lanczos", "cg", "eigh", "cg", "cg"]
 
 
 def test_the_model_reads_the_blas_threads_outside_one_thread_contexts():

@@ -335,7 +335,7 @@ likelihood_rtol : deprecated
         self._limit, self._evaluations, self._start, self._settled = limit, 0, None, None
         self._solver, choice = self._make_solver()
         start = time.perf_counter()
-        if self.optimizer is not None and self.kernel_.n_dims > 0:
+        if self._optimises():
             self._optimise()
             self._factor_final()
         else:
@@ -355,7 +355,11 @@ likelihood_rtol : deprecated
         self._solver_inputs = (self.X_train_, self.y_train_, self.alpha)
         return gp.make_solver(self._cg.name, self._samples, self._targets(), self.alpha, settings,
                               memory_limit=self._limit, n_jobs=self.n_jobs, random_state=self._rng,
-                              copies=self._kernel.copies)
+                              copies=self._kernel.copies, gradient=self._optimises())
+
+    def _optimises(self) -> bool:
+        """Whether fit searches θ (its evaluations then take the likelihood's gradient)."""
+        return self.optimizer is not None and self.kernel_.n_dims > 0
 
     def _current_solver(self):
         """The fit's solver, or one made again for X_train_, y_train_ or alpha replaced since the fit

@@ -433,18 +433,69 @@ def gp_cg_serial_seconds(n: int, rank: int) -> float:
     return GP_CG_SECONDS + GP_CG_SMALL_FLOPS_PER_CUBE * rank**3 / gemm_rate(1)
 
 
+#: Flops per n r² of one build of the preconditioner of rank r on one BLAS thread (RPCholesky's residual
+#: updates, or the Nyström factor on held pivots, its triangular solve, and the Gram FᵀD⁻¹F): fits without an
+#: optimiser, which build it three times (RPCholesky's pivots, the factor on them, the final solve's), spent 3.4 to
+#: 4.2 n r² at the one-thread DGEMM rate on it at n = 2,000 to 8,000, on one thread or two (bench/scaling.py, gpr_cg).
+GP_BUILD_FLOPS = 3.6
+#: Builds of the preconditioner in a fit without an optimiser: RPCholesky's, the factor on its pivots, the final
+#: solve's.
+GP_FIT_BUILDS = 3
+#: CG iterations of the final solve of a fit without an optimiser (to final_tol, from the evaluation's α): 15,
+#: 31 and 49 at 2,000, 5,000 and 8,000 samples (bench/scaling.py, gpr_cg).
+GP_FINAL_ITERATIONS = 30
+
+
+def gp_cg_build_seconds(n: int, rank: int) -> float:
+    """Seconds of one build of the rank-r preconditioner (GP_BUILD_FLOPS n r² and its r × r factor, on one
+    thread)."""
+    return (GP_BUILD_FLOPS * n * rank * rank + rank**3 / 3) / gemm_rate(1)
+
+
+def gp_cg_iteration_seconds(n: int, d: int, columns: int, rank: int) -> float:
+    """Seconds of one CG iteration on ``columns`` vectors: the kernel's pass and the preconditioner's solve (Fᵀ V and
+    F C on the team, 4 n r flops a column; the r × r triangular solves on one BLAS thread)."""
+    return (kernel_pass_seconds(n, n, d, columns) + 4 * n * rank * columns / kernel_rate()
+            + 2 * rank * rank * columns / gemm_rate(1))
+
+
+def gp_cg_fit_seconds(n: int, d: int, columns: int, targets: int, rank: int,
+                      iterations: float = GP_PRODUCTS_PER_EVALUATION,
+                      final_iterations: float = GP_FINAL_ITERATIONS) -> float:
+    """Seconds of a cg fit without an optimiser: one evaluation of the likelihood without its gradient (the
+    preconditioner, the probes' r × r algebra, ``iterations`` iterations on ``columns`` = targets + probes vectors)
+    and the final solve (a fresh preconditioner, ``final_iterations`` on the ``targets``)."""
+    rank = min(rank, n)
+    return (GP_FIT_BUILDS * gp_cg_build_seconds(n, rank) + GP_CG_SMALL_FLOPS_PER_CUBE * rank**3 / gemm_rate(1)
+            + iterations * gp_cg_iteration_seconds(n, d, columns, rank)
+            + final_iterations * gp_cg_iteration_seconds(n, d, targets, rank))
+
+
+def gp_cg_fit_serial_seconds(n: int, rank: int) -> float:
+    """The seconds of :func:`gp_cg_fit_seconds` on one thread whatever the cores: the builds and the r × r
+    algebra (the iterations' r × r solves aside)."""
+    rank = min(rank, n)
+    return GP_FIT_BUILDS * gp_cg_build_seconds(n, rank) + GP_CG_SMALL_FLOPS_PER_CUBE * rank**3 / gemm_rate(1)
+
+
 def gaussian_process_regression(requested: str, *, n: int, d: int, columns: int, rank: int, exact_possible: bool,
-                                memory_limit: int) -> Choice:
+                                memory_limit: int, gradient: bool = True, targets: int = 1) -> Choice:
     """The regressor's solver: "cholesky" (the n × n factor and its inverse: n³ at LAPACK's rate, and the kernel
     and the gradient's pass over its lower tiles) or "cg" (GP_PRODUCTS_PER_EVALUATION block products of
     ``columns`` = targets + probes vectors, the gradient's pass, and a rank-``rank`` preconditioner built by
-    RPCholesky). The exact evaluation grows as n³ and the cg one as n², so cg wins past a crossover; the exact
-    solver is possible only where the samples' engine can hold the n × n matrix (``exact_possible``)."""
+    RPCholesky), priced for one evaluation of the likelihood and its gradient. Without ``gradient`` (a fit without
+    an optimiser: the likelihood at the kernel's θ and the final solve), the exact fit factors once, with no
+    inverse, and cg's is :func:`gp_cg_fit_seconds` (``targets`` of the columns solved again). The exact evaluation
+    grows as n³ and the cg one as n², so cg wins past a crossover; the exact solver is possible only where the
+    samples' engine can hold the n × n matrix (``exact_possible``)."""
     rank = min(rank, n)
-    exact = cholesky_seconds(n, inverse=True) + kernel_pass_seconds(n, n, d, 0)
-    cg = gp_cg_serial_seconds(n, rank) + GP_CG_OVERHEAD * (
-        (GP_PRODUCTS_PER_EVALUATION + 1) * kernel_pass_seconds(n, n, d, columns) + kernel_pass_seconds(n, rank, d, 0)
-        + 10 * n * rank * rank / kernel_rate())
+    exact = cholesky_seconds(n, inverse=gradient) + kernel_pass_seconds(n, n, d, 0)
+    if gradient:
+        cg = gp_cg_serial_seconds(n, rank) + GP_CG_OVERHEAD * (
+            (GP_PRODUCTS_PER_EVALUATION + 1) * kernel_pass_seconds(n, n, d, columns)
+            + kernel_pass_seconds(n, rank, d, 0) + 10 * n * rank * rank / kernel_rate())
+    else:
+        cg = gp_cg_fit_seconds(n, d, columns, targets, rank)
     return choose("gaussian process regression", requested, [
         Candidate("cholesky", exact, 8 * n * n, exact_possible, note=_MATRIX_NOTE[exact_possible]),
         Candidate("cg", cg, 8 * n * (4 * columns + rank)),

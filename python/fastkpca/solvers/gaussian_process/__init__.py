@@ -40,14 +40,16 @@ __all__ = ["ExactLaplace", "ExactSolver", "GaussianProcessSolver", "InvQuadLogde
 
 def make_solver(requested: str, samples: SolverSamples, Y: np.ndarray, noise: float | np.ndarray,
                 settings: IterativeSettings, *, memory_limit: int, n_jobs: int | None = None, random_state: Any = None,
-                copies: int = 1) -> tuple[RegressionSolver, dict]:
+                copies: int = 1, gradient: bool = True) -> tuple[RegressionSolver, dict]:
     """(the solver for this fit, how it was chosen: ``solver_info_["choice"]``): ``requested`` is "cholesky", "cg"
-    or "auto", decided by the library's cost model (solvers/choice.py)."""
+    or "auto", decided by the library's cost model (solvers/choice.py) for evaluations with the likelihood's
+    gradient, or, without ``gradient``, for a fit at the kernel's θ."""
     n = Y.shape[0]
     features = samples.shape[1] if len(samples.shape) > 1 else 1  # structured samples: one
     choice = _choice.gaussian_process_regression(requested, n=n, d=features, columns=Y.shape[1] + settings.probes,
                                                  rank=settings.rank or DEFAULT_RANK,
-                                                 exact_possible=bool(samples.holds_matrix), memory_limit=memory_limit)
+                                                 exact_possible=bool(samples.holds_matrix), memory_limit=memory_limit,
+                                                 gradient=gradient, targets=Y.shape[1])
     if choice.picked == "cholesky":
         return ExactSolver(samples, noise, memory_limit=memory_limit), choice.as_dict()
     return IterativeSolver(samples, Y, noise, settings, memory_limit=memory_limit, n_jobs=n_jobs,
