@@ -466,8 +466,7 @@ def gp_cg_fit_seconds(n: int, d: int, columns: int, targets: int, rank: int,
     preconditioner, the probes' r × r algebra, ``iterations`` iterations on ``columns`` = targets + probes vectors)
     and the final solve (a fresh preconditioner, ``final_iterations`` on the ``targets``)."""
     rank = min(rank, n)
-    return (GP_FIT_BUILDS * gp_cg_build_seconds(n, rank) + GP_CG_SMALL_FLOPS_PER_CUBE * rank**3 / gemm_rate(1)
-            + iterations * gp_cg_iteration_seconds(n, d, columns, rank)
+    return (gp_cg_fit_serial_seconds(n, rank) + iterations * gp_cg_iteration_seconds(n, d, columns, rank)
             + final_iterations * gp_cg_iteration_seconds(n, d, targets, rank))
 
 

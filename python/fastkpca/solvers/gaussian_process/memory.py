@@ -84,12 +84,12 @@ class IterativeMemory:
         The memory limit.
     entry_bytes : int
         Bytes per entry of the preconditioner's n × r factors at their peak.
-    factor_itemsize : int
-        Bytes per entry of the stored factor F (the products with it convert a float32 F block by block).
     vectors : int
         n × columns arrays an evaluation holds beside pcg's blocks.
     control_variate : bool
         Whether an evaluation takes the control variate's pass.
+    factor_itemsize : int
+        Bytes per entry of the stored factor F (the products with it convert a float32 F block by block).
     copies : int
         The kernel's working copies of the samples (kernels.Kernel.copies).
     storage : str
