@@ -686,22 +686,37 @@ def test_cross_and_diagonal_gradient_traces_against_finite_differences(kobj):
         assert diagonal[j] == pytest.approx(expected, rel=1e-7, abs=1e-7 * np.abs(delta).sum()), j
 
 
+@pytest.mark.parametrize("threads", [1, 2])
 @pytest.mark.parametrize("rank, dtype", [(25, np.float64), (25, np.float32), (0, np.float64)])
-def test_control_variate_against_dense(rank, dtype):
+def test_control_variate_against_dense(rank, dtype, threads, monkeypatch):
     """tr(Ŵ ∂P̃_j), Ŵ = P⁻¹ − ΩΩᵀ/p, against the dense matrices: P̃(θ) = Q + diag(K̂ − Q) with
-    Q = K_nS K_SS⁻¹ K_Sn at the preconditioner's pivots S, differentiated by central differences."""
+    Q = K_nS K_SS⁻¹ K_Sn at the preconditioner's pivots S, differentiated by central differences. On one thread
+    the chunks' products are BLAS's; on two, the core's (its native factor products, all three of them)."""
+    from fastkpca import _native
     from fastkpca.solvers.gaussian_process.control_variate import control_variate_traces
 
     rng = np.random.default_rng(1)
     n, p, noise = 250, 7, 1e-3
     X = rng.standard_normal((n, 3))
     kobj = C(1.3) * Matern([1.5, 0.7, 2.0], nu=2.5) + WhiteKernel(0.05)
-    k = kernels.make(kobj, n_features=0)
+    k = kernels.make(kobj, n_features=0, n_jobs=threads)
     pre = build_preconditioner(k, LOCAL.samples(X), noise, rank, seed=5, dtype=dtype)
     S = pre.pivots
     assert S.shape == (rank,)
     Omega = rng.standard_normal((n, p))
+    seen = []
+    for name in ("factor_product_into", "factor_t_product_into"):
+        native = getattr(_native.core, name)
+
+        def recording(*args, native=native, name=name):
+            seen.append((name, args[-1]))
+            return native(*args)
+
+        monkeypatch.setattr(_native.core, name, recording)
     got = control_variate_traces(k, LOCAL.samples(X), pre, Omega)
+    # Fᵀ Ω on the team at any count; the chunk's F C⁻¹, T F_S⁻¹ and Fᵀ T only on a team of two
+    assert len(seen) == 1 + (3 if threads > 1 and rank else 0), seen
+    assert {t for _, t in seen[1:]} <= {threads}
 
     def p_tilde(kk):
         K0, K_hat = kk.cross(X, X), kk.cross(X) + noise * np.eye(n)

@@ -50,9 +50,9 @@ if TYPE_CHECKING:
     from ..operators.samples import ColumnSource, SolverSamples
     from .rows import ArrayRows
 
-__all__ = ["LowRankFactor", "rpcholesky", "rpcholesky_bytes", "factor_products_bytes", "select_landmarks", "landmarks",
-           "nystrom_moments", "nystrom_project", "NystromProjection", "nystrom_pca", "nystrom_kernel_pca",
-           "LANDMARK_METHODS", "DEFAULT_N_LANDMARKS"]
+__all__ = ["LowRankFactor", "rpcholesky", "rpcholesky_bytes", "factor_products_bytes", "team_size",
+           "select_landmarks", "landmarks", "nystrom_moments", "nystrom_project", "NystromProjection", "nystrom_pca",
+           "nystrom_kernel_pca", "LANDMARK_METHODS", "DEFAULT_N_LANDMARKS"]
 
 LANDMARK_METHODS = ("uniform", "rpcholesky")
 #: Landmarks of a Nyström fit when the estimator's n_landmarks is None (or all samples, if fewer).
@@ -238,8 +238,13 @@ def factor_products_bytes(rank: int, itemsize: int, threads: int = 0) -> int:
     the team) hold beside their operands for a factor of ``rank`` columns stored in ``itemsize`` bytes: each
     thread's scratch (cpp/include/fastkpca/tall_products.hpp: ``tall_scratch_bytes``) times the team's threads
     (``threads``; 0: the default team, the most it may start)."""
-    team = threads if threads > 0 else int(_native.core.omp_max_threads())
-    return team * int(_native.core.tall_scratch_bytes(rank, itemsize))
+    return team_size(threads) * int(_native.core.tall_scratch_bytes(rank, itemsize))
+
+
+def team_size(threads: int = 0) -> int:
+    """The threads of the core's team for a call given ``threads`` (0: the default team, OMP_NUM_THREADS or
+    threadpoolctl's limit)."""
+    return threads if threads > 0 else int(_native.core.omp_max_threads())
 
 
 def _team_threads(threads: int, flops: float) -> int:

@@ -40,7 +40,7 @@ import numpy as np
 
 from .preconditioner import NystromDiagonalPreconditioner
 from ..dense.threads import interruptible
-from ..low_rank import factor_t_product
+from ..low_rank import factor_product, factor_t_product, team_size
 from ..dense.subnormals import flush_subnormals
 
 if TYPE_CHECKING:
@@ -78,17 +78,26 @@ def _chunk_terms(X: Any, kernel: DifferentiableKernel, pivots_X: Any, inverse_C:
                  omega_weights: np.ndarray, p: int, F: np.ndarray, Omega: np.ndarray,
                  inverse_d: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     """One chunk's share: (2 Σ N ∘ ∂K(X_c, X_S) + Σ_c Δ_k ∂K̂_kk per hyperparameter, F_cᵀ T_c) with
-    N_c = T_c F_S⁻¹ − Ω_c (WΩ)ᵀ/p and T_c = F_c C⁻¹/d − Δ_c F_c (the module's documentation)."""
-    F = F.astype(np.float64, copy=False)
-    FC = F @ inverse_C
-    delta = inverse_d - inverse_d**2 * np.einsum("ij,ij->i", FC, F) - np.einsum("ij,ij->i", Omega, Omega) / p
-    traces = kernel.diagonal_gradient_traces(X, delta)
+    N_c = T_c F_S⁻¹ − Ω_c (WΩ)ᵀ/p and T_c = F_c C⁻¹/d − Δ_c F_c (the module's documentation).
+
+    The three chunk × r × r products run on the core's team where the kernel's has two threads or more (the
+    native factor products; BLAS stays on one thread beside the core's passes: dense/threads.py), else on BLAS's
+    one thread, the faster for one: F C⁻¹ and Fᵀ T of 2,048 × 1,024 took 85 and 86 ms on BLAS's thread, 95 and 113
+    on the core's one, 50 and 57 on its two (Zen 4)."""
+    probes_square = np.einsum("ij,ij->i", Omega, Omega) / p
     if F.shape[1] == 0:
-        return traces, np.zeros((0, 0))
+        return kernel.diagonal_gradient_traces(X, inverse_d - probes_square), np.zeros((0, 0))
+    team = team_size(kernel.threads) > 1
+    if not team:
+        F = F.astype(np.float64, copy=False)
+    FC = factor_product(F, inverse_C, team=team, threads=kernel.threads)
+    delta = inverse_d - inverse_d**2 * np.einsum("ij,ij->i", FC, F) - probes_square
+    traces = kernel.diagonal_gradient_traces(X, delta)
     T = FC * inverse_d[:, None] - F * delta[:, None]
-    N = T @ inverse_FS
+    N = factor_product(T, inverse_FS, team=team, threads=kernel.threads)
     N -= Omega @ (omega_weights.T / p)
-    return traces + 2.0 * kernel.cross_gradient_traces(X, pivots_X, N), F.T @ T
+    return (traces + 2.0 * kernel.cross_gradient_traces(X, pivots_X, N),
+            factor_t_product(F, T, team=team, threads=kernel.threads))
 
 
 def control_variate_traces(kernel: DifferentiableKernel, samples: SolverSamples, pre: NystromDiagonalPreconditioner,
@@ -103,11 +112,12 @@ def control_variate_traces(kernel: DifferentiableKernel, samples: SolverSamples,
         raise ValueError(f"the control variate needs the factor's {r} pivots, the preconditioner has "
                          f"{pre.pivots.shape[0]}")
     FS = pre.F[pre.pivots].astype(np.float64)  # lower triangular (pivots in their order: low_rank.LowRankFactor)
-    inverse_FS = flush_subnormals(interruptible(solve_triangular, FS, np.eye(r), lower=True, check_finite=False,
-                                                flops=r**3 / 3)) if r else FS
+    # row-major: the chunks' products read them as the core's C operand
+    inverse_FS = np.ascontiguousarray(flush_subnormals(interruptible(
+        solve_triangular, FS, np.eye(r), lower=True, check_finite=False, flops=r**3 / 3))) if r else FS
     del FS
-    inverse_C = (flush_subnormals(interruptible(cho_solve, (pre.L, True), np.eye(r), check_finite=False,
-                                                flops=2 * r**3 / 3)) if r else np.zeros((0, 0)))
+    inverse_C = (np.ascontiguousarray(flush_subnormals(interruptible(
+        cho_solve, (pre.L, True), np.eye(r), check_finite=False, flops=2 * r**3 / 3))) if r else np.zeros((0, 0)))
     Omega_F = factor_t_product(pre.F, Omega, team=True, threads=pre.threads)  # Fᵀ Ω, r × p
     omega_weights = inverse_FS.T @ Omega_F  # W Ω
     pivots_X = samples.rows(pre.pivots)
