@@ -173,14 +173,21 @@ def test_the_thread_rules_are_costs_not_core_counts(monkeypatch, cores):
 
 def _large_problems():
     """Every family's candidates on problems large enough that their fixed overheads are negligible."""
+    return [choice for choice, _ in _large_problems_and_sizes()]
+
+
+def _large_problems_and_sizes():
+    """(choice, n) of :func:`_large_problems`."""
     limit = 10**12
-    yield choice.kernel_pca("auto", n=40_000, d=16, k=10, symmetric=True, all_components=False, memory_limit=limit)
-    yield choice.kernel_ridge("auto", n=40_000, d=16, targets=1, singular=False, rank=500, memory_limit=limit)
-    yield choice.kernel_ridge_cv("auto", n=20_000, d=16, targets=1, folds=None, native=True, memory_limit=limit)
+    yield choice.kernel_pca("auto", n=40_000, d=16, k=10, symmetric=True, all_components=False,
+                            memory_limit=limit), 40_000
+    yield choice.kernel_ridge("auto", n=40_000, d=16, targets=1, singular=False, rank=500, memory_limit=limit), 40_000
+    yield choice.kernel_ridge_cv("auto", n=20_000, d=16, targets=1, folds=None, native=True,
+                                 memory_limit=limit), 20_000
     yield choice.gaussian_process_regression("auto", n=40_000, d=8, columns=17, rank=1024, exact_possible=True,
-                                             memory_limit=limit)
+                                             memory_limit=limit), 40_000
     yield choice.gaussian_process_regression("auto", n=40_001, d=8, columns=17, rank=1024, exact_possible=True,
-                                             memory_limit=limit, gradient=False)  # a fit without an optimiser
+                                             memory_limit=limit, gradient=False), 40_001  # without an optimiser
 
 
 #: The seconds of a candidate of :func:`_large_problems` that the model keeps on one thread whatever the cores (its
@@ -194,7 +201,7 @@ def test_each_candidate_speeds_up_as_its_parallel_work_does(monkeypatch):
     from 1 core to c."""
     _on(monkeypatch, 1)
     one = [{c.name: c.seconds for c in family.candidates} for family in _large_problems()]
-    problems = [(family.family, n) for family, n in zip(_large_problems(), (40_000, 40_000, 20_000, 40_000, 40_001))]
+    problems = [(family.family, n) for family, n in _large_problems_and_sizes()]
     for cores in CORES[1:]:
         _on(monkeypatch, cores)
         speedup = choice.thread_rate(1.0, cores)

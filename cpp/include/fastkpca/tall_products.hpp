@@ -30,10 +30,11 @@ constexpr Index kTallBlockRows = 256;
 // GEMM's full rate.
 constexpr Index kTallPanel = 64;
 
-// Bytes each thread of the team holds at most during one of the products below, for a factor of r columns stored in
-// `itemsize` bytes: a float32 F's converted block (kTallBlockRows × r), the Gram's weighted block (kTallBlockRows ×
-// kTallPanel) and its panel's sums (r × kTallPanel), and Eigen's packed copies of a block's operands (at most one
-// block and one panel of r rows again). The memory plans of the iterative Gaussian processes count it per thread.
+// An estimate of the bytes each thread of the team holds during one of the products below, for a factor of r
+// columns stored in `itemsize` bytes: a float32 F's converted block (kTallBlockRows × r), the Gram's weighted block
+// (kTallBlockRows × kTallPanel) and its panel's sums (r × kTallPanel), and Eigen's packed copies of a block's
+// operands (sized by Eigen's cache blocking; counted as one block and one panel of r rows again). The memory plans of
+// the iterative Gaussian processes count it per thread.
 constexpr std::size_t tall_scratch_bytes(Index r, Index itemsize) {
   const auto rows = static_cast<std::size_t>(kTallBlockRows), panel = static_cast<std::size_t>(kTallPanel),
              columns = static_cast<std::size_t>(r);

@@ -121,8 +121,9 @@ class GaussianProcessRegressor(EngineFitted, MultiOutputMixin, RegressorMixin, B
         :class:`fastkpca.CG` (with its settings, see Notes): by products with the kernel only (preconditioned
         conjugate gradients, stochastic Lanczos quadrature and Hutchinson probes): memory
         O(n·(n_probes + rank)), no n × n array, the likelihood an estimate. "auto": the cheaper by the
-        library's cost model of an evaluation (the exact factor's n³ against cg's block products,
-        solvers/choice.py) of those whose memory fits ``memory_limit``: "cholesky" up to a crossover of some
+        library's cost model of an evaluation with the gradient, or, without an optimizer, of the fit at the
+        kernel's θ (the exact factor's n³ against cg's block products, solvers/choice.py) of those whose memory
+        fits ``memory_limit``: "cholesky" up to a crossover of some
         thousands of samples on this machine's measured rates, "cg" beyond it.
         ``solver_info_["choice"]`` says what the model predicted for each and what it picked.
     n_probes, tol, final_tol, preconditioner_rank, max_iter, preconditioner_dtype, subset_start, theta_tol, \
@@ -154,14 +155,14 @@ likelihood_rtol : deprecated
     n_iter_ : int
         Likelihood evaluations of the fit (at least 1).
     solver_info_ : dict
-        How the fit went: ``solver``, ``choice`` (the solver asked for and, with "auto", the cost model's
-        seconds per evaluation), ``evaluations`` (likelihood evaluations), ``kernel`` ("native", or "python":
-        the object's own ``__call__``), ``seconds`` and ``start`` (the subset fit L-BFGS-B started from: its
-        samples, θ, evaluations, likelihood and seconds; None without one), ``settle`` (cg: each round's probes
-        with θ's largest move, the error it stands for, its evaluations and seconds, and whether θ settled;
-        None without any); with cg also ``products`` (block products by the kernel, gradient passes included),
-        ``iterations`` (per solve), ``probes`` (held at the end), ``preconditioner``, ``standard_error`` (of the
-        last likelihood estimate), the residuals reached and ``stages`` (seconds).
+        How the fit went: ``solver``, ``choice`` (the solver asked for and, with "auto", the cost model's seconds per
+        evaluation, or for the fit without an optimizer), ``evaluations`` (likelihood evaluations), ``kernel``
+        ("native", or "python": the object's own ``__call__``), ``seconds`` and ``start`` (the subset fit L-BFGS-B
+        started from: its samples, θ, evaluations, likelihood and seconds; None without one), ``settle`` (cg: each
+        round's probes with θ's largest move, the error it stands for, its evaluations and seconds, and whether θ
+        settled; None without any); with cg also ``products`` (block products by the kernel, gradient passes included),
+        ``iterations`` (per solve), ``probes`` (held at the end), ``preconditioner``, ``standard_error`` (of the last
+        likelihood estimate), the residuals reached and ``stages`` (seconds).
     n_features_in_ : int
         Number of features seen during fit.
     feature_names_in_ : ndarray of shape (`n_features_in_`,)
@@ -333,9 +334,10 @@ likelihood_rtol : deprecated
         self._samples, self._engine = samples.over(self.X_train_), samples.engine
         self.y_train_ = np.copy(y) if self.copy_X_train else y
         self._limit, self._evaluations, self._start, self._settled = limit, 0, None, None
+        self._gradient = self._optimises()  # the fit's: a solver made again later (_current_solver) is priced so
         self._solver, choice = self._make_solver()
         start = time.perf_counter()
-        if self._optimises():
+        if self._gradient:
             self._optimise()
             self._factor_final()
         else:
@@ -355,7 +357,7 @@ likelihood_rtol : deprecated
         self._solver_inputs = (self.X_train_, self.y_train_, self.alpha)
         return gp.make_solver(self._cg.name, self._samples, self._targets(), self.alpha, settings,
                               memory_limit=self._limit, n_jobs=self.n_jobs, random_state=self._rng,
-                              copies=self._kernel.copies, gradient=self._optimises())
+                              copies=self._kernel.copies, gradient=getattr(self, "_gradient", self._optimises()))
 
     def _optimises(self) -> bool:
         """Whether fit searches θ (its evaluations then take the likelihood's gradient)."""

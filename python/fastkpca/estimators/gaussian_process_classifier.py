@@ -479,7 +479,9 @@ class GaussianProcessClassifier(ClassifierMixin, BaseEstimator):
         wanted = 1 if self.n_jobs is None else effective_n_jobs(self.n_jobs)
         features = X.shape[1] if getattr(X, "ndim", 1) > 1 else 1
         settings = gp.LaplaceSettings(probes=cg["n_probes"], rank=cg["preconditioner_rank"])
-        needed = gp.laplace_bytes(asked.name, n, features, settings, memory_limit=limit)
+        # each model's factor products hold their scratch on its threads: one each side by side
+        needed = gp.laplace_bytes(asked.name, n, features, settings, memory_limit=limit,
+                                  threads=1 if min(wanted, models) > 1 else v.n_threads(self.n_jobs))
         jobs = int(max(1, min(wanted, models, limit // max(1, needed))))
         binary = _BinaryLaplaceClassifier(
             kernel=self.kernel, optimizer=self.optimizer, n_restarts_optimizer=self.n_restarts_optimizer,

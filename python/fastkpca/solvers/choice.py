@@ -406,7 +406,7 @@ def spectral(requested: str | None, *, n: int, d: int, k: int, memory_limit: int
     ], memory_limit)
 
 
-# ---- Gaussian process regression: one evaluation of the likelihood and its gradient ----------------------
+# ---- Gaussian process regression: one evaluation of the likelihood and its gradient, or a fit at θ ---------
 
 #: Block products by K an evaluation of the likelihood takes by cg (bench/solver_choice.py measures it).
 GP_PRODUCTS_PER_EVALUATION = 30
@@ -434,10 +434,12 @@ def gp_cg_serial_seconds(n: int, rank: int) -> float:
     return GP_CG_SECONDS + GP_CG_SMALL_FLOPS_PER_CUBE * rank**3 / gemm_rate(1)
 
 
-#: Flops per n r² of one build of the preconditioner of rank r on one BLAS thread (RPCholesky's residual
-#: updates, or the Nyström factor on held pivots, its triangular solve, and the Gram FᵀD⁻¹F): fits without an
-#: optimiser, which build it three times (RPCholesky's pivots, the factor on them, the final solve's), spent 3.4 to
-#: 4.2 n r² at the one-thread DGEMM rate on it at n = 2,000 to 8,000, on one thread or two (bench/scaling.py, gpr_cg).
+#: Flops per n r² of one build of the preconditioner of rank r, at the one-thread DGEMM rate (RPCholesky's draws
+#: and residual updates, or the Nyström factor on held pivots and its triangular solve on one BLAS thread; the
+#: Gram FᵀD⁻¹F and RPCholesky's products on the core's team, a small share): fits without an optimiser, which build
+#: it three times (RPCholesky's pivots, the factor on them, the final solve's), spent 3.4 to 4.2 n r² on it at
+#: n = 2,000 to 8,000, and about the same seconds on one thread as on two (bench/scaling.py, gpr_cg). Priced as
+#: serial, it overprices the team's share on many cores.
 GP_BUILD_FLOPS = 3.6
 #: Builds of the preconditioner in a fit without an optimiser: RPCholesky's, the factor on its pivots, the final
 #: solve's.

@@ -13,6 +13,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any, Callable
 
+from ... import _validation as v
 from .. import choice as _choice
 from .exact import ExactSolver
 from .interface import (GaussianProcessSolver, InvQuadLogdet, LaplaceSolver, RegressionSolver, likelihood_value,
@@ -57,10 +58,11 @@ def make_solver(requested: str, samples: SolverSamples, Y: np.ndarray, noise: fl
 
 
 def laplace_choice(requested: str, n: int, features: int, settings: LaplaceSettings, *, memory_limit: int,
-                   copies: int = 1) -> _choice.Choice:
+                   copies: int = 1, threads: int = 0) -> _choice.Choice:
     """The cost model's solver for a binary classifier's Laplace approximation on ``n`` samples of ``features``
-    (solvers/choice.py): "cholesky", "cg" or, for "auto", the cheaper that fits ``memory_limit``."""
-    memory = laplace_memory((n, features), settings, memory_limit, copies)
+    (solvers/choice.py): "cholesky", "cg" or, for "auto", the cheaper that fits ``memory_limit`` on ``threads``
+    (0: the default team)."""
+    memory = laplace_memory((n, features), settings, memory_limit, copies, threads)
     rank = memory.planned_rank(settings.rank, settings.probes)
     return _choice.gaussian_process_classification(requested, n=n, d=features, probes=settings.probes, rank=rank,
                                                    cg_bytes=memory.needed_bytes(rank, settings.probes),
@@ -68,9 +70,10 @@ def laplace_choice(requested: str, n: int, features: int, settings: LaplaceSetti
 
 
 def laplace_bytes(requested: str, n: int, features: int, settings: LaplaceSettings, *, memory_limit: int,
-                  copies: int = 1) -> int:
+                  copies: int = 1, threads: int = 0) -> int:
     """The bytes the solver :func:`laplace_choice` picks needs of the memory limit (the cost model's)."""
-    choice = laplace_choice(requested, n, features, settings, memory_limit=memory_limit, copies=copies)
+    choice = laplace_choice(requested, n, features, settings, memory_limit=memory_limit, copies=copies,
+                            threads=threads)
     return next(candidate.bytes for candidate in choice.candidates if candidate.name == choice.picked)
 
 
@@ -82,7 +85,8 @@ def make_laplace_solver(requested: str, X: Any, y: np.ndarray, settings: Laplace
     the engine's samples, which the iterative solver works on."""
     n = y.shape[0]
     features = X.shape[1] if getattr(X, "ndim", 1) > 1 else 1  # structured samples: one
-    choice = laplace_choice(requested, n, features, settings, memory_limit=memory_limit, copies=copies)
+    choice = laplace_choice(requested, n, features, settings, memory_limit=memory_limit, copies=copies,
+                            threads=v.n_threads(n_jobs))
     if choice.picked == "cholesky":
         return ExactLaplace(X, y, memory_limit=memory_limit), choice.as_dict()
     return IterativeLaplace(samples(), y, settings, memory_limit=memory_limit, n_jobs=n_jobs,
