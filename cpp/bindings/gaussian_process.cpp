@@ -326,7 +326,7 @@ void init_gaussian_process(py::module_& m) {
   def_factor_products<float>(m);
   m.def(
       "tall_scratch_bytes", [](Index r, Index itemsize) { return tall_scratch_bytes(r, itemsize); }, py::arg("r"),
-      py::arg("itemsize"), "Bytes each thread holds at most in the factor products of an r-column factor.");
+      py::arg("itemsize"), "About the bytes each thread holds in the factor products of an r-column factor.");
 }
 
 }  // namespace fastkpca::bindings

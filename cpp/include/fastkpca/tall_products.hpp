@@ -39,7 +39,7 @@ constexpr std::size_t tall_scratch_bytes(Index r, Index itemsize) {
   const auto rows = static_cast<std::size_t>(kTallBlockRows), panel = static_cast<std::size_t>(kTallPanel),
              columns = static_cast<std::size_t>(r);
   const std::size_t converted = itemsize == sizeof(double) ? 0 : rows * columns;
-  return sizeof(double) * (converted + rows * panel + panel * columns + rows * columns + panel * columns);
+  return sizeof(double) * (converted + rows * panel + rows * columns + 2 * panel * columns);
 }
 
 namespace detail {

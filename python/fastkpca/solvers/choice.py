@@ -430,8 +430,12 @@ def gp_cg_serial_seconds(n: int, rank: int) -> float:
     ``on_one_blas_thread``). Its n × r products (the factor's Gram, and its products with every iterate: about
     10 n r² flops) run on the core's team (low_rank.factor_product and the others) and are priced with the
     passes."""
-    rank = min(rank, n)
-    return GP_CG_SECONDS + GP_CG_SMALL_FLOPS_PER_CUBE * rank**3 / gemm_rate(1)
+    return GP_CG_SECONDS + gp_cg_algebra_seconds(min(rank, n))
+
+
+def gp_cg_algebra_seconds(rank: int) -> float:
+    """Seconds of a cg evaluation's r × r algebra on one BLAS thread (GP_CG_SMALL_FLOPS_PER_CUBE r³)."""
+    return GP_CG_SMALL_FLOPS_PER_CUBE * rank**3 / gemm_rate(1)
 
 
 #: Flops per n r² of one build of the preconditioner of rank r, at the one-thread DGEMM rate (RPCholesky's draws
@@ -477,7 +481,7 @@ def gp_cg_fit_serial_seconds(n: int, rank: int) -> float:
     """The seconds of :func:`gp_cg_fit_seconds` on one thread whatever the cores: the builds and the r × r
     algebra (the iterations' r × r solves aside)."""
     rank = min(rank, n)
-    return GP_FIT_BUILDS * gp_cg_build_seconds(n, rank) + GP_CG_SMALL_FLOPS_PER_CUBE * rank**3 / gemm_rate(1)
+    return GP_FIT_BUILDS * gp_cg_build_seconds(n, rank) + gp_cg_algebra_seconds(rank)
 
 
 def gaussian_process_regression(requested: str, *, n: int, d: int, columns: int, rank: int, exact_possible: bool,

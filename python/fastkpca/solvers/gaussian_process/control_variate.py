@@ -82,8 +82,7 @@ def _chunk_terms(X: Any, kernel: DifferentiableKernel, pivots_X: Any, inverse_C:
 
     The three chunk × r × r products run on the core's team where the kernel's has two threads or more (the
     native factor products; BLAS stays on one thread beside the core's passes: dense/threads.py), else on BLAS's
-    one thread, the faster for one: F C⁻¹ and Fᵀ T of 2,048 × 1,024 took 85 and 86 ms on BLAS's thread, 95 and 113
-    on the core's one, 50 and 57 on its two (Zen 4)."""
+    one thread, the faster for one (docs/user_guide/threads.md times both)."""
     probes_square = np.einsum("ij,ij->i", Omega, Omega) / p
     if F.shape[1] == 0:
         return kernel.diagonal_gradient_traces(X, inverse_d - probes_square), np.zeros((0, 0))
