@@ -5,14 +5,13 @@
 //   Ω = ½(a aᵀ − S X S) + ½(u vᵀ + v uᵀ)           (the gradient's weights, X = B⁻¹ from LAPACK's potri)
 //
 // Both run over row blocks on the threads. Ω is formed in place over X, which potri leaves in the upper
-// triangle of the row-major array (the lower one of its Fortran-ordered view): square tiles on and above the
-// diagonal are read there and written to both triangles, so that every tile's mirror is written by the thread
-// that reads it and no entry is read after it is overwritten.
+// triangle of the row-major array (symmetric_in_place.hpp).
 #pragma once
 
 #include <algorithm>
 
 #include "fastkpca/parallel.hpp"
+#include "fastkpca/symmetric_in_place.hpp"
 #include "fastkpca/types.hpp"
 
 namespace fastkpca {
@@ -34,27 +33,12 @@ inline void identity_plus_scaled(const double* k, const double* s, Index n, doub
 // w (n × n row-major, B⁻¹ in its upper triangle) becomes Ω, whole and symmetric.
 inline void laplace_weights(double* w, Index n, const double* s, const double* a, const double* u, const double* v,
                             Interrupt& interrupt) {
-  constexpr Index T = 64;
-  const Index tiles = (n + T - 1) / T;
-  const auto entry = [&](Index i, Index k, double x) {
-    return 0.5 * (a[i] * a[k] - s[i] * x * s[k]) + 0.5 * (u[i] * v[k] + v[i] * u[k]);
-  };
-#pragma omp parallel for schedule(dynamic, 1)
-  for (Index ti = 0; ti < tiles; ++ti) {
-    if (interrupt.poll()) continue;
-    const Index i0 = ti * T, i1 = std::min(n, i0 + T);
-    for (Index tk = ti; tk < tiles; ++tk) {
-      const Index k0 = tk * T, k1 = std::min(n, k0 + T);
-      for (Index i = i0; i < i1; ++i) {
-        for (Index k = std::max(k0, i); k < k1; ++k) {
-          const double value = entry(i, k, w[i * n + k]);
-          w[i * n + k] = value;
-          w[k * n + i] = value;
-        }
-      }
-    }
-  }
-  interrupt.throw_if_stopped();
+  symmetric_from_upper(
+      w, n,
+      [&](Index i, Index k, double x) {
+        return 0.5 * (a[i] * a[k] - s[i] * x * s[k]) + 0.5 * (u[i] * v[k] + v[i] * u[k]);
+      },
+      interrupt);
 }
 
 }  // namespace fastkpca
