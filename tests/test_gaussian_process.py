@@ -111,6 +111,24 @@ def test_a_fit_without_optimiser_factors_once(monkeypatch):
     assert ours.log_marginal_likelihood_value_ == pytest.approx(theirs.log_marginal_likelihood_value_, rel=1e-10)
 
 
+@pytest.mark.parametrize("n, targets, threads", [(1, 1, 1), (63, 1, 2), (64, 2, 1), (130, 3, 2)])
+def test_the_gradient_weights_equal_their_formula(n, targets, threads):
+    """exact.weights_in_place: W = c_outer α αᵀ + c_inverse K̂⁻¹ from K̂⁻¹ in the upper triangle (the strict lower
+    one garbage), whole and exactly symmetric, on any thread count (tile edges at 64); α as dpotrs leaves it
+    (Fortran-ordered)."""
+    from fastkpca.solvers.gaussian_process import exact
+
+    rng = np.random.default_rng(n)
+    B = rng.standard_normal((n, n))
+    inverse = B @ B.T
+    A = np.asfortranarray(rng.standard_normal((n, targets)))
+    W = np.triu(inverse) + np.tril(rng.standard_normal((n, n)), -1)  # only the upper triangle is read
+    out = exact.weights_in_place(W, A, -0.5, 0.75, threads)
+    assert out is W
+    np.testing.assert_allclose(W, -0.5 * A @ A.T + 0.75 * inverse, rtol=1e-13, atol=1e-13 * np.abs(inverse).max())
+    assert np.array_equal(W, W.T)
+
+
 @pytest.mark.parametrize("name", sorted({**NATIVE, **FALLBACK}))
 def test_likelihood_and_gradient_equal_scikit_learns(name):
     """At random hyperparameters within the bounds, value and every gradient entry to 1e-9 relative."""

@@ -298,6 +298,8 @@ def _bindings():
         "symmetric_sum": [lambda m: core.symmetric_sum(m(K), 1), ()],
         "laplace_system_into": [lambda m: (core.laplace_system_into(m(K), m(np.abs(X[:, 0])), o := m(out((40, 40))),
                                                                     1), o)[1], ("out",)],
+        "gp_weights_in_place": [lambda m: (core.gp_weights_in_place(w := m(K.copy()), m(X[:, :2].copy()), -0.5, 0.7, 1),
+                                           w)[1], ("w",)],
         "laplace_weights_in_place": [lambda m: (core.laplace_weights_in_place(w := m(K.copy()), m(np.abs(X[:, 0])),
                                                                               m(X[:, 1].copy()), m(X[:, 2].copy()),
                                                                               m(X[:, 0].copy()), 1), w)[1], ("w",)],

@@ -10,6 +10,7 @@
 #include "block_passes.hpp"
 #include "common.hpp"
 #include "fastkpca/gp_gradient.hpp"
+#include "fastkpca/gp_weights.hpp"
 #include "fastkpca/kernel_block.hpp"
 #include "fastkpca/laplace.hpp"
 #include "fastkpca/sum_tiles.hpp"
@@ -223,6 +224,20 @@ void laplace_weights_in_place(InPlace<double>& w, const Input<double>& s, const 
   });
 }
 
+void gp_weights_in_place(InPlace<double>& w, const Input<double>& a, double outer_weight, double inverse_weight,
+                         int n_threads) {
+  require_square(w, "w");
+  require_matrix(a, "a");
+  const Index n = w.shape(0), m = a.shape(1);
+  if (a.shape(0) != n) throw py::value_error("a must have one row per row of w");
+  double* wd = w.mutable_data();
+  const double* ad = a.data();
+  release_and_run(n_threads, [&](Interrupt& interrupt) {
+    gp_regression_weights(wd, n, ad, m, outer_weight, inverse_weight, interrupt);
+    return 0;
+  });
+}
+
 // The preconditioner's products with its tall factor F (n × r, float32 or float64; tall_products.hpp).
 template <class S>
 void factor_product_into(const Input<S>& f, const Input<double>& c, InPlace<double>& out, int n_threads) {
@@ -318,6 +333,9 @@ void init_gaussian_process(py::module_& m) {
         "[(W∘G)·[1, y]; (W∘G)ᵀ·[1, x]] or None).");
   m.def("laplace_system_into", &laplace_system_into, py::arg("k"), py::arg("s"), py::arg("out"), py::arg("n_threads"),
         "out = I + diag(s) k diag(s) (the Laplace approximation's B).");
+  m.def("gp_weights_in_place", &gp_weights_in_place, py::arg("w"), py::arg("a"), py::arg("outer_weight"),
+        py::arg("inverse_weight"), py::arg("n_threads"),
+        "w (K̂⁻¹ in its upper triangle) becomes outer_weight · a aᵀ + inverse_weight · K̂⁻¹, whole and symmetric.");
   m.def("laplace_weights_in_place", &laplace_weights_in_place, py::arg("w"), py::arg("s"), py::arg("a"), py::arg("u"),
         py::arg("v"), py::arg("n_threads"),
         "w (B⁻¹ in its upper triangle) becomes (a aᵀ − diag(s) B⁻¹ diag(s))/2 + (u vᵀ + v uᵀ)/2, whole.");

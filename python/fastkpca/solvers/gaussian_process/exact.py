@@ -21,6 +21,7 @@ from typing import TYPE_CHECKING, Any, Callable, overload
 
 import numpy as np
 
+from ... import _native, _threads
 from ... import _validation as v
 from ..dense.factorisations import cholesky_in_place, cholesky_inverse_in_place, zero_strict_upper
 from ..dense.threads import blocked_threads, small_algebra_threads, solve_lower_triangular
@@ -33,10 +34,6 @@ if TYPE_CHECKING:
 
 __all__ = ["ExactOptimisation", "ExactSolver", "factor", "weights_in_place", "posterior_variance",
            "posterior_covariance"]
-
-#: Rows per block of the in-place passes over an n × n array.
-_BLOCK = 256
-
 
 def factor(K: np.ndarray, noise: float | np.ndarray, clean: bool = False) -> np.ndarray:
     """The lower Cholesky factor L of K + diag(noise), computed in place: K (C-contiguous, symmetric, float64,
@@ -55,27 +52,15 @@ def factor(K: np.ndarray, noise: float | np.ndarray, clean: bool = False) -> np.
     return L
 
 
-def weights_in_place(K: np.ndarray, A: np.ndarray, outer_weight: float, inverse_weight: float) -> np.ndarray:
+def weights_in_place(K: np.ndarray, A: np.ndarray, outer_weight: float, inverse_weight: float,
+                     threads: int = 0) -> np.ndarray:
     """W = outer_weight · A Aᵀ + inverse_weight · K̂⁻¹, whole and symmetric, in K's memory, where K holds K̂⁻¹ in
-    its upper triangle (row-major; the lower triangle of the Fortran-ordered factor that potri wrote). Row
-    blocks: the upper part of each is formed, its lower part copied from the rows above."""
-    n = A.shape[0]
-    if n <= _BLOCK:  # one block: the same entries, formed whole
-        U = np.triu(K)
-        U += np.triu(U, 1).T
-        U *= inverse_weight
-        U += outer_weight * (A @ A.T)
-        K[...] = U
-        return K
-    for i0 in range(0, n, _BLOCK):
-        i1 = min(n, i0 + _BLOCK)
-        rows = K[i0:i1, i0:]
-        rows *= inverse_weight
-        rows += outer_weight * (A[i0:i1] @ A[i0:].T)
-        K[i0:i1, :i0] = K[:i0, i0:i1].T
-        block = K[i0:i1, i0:i1]
-        lower = np.tril_indices(i1 - i0, -1)
-        block[lower] = block.T[lower]
+    its upper triangle (row-major; the lower triangle of the Fortran-ordered factor that potri wrote): one native
+    pass over K's tiles (cpp/include/fastkpca/gp_weights.hpp), on ``threads`` (0: the default team, or one thread
+    for a small K: _threads.array_threads)."""
+    A = np.ascontiguousarray(A, dtype=np.float64).reshape(K.shape[0], -1)
+    _native.core.gp_weights_in_place(K, A, float(outer_weight), float(inverse_weight),
+                                     _threads.array_threads(threads, K.size))
     return K
 
 
@@ -229,7 +214,7 @@ class ExactSolver(ExactOptimisation):
             info = cholesky_inverse_in_place(L)
         if info != 0:  # pragma: no cover - a factor with a zero diagonal entry cannot come from potrf
             raise np.linalg.LinAlgError(f"dpotri: info {info}")
-        W = weights_in_place(K, alpha, -quad_weight, logdet_weight)
+        W = weights_in_place(K, alpha, -quad_weight, logdet_weight, kernel.threads)
         gradient = np.asarray(kernel.gradient_traces(self.X, W), dtype=np.float64)
         return InvQuadLogdet(terms.quad, terms.logdet, alpha, gradient)
 
