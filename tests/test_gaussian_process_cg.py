@@ -413,11 +413,13 @@ def test_a_fit_without_an_optimiser_is_priced_as_such(monkeypatch):
         fit = GaussianProcessRegressor(RBF(1.0) + WhiteKernel(0.1), optimizer=optimizer, random_state=0).fit(X, y)
         priced[optimizer] = {name: c["seconds"] for name, c in fit.solver_info_["choice"]["candidates"].items()}
     rank, columns = 300, 1 + IterativeSettings().probes
-    assert priced[None]["cholesky"] == pytest.approx(model.kernel_pass_seconds(300, 300, 4, 0)
+    assert priced[None]["cholesky"] == pytest.approx(model.gp_exact_passes_seconds(300, 4, gradient=False)
                                                      + model.cholesky_seconds(300))
     assert priced[None]["cg"] == pytest.approx(model.gp_cg_fit_seconds(300, 4, columns, 1, rank))
-    assert priced["fmin_l_bfgs_b"]["cholesky"] == pytest.approx(model.kernel_pass_seconds(300, 300, 4, 0)
+    assert priced["fmin_l_bfgs_b"]["cholesky"] == pytest.approx(model.gp_exact_passes_seconds(300, 4)
                                                                 + model.cholesky_seconds(300, inverse=True))
+    # the gradient's passes over the n × n array are priced beside the matrix's
+    assert model.gp_exact_passes_seconds(300, 4) > 2 * model.gp_exact_passes_seconds(300, 4, gradient=False)
     evaluation = model.gp_cg_serial_seconds(300, rank) + model.GP_CG_OVERHEAD * (
         (model.GP_PRODUCTS_PER_EVALUATION + 1) * model.kernel_pass_seconds(300, 300, 4, columns)
         + model.kernel_pass_seconds(300, rank, 4, 0) + 10 * 300 * rank * rank / model.kernel_rate())

@@ -192,7 +192,13 @@ def _large_problems_and_sizes():
 
 #: The seconds of a candidate of :func:`_large_problems` that the model keeps on one thread whatever the cores (its
 #: serial part; the iterations' r × r solves are below the tolerance).
-SERIAL_SECONDS = {("gaussian process regression", "cg", 40_000): lambda: choice.gp_cg_serial_seconds(40_000, 1024),
+SERIAL_SECONDS = {("kernel ridge", "cholesky", 40_000): lambda: choice.RIDGE_FIT_SECONDS,
+                  ("kernel ridge", "cg", 40_000): lambda: choice.ridge_preconditioner_seconds(40_000, 500),
+                  ("gaussian process regression", "cholesky", 40_000):
+                      lambda: choice.gp_exact_passes_seconds(40_000, 8),
+                  ("gaussian process regression", "cg", 40_000): lambda: choice.gp_cg_serial_seconds(40_000, 1024),
+                  ("gaussian process regression", "cholesky", 40_001):
+                      lambda: choice.gp_exact_passes_seconds(40_001, 8, gradient=False),
                   ("gaussian process regression", "cg", 40_001): lambda: choice.gp_cg_fit_serial_seconds(40_001, 1024)}
 
 

@@ -184,11 +184,12 @@ def cholesky_seconds(n: int, inverse: bool = False) -> float:
     return (n**3 / 3 + (2 * n**3 / 3 if inverse else 0)) / _lapack_rate(CHOLESKY_SHARE, small_algebra(n**3 / 3))
 
 
-def eigh_seconds(n: int, vectors: int | None = None) -> float:
+def eigh_seconds(n: int, vectors: int | None = None, threads: int | None = None) -> float:
     """Seconds of LAPACK's dense symmetric eigensolver on an n × n matrix, for all its eigenvectors or for a few
-    (``vectors``, taken by index)."""
+    (``vectors``, taken by index), on the BLAS threads dense/eigh.py gives it (``threads=1``: inside a caller's one
+    BLAS thread)."""
     per_cube = EIGH_FLOPS_PER_CUBE if vectors is None or 4 * vectors >= n else EIGH_SUBSET_FLOPS_PER_CUBE
-    return per_cube * n**3 / _lapack_rate(EIGH_SHARE, eigh_on_one_blas_thread(n))
+    return per_cube * n**3 / _lapack_rate(EIGH_SHARE, threads == 1 or eigh_on_one_blas_thread(n))
 
 
 # ---------------------------------------------------------------------------------------------- the rule
@@ -276,25 +277,48 @@ RIDGE_CG_GROWTH = 0.6
 #: Iterations CG may take on a singular system (alpha = 0), where its convergence has no bound: KernelRidge's
 #: max_iter default.
 RIDGE_SINGULAR_ITERATIONS = 1000
-#: Seconds a cg fit spends beyond its flops: the storage plan, the operator and its Python per iteration
-#: (bench/solver_choice.py).
-RIDGE_CG_SETUP_SECONDS = 0.02
+#: Seconds of a KernelRidge fit beyond its solver's work: validation, the choice and its record (measured: fits of
+#: 50 to 200 samples by Cholesky took 0.4 to 0.5 ms beyond their flops' predicted seconds).
+RIDGE_FIT_SECONDS = 0.0005
+#: Seconds a cg fit spends beyond its passes and its preconditioner: the storage plan, the operator and CG's Python
+#: (measured: 2 to 4 ms at 1,000 samples, the fit's time less its stages, ``solver_info_["stages"]``).
+RIDGE_CG_SETUP_SECONDS = 0.003
+#: Flops per n r² of the preconditioner of rank r beside its r × r eigendecomposition, all of it on one BLAS thread as
+#: the solve runs it (ridge/systems.py, ``solve_cg``): RPCholesky's residual updates and the preconditioner made from
+#: its factor (krylov/cg.py: FᵀF and U = F V Σ⁻¹), at the one-thread rate. Measured: the fits' preconditioner stage
+#: at r = 500 grew by 5.4 to 6.0 n r² from 1,000 to 8,000 samples, on one thread and on two alike.
+RIDGE_PRECONDITIONER_FLOPS = 5.4
+#: Seconds per pivot of RPCholesky's acceptance (a Python step per proposal, low_rank.py's ``_accept``) and its
+#: blocks' bookkeeping: what the preconditioner stage took beyond its flops and eigendecomposition, 15 to 20 ms at
+#: r = 500 whatever n.
+RPCHOLESKY_PIVOT_SECONDS = 30e-6
+
+
+def ridge_preconditioner_seconds(n: int, rank: int) -> float:
+    """Seconds of KernelRidge's CG preconditioner of rank r on n samples, on one thread whatever the cores (the solve
+    keeps its dense algebra on one BLAS thread beside the kernel passes): RIDGE_PRECONDITIONER_FLOPS n r² at the
+    one-thread rate, the r × r eigendecomposition on one thread and RPCholesky's per-pivot steps."""
+    rank = min(rank, n)
+    return (RIDGE_PRECONDITIONER_FLOPS * n * rank * rank / gemm_rate(1) + eigh_seconds(rank, threads=1)
+            + RPCHOLESKY_PIVOT_SECONDS * rank)
 
 
 def kernel_ridge(requested: str, *, n: int, d: int, targets: int, singular: bool, rank: int,
                  memory_limit: int, matrix_possible: bool = True) -> Choice:
     """KernelRidge's solver: "cholesky" (the kernel matrix, factored in place: one n × n float64 array, n³/3
-    flops), "cg" (RIDGE_CG_ITERATIONS block products of ``targets`` vectors and a rank-``rank`` RPCholesky
-    preconditioner, within any memory limit; on a singular system (``singular``: an alpha of 0) as many
-    iterations as max_iter allows, so the exact factor, whose least-squares fallback answers it, is taken
-    where it fits) or "nystrom" (approximate: only when asked for). ``matrix_possible``: whether the samples'
+    flops, and two triangular solves per target, each a pass over the factor at ARRAY_PASS_SHARE), "cg"
+    (RIDGE_CG_ITERATIONS block products of ``targets`` vectors and a rank-``rank`` RPCholesky preconditioner,
+    :func:`ridge_preconditioner_seconds`, within any memory limit; on a singular system (``singular``: an alpha of
+    0) as many iterations as max_iter allows, so the exact factor, whose least-squares fallback answers it, is
+    taken where it fits) or "nystrom" (approximate: only when asked for). ``matrix_possible``: whether the samples'
     engine can hold the n × n matrix in this process (samples on a cluster cannot)."""
     rank = min(rank, n)
     iterations = RIDGE_SINGULAR_ITERATIONS if singular else RIDGE_CG_ITERATIONS * (n / 1000) ** RIDGE_CG_GROWTH
-    cholesky = kernel_pass_seconds(n, n, d, 0) + cholesky_seconds(n) + 2 * n * n * targets / gemm_rate()
+    cholesky = (RIDGE_FIT_SECONDS + kernel_pass_seconds(n, n, d, 0) + cholesky_seconds(n)
+                + 2 * n * n * targets / (ARRAY_PASS_SHARE * gemm_rate()))
     cg_bytes = 8 * n * (6 * targets + rank) + 24 * rank * rank
     cg = (RIDGE_CG_SETUP_SECONDS + operator_passes_seconds(n, d, targets, iterations, memory_limit, cg_bytes)
-          + (n * rank * kernel_entry_flops(d) + 2 * n * rank * rank) / gemm_rate())
+          + kernel_pass_seconds(n, rank, d, 0) + ridge_preconditioner_seconds(n, rank))
     return choose("kernel ridge", requested, [
         Candidate("cholesky", cholesky, 8 * n * n, matrix_possible, note=_MATRIX_NOTE[matrix_possible]),
         Candidate("cg", cg, cg_bytes),
@@ -410,6 +434,14 @@ def spectral(requested: str | None, *, n: int, d: int, k: int, memory_limit: int
 
 #: Block products by K an evaluation of the likelihood takes by cg (bench/solver_choice.py measures it).
 GP_PRODUCTS_PER_EVALUATION = 30
+#: The exact evaluation's passes over its n × n array, in kernel passes on one thread (kernel_pass_seconds at one
+#: thread's rate): the kernel matrix of the Gaussian process's kernel formed whole (its terms summed, every entry
+#: written), and, for the gradient, the weights formed in place over K̂⁻¹ and the gradient's pass over them
+#: (exact.py). They run on the core's team, right after LAPACK's threaded factor and inverse, whose idle threads
+#: spin on the other cores for a while: measured at 1,000 to 4,000 samples of 16 features (ARD), the matrix took
+#: 2.0 to 2.6 and the gradient's passes 3.9 to 5.2 such passes, as many seconds on two threads as on one.
+GP_EXACT_MATRIX_PASSES = 2.4
+GP_EXACT_GRADIENT_PASSES = 4.5
 #: The cg evaluation's seconds against its flops at the kernel pass's rate: what its block operations, the
 #: quadrature and the control variate's r × r algebra add.
 GP_CG_OVERHEAD = 2.6
@@ -422,6 +454,13 @@ GP_CG_SECONDS = 1.8
 #: Flops per r³ of a cg evaluation's r × r algebra: the probes' square root of the preconditioner (an
 #: eigendecomposition, 12 r³: gaussian_process/preconditioner.py, ``sample``) and its Cholesky factors.
 GP_CG_SMALL_FLOPS_PER_CUBE = 13.0
+
+
+def gp_exact_passes_seconds(n: int, d: int, gradient: bool = True) -> float:
+    """Seconds of the exact evaluation's passes over its n × n array beside LAPACK's (GP_EXACT_MATRIX_PASSES, and
+    GP_EXACT_GRADIENT_PASSES with the gradient), on one thread whatever the cores."""
+    passes = GP_EXACT_MATRIX_PASSES + (GP_EXACT_GRADIENT_PASSES if gradient else 0.0)
+    return passes * n * n * kernel_entry_flops(d) / (KERNEL_PASS_SHARE * gemm_rate(1))
 
 
 def gp_cg_serial_seconds(n: int, rank: int) -> float:
@@ -486,16 +525,16 @@ def gp_cg_fit_serial_seconds(n: int, rank: int) -> float:
 
 def gaussian_process_regression(requested: str, *, n: int, d: int, columns: int, rank: int, exact_possible: bool,
                                 memory_limit: int, gradient: bool = True, targets: int = 1) -> Choice:
-    """The regressor's solver: "cholesky" (the n × n factor and its inverse: n³ at LAPACK's rate, and the kernel
-    and the gradient's pass over its lower tiles) or "cg" (GP_PRODUCTS_PER_EVALUATION block products of
-    ``columns`` = targets + probes vectors, the gradient's pass, and a rank-``rank`` preconditioner built by
-    RPCholesky), priced for one evaluation of the likelihood and its gradient. Without ``gradient`` (a fit without
-    an optimiser: the likelihood at the kernel's θ and the final solve), the exact fit factors once, with no
-    inverse, and cg's is :func:`gp_cg_fit_seconds` (``targets`` of the columns solved again). The exact evaluation
-    grows as n³ and the cg one as n², so cg wins past a crossover; the exact solver is possible only where the
-    samples' engine can hold the n × n matrix (``exact_possible``)."""
+    """The regressor's solver: "cholesky" (the n × n factor and its inverse: n³ at LAPACK's rate, and the passes
+    over the n × n array that form the kernel matrix and the gradient: :func:`gp_exact_passes_seconds`) or "cg"
+    (GP_PRODUCTS_PER_EVALUATION block products of ``columns`` = targets + probes vectors, the gradient's pass, and
+    a rank-``rank`` preconditioner built by RPCholesky), priced for one evaluation of the likelihood and its
+    gradient. Without ``gradient`` (a fit without an optimiser: the likelihood at the kernel's θ and the final
+    solve), the exact fit factors once, with no inverse, and cg's is :func:`gp_cg_fit_seconds` (``targets`` of the
+    columns solved again). The exact evaluation grows as n³ and the cg one as n², so cg wins past a crossover; the
+    exact solver is possible only where the samples' engine can hold the n × n matrix (``exact_possible``)."""
     rank = min(rank, n)
-    exact = cholesky_seconds(n, inverse=gradient) + kernel_pass_seconds(n, n, d, 0)
+    exact = cholesky_seconds(n, inverse=gradient) + gp_exact_passes_seconds(n, d, gradient)
     if gradient:
         cg = gp_cg_serial_seconds(n, rank) + GP_CG_OVERHEAD * (
             (GP_PRODUCTS_PER_EVALUATION + 1) * kernel_pass_seconds(n, n, d, columns)
