@@ -446,9 +446,10 @@ GP_EXACT_GRADIENT_PASSES = 4.5
 #: quadrature and the control variate's r × r algebra add.
 GP_CG_OVERHEAD = 2.6
 #: Seconds of a cg evaluation that do not grow with n: the quadrature's and the probes' iterations, each a few
-#: small operations (bench/solver_choice.py --families gpr: measured minus the products' seconds was 1.6 to 2.1 s
-#: at n = 1,000 to 4,000).
-GP_CG_SECONDS = 1.8
+#: small operations (bench/solver_choice.py --families gpr: measured minus the rest of this model's price was 0.7
+#: to 1.9 s at n = 1,000 to 4,000 in two runs, since the control variate's products run on the core's team; 1.6
+#: to 2.1 s before).
+GP_CG_SECONDS = 1.4
 
 
 #: Flops per r³ of a cg evaluation's r × r algebra: the probes' square root of the preconditioner (an
