@@ -184,12 +184,12 @@ def cholesky_seconds(n: int, inverse: bool = False) -> float:
     return (n**3 / 3 + (2 * n**3 / 3 if inverse else 0)) / _lapack_rate(CHOLESKY_SHARE, small_algebra(n**3 / 3))
 
 
-def eigh_seconds(n: int, vectors: int | None = None, threads: int | None = None) -> float:
+def eigh_seconds(n: int, vectors: int | None = None, one_thread: bool = False) -> float:
     """Seconds of LAPACK's dense symmetric eigensolver on an n × n matrix, for all its eigenvectors or for a few
-    (``vectors``, taken by index), on the BLAS threads dense/eigh.py gives it (``threads=1``: inside a caller's one
-    BLAS thread)."""
+    (``vectors``, taken by index), on the BLAS threads dense/eigh.py gives it, or on one (``one_thread``: inside a
+    caller's one BLAS thread)."""
     per_cube = EIGH_FLOPS_PER_CUBE if vectors is None or 4 * vectors >= n else EIGH_SUBSET_FLOPS_PER_CUBE
-    return per_cube * n**3 / _lapack_rate(EIGH_SHARE, threads == 1 or eigh_on_one_blas_thread(n))
+    return per_cube * n**3 / _lapack_rate(EIGH_SHARE, one_thread or eigh_on_one_blas_thread(n))
 
 
 # ---------------------------------------------------------------------------------------------- the rule
@@ -299,7 +299,7 @@ def ridge_preconditioner_seconds(n: int, rank: int) -> float:
     keeps its dense algebra on one BLAS thread beside the kernel passes): RIDGE_PRECONDITIONER_FLOPS n r² at the
     one-thread rate, the r × r eigendecomposition on one thread and RPCholesky's per-pivot steps."""
     rank = min(rank, n)
-    return (RIDGE_PRECONDITIONER_FLOPS * n * rank * rank / gemm_rate(1) + eigh_seconds(rank, threads=1)
+    return (RIDGE_PRECONDITIONER_FLOPS * n * rank * rank / gemm_rate(1) + eigh_seconds(rank, one_thread=True)
             + RPCHOLESKY_PIVOT_SECONDS * rank)
 
 
@@ -439,7 +439,7 @@ GP_PRODUCTS_PER_EVALUATION = 30
 #: written), and, for the gradient, the weights formed in place over K̂⁻¹ and the gradient's pass over them
 #: (exact.py). They run on the core's team, right after LAPACK's threaded factor and inverse, whose idle threads
 #: spin on the other cores for a while: measured at 1,000 to 4,000 samples of 16 features (ARD), the matrix took
-#: 2.0 to 2.6 and the gradient's passes 3.9 to 5.2 such passes, as many seconds on two threads as on one.
+#: 2.0 to 2.6 and the gradient's passes 3.2 to 5.1 such passes, about as many seconds on two threads as on one.
 GP_EXACT_MATRIX_PASSES = 2.4
 GP_EXACT_GRADIENT_PASSES = 4.5
 #: The cg evaluation's seconds against its flops at the kernel pass's rate: what its block operations, the
