@@ -8,8 +8,6 @@
 // triangle of the row-major array (symmetric_in_place.hpp).
 #pragma once
 
-#include <algorithm>
-
 #include "fastkpca/parallel.hpp"
 #include "fastkpca/symmetric_in_place.hpp"
 #include "fastkpca/types.hpp"

@@ -357,7 +357,7 @@ likelihood_rtol : deprecated
         self._solver_inputs = (self.X_train_, self.y_train_, self.alpha)
         return gp.make_solver(self._cg.name, self._samples, self._targets(), self.alpha, settings,
                               memory_limit=self._limit, n_jobs=self.n_jobs, random_state=self._rng,
-                              copies=self._kernel.copies, gradient=getattr(self, "_gradient", self._optimises()))
+                              copies=self._kernel.copies, gradient=self._gradient)
 
     def _optimises(self) -> bool:
         """Whether fit searches θ (its evaluations then take the likelihood's gradient)."""

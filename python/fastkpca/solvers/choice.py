@@ -66,6 +66,9 @@ KERNEL_PASS_SHARE = 1.1
 #: A stored kernel entry's cost in a product, in DGEMM-equivalent flops beyond the block's 2b: reading it from
 #: memory (a pass over the packed triangle is bound by the memory's bandwidth; bench/solver_choice.py).
 STORED_ENTRY_FLOPS = 20
+#: Entries per second of a pass over a held n × n float64 array (a product by it, forming B = I + S K S, a
+#: triangular solve: memory-bound), per DGEMM flop per second.
+ARRAY_PASS_SHARE = 0.09
 #: LAPACK's Cholesky factor (and inverse) against DGEMM's rate on the same threads.
 CHOLESKY_SHARE = 0.8
 #: LAPACK's symmetric eigensolver (scipy's eigh, all or some pairs) against DGEMM's rate (measured: syevr of 1,600
@@ -145,6 +148,11 @@ def kernel_pass_seconds(n: int, m: int, d: int, columns: int) -> float:
     """Seconds of one pass of the fused micro-kernel: an n × m kernel evaluated and multiplied into ``columns``
     vectors."""
     return n * m * (kernel_entry_flops(d) + 2 * columns) / kernel_rate()
+
+
+def array_pass_seconds(n: int) -> float:
+    """Seconds of one pass over a held n × n float64 array (memory-bound: ARRAY_PASS_SHARE)."""
+    return n * n / (ARRAY_PASS_SHARE * gemm_rate())
 
 
 def stored_pass_seconds(n: int, columns: int) -> float:
@@ -306,7 +314,7 @@ def ridge_preconditioner_seconds(n: int, rank: int) -> float:
 def kernel_ridge(requested: str, *, n: int, d: int, targets: int, singular: bool, rank: int,
                  memory_limit: int, matrix_possible: bool = True) -> Choice:
     """KernelRidge's solver: "cholesky" (the kernel matrix, factored in place: one n × n float64 array, n³/3
-    flops, and two triangular solves per target, each a pass over the factor at ARRAY_PASS_SHARE), "cg"
+    flops, and two triangular solves per target, each a pass over the factor: array_pass_seconds), "cg"
     (RIDGE_CG_ITERATIONS block products of ``targets`` vectors and a rank-``rank`` RPCholesky preconditioner,
     :func:`ridge_preconditioner_seconds`, within any memory limit; on a singular system (``singular``: an alpha of
     0) as many iterations as max_iter allows, so the exact factor, whose least-squares fallback answers it, is
@@ -315,7 +323,7 @@ def kernel_ridge(requested: str, *, n: int, d: int, targets: int, singular: bool
     rank = min(rank, n)
     iterations = RIDGE_SINGULAR_ITERATIONS if singular else RIDGE_CG_ITERATIONS * (n / 1000) ** RIDGE_CG_GROWTH
     cholesky = (RIDGE_FIT_SECONDS + kernel_pass_seconds(n, n, d, 0) + cholesky_seconds(n)
-                + 2 * n * n * targets / (ARRAY_PASS_SHARE * gemm_rate()))
+                + 2 * targets * array_pass_seconds(n))
     cg_bytes = 8 * n * (6 * targets + rank) + 24 * rank * rank
     cg = (RIDGE_CG_SETUP_SECONDS + operator_passes_seconds(n, d, targets, iterations, memory_limit, cg_bytes)
           + kernel_pass_seconds(n, rank, d, 0) + ridge_preconditioner_seconds(n, rank))
@@ -461,7 +469,7 @@ def gp_exact_passes_seconds(n: int, d: int, gradient: bool = True) -> float:
     """Seconds of the exact evaluation's passes over its n × n array beside LAPACK's (GP_EXACT_MATRIX_PASSES, and
     GP_EXACT_GRADIENT_PASSES with the gradient), on one thread whatever the cores."""
     passes = GP_EXACT_MATRIX_PASSES + (GP_EXACT_GRADIENT_PASSES if gradient else 0.0)
-    return passes * n * n * kernel_entry_flops(d) / (KERNEL_PASS_SHARE * gemm_rate(1))
+    return passes * n * n * kernel_entry_flops(d) / kernel_rate(1)
 
 
 def gp_cg_serial_seconds(n: int, rank: int) -> float:
@@ -554,9 +562,6 @@ def gaussian_process_regression(requested: str, *, n: int, d: int, columns: int,
 # gradient. bench/gaussian_process_classification.py --solver-costs times one evaluation of each solver at
 # several n beside these predictions: the constants below are read off its ratios.
 
-#: Entries per second of a pass over a held n × n float64 array (a product by it, forming B = I + S K S, a
-#: triangular solve: memory-bound), per DGEMM flop per second.
-ARRAY_PASS_SHARE = 0.09
 #: Newton steps an evaluation takes from the last θ's mode (a fit's evaluations, on average).
 LAPLACE_NEWTON_STEPS = 3.0
 #: Passes over an n × n array a factored Newton step takes beside its factor (B formed, two products by K, the
@@ -583,11 +588,6 @@ LAPLACE_CG_PRODUCTS = 6.0
 LAPLACE_CG_FACTOR_FLOPS = 14.0
 LAPLACE_CG_SECONDS = 0.1
 LAPLACE_CG_OVERHEAD = 2.5
-
-
-def array_pass_seconds(n: int) -> float:
-    """Seconds of one pass over a held n × n float64 array (memory-bound: ARRAY_PASS_SHARE)."""
-    return n * n / (ARRAY_PASS_SHARE * gemm_rate())
 
 
 def laplace_exact_bytes(n: int) -> int:
