@@ -48,7 +48,8 @@ if TYPE_CHECKING:
 
 __all__ = ["blas_threads", "blocked_threads", "default_blas_threads", "gemm_rate_one_thread", "interruptible",
            "one_blas_thread", "on_one_blas_thread", "small_algebra", "small_algebra_threads", "solve_lower_triangular",
-           "BLAS_TEAM_MIN_SECONDS", "GEMM_RATE_ROWS", "INTERRUPTIBLE_FLOPS"]
+           "BLAS_TEAM_MIN_SECONDS", "GEMM_RATE_PRODUCTS", "GEMM_RATE_ROWS",
+           "GEMM_RATE_WARMUP_SECONDS", "INTERRUPTIBLE_FLOPS"]
 
 #: Calls of at least this many flops run on a worker thread (:func:`interruptible`): enough work that a
 #: thread's start is a small part of it, little enough that a call below it holds Ctrl-C back no longer than
@@ -67,7 +68,7 @@ TRIANGULAR_BLOCK = 256
 #: one of them to be descheduled, a scheduler slice whatever its size; below this a threaded call saves less than
 #: that costs. The cost holds at any core count (DGEMM's one-thread rate converts it to flops: about a 1,000-row
 #: factorisation's on one core; bench/solver_choice.py's gpr family times evaluations either side).
-BLAS_TEAM_MIN_SECONDS = 5e-3
+BLAS_TEAM_MIN_SECONDS = 4e-3
 
 _R = TypeVar("_R")
 
@@ -110,15 +111,22 @@ def default_blas_threads() -> int:
     return max(saved, default=0) or blas_threads()
 
 
-#: Rows of the square products gemm_rate_one_thread times: large enough for DGEMM's full rate on one thread (384
-#: rows reach the rate of 768), small enough that the measurement costs a few milliseconds once per process.
-GEMM_RATE_ROWS = 384
+#: The one-thread rate's measurement (:func:`gemm_rate_one_thread`): square products of GEMM_RATE_ROWS rows (their
+#: three operands fit a core's L2 cache, so that what the other tenants of a shared L3 do moves the figure less),
+#: repeated for GEMM_RATE_WARMUP_SECONDS before they are timed (a core's clock takes a few milliseconds of work to
+#: reach its rate: the first 384-row products of a fresh process ran at 0.45 to 0.75 of the later ones on an
+#: Intel Xeon VM), then the best of GEMM_RATE_PRODUCTS. Measured over 14 fresh processes there, a kernel pass's
+#: and a 2,000-row Cholesky's one-thread seconds varied by 9% and 10% (coefficient of variation) around this
+#: rate's prediction, against 13% and 15% around the better of two 384-row products timed at once. About 6 ms
+#: once per process.
+GEMM_RATE_ROWS = 192
+GEMM_RATE_WARMUP_SECONDS = 0.004
+GEMM_RATE_PRODUCTS = 5
 
 
 @functools.lru_cache(maxsize=1)
 def gemm_rate_one_thread() -> float:
-    """DGEMM's flops per second on one thread: the better of two GEMM_RATE_ROWS-square products after one a
-    quarter the size.
+    """DGEMM's flops per second on one thread, at the clock the core reaches under load (the constants above).
 
     Measured on one thread because a threaded call leaves OpenBLAS's threads spinning on the cores for a while,
     and the fit that asked for the rate would then run its first native passes beside them (a 3,000-sample
@@ -128,8 +136,12 @@ def gemm_rate_one_thread() -> float:
     a, b = np.full((m, m), 0.5), np.full((m, m), 0.25)
     best = np.inf
     with one_blas_thread():
-        a[:m // 2, :m // 2] @ b[:m // 2, :m // 2]
-        for _ in range(2):
+        start = time.perf_counter()
+        while True:
+            a @ b
+            if time.perf_counter() - start >= GEMM_RATE_WARMUP_SECONDS:
+                break
+        for _ in range(GEMM_RATE_PRODUCTS):
             start = time.perf_counter()
             a @ b
             best = min(best, time.perf_counter() - start)
