@@ -73,7 +73,8 @@ ARRAY_PASS_SHARE = 0.072
 #: LAPACK's Cholesky factor (and inverse) against DGEMM's rate on the same threads.
 CHOLESKY_SHARE = 0.64
 #: LAPACK's symmetric eigensolver (scipy's eigh, all or some pairs) against DGEMM's rate (measured: syevr of 1,600
-#: and 3,200 rows, all pairs or ten, at 0.35 to 0.43 of it).
+#: and 3,200 rows, all pairs or ten, at 0.35 to 0.43 of it on a Zen 4 VM; eight pairs of 800 to 3,200 rows on one
+#: thread at 0.16 to 0.36 of it on an Intel Xeon VM).
 EIGH_SHARE = 0.36
 #: Flops of a dense symmetric eigensolve per n³ with all its vectors (the tridiagonal reduction's 4/3 and the
 #: vectors' back transformation), and with a few (the reduction alone; the few vectors' share is O(n²k)).
