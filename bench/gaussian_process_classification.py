@@ -33,8 +33,8 @@ Data (the issue's): X uniform on [−2, 2]⁸, y = [sin(2x₀) + ½x₁² − x�
   and the Newton steps and products the model counts, are what its constants are set from. The median of
   REPEATS evaluations, at the fitted θ of an exact fit on 500 samples. On a machine others are using, run it
   on one thread (``OMP_NUM_THREADS=1 OPENBLAS_NUM_THREADS=1``) and read the CPU seconds: a process's own CPU
-  time is what it would take alone, and the model's rates (``gemm_rate``, the better of two short products)
-  are then one thread's too.
+  time is what it would take alone, and the model's rates (``gemm_rate``, the best of five short products once
+  the clock has risen) are then one thread's too.
 - **scale**: ``solver="cg"``, ``memory_limit="2GB"`` (``--memory-limit``), the default start (an exact fit on
   3,000 samples, beyond 30,000 samples then a cg fit on √(3,000·n), then L-BFGS-B on all of them), against an
   exact fit on a random 5,000-sample subset (timed apart): seconds, evaluations, peak RSS growth over the
