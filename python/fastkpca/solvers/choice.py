@@ -57,24 +57,20 @@ __all__ = ["Candidate", "Choice", "Machine", "choose", "machine", "gemm_rate", "
 
 # --------------------------------------------------------------------------------------------------- rates
 #
-# The shares and flop counts below that were measured on a Zen 4 VM were read against an earlier measurement of the
-# rate, the better of two 384-row products timed at once, which gave 0.8 of today's (medians over 14 fresh processes
-# on an Intel Xeon VM: gemm_rate_one_thread): they are given at today's rate, their measured ranges converted by
-# that factor where the comments say so. A physical flop count at DGEMM's rate (an r × r factor, a product with a
-# factor) is not a share and was left as it is.
+# The shares and calibrated flop counts below are read against gemm_rate_one_thread's rate; a physical flop count
+# at DGEMM's rate (an r × r factor, a product with a factor) is not a share. The machines they were measured on,
+# and how far each is off on the others: docs/user_guide/threads.md.
 
 #: Flops of a kernel entry beyond its distance (an exponential, a few scalings): the model's c.
 KERNEL_ENTRY_FLOPS = 20
 #: The kernel pass's rate, counted in kernel_entry_flops, against the one-thread DGEMM rate the model measures
 #: (gemm_rate_one_thread): ``python bench/scaling.py --paths gram64`` prints the pass's measured seconds against
-#: this prediction. Set on a Zen 4 VM (1.1 of the earlier measurement); on an Intel Xeon (Ice Lake) VM the pass of
-#: 64 features ran at 0.66 of today's rate (14 fresh processes), 1.3 times the seconds this share predicts.
+#: this prediction.
 KERNEL_PASS_SHARE = 0.88
 #: A stored kernel entry's cost in a product, in flops at the kernel pass's rate (as kernel_entry_flops counts an
 #: evaluated one) beyond the block's 2b: reading it from memory (a pass over the packed triangle is bound by the
-#: memory's bandwidth; bench/solver_choice.py). 20 fits a Zen 4 VM's passes; on an Intel Xeon VM KernelRidge's CG
-#: took 1.5 to 1.8 times the prediction that 20 gives (about 32 would fit there): set between the two machines, so
-#: that both lie within the model's 1.5×.
+#: memory's bandwidth; bench/solver_choice.py): set between the values that fit the machines measured, so that
+#: each lies within the model's 1.5×.
 STORED_ENTRY_FLOPS = 25
 #: Entries per second of a pass over a held n × n float64 array (a product by it, forming B = I + S K S, a
 #: triangular solve: memory-bound), per DGEMM flop per second.
@@ -82,8 +78,8 @@ ARRAY_PASS_SHARE = 0.072
 #: LAPACK's Cholesky factor (and inverse) against DGEMM's rate on the same threads.
 CHOLESKY_SHARE = 0.64
 #: LAPACK's symmetric eigensolver (scipy's eigh, all or some pairs) against DGEMM's rate (measured: syevr of 1,600
-#: and 3,200 rows, all pairs or ten, at 0.44 to 0.53 of the earlier measurement on a Zen 4 VM, about 0.35 to 0.43
-#: of today's; eight pairs of 800 to 3,200 rows on one thread at 0.16 to 0.36 of today's on an Intel Xeon VM).
+#: and 3,200 rows, all pairs or ten, at 0.35 to 0.43 of it; about half that on another machine measured:
+#: docs/user_guide/threads.md).
 EIGH_SHARE = 0.36
 #: Flops of a dense symmetric eigensolve per n³ with all its vectors (the tridiagonal reduction's 4/3 and the
 #: vectors' back transformation), and with a few (the reduction alone; the few vectors' share is O(n²k)).
@@ -305,8 +301,7 @@ RIDGE_CG_SETUP_SECONDS = 0.003
 #: Flops per n r² of the preconditioner of rank r beside its r × r eigendecomposition, all of it on one BLAS thread as
 #: the solve runs it (ridge/systems.py, ``solve_cg``): RPCholesky's residual updates and the preconditioner made from
 #: its factor (krylov/cg.py: FᵀF and U = F V Σ⁻¹), at the one-thread rate. Measured: the fits' preconditioner stage
-#: at r = 500 grew by 5.4 to 6.0 n r² at the earlier rate measurement (6.75 to 7.5 at today's) from 1,000 to 8,000
-#: samples, on one thread and on two alike.
+#: at r = 500 grew by 6.75 to 7.5 n r² from 1,000 to 8,000 samples, on one thread and on two alike.
 RIDGE_PRECONDITIONER_FLOPS = 6.75
 #: Seconds per pivot of RPCholesky's acceptance (a Python step per proposal, low_rank.py's ``_accept``) and its
 #: blocks' bookkeeping: what the preconditioner stage took beyond its flops and eigendecomposition, 15 to 20 ms at
@@ -473,8 +468,8 @@ GP_CG_SECONDS = 1.4
 
 
 #: Flops per r³ of a cg evaluation's r × r algebra: the probes' square root of the preconditioner (an
-#: eigendecomposition, 12 r³: gaussian_process/preconditioner.py, ``sample``) and its Cholesky factors: 13 r³ at
-#: the earlier rate measurement.
+#: eigendecomposition, 12 r³: gaussian_process/preconditioner.py, ``sample``) and its Cholesky factors, at the
+#: rate's share these run at.
 GP_CG_SMALL_FLOPS_PER_CUBE = 16.0
 
 
@@ -502,9 +497,9 @@ def gp_cg_algebra_seconds(rank: int) -> float:
 #: Flops per n r² of one build of the preconditioner of rank r, at the one-thread DGEMM rate (RPCholesky's draws
 #: and residual updates, or the Nyström factor on held pivots and its triangular solve on one BLAS thread; the
 #: Gram FᵀD⁻¹F and RPCholesky's products on the core's team, a small share): fits without an optimiser, which build
-#: it three times (RPCholesky's pivots, the factor on them, the final solve's), spent 3.4 to 4.2 n r² on it at the
-#: earlier rate measurement (4.2 to 5.2 at today's) at n = 2,000 to 8,000, and about the same seconds on one
-#: thread as on two (bench/scaling.py, gpr_cg). Priced as serial, it overprices the team's share on many cores.
+#: it three times (RPCholesky's pivots, the factor on them, the final solve's), spent 4.2 to 5.2 n r² on it at
+#: n = 2,000 to 8,000, and about the same seconds on one thread as on two (bench/scaling.py, gpr_cg). Priced as
+#: serial, it overprices the team's share on many cores.
 GP_BUILD_FLOPS = 4.5
 #: Builds of the preconditioner in a fit without an optimiser: RPCholesky's, the factor on its pivots, the final
 #: solve's.

@@ -115,11 +115,9 @@ def default_blas_threads() -> int:
 #: three operands, 864 KiB, fit the L2 cache of a server core of 1 MiB or more, so that what the other tenants of
 #: a shared L3 do moves the figure less; the output is written in place, no fresh memory per product),
 #: repeated for GEMM_RATE_WARMUP_SECONDS before they are timed (a core's clock takes a few milliseconds of work to
-#: reach its rate: the first 384-row products of a fresh process ran at 0.45 to 0.75 of the later ones on an
-#: Intel Xeon VM), then the best of GEMM_RATE_PRODUCTS. Measured over 14 fresh processes there, a kernel pass's
-#: and a 2,000-row Cholesky's one-thread seconds varied by 9% and 10% (coefficient of variation) around this
-#: rate's prediction, against 13% and 15% around the better of two 384-row products timed at once. About 6 ms
-#: once per process.
+#: reach its rate), then the best of GEMM_RATE_PRODUCTS: about 6 ms once per process. How much the fits' seconds
+#: vary around its prediction from one process to the next, against a measurement without the warm-up:
+#: docs/user_guide/threads.md.
 GEMM_RATE_ROWS = 192
 GEMM_RATE_WARMUP_SECONDS = 0.004
 GEMM_RATE_PRODUCTS = 5
