@@ -561,20 +561,44 @@ class DualSolver {
         in_place = nullptr;
     }
     if (!in_place) block_.resize(static_cast<std::size_t>(m * m));
-    // the entries the loop copies (m² with the block, m where the block is read in place) decide the team
-    const double gathered = static_cast<double>(m) * (in_place ? 1.0 : static_cast<double>(m));
-#pragma omp parallel for schedule(static) if (team_pays(gathered * kCopySeconds))
-    for (Index b = 0; b < m; ++b) {
+    // The block is symmetric (entry (a, b) is k(x_s(a), x_s(b)) either way), so only its lower triangle is
+    // gathered from the columns, each entry a read far from the last, and then mirrored within the block, which
+    // stays in cache: half the reads from memory, and the same block on any team. Each thread writes only its
+    // own rows in both passes. Row b gathers b + 1 entries and mirrors m - 1 - b, so rows b and m - 1 - b go to
+    // the same thread: a static split of the pairs is even in both passes.
+    // The entries the loop reads from the columns (m(m + 1)/2 with the block, m where it is read in place)
+    // decide the team.
+    const double gathered = static_cast<double>(m) * (in_place ? 1.0 : 0.5 * static_cast<double>(m + 1));
+    const Index pairs = (m + 1) / 2;
+    float* block = block_.data();
+    const auto gather_row = [&](Index b) {
       const Index t = set_[static_cast<std::size_t>(b)];
       y[static_cast<std::size_t>(b)] = pr_.y[t];
       upper[static_cast<std::size_t>(b)] = pr_.upper[t];
       diag[static_cast<std::size_t>(b)] = pr_.diagonal[pr_.sample[t]];
       alpha[static_cast<std::size_t>(b)] = alpha_[t];
       grad[static_cast<std::size_t>(b)] = G_[static_cast<std::size_t>(t)];
-      if (in_place) continue;
+      if (in_place) return;
       const float* col = column_of[static_cast<std::size_t>(ps_of_[static_cast<std::size_t>(t)])];
-      float* out = block_.data() + b * m;
-      for (Index a = 0; a < m; ++a) out[a] = col[row[static_cast<std::size_t>(a)]];
+      for (Index a = 0; a <= b; ++a) block[b * m + a] = col[row[static_cast<std::size_t>(a)]];
+    };
+    const auto mirror_row = [&](Index a) {
+      for (Index b = a + 1; b < m; ++b) block[a * m + b] = block[b * m + a];
+    };
+#pragma omp parallel if (team_pays(gathered * kCopySeconds))
+    {
+#pragma omp for schedule(static)
+      for (Index pair = 0; pair < pairs; ++pair) {
+        gather_row(pair);
+        if (m - 1 - pair != pair) gather_row(m - 1 - pair);
+      }
+      if (!in_place) {
+#pragma omp for schedule(static)
+        for (Index pair = 0; pair < pairs; ++pair) {
+          mirror_row(pair);
+          if (m - 1 - pair != pair) mirror_row(m - 1 - pair);
+        }
+      }
     }
     LocalProblem local{
         m, y.data(), upper.data(), diag.data(), in_place ? in_place : block_.data(), alpha.data(), grad.data()};
