@@ -563,40 +563,51 @@ class DualSolver {
     if (!in_place) block_.resize(static_cast<std::size_t>(m * m));
     // The block is symmetric (entry (a, b) is k(x_s(a), x_s(b)) either way), so only its lower triangle is
     // gathered from the columns, each entry a read far from the last, and then mirrored within the block, which
-    // stays in cache: half the reads from memory, and the same block on any team. Each thread writes only its
-    // own rows in both passes. Row b gathers b + 1 entries and mirrors m - 1 - b, so rows b and m - 1 - b go to
-    // the same thread: a static split of the pairs is even in both passes.
+    // stays in cache: half the reads from memory, and the same block on any team. Both passes go by strips of
+    // kStrip rows, each thread writing only its own strips' rows; strips s and S - 1 - s go to the same thread, so
+    // that a static split of the pairs is even in both passes (a strip gathers more the lower it is, and mirrors
+    // less). The mirror copies kStrip × kStrip tiles, so the rows it reads from other threads' strips cross
+    // between cores a whole line of kStrip entries at a time.
     // The entries the loop reads from the columns (m(m + 1)/2 with the block, m where it is read in place)
     // decide the team.
+    constexpr Index kStrip = 16;
     const double gathered = static_cast<double>(m) * (in_place ? 1.0 : 0.5 * static_cast<double>(m + 1));
-    const Index pairs = (m + 1) / 2;
+    const Index strips = (m + kStrip - 1) / kStrip, pairs = (strips + 1) / 2;
     float* block = block_.data();
-    const auto gather_row = [&](Index b) {
-      const Index t = set_[static_cast<std::size_t>(b)];
-      y[static_cast<std::size_t>(b)] = pr_.y[t];
-      upper[static_cast<std::size_t>(b)] = pr_.upper[t];
-      diag[static_cast<std::size_t>(b)] = pr_.diagonal[pr_.sample[t]];
-      alpha[static_cast<std::size_t>(b)] = alpha_[t];
-      grad[static_cast<std::size_t>(b)] = G_[static_cast<std::size_t>(t)];
-      if (in_place) return;
-      const float* col = column_of[static_cast<std::size_t>(ps_of_[static_cast<std::size_t>(t)])];
-      for (Index a = 0; a <= b; ++a) block[b * m + a] = col[row[static_cast<std::size_t>(a)]];
+    const auto gather_strip = [&](Index s) {
+      for (Index b = s * kStrip; b < std::min(m, (s + 1) * kStrip); ++b) {
+        const Index t = set_[static_cast<std::size_t>(b)];
+        y[static_cast<std::size_t>(b)] = pr_.y[t];
+        upper[static_cast<std::size_t>(b)] = pr_.upper[t];
+        diag[static_cast<std::size_t>(b)] = pr_.diagonal[pr_.sample[t]];
+        alpha[static_cast<std::size_t>(b)] = alpha_[t];
+        grad[static_cast<std::size_t>(b)] = G_[static_cast<std::size_t>(t)];
+        if (in_place) continue;
+        const float* col = column_of[static_cast<std::size_t>(ps_of_[static_cast<std::size_t>(t)])];
+        for (Index a = 0; a <= b; ++a) block[b * m + a] = col[row[static_cast<std::size_t>(a)]];
+      }
     };
-    const auto mirror_row = [&](Index a) {
-      for (Index b = a + 1; b < m; ++b) block[a * m + b] = block[b * m + a];
+    // Entry (a, b) above the diagonal from (b, a), for the rows a of strip s, tile by tile across the columns.
+    const auto mirror_strip = [&](Index s) {
+      const Index a0 = s * kStrip, a1 = std::min(m, a0 + kStrip);
+      for (Index b0 = a0; b0 < m; b0 += kStrip) {
+        const Index b1 = std::min(m, b0 + kStrip);
+        for (Index a = a0; a < a1; ++a)
+          for (Index b = std::max(b0, a + 1); b < b1; ++b) block[a * m + b] = block[b * m + a];
+      }
     };
 #pragma omp parallel if (team_pays(gathered * kCopySeconds))
     {
 #pragma omp for schedule(static)
       for (Index pair = 0; pair < pairs; ++pair) {
-        gather_row(pair);
-        if (m - 1 - pair != pair) gather_row(m - 1 - pair);
+        gather_strip(pair);
+        if (strips - 1 - pair != pair) gather_strip(strips - 1 - pair);
       }
       if (!in_place) {
 #pragma omp for schedule(static)
         for (Index pair = 0; pair < pairs; ++pair) {
-          mirror_row(pair);
-          if (m - 1 - pair != pair) mirror_row(m - 1 - pair);
+          mirror_strip(pair);
+          if (strips - 1 - pair != pair) mirror_strip(strips - 1 - pair);
         }
       }
     }
