@@ -296,15 +296,15 @@ def K_product(X, coef):
 
 
 def test_whole_or_batched_is_the_cost_models_choice():
-    """solvers/choice.py decides whether a solve takes the whole problem as one working set: up to 4,096 variables
+    """solvers/choice.py decides whether a solve takes the whole problem as one working set: up to 2,048 variables
     where every column fits the cache and the limit, else working sets; a name forces it; the fit records it."""
     from fastkpca.solvers import choice
 
-    def pick(requested="auto", variables=4096, whole_bytes=10, cached=True):
+    def pick(requested="auto", variables=2048, whole_bytes=10, cached=True):
         return choice.support_vector_machine(requested, variables=variables, whole_bytes=whole_bytes, batched_bytes=5,
                                              every_column_cached=cached, memory_limit=100).picked
 
-    assert pick() == "whole" and pick(variables=4097) == "batched"
+    assert pick() == "whole" and pick(variables=2049) == "batched"
     assert pick(cached=False) == "batched" and pick(whole_bytes=101) == "batched"
     assert pick("whole", variables=10**6) == "whole" and pick("batched", variables=10) == "batched"
     X, y = _classification(300, 4, seed=26)
@@ -394,11 +394,14 @@ def test_memory_limit_too_small_names_the_size():
 
 
 def test_cache_size_and_memory_limit_bound_the_cache():
-    X, y = _classification(3000, 4, seed=15)
+    """2,000 samples: taken whole where every column fits (the cache then holds them all), in working sets within
+    a 1 MB cache."""
+    X, y = _classification(2000, 4, seed=15)
     small = fastkpca.SVC(cache_size=1, tol=TIGHT).fit(X, y)
     large = fastkpca.SVC(cache_size=None, memory_limit="1GB", tol=TIGHT).fit(X, y)
-    assert small.solver_info_["pairs"][0]["cache_slots"] < 100
-    assert large.solver_info_["pairs"][0]["cache_slots"] >= 3000
+    assert small.solver_info_["pairs"][0]["cache_slots"] <= 2**20 // (4 * 2000)
+    assert small.solver_info_["pairs"][0]["choice"]["picked"] == "batched"
+    assert large.solver_info_["pairs"][0]["cache_slots"] >= 2000
     assert _relative(small.decision_function(X), large.decision_function(X)) < 1e-4
 
 

@@ -652,8 +652,9 @@ def gaussian_process_classification(requested: str, *, n: int, d: int, probes: i
 SVM_SWEEP_SECONDS = 1e-9
 #: The batched solver's work per variable, in such sweeps: its share of the outer steps (the selection over every
 #: row, the gradient's update by one product, the column passes' thread teams). It is also where the two solvers
-#: cross: the whole problem is cheaper up to this many variables (the crossover measured when the rule was set).
-SVM_BATCHED_SWEEPS = 4096
+#: cross: the whole problem is cheaper up to this many variables (the crossover measured on two threads, forcing
+#: each solver at sizes around it: docs/user_guide/svm.rst).
+SVM_BATCHED_SWEEPS = 2048
 
 
 def support_vector_machine(requested: str, *, variables: int, whole_bytes: int, batched_bytes: int,
