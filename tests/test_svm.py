@@ -305,6 +305,12 @@ def test_whole_or_batched_is_the_cost_models_choice():
                                              every_column_cached=cached, memory_limit=100).picked
 
     assert pick() == "whole" and pick(variables=2049) == "batched"
+    # the crossover is where SVM_BATCHED_SWEEPS·v + SVM_BATCHED_SHARE·v² meets v², and it stays there
+    assert choice.SVM_BATCHED_SWEEPS / (1 - choice.SVM_BATCHED_SHARE) == 2048
+    priced = choice.support_vector_machine("auto", variables=10**6, whole_bytes=10, batched_bytes=5,
+                                           every_column_cached=True, memory_limit=100).as_dict()["candidates"]
+    ratio = priced["batched"]["seconds"] / priced["whole"]["seconds"]
+    assert ratio == pytest.approx(choice.SVM_BATCHED_SHARE, abs=1e-3)
     assert pick(cached=False) == "batched" and pick(whole_bytes=101) == "batched"
     assert pick("whole", variables=10**6) == "whole" and pick("batched", variables=10) == "batched"
     X, y = _classification(300, 4, seed=26)

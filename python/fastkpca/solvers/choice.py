@@ -650,25 +650,28 @@ def gaussian_process_classification(requested: str, *, n: int, d: int, probes: i
 #: Seconds of one variable's share of an SMO step on the whole problem: its gradient updated from the pair's two
 #: kernel columns and its score compared for the next pair, on one thread.
 SVM_SWEEP_SECONDS = 1e-9
-#: The batched solver's work per variable, in such sweeps: its share of the outer steps (the selection over every
-#: row, the gradient's update by one product, the column passes' thread teams). It is also where the two solvers
-#: cross: the whole problem is cheaper up to this many variables (the crossover measured on two threads, forcing
-#: each solver at sizes around it: docs/user_guide/svm.rst).
-SVM_BATCHED_SWEEPS = 2048
+#: The batched solver's work beyond its kernel columns, in such sweeps: SVM_BATCHED_SWEEPS per variable (each outer
+#: step's fixed share: the selection's lists, the subproblem, the column passes' thread teams) and SVM_BATCHED_SHARE
+#: per pair of variables (every outer step sweeps every row for the selection and the gradient's update, and the
+#: outer steps grow with the variables). Set from the stages' seconds of one-thread solves (selection, subproblem,
+#: update, shrinking: about 0.3 s at 20,000 variables) and so that the two solvers cross where they were measured
+#: to, on two threads: at SVM_BATCHED_SWEEPS / (1 - SVM_BATCHED_SHARE) = 2,048 variables (docs/user_guide/svm.rst).
+SVM_BATCHED_SWEEPS = 512
+SVM_BATCHED_SHARE = 0.75
 
 
 def support_vector_machine(requested: str, *, variables: int, whole_bytes: int, batched_bytes: int,
                            every_column_cached: bool, memory_limit: int) -> Choice:
     """A support vector machine's dual of ``variables`` variables: "whole" (the whole problem as one working set:
-    LIBSVM's own iteration on the whole kernel matrix, about one SMO step per variable, each sweeping every
-    variable on one thread: variables² sweeps; every column in the cache, so possible only where the cache may hold
-    them all, ``every_column_cached``) or "batched" (working sets, their columns evaluated together and the gradient
-    updated by one product: SVM_BATCHED_SWEEPS sweeps a variable). Both evaluate each kernel column about once (the
-    batched solver some of them again, in float32 at about twice the rate), left out of the seconds. The bytes
-    (solvers/svm/plan.py) are one solve's, ``memory_limit`` its share of the limit; the batched solve's cache
-    shrinks to what the share leaves, so it fits wherever its smallest cache does."""
+    LIBSVM's own iteration on the whole kernel matrix, about one SMO step per variable, each sweeping every variable
+    on one thread: variables² sweeps; every column in the cache, so possible only where the cache may hold them all,
+    ``every_column_cached``) or "batched" (working sets, their columns evaluated together and the gradient updated
+    by one product: SVM_BATCHED_SWEEPS sweeps a variable and SVM_BATCHED_SHARE a pair). Both evaluate each kernel
+    column about once (the batched solver some of them again, in float32 at about twice the rate), left out of the
+    seconds. The bytes (solvers/svm/plan.py) are one solve's, ``memory_limit`` its share of the limit; the batched
+    solve's cache shrinks to what the share leaves, so it fits wherever its smallest cache does."""
     whole = variables * variables * SVM_SWEEP_SECONDS
-    batched = variables * SVM_BATCHED_SWEEPS * SVM_SWEEP_SECONDS
+    batched = (variables * SVM_BATCHED_SWEEPS + SVM_BATCHED_SHARE * variables * variables) * SVM_SWEEP_SECONDS
     return choose("support vector machine", requested, [
         Candidate("whole", whole, whole_bytes, every_column_cached,
                   note="" if every_column_cached else "cache_size holds fewer than every kernel column"),
