@@ -596,20 +596,18 @@ class DualSolver {
           for (Index b = std::max(b0, a + 1); b < b1; ++b) block[a * m + b] = block[b * m + a];
       }
     };
-#pragma omp parallel if (team_pays(gathered * kCopySeconds))
-    {
+    // Strips s and S - 1 - s to the same thread (called by the whole team: the loop is shared among it).
+    const auto by_strip_pairs = [&](const auto& work) {
 #pragma omp for schedule(static)
       for (Index pair = 0; pair < pairs; ++pair) {
-        gather_strip(pair);
-        if (strips - 1 - pair != pair) gather_strip(strips - 1 - pair);
+        work(pair);
+        if (strips - 1 - pair != pair) work(strips - 1 - pair);
       }
-      if (!in_place) {
-#pragma omp for schedule(static)
-        for (Index pair = 0; pair < pairs; ++pair) {
-          mirror_strip(pair);
-          if (strips - 1 - pair != pair) mirror_strip(strips - 1 - pair);
-        }
-      }
+    };
+#pragma omp parallel if (team_pays(gathered * kCopySeconds))
+    {
+      by_strip_pairs(gather_strip);
+      if (!in_place) by_strip_pairs(mirror_strip);
     }
     LocalProblem local{
         m, y.data(), upper.data(), diag.data(), in_place ? in_place : block_.data(), alpha.data(), grad.data()};
