@@ -98,10 +98,14 @@ def test_unknown_level_is_a_clear_import_error():
 
 
 def test_typing_files_ship():
-    pkg = Path(fastkpca.__file__).parent
-    assert (pkg / "py.typed").exists()
+    """py.typed in the package, and each core module's stub beside the module (an editable install keeps the
+    modules in site-packages and the Python sources in the checkout)."""
+    import importlib.util
+
+    assert (Path(fastkpca.__file__).parent / "py.typed").exists()
     for level in _native.installed_levels():
-        assert (pkg / f"_core_{level}.pyi").exists()
+        module = Path(importlib.util.find_spec(f"fastkpca._core_{level}").origin)
+        assert (module.parent / f"_core_{level}.pyi").exists()
 
 
 def test_import_does_not_import_sklearn():
