@@ -17,7 +17,10 @@ A native call runs on a team of OpenMP threads only where the work it shares pay
   has gone idle (5 ms apart: under the passive wait policy its threads sleep) — the cost a call pays to wake
   them — and back to back (the threads still awake);
 * **break-even**: the rows of a square cross block at which two threads first beat one (the rule starts a team
-  from TEAM_MIN_SECONDS of predicted work: the prediction there is printed beside it).
+  from TEAM_MIN_SECONDS of predicted work: the prediction there is printed beside it);
+* **beside a spinning BLAS thread**: a short call right after a threaded BLAS call, on one thread, on the default
+  team and on the short call's team (``SHORT_CALL_TEAM``, cut to the cores no other thread of the process holds),
+  and what reading the threads' states costs.
 
 Medians of 200 calls (30 for the large blocks). Quote the CPU (printed) with the figures.
 """
@@ -118,13 +121,47 @@ def main(argv=None) -> int:
             single = _median_seconds(_gram_call(core, X, X, 1), 100, 0.005)
             team = _median_seconds(_gram_call(core, X, X, 2), 100, 0.005)
             predicted = _threads.kernel_seconds(rows * rows, 16)
-            rule = _threads.pass_threads(0, predicted) or threads
+            rule = 1 if _threads.pass_threads(0, predicted) == 1 else threads
             results.setdefault("break_even", []).append({"rows": rows, "one_thread": single, "two_threads": team,
                                                          "predicted": predicted, "rule_threads": rule})
             print(f"  {rows:>4} rows: one thread {single * 1e6:7.0f} µs, two {team * 1e6:7.0f} µs "
                   f"({single / team:4.2f}×); predicted {predicted * 1e6:6.0f} µs: the rule takes {rule}")
+        _beside_spinning_blas(core, _threads, rng, results)
     write_json(args.json, results)
     return 0
+
+
+def _beside_spinning_blas(core, _threads, rng, results) -> None:
+    """A short call started right after a threaded BLAS call (NumPy's product of 1,500² matrices on every BLAS
+    thread), whose threads spin on for BLAS_SPIN_SECONDS: on one thread, on the plain default team, and on the
+    short call's team (SHORT_CALL_TEAM: cut to the cores no other thread holds); then the short call's team with
+    the BLAS threads asleep again (BLAS_SPIN_SECONDS × 3 later), and what reading the threads' states costs."""
+    A = np.full((1500, 1500), 0.5)
+    X = rng.standard_normal((600, 16))
+    calls = {"one thread": 1, "default team": _threads.DEFAULT_TEAM, "short call's team": _threads.SHORT_CALL_TEAM}
+    times: dict[str, list[float]] = {label: [] for label in calls}
+    for _ in range(15):
+        for label, threads in calls.items():
+            call = _gram_call(core, X, X, threads)
+            np.matmul(A, A)
+            start = time.perf_counter()
+            call()
+            times[label].append(time.perf_counter() - start)
+    quiet = _median_seconds(_gram_call(core, X, X, _threads.SHORT_CALL_TEAM), 15, 3 * _threads.BLAS_SPIN_SECONDS)
+    np.matmul(A, A)
+    time.sleep(3 * _threads.BLAS_SPIN_SECONDS)
+    check = _median_seconds(core.short_call_team, 200)
+    figures = {label: statistics.median(t) for label, t in times.items()}
+    results["beside_spinning_blas"] = {**figures, "short call's team, BLAS asleep": quiet,
+                                       "short_call_team seconds": check}
+    print(f"\nright after a threaded BLAS call, {X.shape[0]}² entries (d = 16; predicted one-thread work "
+          f"{_threads.kernel_seconds(X.shape[0] ** 2, 16) * 1e3:.2f} ms):")
+    for label, seconds in figures.items():
+        print(f"  {label:>18}: {seconds * 1e3:6.2f} ms")
+    print(f"  the short call's team with the BLAS threads asleep: {quiet * 1e3:.2f} ms; reading the threads' states "
+          f"(short_call_team): {check * 1e6:.0f} µs")
+    print(f"  library: BLAS_SPIN_SECONDS {_threads.BLAS_SPIN_SECONDS:.2f} s, the default team beside busy cores from "
+          f"BUSY_TEAM_MIN_SECONDS {_threads.BUSY_TEAM_MIN_SECONDS:.2f} s of predicted one-thread work")
 
 
 if __name__ == "__main__":

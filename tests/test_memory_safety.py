@@ -339,8 +339,9 @@ def _bindings():
 
 #: Module attributes that take no arrays.
 NO_ARRAYS = {"ISA", "KERNELS", "TILE", "SLAB_DOUBLE", "SLAB_FLOAT", "PASS_BLOCKS", "VERSION", "TEAM_MIN_SECONDS",
-             "Operator", "SvmKernelColumns", "build_info", "omp_max_threads", "packed_prefix_size",
-             "kernel_block_elements", "supported_isas", "simd_bytes", "fma_rate", "tall_scratch_bytes"}
+             "SHORT_CALL_TEAM", "short_call_team", "Operator", "SvmKernelColumns", "build_info", "omp_max_threads",
+             "packed_prefix_size", "kernel_block_elements", "supported_isas", "simd_bytes", "fma_rate",
+             "tall_scratch_bytes"}
 
 
 def test_the_table_covers_every_binding():

@@ -14,11 +14,65 @@ from fastkpca import _threads, kernels
 
 
 def test_the_rule_starts_a_team_only_for_work_that_pays_for_it():
-    small, large = 0.5 * _threads.TEAM_MIN_SECONDS, 2 * _threads.TEAM_MIN_SECONDS
+    small, short, long = 0.5 * _threads.TEAM_MIN_SECONDS, 2 * _threads.TEAM_MIN_SECONDS, _threads.BUSY_TEAM_MIN_SECONDS
     assert _threads.pass_threads(0, small) == 1
-    assert _threads.pass_threads(0, large) == 0  # the default team
+    assert _threads.pass_threads(0, short) == _threads.SHORT_CALL_TEAM  # the team, on the cores free now
+    assert _threads.pass_threads(0, long) == _threads.DEFAULT_TEAM
     assert _threads.pass_threads(3, small) == 3  # asked for: obeyed
-    assert _threads.pass_threads(1, large) == 1
+    assert _threads.pass_threads(1, long) == 1
+
+
+def test_a_call_that_starts_its_team_often_counts_its_whole_work():
+    """A solve that starts its team once a pass (block Lanczos) weighs the busy cores against all its passes."""
+    per_pass = _threads.BUSY_TEAM_MIN_SECONDS / 10
+    assert _threads.pass_threads(0, per_pass) == _threads.SHORT_CALL_TEAM
+    assert _threads.pass_threads(0, per_pass, starts=10) == _threads.DEFAULT_TEAM
+    assert _threads.pass_threads(0, 0.5 * _threads.TEAM_MIN_SECONDS, starts=1e6) == 1  # each pass still too small
+
+
+def test_the_core_and_the_rule_name_the_short_calls_team_alike():
+    from fastkpca import _native
+
+    assert _native.core.SHORT_CALL_TEAM == _threads.SHORT_CALL_TEAM
+    assert _threads.DEFAULT_TEAM == 0 and _threads.SHORT_CALL_TEAM < 0  # parallel.hpp: n <= 0 is the default
+
+
+_SPINNING_NEIGHBOUR = """
+import threading, time, numpy as np, fastkpca
+from fastkpca import _native
+core = _native.core
+fastkpca.gram(np.random.default_rng(0).standard_normal((2000, 16)), kernel='rbf', n_jobs=2)  # the pool exists
+time.sleep(0.3)  # BLAS's threads asleep
+quiet = [core.short_call_team() for _ in range(20)]
+fastkpca.gram(np.random.default_rng(0).standard_normal((2000, 16)), kernel='rbf', n_jobs=2)
+after_own_team = core.short_call_team()  # the team's threads may still spin: they are the team, not counted
+stop = threading.Event()
+def spin():
+    while not stop.is_set():
+        pass
+spinner = threading.Thread(target=spin)
+spinner.start()
+time.sleep(0.05)
+beside = [core.short_call_team() for _ in range(20)]
+stop.set()
+spinner.join()
+print(min(quiet), after_own_team, max(beside))
+"""
+
+
+@pytest.mark.threads
+@pytest.mark.skipif(not os.path.isdir("/proc/self/task") or (os.cpu_count() or 1) != 2,
+                    reason="reads threads' states in /proc; the figures are those of two cores")
+def test_a_short_call_leaves_the_core_another_thread_holds():
+    """On two cores and two OpenMP threads: a short call's team is both threads while the process's other threads
+    sleep, and just after the team's own threads ran; one thread while another thread of the process computes (a
+    Python loop here: it holds the GIL whenever the core's call has let it go, and stays runnable)."""
+    env = {**os.environ, "OMP_NUM_THREADS": "2"}
+    out = subprocess.run([sys.executable, "-c", _SPINNING_NEIGHBOUR], capture_output=True, text=True, env=env,
+                         timeout=120)
+    assert out.returncode == 0, out.stderr
+    quiet, after_own_team, beside = map(int, out.stdout.split())
+    assert (quiet, after_own_team, beside) == (2, 2, 1)
 
 
 def test_the_core_applies_the_same_rule_to_its_own_loops():
@@ -37,7 +91,8 @@ def test_kernel_work_grows_with_entries_and_features():
 def test_a_native_kernel_passes_small_blocks_to_one_thread():
     kernel = kernels.make("rbf", gamma=0.5, n_features=5)
     assert kernel.pass_threads(100 * 100, 5) == 1  # a 100-row Gram: microseconds
-    assert kernel.pass_threads(3000 * 3000, 64) == 0  # milliseconds: the default team
+    assert kernel.pass_threads(3000 * 3000, 64) == _threads.SHORT_CALL_TEAM  # milliseconds: the team on free cores
+    assert kernel.pass_threads(20000 * 20000, 64) == _threads.DEFAULT_TEAM  # seconds: the team whatever else runs
     asked = kernels.make("rbf", gamma=0.5, n_features=5, n_jobs=2)
     assert asked.pass_threads(100 * 100, 5) == 2
 

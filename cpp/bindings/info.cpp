@@ -2,6 +2,7 @@
 #include <Eigen/Core>
 #include <omp.h>
 
+#include <algorithm>
 #include <chrono>
 #include <vector>
 
@@ -150,6 +151,15 @@ void init_info(py::module_& m) {
 #endif
   m.attr("TEAM_MIN_SECONDS") = kTeamMinSeconds;
   m.def("omp_max_threads", []() { return omp_get_max_threads(); });
+  m.attr("SHORT_CALL_TEAM") = kShortCallTeam;
+  m.def(
+      "short_call_team",
+      []() {
+        py::gil_scoped_release release;
+        ThreadScope scope(kShortCallTeam);
+        return scope.threads();
+      },
+      "The threads a short call with the default team would run on now (parallel.hpp, kShortCallTeam).");
   m.def("simd_bytes", []() { return simd::kBytes; }, "Bytes of the vectors this module's micro-kernels use.");
   m.def(
       "fma_rate",

@@ -16,6 +16,8 @@
 
 #include <omp.h>
 
+#include "fastkpca/busy_threads.hpp"
+
 namespace fastkpca {
 
 struct Interrupted : std::runtime_error {
@@ -90,13 +92,19 @@ inline void install_fork_guard() {
   });
 }
 
+// The thread count that asks for the default team of a short call (the thread rule's, fastkpca/_threads.py): the
+// default, cut to the cores that no other thread of this process holds right now (busy_threads.hpp). A team
+// started beside a busy core waits for it at every region's end, up to a scheduler's slice each time, which a
+// short call cannot repay; a long one can, and asks for the plain default (0).
+constexpr int kShortCallTeam = -1;
+
 // The OpenMP thread count of the calling thread for one core call, restored afterwards. The setting is
 // part of the calling thread's OpenMP data environment, so concurrent calls from other threads are
 // unaffected; Eigen's own parallel products read the same setting.
 //   n >= 1: exactly n threads (the caller asked).
 //   n <= 0: the default (OMP_NUM_THREADS, threadpoolctl's limit), shared out among the core calls running
 //           at the same time from other Python threads, so that thread pools calling fastkpca do not
-//           oversubscribe the cores.
+//           oversubscribe the cores; for kShortCallTeam, also cut to the cores no other thread holds.
 // In a child forked after the parent used OpenMP, always 1 (see install_fork_guard).
 class ThreadScope {
  public:
@@ -104,8 +112,13 @@ class ThreadScope {
     auto& st = detail::thread_state();
     const int active = ++st.active_calls;
     st.used.store(true);
-    if (st.forked.load()) n = 1;
-    else if (n <= 0) n = std::max(1, saved_ / std::max(1, active));
+    if (st.forked.load()) {
+      n = 1;
+    } else if (n <= 0) {
+      const bool short_call = n == kShortCallTeam;
+      n = std::max(1, saved_ / std::max(1, active));
+      if (short_call && n > 1) n = std::max(1, std::min(n, omp_get_num_procs() - busy_threads(n)));
+    }
     omp_set_num_threads(n);
   }
   ~ThreadScope() {

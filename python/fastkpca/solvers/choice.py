@@ -44,7 +44,7 @@ from .. import _native
 from ..operators.storage import DENSE_COPIES, PLAN_SLACK_BYTES
 from .dense.eigh import on_one_blas_thread as eigh_on_one_blas_thread
 from .dense.threads import default_blas_threads, gemm_rate_one_thread, small_algebra
-from .krylov.lanczos import default_block_size, memory_needs
+from .krylov.lanczos import TYPICAL_PASSES, default_block_size, memory_needs
 
 if TYPE_CHECKING:
     from ..kernels.kernel import Kernel
@@ -368,8 +368,8 @@ def kernel_ridge_cv(requested: str, *, n: int, d: int, targets: int, folds: int 
 
 # ---- Kernel PCA: the top k eigenpairs of the centered kernel -----------------------------------------------
 
-#: Block Lanczos's passes over K for k pairs to 1e-8 (bench/solver_choice.py counts them).
-LANCZOS_PASSES = 15
+#: Block Lanczos's passes over K for k pairs to 1e-8 (krylov/lanczos.py's count, which its thread rule reads too).
+LANCZOS_PASSES = TYPICAL_PASSES
 #: Seconds of a Lanczos solve beyond its passes' flops: the plan, the operator, the basis's algebra and the
 #: Python per pass (bench/solver_choice.py).
 LANCZOS_SETUP_SECONDS = 0.005

@@ -31,6 +31,9 @@ __all__ = ["eigsh", "solve", "block_size_for"]
 DEFAULT_TOL = 1e-10
 #: Default limit on the number of passes (products of the operator with a block).
 DEFAULT_MAX_PASSES = 1000
+#: Block Lanczos's passes over K for k pairs to 1e-8 (bench/solver_choice.py counts them): the cost model's count
+#: (solvers/choice.py) and the team starts the thread rule expects of a solve.
+TYPICAL_PASSES = 15
 #: Memory the Krylov basis may take before the solver restarts sooner (at least k + 4 blocks are kept).
 BASIS_BUDGET_BYTES = 256 * 2**20
 
@@ -133,10 +136,11 @@ def solve(op: KernelOperator | NativeOperator, k: int, *, tol: float | None, max
     op = getattr(op, "native", op)
     n = op.n
     b = block_size_for(op, k) if block_size is None else block_size
-    # the thread rule (fastkpca/_threads.py) on one pass: every pass starts the team anew
-    threads = _threads.pass_threads(threads, _threads.operator_pass_seconds(op.pass_cost(b)))
     tol = DEFAULT_TOL if tol is None else tol
     maxiter = DEFAULT_MAX_PASSES if maxiter is None else maxiter
+    # the thread rule (fastkpca/_threads.py) on one pass: every pass starts the team anew
+    threads = _threads.pass_threads(threads, _threads.operator_pass_seconds(op.pass_cost(b)),
+                                    starts=min(maxiter, TYPICAL_PASSES))
     rng = v.check_random_state(random_state)
     dense = solves_densely(k, b, n)
     v.check_memory(solver_bytes(k, b, n),
