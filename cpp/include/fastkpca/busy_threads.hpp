@@ -34,11 +34,12 @@ inline long thread_id() { return static_cast<long>(::syscall(SYS_gettid)); }
 
 // The kernel thread ids of the calling thread's OpenMP pool for teams of up to `team` threads. GNU OpenMP keeps
 // one pool per thread that starts regions and reuses its threads from region to region; the ids are read once
-// per calling thread (one region) and again only when a larger team is asked for.
+// per calling thread (one region) and again only when a larger team is asked for; not from inside a region (a
+// nested region would run on one thread and record nothing of the pool).
 inline const std::vector<long>& pool_thread_ids(int team) {
   thread_local std::vector<long> ids;
   thread_local int recorded = 1;
-  if (team > recorded) {
+  if (team > recorded && !omp_in_parallel()) {
     std::vector<long> found(static_cast<std::size_t>(team), 0);
 #pragma omp parallel num_threads(team)
     found[static_cast<std::size_t>(omp_get_thread_num())] = thread_id();
