@@ -7,6 +7,11 @@
 // name: R for running or runnable); a spinning thread stays R, a sleeping one (a blocked futex, a GIL wait) is S.
 // The calling thread and the threads of its own OpenMP pool are not counted: the pool's threads spin for a few
 // tens of microseconds after each region (GOMP_SPINCOUNT, fastkpca/_native.py) and are the team itself.
+//
+// A read costs a few system calls, each microseconds on a VM, and the thread rule reads before every short call
+// that may start a team: the files stay open (a /proc file read again from offset 0 is generated afresh), and the
+// directory is listed again only when the process's thread count (/proc/self/stat) has changed or a thread has
+// gone.
 #pragma once
 
 #include <omp.h>
@@ -22,6 +27,8 @@
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
+#include <mutex>
+#include <utility>
 #endif
 
 namespace fastkpca {
@@ -49,20 +56,80 @@ inline const std::vector<long>& pool_thread_ids(int team) {
   return ids;
 }
 
-// Whether /proc/self/task/<tid>/stat says that thread is running or runnable. The name field may hold spaces and
-// parentheses, so the state is read after the last ')'.
-inline bool thread_running(const char* tid) {
-  char path[64];
-  std::snprintf(path, sizeof path, "/proc/self/task/%s/stat", tid);
-  const int fd = ::open(path, O_RDONLY | O_CLOEXEC);
-  if (fd < 0) return false;  // the thread ended while the directory was read
-  char buf[512];
-  const ssize_t got = ::read(fd, buf, sizeof buf - 1);
-  ::close(fd);
-  if (got <= 0) return false;
+// The text after the parenthesised name of a /proc stat file open at `fd` (the name may hold spaces and
+// parentheses: the last ')' ends it), read afresh; nullptr where the file is gone (its thread ended).
+inline const char* stat_fields(int fd, char (&buf)[512]) {
+  const ssize_t got = ::pread(fd, buf, sizeof buf - 1, 0);
+  if (got <= 0) return nullptr;
   buf[got] = '\0';
   const char* close = std::strrchr(buf, ')');
-  return close != nullptr && close[1] == ' ' && close[2] == 'R';
+  return close != nullptr && close[1] == ' ' ? close + 2 : nullptr;
+}
+
+// The process's threads' stat files, open, shared by the threads that ask (under a lock).
+class TaskStates {
+ public:
+  ~TaskStates() {
+    for (const auto& task : tasks_) ::close(task.second);
+    if (process_ >= 0) ::close(process_);
+  }
+
+  // Threads running now, besides `self` and `pool`.
+  int running(long self, const std::vector<long>& pool) {
+    std::lock_guard<std::mutex> lock(mutex_);
+    const long count = thread_count();
+    if (count != listed_) relist(count);
+    int busy = 0;
+    char buf[512];
+    for (const auto& task : tasks_) {
+      bool ours = task.first == self;
+      for (long id : pool) ours = ours || task.first == id;
+      if (ours) continue;
+      const char* fields = stat_fields(task.second, buf);
+      if (fields == nullptr) listed_ = -1;  // gone: list the directory again next time
+      else if (fields[0] == 'R') ++busy;
+    }
+    return busy;
+  }
+
+ private:
+  // num_threads, the 18th field after the name in /proc/self/stat; -1 where it cannot be read.
+  long thread_count() {
+    if (process_ < 0) process_ = ::open("/proc/self/stat", O_RDONLY | O_CLOEXEC);
+    char buf[512];
+    const char* p = process_ < 0 ? nullptr : stat_fields(process_, buf);
+    for (int field = 0; p != nullptr && field < 17; ++field) {
+      p = std::strchr(p, ' ');
+      if (p != nullptr) ++p;
+    }
+    return p == nullptr ? -1 : std::strtol(p, nullptr, 10);
+  }
+
+  void relist(long count) {
+    for (const auto& task : tasks_) ::close(task.second);
+    tasks_.clear();
+    listed_ = count;
+    DIR* dir = ::opendir("/proc/self/task");
+    if (dir == nullptr) return;
+    while (const dirent* entry = ::readdir(dir)) {
+      if (entry->d_name[0] < '0' || entry->d_name[0] > '9') continue;
+      char path[288];  // the prefix, a name of up to 255 bytes, "/stat"
+      std::snprintf(path, sizeof path, "/proc/self/task/%s/stat", entry->d_name);
+      const int fd = ::open(path, O_RDONLY | O_CLOEXEC);
+      if (fd >= 0) tasks_.emplace_back(std::strtol(entry->d_name, nullptr, 10), fd);
+    }
+    ::closedir(dir);
+  }
+
+  std::mutex mutex_;
+  std::vector<std::pair<long, int>> tasks_;  // (thread id, its stat file)
+  long listed_ = -1;                         // the thread count when the directory was listed
+  int process_ = -1;                         // /proc/self/stat
+};
+
+inline TaskStates& task_states() {
+  static TaskStates states;
+  return states;
 }
 
 }  // namespace detail
@@ -72,19 +139,7 @@ inline bool thread_running(const char* tid) {
 // only where a region may start: not in a child forked after OpenMP ran, parallel.hpp).
 inline int busy_threads(int team) {
   const std::vector<long>& pool = detail::pool_thread_ids(team);
-  const long self = detail::thread_id();
-  DIR* dir = ::opendir("/proc/self/task");
-  if (dir == nullptr) return 0;
-  int busy = 0;
-  while (const dirent* entry = ::readdir(dir)) {
-    if (entry->d_name[0] < '0' || entry->d_name[0] > '9') continue;
-    const long tid = std::strtol(entry->d_name, nullptr, 10);
-    bool ours = tid == self;
-    for (long id : pool) ours = ours || tid == id;
-    if (!ours && detail::thread_running(entry->d_name)) ++busy;
-  }
-  ::closedir(dir);
-  return busy;
+  return detail::task_states().running(detail::thread_id(), pool);
 }
 
 #else
