@@ -39,21 +39,36 @@ namespace detail {
 
 inline long thread_id() { return static_cast<long>(::syscall(SYS_gettid)); }
 
-// The kernel thread ids of the calling thread's OpenMP pool for teams of up to `team` threads. GNU OpenMP keeps
-// one pool per thread that starts regions and reuses its threads from region to region; the ids are read once
-// per calling thread (one region) and again only when a larger team is asked for; not from inside a region (a
-// nested region would run on one thread and record nothing of the pool).
+// The kernel thread ids of the calling thread's OpenMP pool. GNU OpenMP keeps one pool per thread that starts
+// regions and reuses its threads from region to region; a team smaller than the pool lets the surplus threads go,
+// and a larger one later starts new ones. So the ids are read (one region) when a team larger than the one last
+// recorded may start, and ThreadScope lowers the record whenever it sets a smaller team (note_team). Not from
+// inside a region: a nested region runs on one thread and would record nothing of the pool.
+struct PoolIds {
+  std::vector<long> ids;
+  int recorded = 1;  // the team size the ids are of (1: none recorded)
+};
+
+inline PoolIds& pool_ids() {
+  thread_local PoolIds pool;
+  return pool;
+}
+
+inline void note_team(int team) {
+  PoolIds& pool = pool_ids();
+  if (team >= 2 && team < pool.recorded) pool.recorded = team;
+}
+
 inline const std::vector<long>& pool_thread_ids(int team) {
-  thread_local std::vector<long> ids;
-  thread_local int recorded = 1;
-  if (team > recorded && !omp_in_parallel()) {
+  PoolIds& pool = pool_ids();
+  if (team > pool.recorded && !omp_in_parallel()) {
     std::vector<long> found(static_cast<std::size_t>(team), 0);
 #pragma omp parallel num_threads(team)
     found[static_cast<std::size_t>(omp_get_thread_num())] = thread_id();
-    ids = found;
-    recorded = team;
+    pool.ids = found;
+    pool.recorded = team;
   }
-  return ids;
+  return pool.ids;
 }
 
 // The text after the parenthesised name of a /proc stat file open at `fd` (the name may hold spaces and
@@ -66,33 +81,36 @@ inline const char* stat_fields(int fd, char (&buf)[512]) {
   return close != nullptr && close[1] == ' ' ? close + 2 : nullptr;
 }
 
+// Above this many threads in the process the states are not read (0 busy: the plain default team): the reads grow
+// with the threads, and a process of that many (a Dask worker's) has its own scheduling of them.
+constexpr long kMostThreadsRead = 64;
+
 // The process's threads' stat files, open, shared by the threads that ask (under a lock).
 class TaskStates {
  public:
-  ~TaskStates() {
-    for (const auto& task : tasks_) ::close(task.second);
-    if (process_ >= 0) ::close(process_);
-  }
-
-  // Threads running now, besides `self` and `pool`.
-  int running(long self, const std::vector<long>& pool) {
+  // Threads running now, besides `self` and `pool`, counted up to `enough`.
+  int running(long self, const std::vector<long>& pool, int enough) {
     std::lock_guard<std::mutex> lock(mutex_);
     const long count = thread_count();
+    if (count < 0 || count > kMostThreadsRead) return 0;
     if (count != listed_) relist(count);
     int busy = 0;
     char buf[512];
     for (const auto& task : tasks_) {
+      if (busy >= enough) break;
       bool ours = task.first == self;
       for (long id : pool) ours = ours || task.first == id;
       if (ours) continue;
       const char* fields = stat_fields(task.second, buf);
-      if (fields == nullptr) listed_ = -1;  // gone: list the directory again next time
+      if (fields == nullptr) listed_ = kRelist;  // gone: list the directory again next time
       else if (fields[0] == 'R') ++busy;
     }
     return busy;
   }
 
  private:
+  static constexpr long kRelist = -2;
+
   // num_threads, the 18th field after the name in /proc/self/stat; -1 where it cannot be read.
   long thread_count() {
     if (process_ < 0) process_ = ::open("/proc/self/stat", O_RDONLY | O_CLOEXEC);
@@ -123,28 +141,34 @@ class TaskStates {
 
   std::mutex mutex_;
   std::vector<std::pair<long, int>> tasks_;  // (thread id, its stat file)
-  long listed_ = -1;                         // the thread count when the directory was listed
+  long listed_ = kRelist;                    // the thread count when the directory was listed
   int process_ = -1;                         // /proc/self/stat
 };
 
+// One for the process, never destroyed: a thread may still start a call while the interpreter exits.
 inline TaskStates& task_states() {
-  static TaskStates states;
-  return states;
+  static TaskStates* states = new TaskStates;
+  return *states;
 }
 
 }  // namespace detail
 
 // Threads of this process running or runnable now, besides the calling thread and its OpenMP pool (as a team of
-// `team` threads would use it); 0 where /proc cannot be read. It starts a region the first time (ThreadScope calls it
-// only where a region may start: not in a child forked after OpenMP ran, parallel.hpp).
-inline int busy_threads(int team) {
+// `team` threads would use it), counted up to `enough`; 0 where /proc cannot be read or the process has more than
+// kMostThreadsRead threads. It may start a region (ThreadScope calls it only where a region may start: not in a
+// child forked after OpenMP ran, parallel.hpp).
+inline int busy_threads(int team, int enough) {
   const std::vector<long>& pool = detail::pool_thread_ids(team);
-  return detail::task_states().running(detail::thread_id(), pool);
+  return detail::task_states().running(detail::thread_id(), pool, enough);
 }
 
 #else
 
-inline int busy_threads(int) { return 0; }
+namespace detail {
+inline void note_team(int) {}
+}  // namespace detail
+
+inline int busy_threads(int, int) { return 0; }
 
 #endif
 

@@ -117,8 +117,12 @@ class ThreadScope {
     } else if (n <= 0) {
       const bool short_call = n == kShortCallTeam;
       n = std::max(1, saved_ / std::max(1, active));
-      if (short_call && n > 1) n = std::max(1, std::min(n, omp_get_num_procs() - busy_threads(n)));
+      if (short_call && n > 1) {
+        const int procs = omp_get_num_procs();
+        n = std::max(1, std::min(n, procs - busy_threads(n, procs - 1)));
+      }
     }
+    detail::note_team(n);
     omp_set_num_threads(n);
   }
   ~ThreadScope() {

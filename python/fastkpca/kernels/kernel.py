@@ -104,9 +104,9 @@ class Kernel:
     def pass_threads(self, entries: float, features: int = 0) -> int:
         """The threads of a native pass over ``entries`` kernel entries of ``features`` features.
 
-        The kernel's own count, but one thread for a pass whose predicted work is below what a team needs to
-        pay for itself when no thread count was asked for (``threads`` 0): the library's thread rule
-        (fastkpca/_threads.py).
+        The kernel's own count, but, when no thread count was asked for (``threads`` 0), one thread for a pass
+        whose predicted work is below what a team needs to pay for itself, and the team on the cores no other
+        thread holds for a short one: the library's thread rule (fastkpca/_threads.py).
 
         Parameters
         ----------
@@ -118,7 +118,7 @@ class Kernel:
         Returns
         -------
         threads : int
-            For the core: 0 (OpenMP's default) or a count.
+            For the core: a count, 0 (OpenMP's default team) or _threads.SHORT_CALL_TEAM.
         """
         return _threads.pass_threads(self.threads, _threads.kernel_seconds(entries, features))
 

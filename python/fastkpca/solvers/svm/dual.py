@@ -5,6 +5,8 @@ solvers/choice.py), and the solution as a decision function.
 
 from __future__ import annotations
 
+import math
+
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
@@ -87,9 +89,12 @@ def solve(columns: SvmColumns, formulation: Formulation, samples: np.ndarray, se
         choice = plan.choice(plan.Columns(columns), settings, samples.shape[0], formulation.variables(samples.shape[0]),
                              v.memory_limit(None), settings.cache_bytes)
     dual = formulation.dual(samples, upper, y=y, targets=targets)
-    # the thread rule (fastkpca/_threads.py) on the columns of the whole problem: the least a solve evaluates
+    # the thread rule (fastkpca/_threads.py) on the columns of the whole problem: the least a solve evaluates. Its
+    # length beyond that is not known, so it is never a short call: the team it starts is the default whatever
+    # else runs (a spinning BLAS thread costs it at most BLAS_SPIN_SECONDS; a cut team, half of every iteration)
     threads = _threads.pass_threads(settings.threads,
-                                    _threads.kernel_seconds(float(samples.shape[0]) ** 2, int(columns.features)))
+                                    _threads.kernel_seconds(float(samples.shape[0]) ** 2, int(columns.features)),
+                                    starts=math.inf)
     stats = formulation.native_solve()(
         columns, dual.samples, dual.sign, np.ascontiguousarray(dual.p), dual.upper, dual.alpha, tol=float(settings.tol),
         max_iter=int(settings.max_iter), shrinking=bool(settings.shrinking), whole=plan.takes_whole(choice),
