@@ -30,15 +30,14 @@ TEAM_START_SECONDS = 40e-6
 #: start, two threads save at least the start again (and a busy core's wait stays a small share of the call).
 TEAM_MIN_SECONDS = 4 * TEAM_START_SECONDS
 #: How long a BLAS library's idle threads keep spinning on their cores after a threaded call: OpenBLAS's 2^28 TSC
-#: cycles (its THREAD_TIMEOUT; ../shared facts: about a tenth of a second at 2.5 to 3 GHz).
+#: cycles (its THREAD_TIMEOUT), about a tenth of a second at 2.5 to 3 GHz.
 BLAS_SPIN_SECONDS = 0.1
 #: Predicted one-thread work of a call from which it starts the default team even where another thread of the
 #: process holds a core: a team beside a spinning BLAS thread waits for that core at each region's end until the
-#: spin ends (a short call's regions took three times its work: a 10 ms block Lanczos solve of 800 samples right
-#: after a threaded eigensolver took 31 ms on two threads), so it loses at most about BLAS_SPIN_SECONDS, and two
-#: threads save half the work. A call below it starts the team only on the cores no other thread holds
-#: (SHORT_CALL_TEAM); a thread that stays busy longer (a user's own computation) makes a team lose the more, the
-#: more regions the call starts.
+#: spin ends (a short call can take several times its work: docs/user_guide/threads.md), so it loses at most about
+#: BLAS_SPIN_SECONDS, and two threads save half the work. A call below it starts the team only on the cores no
+#: other thread holds (SHORT_CALL_TEAM); a thread that stays busy longer (a user's own computation) makes a team
+#: lose the more, the more regions the call starts.
 BUSY_TEAM_MIN_SECONDS = 2 * BLAS_SPIN_SECONDS
 #: The thread count that asks the core for its default team (parallel.hpp's ThreadScope) ...
 DEFAULT_TEAM = 0
