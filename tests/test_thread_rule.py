@@ -30,6 +30,14 @@ def test_a_call_that_starts_its_team_often_counts_its_whole_work():
     assert _threads.pass_threads(0, 0.5 * _threads.TEAM_MIN_SECONDS, starts=1e6) == 1  # each pass still too small
 
 
+def test_the_core_applies_the_same_rule_to_its_own_loops():
+    """The core's loops inside a call (the SVM's selection, say) start the team from the same work as the Python
+    layer's calls: one constant, held twice (parallel.hpp's kTeamMinSeconds)."""
+    from fastkpca import _native
+
+    assert _native.core.TEAM_MIN_SECONDS == _threads.TEAM_MIN_SECONDS
+
+
 def test_the_core_and_the_rule_name_the_short_calls_team_alike():
     from fastkpca import _native
 
