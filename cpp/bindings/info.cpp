@@ -2,7 +2,6 @@
 #include <Eigen/Core>
 #include <omp.h>
 
-#include <algorithm>
 #include <chrono>
 #include <vector>
 

@@ -62,10 +62,9 @@ inline void note_team(int team) {
 inline const std::vector<long>& pool_thread_ids(int team) {
   PoolIds& pool = pool_ids();
   if (team > pool.recorded && !omp_in_parallel()) {
-    std::vector<long> found(static_cast<std::size_t>(team), 0);
+    pool.ids.assign(static_cast<std::size_t>(team), 0);
 #pragma omp parallel num_threads(team)
-    found[static_cast<std::size_t>(omp_get_thread_num())] = thread_id();
-    pool.ids = found;
+    pool.ids[static_cast<std::size_t>(omp_get_thread_num())] = thread_id();
     pool.recorded = team;
   }
   return pool.ids;

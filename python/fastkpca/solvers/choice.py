@@ -368,8 +368,6 @@ def kernel_ridge_cv(requested: str, *, n: int, d: int, targets: int, folds: int 
 
 # ---- Kernel PCA: the top k eigenpairs of the centered kernel -----------------------------------------------
 
-#: Block Lanczos's passes over K for k pairs to 1e-8 (krylov/lanczos.py's count, which its thread rule reads too).
-LANCZOS_PASSES = TYPICAL_PASSES
 #: Seconds of a Lanczos solve beyond its passes' flops: the plan, the operator, the basis's algebra and the
 #: Python per pass (bench/solver_choice.py).
 LANCZOS_SETUP_SECONDS = 0.005
@@ -388,11 +386,11 @@ MATVEC_SHARE = 0.024
 
 def lanczos_candidate(n: int, d: int, k: int, memory_limit: int, possible: bool = True, note: str = "") -> Candidate:
     """Block Lanczos for k pairs: the memory the solver plans for itself (krylov.lanczos.memory_needs), and
-    LANCZOS_PASSES passes of the block it takes (default_block_size: narrow where the packed kernel is stored and
-    a pass is bound by reading it, wider where every pass evaluates the kernel)."""
+    krylov.lanczos.TYPICAL_PASSES passes of the block it takes (default_block_size: narrow where the packed kernel
+    is stored and a pass is bound by reading it, wider where every pass evaluates the kernel)."""
     _, needs = memory_needs(k, n)
     block = default_block_size(k, n, compute_bound=stored_share(n, d, memory_limit, needs) < 1)
-    seconds = LANCZOS_SETUP_SECONDS + operator_passes_seconds(n, d, block, LANCZOS_PASSES, memory_limit, needs)
+    seconds = LANCZOS_SETUP_SECONDS + operator_passes_seconds(n, d, block, TYPICAL_PASSES, memory_limit, needs)
     return Candidate("lanczos", seconds, needs, possible, note=note)
 
 
