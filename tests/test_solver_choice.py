@@ -42,7 +42,7 @@ def test_a_named_solver_is_taken_as_asked_and_an_unknown_one_is_refused():
 def test_the_families_cross_over_as_their_costs_grow(monkeypatch):
     """Dense solvers win at small n, the n² ones at large n; what does not fit is not taken; approximate
     solvers are never taken by "auto"."""
-    monkeypatch.setattr(choice, "machine", lambda: choice.Machine(5e10, 1, 1))
+    monkeypatch.setattr(choice, "machine", lambda: choice.Machine(5e10, 1, 1, 5e10))
     pca = [choice.kernel_pca("auto", n=n, d=16, k=10, symmetric=True, all_components=False, memory_limit=100 * GB)
            for n in (50, 20_000)]
     assert [c.picked for c in pca] == ["dense", "lanczos"]
@@ -65,7 +65,7 @@ def test_the_families_cross_over_as_their_costs_grow(monkeypatch):
 def test_a_kernel_the_limit_lets_be_stored_is_read_by_the_later_passes(monkeypatch):
     """An iterative solver's passes after the first read the stored kernel where memory_limit leaves room for
     its packed triangle (4n² bytes), and evaluate it again where it does not; a share of it in between."""
-    monkeypatch.setattr(choice, "machine", lambda: choice.Machine(5e10, 1, 1))
+    monkeypatch.setattr(choice, "machine", lambda: choice.Machine(5e10, 1, 1, 5e10))
     n, d, b = 4000, 64, 20
     stored = choice.operator_passes_seconds(n, d, b, 15, memory_limit=100 * GB)
     matrix_free = choice.operator_passes_seconds(n, d, b, 15, memory_limit=0)
@@ -126,11 +126,12 @@ def test_every_fit_records_its_choice(rng):
 
 CORES = (1, 2, 4, 16, 64)
 ONE_THREAD = 2e10  # DGEMM's flops per second on one thread, injected
+PEAK = 4e10  # the core's vectors' FMA peak on one thread, injected: twice DGEMM's (wider vectors than the BLAS's)
 
 
 def _on(monkeypatch, cores):
     """The cost model as if the machine had ``cores`` cores: NumPy's BLAS and the core's team on all of them."""
-    monkeypatch.setattr(choice, "machine", lambda: choice.Machine(ONE_THREAD, cores, cores))
+    monkeypatch.setattr(choice, "machine", lambda: choice.Machine(ONE_THREAD, cores, cores, PEAK))
     monkeypatch.setattr(threads, "gemm_rate_one_thread", lambda: ONE_THREAD)
 
 
@@ -150,9 +151,9 @@ def test_every_rate_is_the_rate_of_the_threads_the_call_gets(monkeypatch, cores)
     speedup = choice.thread_rate(1.0, cores)
     n, d, b = 20_000, 16, 8
     assert choice.kernel_pass_seconds(n, n, d, b) == pytest.approx(
-        n * n * (choice.kernel_entry_flops(d) + 2 * b) / (choice.KERNEL_PASS_SHARE * ONE_THREAD * speedup))
+        n * n * (choice.kernel_entry_flops(d) + 2 * b) / (choice.KERNEL_PEAK_SHARE * PEAK * speedup))
     assert choice.stored_pass_seconds(n, b) == pytest.approx(
-        n * n * (choice.STORED_ENTRY_FLOPS + 2 * b) / (choice.KERNEL_PASS_SHARE * ONE_THREAD * speedup))
+        n * n * (choice.STORED_ENTRY_FLOPS + 2 * b) / (choice.KERNEL_PEAK_SHARE * PEAK * speedup))
     for rows in (5000, 20_000, 40_000):  # 40,000 rows: 12.8 GB, past the 2-GiB matrices OpenBLAS crashed on
         assert choice.cholesky_seconds(rows) == pytest.approx(
             rows**3 / 3 / (choice.CHOLESKY_SHARE * ONE_THREAD * speedup))
@@ -231,6 +232,22 @@ def test_no_decision_flips_with_the_core_count(monkeypatch, cores):
                                                memory_limit=10**11).picked
             for n in (2000, 40_000)] == ["cholesky", "cg"]
     assert [c.picked for c in _large_problems()] == ["lanczos", "cg", "eigh", "cg", "cg"]
+
+
+def test_the_kernel_passes_run_at_the_cores_own_peak_not_at_the_blas_rate(monkeypatch):
+    """The kernel pass's rate is a share of the FMA peak of the core's own vectors (measured once per process,
+    from registers alone), whatever DGEMM's rate: a BLAS whose kernels use half the core's vector width (OpenBLAS's
+    AVX2 kernels on an AVX-512 core) moves the dense algebra's predictions, not the kernel passes'."""
+    peak = choice.fma_rate_one_thread()
+    assert peak > 0 and choice.fma_rate_one_thread() == peak  # measured once
+    passes = []
+    for gemm in (PEAK, PEAK / 2):
+        monkeypatch.setattr(choice, "machine", lambda gemm=gemm: choice.Machine(gemm, 1, 1, PEAK))
+        monkeypatch.setattr(threads, "gemm_rate_one_thread", lambda gemm=gemm: gemm)
+        passes.append((choice.kernel_pass_seconds(4000, 4000, 64, 0), choice.cholesky_seconds(4000)))
+    assert passes[0][0] == passes[1][0] == pytest.approx(4000**2 * choice.kernel_entry_flops(64)
+                                                         / (choice.KERNEL_PEAK_SHARE * PEAK))
+    assert passes[1][1] == pytest.approx(2 * passes[0][1])
 
 
 def test_the_model_reads_the_blas_threads_outside_one_thread_contexts():

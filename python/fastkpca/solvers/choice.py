@@ -18,11 +18,12 @@ The model, in flops, for n samples of d features (c: a kernel entry's flops beyo
     dense eigenpairs    EIGH_FLOPS_PER_CUBE · n³     (tridiagonal reduction, then every vector's back transformation;
                                                       EIGH_SUBSET_FLOPS_PER_CUBE · n³ for a few vectors)
 
-at these rates: DGEMM's on one thread, measured once per process (dense.threads.gemm_rate_one_thread), scaled to
-the threads each call gets (:func:`thread_rate`: the threads times a parallel efficiency per doubling of them,
-THREAD_EFFICIENCY, which ``bench/scaling.py`` measures): NumPy's BLAS threads for the dense algebra
-(:func:`gemm_rate`; LAPACK's Cholesky and eigensolver at their shares of it), the core's OpenMP team for the kernel
-passes (:func:`kernel_rate`, at KERNEL_PASS_SHARE), plus a fixed overhead per call of each solver where the Python
+at these rates, each measured once per process on one thread and scaled to the threads each call gets
+(:func:`thread_rate`: the threads times a parallel efficiency per doubling of them, THREAD_EFFICIENCY, which
+``bench/scaling.py`` measures): DGEMM's (dense.threads.gemm_rate_one_thread) on NumPy's BLAS threads for the dense
+algebra (:func:`gemm_rate`; LAPACK's Cholesky and eigensolver at their shares of it), and the fused multiply-add
+peak of the core's own vectors (:func:`fma_rate_one_thread`) on its OpenMP team for the kernel passes
+(:func:`kernel_rate`, at KERNEL_PEAK_SHARE of it), plus a fixed overhead per call of each solver where the Python
 around it dominates at small n. The factorisations of every size run threaded (dense/factorisations.py, by blocks whose
 symmetric rank-k updates stay far below the sizes where OpenBLAS's threaded ``dsyrk`` crashed: dense/threads.py).
 No rate here assumes a core count (tests/test_solver_choice.py runs the model as if the machine had 1 to 64 cores);
@@ -35,6 +36,7 @@ prediction and prints both.
 
 from __future__ import annotations
 
+import functools
 import math
 from collections.abc import Iterable
 from dataclasses import dataclass
@@ -52,8 +54,9 @@ if TYPE_CHECKING:
     from .rows import ArrayRows
 
 __all__ = ["Candidate", "Choice", "Machine", "choose", "machine", "gemm_rate", "gemm_rate_one_thread", "kernel_rate",
-           "thread_rate", "kernel_entry_flops", "evaluated_features", "kernel_pass_seconds", "stored_pass_seconds",
-           "operator_passes_seconds", "stored_share", "lanczos_candidate", "cholesky_seconds", "eigh_seconds"]
+           "fma_rate_one_thread", "thread_rate", "kernel_entry_flops", "evaluated_features", "kernel_pass_seconds",
+           "stored_pass_seconds", "operator_passes_seconds", "stored_share", "lanczos_candidate", "cholesky_seconds",
+           "eigh_seconds"]
 
 # --------------------------------------------------------------------------------------------------- rates
 #
@@ -63,10 +66,15 @@ __all__ = ["Candidate", "Choice", "Machine", "choose", "machine", "gemm_rate", "
 
 #: Flops of a kernel entry beyond its distance (an exponential, a few scalings): the model's c.
 KERNEL_ENTRY_FLOPS = 20
-#: The kernel pass's rate, counted in kernel_entry_flops, against the one-thread DGEMM rate the model measures
-#: (gemm_rate_one_thread): ``python bench/scaling.py --paths gram64`` prints the pass's measured seconds against
-#: this prediction.
-KERNEL_PASS_SHARE = 0.88
+#: The core's passes' rate (the kernel pass's, counted in kernel_entry_flops; a stored kernel's product; the team's
+#: products with a factor) against the fused multiply-add peak of the core's own vectors on as many threads
+#: (fma_rate_one_thread). Not a share of DGEMM's rate: the core is compiled for the widest vectors the CPU runs,
+#: which NumPy's BLAS may not use (OpenBLAS 0.3.30 and 0.3.31 run their AVX2 kernels on Zen 5, at half its
+#: AVX-512 peak: docs/user_guide/threads.md). Set to the 0.88 of DGEMM's rate that the shares below were
+#: calibrated with, times DGEMM's 0.94 of the peak on the machines where its kernels are the CPU's widest
+#: (docs/user_guide/performance.md); ``python bench/scaling.py --paths gram64`` prints the pass's measured seconds
+#: against this prediction.
+KERNEL_PEAK_SHARE = 0.83
 #: A stored kernel entry's cost in a product, in flops at the kernel pass's rate (as kernel_entry_flops counts an
 #: evaluated one) beyond the block's 2b: reading it from memory (a pass over the packed triangle is bound by the
 #: memory's bandwidth; bench/solver_choice.py): set between the values that fit the machines measured, so that
@@ -107,19 +115,34 @@ def thread_rate(rate_one: float, threads: int) -> float:
 @dataclass(frozen=True)
 class Machine:
     """What the model reads of the machine: DGEMM's rate on one thread, the threads NumPy's BLAS runs a large call
-    on, and the core's default OpenMP team. The tests give the model other machines of 1 to 64 cores
-    (monkeypatching :func:`machine`, and dense.threads.gemm_rate_one_thread for the thread rules that read the
-    rate alone)."""
+    on, the core's default OpenMP team, and the fused multiply-add peak of the core's vectors on one thread. The
+    tests give the model other machines of 1 to 64 cores (monkeypatching :func:`machine`, and
+    dense.threads.gemm_rate_one_thread for the thread rules that read the rate alone)."""
 
     rate_one_thread: float
     blas_threads: int
     team_threads: int
+    peak_one_thread: float
 
 
 def machine() -> Machine:
     """This process's machine, as the model reads it now (the rate measured once; the thread counts as they are
     set now: threadpoolctl's limits, OMP_NUM_THREADS)."""
-    return Machine(gemm_rate_one_thread(), default_blas_threads(), int(_native.core.omp_max_threads()))
+    return Machine(gemm_rate_one_thread(), default_blas_threads(), int(_native.core.omp_max_threads()),
+                   fma_rate_one_thread())
+
+
+#: Seconds of the peak's measurement (:func:`fma_rate_one_thread`).
+FMA_RATE_SECONDS = 5e-4
+
+
+@functools.lru_cache(maxsize=1)
+def fma_rate_one_thread() -> float:
+    """The fused multiply-add peak of the core's vectors on one thread (AVX-512's where the core runs its v4
+    build), flops per second, measured once per process: independent chains in registers for FMA_RATE_SECONDS
+    (``_core.fma_rate``), so nothing in memory moves the figure. :func:`machine` reads it after DGEMM's rate,
+    whose products have raised the core's clock."""
+    return float(_native.core.fma_rate(1, FMA_RATE_SECONDS, "float64"))
 
 
 def gemm_rate(threads: int | None = None) -> float:
@@ -131,7 +154,7 @@ def gemm_rate(threads: int | None = None) -> float:
 def kernel_rate(threads: int | None = None) -> float:
     """The fused micro-kernel's flops per second on ``threads`` threads (None: the core's default team)."""
     m = machine()
-    return KERNEL_PASS_SHARE * thread_rate(m.rate_one_thread, m.team_threads if threads is None else threads)
+    return KERNEL_PEAK_SHARE * thread_rate(m.peak_one_thread, m.team_threads if threads is None else threads)
 
 
 def kernel_entry_flops(d: int) -> float:
