@@ -295,6 +295,23 @@ def K_product(X, coef):
     return np.exp(-0.2 * ((X[:, None] - X[None]) ** 2).sum(-1)) @ coef
 
 
+def test_the_duals_sweeps_are_priced_at_the_cores_peak(monkeypatch):
+    """An SMO sweep runs in the core's vectors: its seconds are SVM_SWEEP_FLOPS at the one-thread FMA peak, so a core
+    twice as wide takes half of them on either candidate, and the choice between them does not move."""
+    from fastkpca.solvers import choice
+
+    priced = {}
+    for peak in (4e10, 8e10):
+        monkeypatch.setattr(choice, "machine", lambda peak=peak: choice.Machine(2e10, 2, 2, peak))
+        record = choice.support_vector_machine("auto", variables=20_000, whole_bytes=10, batched_bytes=5,
+                                               every_column_cached=True, memory_limit=100)
+        priced[peak] = (record.picked, {c.name: c.seconds for c in record.candidates})
+    assert priced[4e10][0] == priced[8e10][0] == "batched"
+    assert priced[4e10][1]["whole"] == pytest.approx(20_000**2 * choice.SVM_SWEEP_FLOPS / 4e10)
+    for name in ("whole", "batched"):
+        assert priced[4e10][1][name] == pytest.approx(2 * priced[8e10][1][name])
+
+
 def test_whole_or_batched_is_the_cost_models_choice():
     """solvers/choice.py decides whether a solve takes the whole problem as one working set: up to 2,048 variables
     where every column fits the cache and the limit, else working sets; a name forces it; the fit records it."""

@@ -668,15 +668,17 @@ def gaussian_process_classification(requested: str, *, n: int, d: int, probes: i
 
 # ---- Support vector machines: one dual, the whole problem as one working set or working sets -------------
 
-#: Seconds of one variable's share of an SMO step on the whole problem: its gradient updated from the pair's two
-#: kernel columns and its score compared for the next pair, on one thread.
-SVM_SWEEP_SECONDS = 1e-9
+#: One variable's share of an SMO step on the whole problem (its gradient updated from the pair's two kernel columns
+#: and its score compared for the next pair, in the core's vectors on one thread), in flops at the one-thread FMA
+#: peak (fma_rate_one_thread): a sweep runs as wide as the core's vectors.
+SVM_SWEEP_FLOPS = 54
 #: The batched solver's work beyond its kernel columns, in such sweeps: SVM_BATCHED_SWEEPS per variable (each outer
 #: step's fixed share: the selection's lists, the subproblem, the column passes' thread teams) and SVM_BATCHED_SHARE
 #: per pair of variables (every outer step sweeps every row for the selection and the gradient's update, and the
-#: outer steps grow with the variables). Set from the stages' seconds of one-thread solves (selection, subproblem,
-#: update, shrinking: about 0.3 s at 20,000 variables) and so that the two solvers cross where they were measured
-#: to, on two threads: at SVM_BATCHED_SWEEPS / (1 - SVM_BATCHED_SHARE) = 2,048 variables (docs/user_guide/svm.rst).
+#: outer steps grow with the variables). The sweeps' flops are set from the stages' seconds of one-thread solves
+#: (selection, subproblem, update, shrinking: 0.13 s at 20,000 variables on a Zen 5 core of 127 Gflop/s,
+#: ``python bench/scaling.py --paths svc``), the shares so that the two solvers cross where they were measured to,
+#: on two threads: at SVM_BATCHED_SWEEPS / (1 - SVM_BATCHED_SHARE) = 2,048 variables (docs/user_guide/svm.rst).
 SVM_BATCHED_SWEEPS = 512
 SVM_BATCHED_SHARE = 0.75
 
@@ -691,8 +693,9 @@ def support_vector_machine(requested: str, *, variables: int, whole_bytes: int, 
     column about once (the batched solver some of them again, in float32 at about twice the rate), left out of the
     seconds. The bytes (solvers/svm/plan.py) are one solve's, ``memory_limit`` its share of the limit; the batched
     solve's cache shrinks to what the share leaves, so it fits wherever its smallest cache does."""
-    whole = variables * variables * SVM_SWEEP_SECONDS
-    batched = (variables * SVM_BATCHED_SWEEPS + SVM_BATCHED_SHARE * variables * variables) * SVM_SWEEP_SECONDS
+    sweep = SVM_SWEEP_FLOPS / machine().peak_one_thread
+    whole = variables * variables * sweep
+    batched = (variables * SVM_BATCHED_SWEEPS + SVM_BATCHED_SHARE * variables * variables) * sweep
     return choose("support vector machine", requested, [
         Candidate("whole", whole, whole_bytes, every_column_cached,
                   note="" if every_column_cached else "cache_size holds fewer than every kernel column"),
