@@ -64,6 +64,13 @@ constexpr double kTeamMinSeconds = 160e-6;
 // Whether a region of about `seconds` of one thread's work should start the team.
 inline bool team_pays(double seconds) { return seconds >= kTeamMinSeconds; }
 
+// A region that starts right after another of the same call finds the team's threads still spinning (the wait
+// policy's spin, fastkpca/_native.py) rather than asleep: an awake team starts at about a tenth of a sleeping one's
+// cost (bench/thread_costs.py prints both; "awake team (back to back)"), so such a region starts it from four times
+// kAwakeTeamStartSeconds of work.
+constexpr double kAwakeTeamStartSeconds = 20e-6;
+inline bool awake_team_pays(double seconds) { return seconds >= 4 * kAwakeTeamStartSeconds; }
+
 namespace detail {
 
 struct ThreadState {

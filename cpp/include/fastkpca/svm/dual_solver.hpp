@@ -569,7 +569,7 @@ class DualSolver {
     // less). The mirror copies kStrip × kStrip tiles, so the rows it reads from other threads' strips cross
     // between cores a whole line of kStrip entries at a time.
     // The entries the loop reads from the columns (m(m + 1)/2 with the block, m where it is read in place)
-    // decide the team.
+    // decide the team, as an awake one: a region of this step (the columns' pass, the selection) has just run on it.
     constexpr Index kStrip = 16;
     const double gathered = static_cast<double>(m) * (in_place ? 1.0 : 0.5 * static_cast<double>(m + 1));
     const Index strips = (m + kStrip - 1) / kStrip, pairs = (strips + 1) / 2;
@@ -604,7 +604,7 @@ class DualSolver {
         if (strips - 1 - pair != pair) work(strips - 1 - pair);
       }
     };
-#pragma omp parallel if (team_pays(gathered * kCopySeconds))
+#pragma omp parallel if (awake_team_pays(gathered * kCopySeconds))
     {
       by_strip_pairs(gather_strip);
       if (!in_place) by_strip_pairs(mirror_strip);
