@@ -404,7 +404,7 @@ def test_a_fit_without_an_optimiser_is_priced_as_such(monkeypatch):
     prediction is of the fit it chooses for; with one, an evaluation with the gradient."""
     from fastkpca.solvers import choice as model
 
-    monkeypatch.setattr(model, "machine", lambda: model.Machine(4e10, 2, 2, 4e10))
+    monkeypatch.setattr(model, "machine", lambda: model.Machine(4e10, 2, 2, 4e10, 0.0))
     rng = np.random.default_rng(0)
     X = rng.standard_normal((300, 4))
     y = np.sin(X[:, 0]) + 0.3 * rng.standard_normal(300)
@@ -433,7 +433,7 @@ def test_auto_chooses_by_cost_within_memory(monkeypatch):
     from fastkpca.solvers import choice as model
 
     def seconds(n, rate):
-        monkeypatch.setattr(model, "machine", lambda: model.Machine(rate, 1, 1, rate))
+        monkeypatch.setattr(model, "machine", lambda: model.Machine(rate, 1, 1, rate, 0.0))
         picked = model.gaussian_process_regression("auto", n=n, d=8, columns=17, rank=1024, exact_possible=True,
                                                    memory_limit=10**11)
         return {c.name: c.seconds for c in picked.candidates}, picked.picked

@@ -67,7 +67,7 @@ def test_the_classification_family_crosses_over_as_its_costs_grow(monkeypatch):
     """The exact Laplace evaluation (n³) wins at small n, cg (n r²) at large n; the exact one is not taken
     where its arrays do not fit; the exact solver's Newton steps go by its factor at small n and by CG on the
     held kernel at large n."""
-    monkeypatch.setattr(choice, "machine", lambda: choice.Machine(5e10, 1, 1, 5e10))
+    monkeypatch.setattr(choice, "machine", lambda: choice.Machine(5e10, 1, 1, 5e10, 0.0))
     settings = gp.LaplaceSettings()
 
     def picked(n, limit=100 * GB):

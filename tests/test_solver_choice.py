@@ -42,7 +42,7 @@ def test_a_named_solver_is_taken_as_asked_and_an_unknown_one_is_refused():
 def test_the_families_cross_over_as_their_costs_grow(monkeypatch):
     """Dense solvers win at small n, the n² ones at large n; what does not fit is not taken; approximate
     solvers are never taken by "auto"."""
-    monkeypatch.setattr(choice, "machine", lambda: choice.Machine(5e10, 1, 1, 5e10))
+    monkeypatch.setattr(choice, "machine", lambda: choice.Machine(5e10, 1, 1, 5e10, 0.0))
     pca = [choice.kernel_pca("auto", n=n, d=16, k=10, symmetric=True, all_components=False, memory_limit=100 * GB)
            for n in (50, 20_000)]
     assert [c.picked for c in pca] == ["dense", "lanczos"]
@@ -65,7 +65,7 @@ def test_the_families_cross_over_as_their_costs_grow(monkeypatch):
 def test_a_kernel_the_limit_lets_be_stored_is_read_by_the_later_passes(monkeypatch):
     """An iterative solver's passes after the first read the stored kernel where memory_limit leaves room for
     its packed triangle (4n² bytes), and evaluate it again where it does not; a share of it in between."""
-    monkeypatch.setattr(choice, "machine", lambda: choice.Machine(5e10, 1, 1, 5e10))
+    monkeypatch.setattr(choice, "machine", lambda: choice.Machine(5e10, 1, 1, 5e10, 0.0))
     n, d, b = 4000, 64, 20
     stored = choice.operator_passes_seconds(n, d, b, 15, memory_limit=100 * GB)
     matrix_free = choice.operator_passes_seconds(n, d, b, 15, memory_limit=0)
@@ -127,11 +127,12 @@ def test_every_fit_records_its_choice(rng):
 CORES = (1, 2, 4, 16, 64)
 ONE_THREAD = 2e10  # DGEMM's flops per second on one thread, injected
 PEAK = 4e10  # the core's vectors' FMA peak on one thread, injected: twice DGEMM's (wider vectors than the BLAS's)
+FRESH = 0.5 / 2**30  # seconds a byte of fresh memory costs, injected (a virtual machine's)
 
 
 def _on(monkeypatch, cores):
     """The cost model as if the machine had ``cores`` cores: NumPy's BLAS and the core's team on all of them."""
-    monkeypatch.setattr(choice, "machine", lambda: choice.Machine(ONE_THREAD, cores, cores, PEAK))
+    monkeypatch.setattr(choice, "machine", lambda: choice.Machine(ONE_THREAD, cores, cores, PEAK, FRESH))
     monkeypatch.setattr(threads, "gemm_rate_one_thread", lambda: ONE_THREAD)
 
 
@@ -234,6 +235,25 @@ def test_no_decision_flips_with_the_core_count(monkeypatch, cores):
     assert [c.picked for c in _large_problems()] == ["lanczos", "cg", "eigh", "cg", "cg"]
 
 
+@pytest.mark.parametrize("cores", CORES)
+def test_a_stored_kernels_fresh_memory_is_priced_once_on_the_team(monkeypatch, cores):
+    """The stored share of the packed triangle (4n² bytes) is fresh memory the first pass writes on the core's team:
+    its page faults are priced once per solve, at the machine's measured cost per byte, shared by the team's
+    threads; a kernel evaluated on every pass holds nothing and pays nothing."""
+    _on(monkeypatch, cores)
+    n, d, b = 20_000, 16, 8
+    stored = choice.operator_passes_seconds(n, d, b, 10, memory_limit=100 * GB)
+    passes = choice.kernel_pass_seconds(n, n, d, b) + 9 * choice.stored_pass_seconds(n, b)
+    assert stored == pytest.approx(FRESH * 4 * n * n / choice.thread_rate(1.0, cores) + passes)
+    assert choice.operator_passes_seconds(n, d, b, 10, memory_limit=0) == pytest.approx(
+        10 * choice.kernel_pass_seconds(n, n, d, b))
+    # a block below glibc's largest mmap threshold may reuse pages an earlier fit touched: not priced
+    assert choice.fresh_memory_seconds(choice.FRESH_MEMORY_MIN_BYTES - 1) == 0
+    assert choice.fresh_memory_seconds(choice.FRESH_MEMORY_MIN_BYTES) == FRESH * choice.FRESH_MEMORY_MIN_BYTES
+    per_byte = choice.fresh_memory_seconds_per_byte()
+    assert per_byte > 0 and choice.fresh_memory_seconds_per_byte() == per_byte  # measured once
+
+
 def test_the_kernel_passes_run_at_the_cores_own_peak_not_at_the_blas_rate(monkeypatch):
     """The kernel pass's rate is a share of the FMA peak of the core's own vectors (measured once per process,
     from registers alone), whatever DGEMM's rate: a BLAS whose kernels use half the core's vector width (OpenBLAS's
@@ -242,7 +262,7 @@ def test_the_kernel_passes_run_at_the_cores_own_peak_not_at_the_blas_rate(monkey
     assert peak > 0 and choice.fma_rate_one_thread() == peak  # measured once
     passes = []
     for gemm in (PEAK, PEAK / 2):
-        monkeypatch.setattr(choice, "machine", lambda gemm=gemm: choice.Machine(gemm, 1, 1, PEAK))
+        monkeypatch.setattr(choice, "machine", lambda gemm=gemm: choice.Machine(gemm, 1, 1, PEAK, FRESH))
         monkeypatch.setattr(threads, "gemm_rate_one_thread", lambda gemm=gemm: gemm)
         passes.append((choice.kernel_pass_seconds(4000, 4000, 64, 0), choice.cholesky_seconds(4000)))
     assert passes[0][0] == passes[1][0] == pytest.approx(4000**2 * choice.kernel_entry_flops(64)

@@ -302,7 +302,7 @@ def test_the_duals_sweeps_are_priced_at_the_cores_peak(monkeypatch):
 
     priced = {}
     for peak in (4e10, 8e10):
-        monkeypatch.setattr(choice, "machine", lambda peak=peak: choice.Machine(2e10, 2, 2, peak))
+        monkeypatch.setattr(choice, "machine", lambda peak=peak: choice.Machine(2e10, 2, 2, peak, 0.0))
         record = choice.support_vector_machine("auto", variables=20_000, whole_bytes=10, batched_bytes=5,
                                                every_column_cached=True, memory_limit=100)
         priced[peak] = (record.picked, {c.name: c.seconds for c in record.candidates})

@@ -38,9 +38,12 @@ from __future__ import annotations
 
 import functools
 import math
+import time
 from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
+
+import numpy as np
 
 from .. import _native
 from ..operators.storage import DENSE_COPIES, PLAN_SLACK_BYTES
@@ -54,9 +57,9 @@ if TYPE_CHECKING:
     from .rows import ArrayRows
 
 __all__ = ["Candidate", "Choice", "Machine", "choose", "machine", "gemm_rate", "gemm_rate_one_thread", "kernel_rate",
-           "fma_rate_one_thread", "thread_rate", "kernel_entry_flops", "evaluated_features", "kernel_pass_seconds",
-           "stored_pass_seconds", "operator_passes_seconds", "stored_share", "lanczos_candidate", "cholesky_seconds",
-           "eigh_seconds"]
+           "fma_rate_one_thread", "fresh_memory_seconds", "fresh_memory_seconds_per_byte", "thread_rate",
+           "kernel_entry_flops", "evaluated_features", "kernel_pass_seconds", "stored_pass_seconds",
+           "operator_passes_seconds", "stored_share", "lanczos_candidate", "cholesky_seconds", "eigh_seconds"]
 
 # --------------------------------------------------------------------------------------------------- rates
 #
@@ -115,25 +118,30 @@ def thread_rate(rate_one: float, threads: int) -> float:
 @dataclass(frozen=True)
 class Machine:
     """What the model reads of the machine: DGEMM's rate on one thread, the threads NumPy's BLAS runs a large call
-    on, the core's default OpenMP team, and the fused multiply-add peak of the core's vectors on one thread. The
-    tests give the model other machines of 1 to 64 cores (monkeypatching :func:`machine`, and
-    dense.threads.gemm_rate_one_thread for the thread rules that read the rate alone)."""
+    on, the core's default OpenMP team, the fused multiply-add peak of the core's vectors on one thread, and what a
+    byte of fresh memory costs (:func:`fresh_memory_seconds_per_byte`). The tests give the model other machines of
+    1 to 64 cores (monkeypatching :func:`machine`, and dense.threads.gemm_rate_one_thread for the thread rules that
+    read the rate alone)."""
 
     rate_one_thread: float
     blas_threads: int
     team_threads: int
     peak_one_thread: float
+    fresh_seconds_per_byte: float
 
 
 def machine() -> Machine:
     """This process's machine, as the model reads it now (the rate measured once; the thread counts as they are
     set now: threadpoolctl's limits, OMP_NUM_THREADS)."""
     return Machine(gemm_rate_one_thread(), default_blas_threads(), int(_native.core.omp_max_threads()),
-                   fma_rate_one_thread())
+                   fma_rate_one_thread(), fresh_memory_seconds_per_byte())
 
 
 #: Seconds of the peak's measurement (:func:`fma_rate_one_thread`).
 FMA_RATE_SECONDS = 5e-4
+#: Bytes of fresh memory :func:`fresh_memory_seconds_per_byte` touches: 512 pages of 4 KiB (a millisecond where a
+#: page costs 2 µs).
+FRESH_MEMORY_PROBE_BYTES = 2**21
 
 
 @functools.lru_cache(maxsize=1)
@@ -143,6 +151,27 @@ def fma_rate_one_thread() -> float:
     (``_core.fma_rate``), so nothing in memory moves the figure. :func:`machine` reads it after DGEMM's rate,
     whose products have raised the core's clock."""
     return float(_native.core.fma_rate(1, FMA_RATE_SECONDS, "float64"))
+
+
+@functools.lru_cache(maxsize=1)
+def fresh_memory_seconds_per_byte() -> float:
+    """What the system charges for a byte of memory the process has never touched, measured once per process: an
+    anonymous mapping of FRESH_MEMORY_PROBE_BYTES (as a large allocation of the core gets), one byte written per
+    page, the mapping then returned. Each page's first write faults and the system zeroes it: 0.5 s a GiB on the
+    Zen 5 virtual machine of docs/user_guide/threads.md (the core's stored kernels, 4n² bytes, pay it once per
+    fit)."""
+    import mmap
+
+    region = mmap.mmap(-1, FRESH_MEMORY_PROBE_BYTES)
+    try:
+        pages = np.frombuffer(region, dtype=np.uint8)
+        start = time.perf_counter()
+        pages[::mmap.PAGESIZE] = 1
+        seconds = time.perf_counter() - start
+        del pages
+    finally:
+        region.close()
+    return seconds / FRESH_MEMORY_PROBE_BYTES
 
 
 def gemm_rate(threads: int | None = None) -> float:
@@ -204,11 +233,29 @@ def operator_passes_seconds(n: int, d: int, columns: int, passes: float, memory_
     the memory limit leaves room for beside ``other_bytes`` (operators/storage.py's plan, which also sets aside
     its slack and the samples' working copies): the first pass evaluates the kernel; of the later ones, the
     share of the packed triangle (4n² bytes) that fits is read and the rest evaluated again (all of it read
-    where it fits, all evaluated matrix-free)."""
+    where it fits, all evaluated matrix-free). The stored share is fresh memory, which the first pass writes on the
+    core's team: :func:`fresh_memory_seconds` of it, shared by the team's threads (each faults its own tiles'
+    pages; measured: KernelKMeans's 1.6 GB took about 0.85 s of page faults on one thread and half that on two)."""
     stored = stored_share(n, d, memory_limit, other_bytes)
     evaluated = kernel_pass_seconds(n, n, d, columns)
     later = stored * stored_pass_seconds(n, columns) + (1 - stored) * evaluated
-    return evaluated + max(passes - 1, 0) * later
+    faults = fresh_memory_seconds(stored * 4.0 * n * n) / thread_rate(1.0, machine().team_threads)
+    return faults + evaluated + max(passes - 1, 0) * later
+
+
+#: The smallest allocation priced as fresh memory (:func:`fresh_memory_seconds`): glibc's malloc maps every block
+#: from 32 MiB (its largest mmap threshold) afresh, while a smaller one may reuse pages of its heap that an earlier
+#: fit touched (bench/solver_choice.py's Lanczos rows at 1,600 samples, 10 MB stored, took no longer than their
+#: passes).
+FRESH_MEMORY_MIN_BYTES = 32 * 2**20
+
+
+def fresh_memory_seconds(nbytes: float) -> float:
+    """Seconds the system takes to give the process ``nbytes`` of memory it has not touched before (from
+    FRESH_MEMORY_MIN_BYTES): a page fault per page at its first write, which the machine's
+    ``fresh_seconds_per_byte`` prices (on a virtual machine it can cost more than the pass that writes the pages:
+    docs/user_guide/threads.md)."""
+    return nbytes * machine().fresh_seconds_per_byte if nbytes >= FRESH_MEMORY_MIN_BYTES else 0.0
 
 
 def _lapack_rate(share: float, one_thread: bool) -> float:
