@@ -66,9 +66,10 @@ inline bool team_pays(double seconds) { return seconds >= kTeamMinSeconds; }
 
 // A region that starts right after another of the same call finds the team's threads still spinning (the wait
 // policy's spin, fastkpca/_native.py) rather than asleep: an awake team starts at about a tenth of a sleeping one's
-// cost (bench/thread_costs.py prints both; "awake team (back to back)"), so such a region starts it from four times
-// kAwakeTeamStartSeconds of work.
-constexpr double kAwakeTeamStartSeconds = 20e-6;
+// cost (bench/thread_costs.py prints both, "awake team (back to back)"; docs/user_guide/threads.md quotes the
+// machines), so such a region starts it from four times kAwakeTeamStartSeconds of work. Its caller knows the team
+// is awake (a region of the same step has just run on it); where it may be asleep, team_pays decides.
+constexpr double kAwakeTeamStartSeconds = 25e-6;
 inline bool awake_team_pays(double seconds) { return seconds >= 4 * kAwakeTeamStartSeconds; }
 
 namespace detail {

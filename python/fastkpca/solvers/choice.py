@@ -28,10 +28,11 @@ around it dominates at small n. The factorisations of every size run threaded (d
 symmetric rank-k updates stay far below the sizes where OpenBLAS's threaded ``dsyrk`` crashed: dense/threads.py).
 No rate here assumes a core count (tests/test_solver_choice.py runs the model as if the machine had 1 to 64 cores);
 two things are still as measured on 2 cores: THREAD_EFFICIENCY beyond the second thread, and the memory-bound passes
-(a stored matrix's products and array passes, at shares of DGEMM's rate), which will not keep scaling with the
-threads once memory's bandwidth is the limit. The shares, the passes a solver takes and the overheads are measured,
-not guessed: bench/solver_choice.py times every candidate of every family at several sizes beside this model's
-prediction and prints both.
+(a stored matrix's products at a share of the core's peak, array passes at a share of DGEMM's rate), which will not
+keep scaling with the threads once memory's bandwidth is the limit. A stored kernel's fresh memory is priced at the
+page faults' measured cost (:func:`fresh_memory_seconds`). The shares, the passes a solver takes and the overheads
+are measured, not guessed: bench/solver_choice.py times every candidate of every family at several sizes beside
+this model's prediction and prints both.
 """
 
 from __future__ import annotations
@@ -63,8 +64,10 @@ __all__ = ["Candidate", "Choice", "Machine", "choose", "machine", "gemm_rate", "
 
 # --------------------------------------------------------------------------------------------------- rates
 #
-# The shares and calibrated flop counts below are read against gemm_rate_one_thread's rate; a physical flop count
-# at DGEMM's rate (an r × r factor, a product with a factor) is not a share. The machines they were measured on,
+# The shares and calibrated flop counts below are read against gemm_rate_one_thread's rate, except those of the
+# core's passes (KERNEL_PEAK_SHARE, KERNEL_ENTRY_FLOPS, STORED_ENTRY_FLOPS, SVM_SWEEP_FLOPS), read against the peak
+# of its own vectors (fma_rate_one_thread); a physical flop count at DGEMM's rate (an r × r factor, a product with a
+# factor) is not a share. The machines they were measured on,
 # and how far each is off on the others: docs/user_guide/threads.md.
 
 #: Flops of a kernel entry beyond its distance (an exponential, a few scalings): the model's c.
@@ -137,41 +140,53 @@ def machine() -> Machine:
                    fma_rate_one_thread(), fresh_memory_seconds_per_byte())
 
 
-#: Seconds of the peak's measurement (:func:`fma_rate_one_thread`).
-FMA_RATE_SECONDS = 5e-4
-#: Bytes of fresh memory :func:`fresh_memory_seconds_per_byte` touches: 512 pages of 4 KiB (a millisecond where a
-#: page costs 2 µs).
-FRESH_MEMORY_PROBE_BYTES = 2**21
+#: Seconds of each of the peak's measurements (:func:`fma_rate_one_thread`: the best of PROBE_TRIES).
+FMA_RATE_SECONDS = 2e-4
+#: Tries of each of the machine's probes below; the best counts (a try the scheduler cut into reads too slow).
+PROBE_TRIES = 3
+#: Bytes of fresh memory :func:`fresh_memory_seconds_per_byte` touches in each try: 256 pages of 4 KiB (half a
+#: millisecond where a page costs 2 µs).
+FRESH_MEMORY_PROBE_BYTES = 2**20
 
 
 @functools.lru_cache(maxsize=1)
 def fma_rate_one_thread() -> float:
     """The fused multiply-add peak of the core's vectors on one thread (AVX-512's where the core runs its v4
     build), flops per second, measured once per process: independent chains in registers for FMA_RATE_SECONDS
-    (``_core.fma_rate``), so nothing in memory moves the figure. :func:`machine` reads it after DGEMM's rate,
-    whose products have raised the core's clock."""
-    return float(_native.core.fma_rate(1, FMA_RATE_SECONDS, "float64"))
+    (``_core.fma_rate``), so nothing in memory moves the figure, the best of PROBE_TRIES. :func:`machine` reads it
+    after DGEMM's rate, whose products have raised the core's clock."""
+    return max(float(_native.core.fma_rate(1, FMA_RATE_SECONDS, "float64")) for _ in range(PROBE_TRIES))
 
 
 @functools.lru_cache(maxsize=1)
 def fresh_memory_seconds_per_byte() -> float:
     """What the system charges for a byte of memory the process has never touched, measured once per process: an
-    anonymous mapping of FRESH_MEMORY_PROBE_BYTES (as a large allocation of the core gets), one byte written per
-    page, the mapping then returned. Each page's first write faults and the system zeroes it: 0.5 s a GiB on the
+    anonymous mapping of FRESH_MEMORY_PROBE_BYTES (what the core's large blocks are: malloc maps them, in pages of
+    4 KiB unless transparent huge pages are on for every mapping), one byte written per page, the mapping then
+    returned; the best of PROBE_TRIES. Each page's first write faults and the system zeroes it: 0.5 s a GiB on the
     Zen 5 virtual machine of docs/user_guide/threads.md (the core's stored kernels, 4n² bytes, pay it once per
-    fit)."""
+    fit). NumPy advises the system to back its arrays of 4 MiB and more with huge pages, whose faults cost far less
+    a byte once the system has them free: the dense candidates' arrays are not priced so. A system where no
+    mapping can be made prices nothing (0)."""
     import mmap
 
-    region = mmap.mmap(-1, FRESH_MEMORY_PROBE_BYTES)
-    try:
-        pages = np.frombuffer(region, dtype=np.uint8)
-        start = time.perf_counter()
-        pages[::mmap.PAGESIZE] = 1
-        seconds = time.perf_counter() - start
-        del pages
-    finally:
-        region.close()
-    return seconds / FRESH_MEMORY_PROBE_BYTES
+    best = math.inf
+    for _ in range(PROBE_TRIES):
+        try:
+            region = mmap.mmap(-1, FRESH_MEMORY_PROBE_BYTES)
+        except (OSError, ValueError):
+            return 0.0
+        try:
+            pages = np.frombuffer(region, dtype=np.uint8)
+            try:
+                start = time.perf_counter()
+                pages[:: mmap.PAGESIZE] = 1
+                best = min(best, time.perf_counter() - start)
+            finally:
+                del pages  # the view released before the mapping is closed
+        finally:
+            region.close()
+    return best / FRESH_MEMORY_PROBE_BYTES
 
 
 def gemm_rate(threads: int | None = None) -> float:

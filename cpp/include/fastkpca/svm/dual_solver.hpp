@@ -308,6 +308,7 @@ class DualSolver {
     if (!missing.empty()) {
       if (!every_row_in_place(missing, targets) || !session_->all_columns(targets[0], interrupt_))
         session_->columns(missing.data(), static_cast<Index>(missing.size()), targets.data(), interrupt_);
+      team_awake_ = true;  // the columns' passes run on the team
       stats_.columns += static_cast<long long>(missing.size());
       stats_.column_entries += static_cast<double>(missing.size()) * static_cast<double>(n_rows());
     }
@@ -459,7 +460,9 @@ class DualSolver {
         l.clear();
         l.reserve(static_cast<std::size_t>(4 * take + 1));
       }
-#pragma omp parallel if (team_pays(static_cast<double>(count) * kSweepSeconds))
+    const bool on_team = team_pays(static_cast<double>(count) * kSweepSeconds);
+    team_awake_ = team_awake_ || on_team;
+#pragma omp parallel if (on_team)
     {
       // Each thread its share of the rows, its lists cut to their `take` best before they are merged.
       // A list that grows past 4·take is cut back to its take best, and what ranks below its worst is no longer
@@ -525,6 +528,7 @@ class DualSolver {
   // One outer step: select, bring the columns, solve the subproblem, update the gradient.
   void step(const Extremes& e) {
     auto t0 = Clock::now();
+    team_awake_ = false;
     select(e);
     const Index m = static_cast<Index>(set_.size());
     const bool whole = m == maintained();
@@ -569,7 +573,8 @@ class DualSolver {
     // less). The mirror copies kStrip × kStrip tiles, so the rows it reads from other threads' strips cross
     // between cores a whole line of kStrip entries at a time.
     // The entries the loop reads from the columns (m(m + 1)/2 with the block, m where it is read in place)
-    // decide the team, as an awake one: a region of this step (the columns' pass, the selection) has just run on it.
+    // decide the team: as an awake one where a region of this step (the columns' pass, the selection) has just run
+    // on it, else as a sleeping one.
     constexpr Index kStrip = 16;
     const double gathered = static_cast<double>(m) * (in_place ? 1.0 : 0.5 * static_cast<double>(m + 1));
     const Index strips = (m + kStrip - 1) / kStrip, pairs = (strips + 1) / 2;
@@ -604,7 +609,8 @@ class DualSolver {
         if (strips - 1 - pair != pair) work(strips - 1 - pair);
       }
     };
-#pragma omp parallel if (awake_team_pays(gathered * kCopySeconds))
+    const double gather_seconds = gathered * kCopySeconds;
+#pragma omp parallel if (team_awake_ ? awake_team_pays(gather_seconds) : team_pays(gather_seconds))
     {
       by_strip_pairs(gather_strip);
       if (!in_place) by_strip_pairs(mirror_strip);
@@ -733,6 +739,7 @@ class DualSolver {
   std::vector<const float*> column_of_;  // the working set's columns (null elsewhere: reset after each step)
   std::vector<double> w_;                // the update's weight per sample (zero elsewhere: reset after each step)
   int stalled_ = 0;
+  bool team_awake_ = false;  // a region of this step ran on the team (its threads still spin: parallel.hpp)
   std::unique_ptr<ColumnCache> cache_;
   std::unique_ptr<ColumnSession> session_;
 };
