@@ -249,8 +249,8 @@ def operator_passes_seconds(n: int, d: int, columns: int, passes: float, memory_
     its slack and the samples' working copies): the first pass evaluates the kernel; of the later ones, the
     share of the packed triangle (4n² bytes) that fits is read and the rest evaluated again (all of it read
     where it fits, all evaluated matrix-free). The stored share is fresh memory, which the first pass writes on the
-    core's team: :func:`fresh_memory_seconds` of it, shared by the team's threads (each faults its own tiles'
-    pages; measured: KernelKMeans's 1.6 GB took about 0.85 s of page faults on one thread and half that on two)."""
+    core's team: :func:`fresh_memory_seconds` of it, shared by the team's threads (each faults the pages of the
+    tiles it writes; docs/user_guide/threads.md compares the two ways of pricing them on a fit)."""
     stored = stored_share(n, d, memory_limit, other_bytes)
     evaluated = kernel_pass_seconds(n, n, d, columns)
     later = stored * stored_pass_seconds(n, columns) + (1 - stored) * evaluated
