@@ -37,8 +37,11 @@ the serial share are relative to that count), the parallel efficiency (speedup /
 Amdahl's law gives at each count (s = (p / S - 1) / (p - 1)) and the speedup that share predicts at 16 and 64 cores
 (1 / (s + (1 - s) / P)). A child that dies (scikit-learn's KernelRidge crashes in OpenBLAS's threaded ``dpotrf``
 from about 16,000 samples) is reported and its figures left out. ``--json FILE`` writes one record per (path,
-threads): ``path``, ``threads``, ``seconds``, ``predicted_seconds`` (and the stages, the repeats). Quote the CPU
-(printed) with the figures.
+threads): ``path``, ``threads``, ``seconds``, ``predicted_seconds`` (and the stages, the repeats). Beside the
+seconds the table gives the minor page faults and the system seconds of the timed call (``getrusage``; the kernel
+pass's include its three passes and the first, which touches the output): where fresh memory is dear (a virtual
+machine's page faults), they show how much of a path's time is spent getting it. Quote the CPU (printed) with the
+figures.
 """
 
 from __future__ import annotations
@@ -203,15 +206,20 @@ def _intelex(path: str, X, y) -> float | None:
 
 def child(paths: list[str], anchors: bool, ridge_n: int) -> None:
     """Runs each path once (after a small call of it that loads everything) and prints one JSON line per path."""
+    import resource
+
     from fastkpca import _native
 
     for path in paths:
         X, y = _data(path, ridge_n)
         quarter = X.shape[0] // 4
         _fastkpca(path, X[:quarter], None if y is None else y[:quarter])
+        before = resource.getrusage(resource.RUSAGE_SELF)
         seconds, predicted, extra = _fastkpca(path, X, y)
+        after = resource.getrusage(resource.RUSAGE_SELF)
         record = {"path": path, "threads": int(_native.core.omp_max_threads()), "seconds": seconds,
-                  "predicted_seconds": predicted, **extra}
+                  "predicted_seconds": predicted, "page_faults": after.ru_minflt - before.ru_minflt,
+                  "system_seconds": after.ru_stime - before.ru_stime, **extra}
         if anchors:
             anchor = _anchor(path, X, y)
             if anchor is not None:
@@ -272,7 +280,8 @@ def summarise(records: list[dict], counts: list[int]) -> list[dict]:
             if not runs:
                 continue
             row: dict = {"path": path, "threads": threads, "repeats": [x["seconds"] for x in runs]}
-            for key in ("seconds", "predicted_seconds", "sklearn_seconds", "sklearnex_seconds"):
+            for key in ("seconds", "predicted_seconds", "page_faults", "system_seconds", "sklearn_seconds",
+                        "sklearnex_seconds"):
                 if key in runs[0]:
                     row[key] = statistics.median(x[key] for x in runs)
             if "stages" in runs[0]:
@@ -344,6 +353,7 @@ def main(argv=None) -> int:
     print(markdown_table(rows, [("path", "path", ""), ("threads", "threads", ""), ("seconds", "seconds", ".3g"),
                                 ("predicted", "predicted_seconds", ".3g"),
                                 ("measured / predicted", "measured_over_predicted", ".2f"),
+                                ("page faults", "page_faults", ".3g"), ("system s", "system_seconds", ".2g"),
                                 ("speedup", "speedup", ".2f"), ("efficiency", "efficiency", ".2f"),
                                 ("serial share", "serial_share", ".2f"), ("at 16 cores", "speedup_16", ".1f"),
                                 ("at 64 cores", "speedup_64", ".1f"), ("sklearn s", "sklearn_seconds", ".3g"),
