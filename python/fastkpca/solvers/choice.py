@@ -67,8 +67,8 @@ __all__ = ["Candidate", "Choice", "Machine", "choose", "machine", "gemm_rate", "
 # The shares and calibrated flop counts below are read against gemm_rate_one_thread's rate, except those of the
 # core's passes (KERNEL_PEAK_SHARE, KERNEL_ENTRY_FLOPS, STORED_ENTRY_FLOPS, SVM_SWEEP_FLOPS), read against the peak
 # of its own vectors (fma_rate_one_thread); a physical flop count at DGEMM's rate (an r × r factor, a product with a
-# factor) is not a share. The machines they were measured on,
-# and how far each is off on the others: docs/user_guide/threads.md.
+# factor) is not a share. The machines they were measured on, and how far each is off on the others:
+# docs/user_guide/threads.md.
 
 #: Flops of a kernel entry beyond its distance (an exponential, a few scalings): the model's c.
 KERNEL_ENTRY_FLOPS = 20
@@ -163,11 +163,11 @@ def fresh_memory_seconds_per_byte() -> float:
     """What the system charges for a byte of memory the process has never touched, measured once per process: an
     anonymous mapping of FRESH_MEMORY_PROBE_BYTES (what the core's large blocks are: malloc maps them, in pages of
     4 KiB unless transparent huge pages are on for every mapping), one byte written per page, the mapping then
-    returned; the best of PROBE_TRIES. Each page's first write faults and the system zeroes it: 0.5 s a GiB on the
-    Zen 5 virtual machine of docs/user_guide/threads.md (the core's stored kernels, 4n² bytes, pay it once per
-    fit). NumPy advises the system to back its arrays of 4 MiB and more with huge pages, whose faults cost far less
-    a byte once the system has them free: the dense candidates' arrays are not priced so. A system where no
-    mapping can be made prices nothing (0)."""
+    returned; the best of PROBE_TRIES. Each page's first write faults and the system zeroes it, at a cost that on a
+    virtual machine can exceed the pass that writes the pages (docs/user_guide/threads.md): the core's stored
+    kernels, 4n² bytes, pay it once per fit. NumPy advises the system to back its arrays of 4 MiB and more with
+    huge pages, whose faults cost far less a byte once the system has them free: the dense candidates' arrays are
+    not priced so. A system where no mapping can be made prices nothing (0)."""
     import mmap
 
     best = math.inf
@@ -738,9 +738,10 @@ SVM_SWEEP_FLOPS = 54
 #: step's fixed share: the selection's lists, the subproblem, the column passes' thread teams) and SVM_BATCHED_SHARE
 #: per pair of variables (every outer step sweeps every row for the selection and the gradient's update, and the
 #: outer steps grow with the variables). The sweeps' flops are set from the stages' seconds of one-thread solves
-#: (selection, subproblem, update, shrinking: 0.13 s at 20,000 variables on a Zen 5 core of 127 Gflop/s,
-#: ``python bench/scaling.py --paths svc``), the shares so that the two solvers cross where they were measured to,
-#: on two threads: at SVM_BATCHED_SWEEPS / (1 - SVM_BATCHED_SHARE) = 2,048 variables (docs/user_guide/svm.rst).
+#: (selection, subproblem, update, shrinking: 0.13 s at 20,000 variables on a core of 127 Gflop/s, ``python
+#: bench/scaling.py --paths svc``; docs/user_guide/threads.md), the shares so that the two solvers cross where
+#: they were measured to, on two threads: at SVM_BATCHED_SWEEPS / (1 - SVM_BATCHED_SHARE) = 2,048 variables
+#: (docs/user_guide/svm.rst).
 SVM_BATCHED_SWEEPS = 512
 SVM_BATCHED_SHARE = 0.75
 
