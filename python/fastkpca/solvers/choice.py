@@ -75,11 +75,10 @@ KERNEL_ENTRY_FLOPS = 20
 #: The core's passes' rate (the kernel pass's, counted in kernel_entry_flops; a stored kernel's product; the team's
 #: products with a factor) against the fused multiply-add peak of the core's own vectors on as many threads
 #: (fma_rate_one_thread). Not a share of DGEMM's rate: the core is compiled for the widest vectors the CPU runs,
-#: which NumPy's BLAS may not use (OpenBLAS 0.3.30 and 0.3.31 run their AVX2 kernels on Zen 5, at half its
-#: AVX-512 peak: docs/user_guide/threads.md). Set to the 0.88 of DGEMM's rate that the shares below were
-#: calibrated with, times DGEMM's 0.94 of the peak on the machines where its kernels are the CPU's widest
-#: (docs/user_guide/performance.md); ``python bench/scaling.py --paths gram64`` prints the pass's measured seconds
-#: against this prediction.
+#: which NumPy's BLAS may not use. Set to the share of DGEMM's rate that the shares below were calibrated with,
+#: times DGEMM's share of the peak where its kernels are the CPU's widest (the figures: docs/user_guide/
+#: performance.md, "The kernel pass against the machine"); ``python bench/scaling.py --paths gram64`` prints the
+#: pass's measured seconds against this prediction.
 KERNEL_PEAK_SHARE = 0.83
 #: A stored kernel entry's cost in a product, in flops at the kernel pass's rate (as kernel_entry_flops counts an
 #: evaluated one) beyond the block's 2b: reading it from memory (a pass over the packed triangle is bound by the
@@ -144,8 +143,7 @@ def machine() -> Machine:
 FMA_RATE_SECONDS = 2e-4
 #: Tries of each of the machine's probes below; the best counts (a try the scheduler cut into reads too slow).
 PROBE_TRIES = 3
-#: Bytes of fresh memory :func:`fresh_memory_seconds_per_byte` touches in each try: 256 pages of 4 KiB (half a
-#: millisecond where a page costs 2 µs).
+#: Bytes of fresh memory :func:`fresh_memory_seconds_per_byte` touches in each try: 256 pages of 4 KiB.
 FRESH_MEMORY_PROBE_BYTES = 2**20
 
 
@@ -260,8 +258,8 @@ def operator_passes_seconds(n: int, d: int, columns: int, passes: float, memory_
 
 #: The smallest allocation priced as fresh memory (:func:`fresh_memory_seconds`): glibc's malloc maps every block
 #: from 32 MiB (its largest mmap threshold) afresh, while a smaller one may reuse pages of its heap that an earlier
-#: fit touched (bench/solver_choice.py's Lanczos rows at 1,600 samples, 10 MB stored, took no longer than their
-#: passes).
+#: fit touched (bench/solver_choice.py's Lanczos rows show it: docs/user_guide/performance.md, "The kernel pass
+#: against the machine").
 FRESH_MEMORY_MIN_BYTES = 32 * 2**20
 
 
@@ -738,8 +736,8 @@ SVM_SWEEP_FLOPS = 54
 #: step's fixed share: the selection's lists, the subproblem, the column passes' thread teams) and SVM_BATCHED_SHARE
 #: per pair of variables (every outer step sweeps every row for the selection and the gradient's update, and the
 #: outer steps grow with the variables). The sweeps' flops are set from the stages' seconds of one-thread solves
-#: (selection, subproblem, update, shrinking: 0.13 s at 20,000 variables on a core of 127 Gflop/s, ``python
-#: bench/scaling.py --paths svc``; docs/user_guide/threads.md), the shares so that the two solvers cross where
+#: (selection, subproblem, update, shrinking: ``python bench/scaling.py --paths svc``; the figures:
+#: docs/user_guide/performance.md, "Support vector machines"), the shares so that the two solvers cross where
 #: they were measured to, on two threads: at SVM_BATCHED_SWEEPS / (1 - SVM_BATCHED_SHARE) = 2,048 variables
 #: (docs/user_guide/svm.rst).
 SVM_BATCHED_SWEEPS = 512
