@@ -290,8 +290,8 @@ class DualSolver {
   }
 
   // The columns of the problem samples `wanted` (increasing) into `column_of`, the missing ones evaluated in one
-  // pass and pinned with the others until unpinned.
-  void fetch_columns(const std::vector<Index>& wanted, std::vector<const float*>& column_of) {
+  // pass and pinned with the others until unpinned. Returns whether a pass ran (on the team).
+  bool fetch_columns(const std::vector<Index>& wanted, std::vector<const float*>& column_of) {
     std::vector<Index> missing;
     std::vector<float*> targets;
     for (Index ps : wanted) {
@@ -308,10 +308,10 @@ class DualSolver {
     if (!missing.empty()) {
       if (!every_row_in_place(missing, targets) || !session_->all_columns(targets[0], interrupt_))
         session_->columns(missing.data(), static_cast<Index>(missing.size()), targets.data(), interrupt_);
-      team_awake_ = true;  // the columns' passes run on the team
       stats_.columns += static_cast<long long>(missing.size());
       stats_.column_entries += static_cast<double>(missing.size()) * static_cast<double>(n_rows());
     }
+    return !missing.empty();
   }
 
   // Whether the columns `missing` (samples) are every row's, in the rows' order, and their slots `targets` follow
@@ -426,8 +426,8 @@ class DualSolver {
   }
 
   // The next working set: the more recent part of the last one, then the most violating variables, taken
-  // from the top of I_up and the bottom of I_low in turn (of each group).
-  void select(const Extremes& e) {
+  // from the top of I_up and the bottom of I_low in turn (of each group). Returns whether its sweep ran on the team.
+  bool select(const Extremes& e) {
     // At least four fresh ones, so that both ends of every side's violation are in (then the subproblem's gap is
     // at least the whole problem's, and every step makes progress).
     const bool first = set_.empty();
@@ -443,14 +443,14 @@ class DualSolver {
       set_ = mvars_;
       std::fill(in_set_.begin(), in_set_.end(), 0);
       for (Index t : set_) in_set_[static_cast<std::size_t>(t)] = 1;
-      return;
+      return false;
     }
     // Candidates: up[c] violating in I_up (s above the bottom of I_low), low[c] in I_low (s below the top), each
     // kept to its `take` most violating (sorted, ties by index).
     auto* list = candidates_;
     constexpr int lists = 2 * kGroups;
     const Index take = std::min<Index>(fresh, q_ - static_cast<Index>(set_.size()));
-    if (take <= 0) return;
+    if (take <= 0) return false;
     const Index count = maintained();
     // Every thread's lists emptied and reserved before the region (a smaller team must not merge stale lists, and
     // no list grows past 4·take, so nothing allocates inside it).
@@ -461,7 +461,6 @@ class DualSolver {
         l.reserve(static_cast<std::size_t>(4 * take + 1));
       }
     const bool on_team = team_pays(static_cast<double>(count) * kSweepSeconds);
-    team_awake_ = team_awake_ || on_team;
 #pragma omp parallel if (on_team)
     {
       // Each thread its share of the rows, its lists cut to their `take` best before they are merged.
@@ -523,13 +522,13 @@ class DualSolver {
         more = true;
       }
     }
+    return on_team;
   }
 
   // One outer step: select, bring the columns, solve the subproblem, update the gradient.
   void step(const Extremes& e) {
     auto t0 = Clock::now();
-    team_awake_ = false;
-    select(e);
+    const bool selected_on_team = select(e);
     const Index m = static_cast<Index>(set_.size());
     const bool whole = m == maintained();
     stats_.seconds_select += seconds_since(t0);
@@ -541,7 +540,8 @@ class DualSolver {
     std::sort(set_ps.begin(), set_ps.end());
     set_ps.erase(std::unique(set_ps.begin(), set_ps.end()), set_ps.end());
     std::vector<const float*>& column_of = column_of_;
-    fetch_columns(set_ps, column_of);
+    // The team is awake where a region of this step has just run on it (its threads still spin: parallel.hpp).
+    const bool team_awake = fetch_columns(set_ps, column_of) || selected_on_team;
     stats_.seconds_columns += seconds_since(t0);
 
     // The subproblem on the m × m block.
@@ -610,7 +610,7 @@ class DualSolver {
       }
     };
     const double gather_seconds = gathered * kCopySeconds;
-#pragma omp parallel if (team_awake_ ? awake_team_pays(gather_seconds) : team_pays(gather_seconds))
+#pragma omp parallel if (team_awake ? awake_team_pays(gather_seconds) : team_pays(gather_seconds))
     {
       by_strip_pairs(gather_strip);
       if (!in_place) by_strip_pairs(mirror_strip);
@@ -739,7 +739,6 @@ class DualSolver {
   std::vector<const float*> column_of_;  // the working set's columns (null elsewhere: reset after each step)
   std::vector<double> w_;                // the update's weight per sample (zero elsewhere: reset after each step)
   int stalled_ = 0;
-  bool team_awake_ = false;  // a region of this step ran on the team (its threads still spin: parallel.hpp)
   std::unique_ptr<ColumnCache> cache_;
   std::unique_ptr<ColumnSession> session_;
 };
