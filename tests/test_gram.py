@@ -202,6 +202,23 @@ def test_threads_bit_for_bit(rng):
         assert np.array_equal(Kc1, Kc2), kernel
 
 
+@pytest.mark.parametrize("dtype", [np.float64, np.float32])
+def test_operands_prepared_on_the_team(rng, dtype):
+    """Operands large enough to be copied and packed by the team (a megabyte or so; the last slab partial) give
+    the one-thread result bit for bit, and the reference's values."""
+    X = rng.standard_normal((2003, 64)).astype(dtype)
+    Y = rng.standard_normal((1501, 64)).astype(dtype)
+    for kernel in ("rbf", "laplacian", "linear"):
+        K1 = fastkpca.gram(X, Y, kernel=kernel, n_jobs=1)
+        K2 = fastkpca.gram(X, Y, kernel=kernel, n_jobs=2)
+        assert np.array_equal(K1, K2), kernel
+        K_ref = ref.kernel(X.astype(np.float64), Y.astype(np.float64), kernel, 1.0 / 64, 3, 1.0)
+        tol = 1e-10 if dtype == np.float64 else 2e-4
+        np.testing.assert_allclose(K2, K_ref, rtol=tol, atol=tol * np.abs(K_ref).max())
+        S1, S2 = (fastkpca.gram(X, kernel=kernel, n_jobs=j) for j in (1, 2))
+        assert np.array_equal(S1, S2), kernel
+
+
 def test_threadpoolctl_limits_openmp():
     """threadpoolctl reaches the core's OpenMP runtime: from a team of three (whatever the default, one in a
     worker of a parallel run) to one and back."""

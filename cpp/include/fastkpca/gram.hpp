@@ -86,8 +86,8 @@ void gram(const ConstRowMatrixMap<S>& x, const ConstRowMatrixMap<S>* y, const Ke
           RowMatrixMap<S>& out, Interrupt& interrupt) {
   Operands<S> op;
   op.has_y = y != nullptr;
-  op.x = x;
-  if (op.has_y) op.y = *y;
+  copy_rows(x, op.x);
+  if (op.has_y) copy_rows(*y, op.y);
   with_kernel<S>(params, [&](auto kernel, bool unit_diagonal) {
     kernel.prepare(op);
     detail::gram_tiles<S>(kernel, op, !op.has_y, unit_diagonal, out.data(), out.cols(), interrupt);
@@ -100,7 +100,7 @@ void gram(const ConstRowMatrixMap<S>& x, const ConstRowMatrixMap<S>* y, const Ke
 template <class S>
 void kernel_diagonal(const ConstRowMatrixMap<S>& x, const KernelParams& params, S* out, Interrupt& interrupt) {
   Operands<S> op;
-  op.x = x;
+  copy_rows(x, op.x);
   with_kernel<S>(params, [&](auto kernel, bool) {
     kernel.prepare(op);
     const Index n = op.x.rows(), chunk = 4096;

@@ -62,9 +62,9 @@ class KernelTilesOf final : public KernelTiles<S> {
   KernelTilesOf(const ConstRowMatrixMap<S>& x, const ConstRowMatrixMap<S>* y, Kernel kernel, bool unit_diagonal,
                 bool zero_diagonal)
       : kernel_(kernel), unit_diagonal_(unit_diagonal), zero_diagonal_(zero_diagonal && y == nullptr) {
-    op_.x = x;
+    copy_rows(x, op_.x);
     op_.has_y = y != nullptr;
-    if (y) op_.y = *y;
+    if (y) copy_rows(*y, op_.y);
     kernel_.prepare(op_);
     if (!op_.has_y) trace_ = zero_diagonal_ ? 0.0 : unit_diagonal ? static_cast<double>(x.rows()) : diagonal_sum();
   }

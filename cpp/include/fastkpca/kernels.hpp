@@ -90,6 +90,20 @@ struct Operands {
   }
 };
 
+// dst = src, the rows copied by the team where the copy pays for its start: each thread takes the page faults of
+// the rows it writes (the operands' working copies are fresh memory at every call).
+template <class S>
+void copy_rows(const ConstRowMatrixMap<S>& src, RowMatrix<S>& dst) {
+  const Index n = src.rows(), d = src.cols();
+  if (!team_pays(micro::kPackSecondsPerByte * static_cast<double>(n) * static_cast<double>(d) * sizeof(S))) {
+    dst = src;  // no parallel region at all: even one that does not start the team costs a small call
+    return;
+  }
+  dst.resize(n, d);
+#pragma omp parallel for schedule(static)
+  for (Index i = 0; i < n; ++i) std::copy(src.data() + i * d, src.data() + (i + 1) * d, dst.data() + i * d);
+}
+
 namespace detail {
 
 // Elements of the per-thread scratch of finish_rows: two tile rows.

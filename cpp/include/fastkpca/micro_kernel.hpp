@@ -21,10 +21,12 @@
 
 #include <algorithm>
 #include <cstddef>
+#include <memory>
 #include <type_traits>
 #include <vector>
 
 #include "fastkpca/packed.hpp"
+#include "fastkpca/parallel.hpp"
 #include "fastkpca/simd.hpp"
 #include "fastkpca/types.hpp"
 
@@ -59,26 +61,47 @@ constexpr int PR_NARROW = simd::kBytes == 64 ? 8 : 6;
 // large as possible); each panel depth-major, element (r, k) of the panel starting at row p at
 // p·depth + k·h + (r - p). The panels of every slab are whole, so the blocks of any slab, any tile and
 // any Gram tile (multiples of kSlab rows) are whole panels. Rows past n are zero.
+// One thread's seconds per byte of packed rows written into fresh memory, the work by which packing starts the
+// team: the page faults dominate it (a first write of a page costs about a microsecond on the machines of
+// docs/user_guide/threads.md, a third of a nanosecond a byte), the copy itself is a fraction of that.
+constexpr double kPackSecondsPerByte = 0.4e-9;
+
 template <class S>
 class PackedRows {
  public:
   PackedRows() = default;
-  // row(i, dst) writes row i's `depth` values into dst.
+  // row(i, dst) writes row i's `depth` values into dst; it is called from the team's threads at once. The
+  // slabs are independent runs of the buffer, so each thread fills (and takes the page faults of) its own.
   template <class RowFn>
   PackedRows(Index n, Index depth, int height, int tail, RowFn&& row)
       : n_(n), depth_(depth), height_(height), tail_(tail) {
     constexpr Index G = kSlab<S>;
     main_rows_ = G / height_ * height_;
     while ((G - main_rows_) % tail_ != 0) main_rows_ -= height_;
-    const Index padded = (n + G - 1) / G * G;
-    data_.assign(static_cast<size_t>(padded * depth_), S(0));
-    std::vector<S> buf(static_cast<size_t>(depth_));
-    for (Index i = 0; i < n; ++i) {
-      row(i, buf.data());
-      const Index p = panel_start(i);
-      const int h = height_at(p);
-      for (Index k = 0; k < depth_; ++k)
-        data_[static_cast<size_t>(p * depth_ + k * h + (i - p))] = buf[static_cast<size_t>(k)];
+    const Index slabs = (n + G - 1) / G;
+    size_ = static_cast<std::size_t>(slabs * G * depth_);
+    data_.reset(size_ > 0 ? new S[size_] : nullptr);  // uninitialised: every element is written below
+    auto fill_slab = [&](Index slab, S* buf) {
+      S* out = data_.get() + slab * G * depth_;
+      std::fill(out, out + G * depth_, S(0));  // rows past n stay zero
+      for (Index i = slab * G; i < std::min(n, (slab + 1) * G); ++i) {
+        row(i, buf);
+        const Index p = panel_start(i);
+        const int h = height_at(p);
+        for (Index k = 0; k < depth_; ++k) data_[static_cast<size_t>(p * depth_ + k * h + (i - p))] = buf[k];
+      }
+    };
+    // A small pack stays out of any parallel region: even one that does not start the team costs a small call.
+    if (!team_pays(kPackSecondsPerByte * static_cast<double>(size_ * sizeof(S)))) {
+      std::vector<S> buf(static_cast<size_t>(depth_));
+      for (Index slab = 0; slab < slabs; ++slab) fill_slab(slab, buf.data());
+      return;
+    }
+#pragma omp parallel
+    {
+      std::vector<S> buf(static_cast<size_t>(depth_));
+#pragma omp for schedule(static)
+      for (Index slab = 0; slab < slabs; ++slab) fill_slab(slab, buf.data());
     }
   }
   // The first row of the panel holding row i, and the height of the panel starting at row p.
@@ -88,15 +111,16 @@ class PackedRows {
   }
   int height_at(Index p) const { return p % kSlab<S> < main_rows_ ? height_ : tail_; }
   // The panel starting at row p.
-  const S* panel(Index p) const { return data_.data() + p * depth_; }
+  const S* panel(Index p) const { return data_.get() + p * depth_; }
   Index rows() const { return n_; }
   Index depth() const { return depth_; }
-  std::size_t bytes() const { return data_.size() * sizeof(S); }
+  std::size_t bytes() const { return size_ * sizeof(S); }
 
  private:
   Index n_ = 0, depth_ = 0, main_rows_ = 0;
   int height_ = 1, tail_ = 1;
-  std::vector<S> data_;
+  std::unique_ptr<S[]> data_;
+  std::size_t size_ = 0;
 };
 
 // acc[r][v] = Σ_k a[k·R + r] ⊙ b[k·NR + v·kLanes + lane], for an A panel of R rows and a B panel of
