@@ -4,6 +4,10 @@ and the operator as a SciPy LinearOperator."""
 
 from __future__ import annotations
 
+import os
+import subprocess
+import sys
+
 import numpy as np
 import pytest
 import scipy.sparse.linalg as spla
@@ -338,3 +342,52 @@ def test_operator_keeps_the_array_it_reads_alive():
     del X
     gc.collect()
     np.testing.assert_allclose(op @ np.ones(300), expected, rtol=1e-13)
+
+
+def _stored_operator(n):
+    X = np.random.default_rng(0).standard_normal((n, 4))
+    op = _native.core.kernel_operator(X, "rbf", 0.5, 3.0, 1.0, 10**6, 1, False)  # every tile row stored
+    assert op.storage == "packed" and op.nbytes >= _native.core.BACKGROUND_RELEASE_BYTES
+    return op
+
+
+#: Run in a fresh interpreter: the test process's heap (glibc's thresholds, moved by earlier tests) is not.
+_RELEASE_SCRIPT = """
+import numpy as np
+from fastkpca import _native
+
+def resident():
+    with open("/proc/self/statm") as f:
+        return int(f.read().split()[1]) * 4096
+
+X = np.random.default_rng(0).standard_normal((3000, 4))
+op = _native.core.kernel_operator(X, "rbf", 0.5, 3.0, 1.0, 10**6, 1, False)
+nbytes, held = op.nbytes, resident()
+del op
+_native.core.wait_for_releases()
+print(nbytes, held - resident(), _native.core.releases_in_flight())
+"""
+
+
+@pytest.mark.skipif(not os.path.exists("/proc/self/statm") or os.sysconf("SC_PAGE_SIZE") != 4096,
+                    reason="reads the resident set from /proc")
+def test_a_large_stored_kernel_is_freed_in_the_background():
+    """A stored kernel of BACKGROUND_RELEASE_BYTES or more (41 MB here) goes back to the system on a thread of its
+    own: once wait_for_releases returns, nothing is in flight and the process's resident set has shrunk by it."""
+    out = subprocess.run([sys.executable, "-c", _RELEASE_SCRIPT], capture_output=True, text=True, timeout=120)
+    assert out.returncode == 0, out.stderr
+    nbytes, returned, in_flight = (int(x) for x in out.stdout.split())
+    assert nbytes >= _native.core.BACKGROUND_RELEASE_BYTES
+    assert in_flight == 0
+    assert returned > 0.9 * nbytes
+
+def test_the_memory_checks_wait_for_the_releases_in_flight():
+    """available_memory counts the memory a finished fit is still giving back as available: it returns only once
+    the background releases are done."""
+    from fastkpca import _validation as v
+
+    op = _stored_operator(8000)  # 260 MB: its release takes milliseconds
+    del op
+    v.available_memory()
+    assert _native.core.releases_in_flight() == 0
+

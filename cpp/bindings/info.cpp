@@ -6,6 +6,7 @@
 #include <vector>
 
 #include "common.hpp"
+#include "fastkpca/background_release.hpp"
 #include "fastkpca/isa.hpp"
 #include "fastkpca/simd.hpp"
 
@@ -149,6 +150,15 @@ void init_info(py::module_& m) {
         "Run a defect on purpose (sanitizer builds only): 'heap-buffer-overflow' or 'misaligned'.");
 #endif
   m.attr("TEAM_MIN_SECONDS") = kTeamMinSeconds;
+  m.attr("BACKGROUND_RELEASE_BYTES") = kBackgroundReleaseBytes;
+  m.def(
+      "wait_for_releases",
+      []() {
+        py::gil_scoped_release nogil;
+        wait_for_releases();
+      },
+      "Return once every large buffer the core has started to free in the background is freed.");
+  m.def("releases_in_flight", []() { return detail::releases_in_flight().load(); });
   m.def("omp_max_threads", []() { return omp_get_max_threads(); });
   m.attr("SHORT_CALL_TEAM") = kShortCallTeam;
   m.def(

@@ -326,7 +326,11 @@ def _cgroup_files() -> tuple[str, str] | None:
 def available_memory() -> int:
     """Bytes this process can still allocate: MemAvailable, capped by a cgroup limit if one is set (about 20 µs).
     The library's own: psutil's ``virtual_memory().available`` reads the same MemAvailable but no cgroup limit
-    (a container's), and psutil is not a dependency."""
+    (a container's), and psutil is not a dependency. The large buffers the core is still freeing in the background
+    (cpp/include/fastkpca/background_release.hpp) are freed first, so that they count as available."""
+    from ._native import core
+
+    core.wait_for_releases()
     avail = None
     meminfo = _read_file("/proc/meminfo")
     if meminfo is not None:

@@ -26,6 +26,7 @@
 #include <type_traits>
 #include <vector>
 
+#include "fastkpca/background_release.hpp"
 #include "fastkpca/kernel_block.hpp"
 #include "fastkpca/kernel_tiles.hpp"
 #include "fastkpca/operator.hpp"
@@ -40,6 +41,9 @@ class TiledKernelOperator final : public Operator {
         cached_rows_(std::clamp<Index>(cached_rows, 0, nt_)) {
     build_cache(interrupt);
   }
+  ~TiledKernelOperator() override { release(std::move(cache_), cache_size_ * sizeof(S)); }
+  TiledKernelOperator(const TiledKernelOperator&) = delete;
+  TiledKernelOperator& operator=(const TiledKernelOperator&) = delete;
 
   Index rows() const override { return n_; }
   double trace(Interrupt&) const override { return tiles_->trace(); }

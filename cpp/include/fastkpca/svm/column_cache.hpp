@@ -14,6 +14,7 @@
 #include <memory>
 #include <vector>
 
+#include "fastkpca/background_release.hpp"
 #include "fastkpca/parallel.hpp"
 #include "fastkpca/types.hpp"
 
@@ -28,6 +29,9 @@ class ColumnCache {
   // `keys` columns can be asked for (the problem's samples); `floats` is the buffer's size.
   ColumnCache(Index keys, std::size_t floats)
       : capacity_(floats), data_(new float[std::max<std::size_t>(floats, 1)]), slot_of_(keys, -1) {}
+  ~ColumnCache() { release(std::move(data_), capacity_ * sizeof(float)); }
+  ColumnCache(const ColumnCache&) = delete;
+  ColumnCache& operator=(const ColumnCache&) = delete;
 
   // Empty, for columns of `rows` entries.
   void reset(Index rows) {
