@@ -56,16 +56,16 @@ constexpr int PR = simd::kBytes == 64 ? 8 : 4;
 constexpr int PV = 3;
 constexpr int PR_NARROW = simd::kBytes == 64 ? 8 : 6;
 
-// Operand rows packed for the micro-kernel: each slab of kSlab<S> rows (packed.hpp) split into panels of
-// `height` rows, followed by panels of `tail` rows for what is left (height·m + tail·t = kSlab<S>, m as
-// large as possible); each panel depth-major, element (r, k) of the panel starting at row p at
-// p·depth + k·h + (r - p). The panels of every slab are whole, so the blocks of any slab, any tile and
-// any Gram tile (multiples of kSlab rows) are whole panels. Rows past n are zero.
 // One thread's seconds per byte of packed rows written into fresh memory, the work by which packing starts the
 // team: the page faults dominate it (a first write of a page costs about a microsecond on the machines of
 // docs/user_guide/threads.md, a third of a nanosecond a byte), the copy itself is a fraction of that.
 constexpr double kPackSecondsPerByte = 0.4e-9;
 
+// Operand rows packed for the micro-kernel: each slab of kSlab<S> rows (packed.hpp) split into panels of
+// `height` rows, followed by panels of `tail` rows for what is left (height·m + tail·t = kSlab<S>, m as
+// large as possible); each panel depth-major, element (r, k) of the panel starting at row p at
+// p·depth + k·h + (r - p). The panels of every slab are whole, so the blocks of any slab, any tile and
+// any Gram tile (multiples of kSlab rows) are whole panels. Rows past n are zero.
 template <class S>
 class PackedRows {
  public:
