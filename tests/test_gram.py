@@ -207,7 +207,7 @@ def test_operands_prepared_on_the_team(rng, dtype):
     """Operands large enough to be copied and packed by the team (a megabyte or so; the last slab partial) give
     the one-thread result bit for bit, and the reference's values."""
     X = rng.standard_normal((2003, 64)).astype(dtype)
-    Y = rng.standard_normal((1501, 64)).astype(dtype)
+    Y = rng.standard_normal((1801, 64)).astype(dtype)  # 461 KB in float32: on the team too
     for kernel in ("rbf", "laplacian", "linear"):
         K1 = fastkpca.gram(X, Y, kernel=kernel, n_jobs=1)
         K2 = fastkpca.gram(X, Y, kernel=kernel, n_jobs=2)

@@ -372,14 +372,16 @@ print(nbytes, held - resident(), _native.core.releases_in_flight())
 @pytest.mark.skipif(not os.path.exists("/proc/self/statm") or os.sysconf("SC_PAGE_SIZE") != 4096,
                     reason="reads the resident set from /proc")
 def test_a_large_stored_kernel_is_freed_in_the_background():
-    """A stored kernel of BACKGROUND_RELEASE_BYTES or more (41 MB here) goes back to the system on a thread of its
-    own: once wait_for_releases returns, nothing is in flight and the process's resident set has shrunk by it."""
+    """A stored kernel of BACKGROUND_RELEASE_BYTES or more (41 MB here), which goes back to the system on a thread
+    of its own, does go back: once wait_for_releases returns, nothing is in flight and the process's resident set
+    has shrunk by it. (That the release leaves the caller's thread is a timing, which the tests do not time.)"""
     out = subprocess.run([sys.executable, "-c", _RELEASE_SCRIPT], capture_output=True, text=True, timeout=120)
     assert out.returncode == 0, out.stderr
     nbytes, returned, in_flight = (int(x) for x in out.stdout.split())
     assert nbytes >= _native.core.BACKGROUND_RELEASE_BYTES
     assert in_flight == 0
     assert returned > 0.9 * nbytes
+
 
 def test_the_memory_checks_wait_for_the_releases_in_flight():
     """available_memory counts the memory a finished fit is still giving back as available: it returns only once
@@ -390,4 +392,3 @@ def test_the_memory_checks_wait_for_the_releases_in_flight():
     del op
     v.available_memory()
     assert _native.core.releases_in_flight() == 0
-

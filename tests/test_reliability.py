@@ -418,6 +418,38 @@ def test_fork_after_a_parallel_call():
     assert out.stdout.startswith("ok"), out.stdout + out.stderr
 
 
+def test_fork_then_the_preparations_that_use_the_team():
+    """The native calls that prepare large operands (copied and packed on the team) before their main work do so
+    under the call's thread count: in a child forked after a parallel call, a Gaussian process's sum of kernels
+    and a Dask block's tiles (operands of 750 KB) run on one thread instead of hanging on the parent's pool."""
+    out = run_child(
+        """
+        import multiprocessing as mp, numpy as np, fastkpca
+        from fastkpca import _native
+        def child(q):
+            X = np.random.default_rng(1).random((3000, 32))
+            K = np.empty((3000, 3000))
+            _native.core.sum_gram_into([("rbf", 1.0, 0.5, X, None)], 0.0, K, 0)
+            tiles = _native.core.kernel_block_tiles(X, None, "rbf", 0.5, 3.0, 1.0, 0)
+            q.put(f"{K[0, 1]:.6f} {tiles.size}")
+        if __name__ == "__main__":
+            fastkpca.gram(np.random.default_rng(0).random((1500, 10)), kernel="rbf", n_jobs=2)
+            ctx = mp.get_context("fork")
+            q = ctx.Queue()
+            p = ctx.Process(target=child, args=(q,))
+            p.start()
+            p.join(60)
+            if p.is_alive():
+                p.kill()
+                print("hung")
+            else:
+                print("ok", q.get(timeout=5))
+        """,
+        timeout=120,
+    )
+    assert out.stdout.startswith("ok"), out.stdout + out.stderr
+
+
 # --------------------------------------------------------------------------------------------- memory
 
 

@@ -16,7 +16,8 @@ namespace {
 template <class S>
 std::unique_ptr<KernelTiles<S>> block_tiles(const Input<S>& a, const std::optional<Input<S>>& b,
                                             const std::string& kernel, double gamma, double degree, double coef0,
-                                            std::optional<ConstRowMatrixMap<S>>& bm, bool zero_diagonal) {
+                                            std::optional<ConstRowMatrixMap<S>>& bm, bool zero_diagonal,
+                                            int n_threads) {
   require_matrix(a, "a");
   if (a.shape(0) < 1 || a.shape(1) < 1) throw py::value_error("a must have at least one row and one column");
   if (b) {
@@ -26,14 +27,17 @@ std::unique_ptr<KernelTiles<S>> block_tiles(const Input<S>& a, const std::option
     bm.emplace(b->data(), b->shape(0), b->shape(1));
   }
   ConstRowMatrixMap<S> am(a.data(), a.shape(0), a.shape(1));
-  return make_kernel_tiles<S>(am, kernel_params(kernel, gamma, degree, coef0), bm ? &*bm : nullptr, zero_diagonal);
+  const KernelParams params = kernel_params(kernel, gamma, degree, coef0);
+  // The operands are prepared on the call's threads (the preparation may use the team).
+  return release_and_run(
+      n_threads, [&](Interrupt&) { return make_kernel_tiles<S>(am, params, bm ? &*bm : nullptr, zero_diagonal); });
 }
 
 template <class S>
 py::array_t<S> kernel_block_tiles_of(const Input<S>& a, const std::optional<Input<S>>& b, const std::string& kernel,
                                      double gamma, double degree, double coef0, int n_threads, bool zero_diagonal) {
   std::optional<ConstRowMatrixMap<S>> bm;
-  auto tiles = block_tiles<S>(a, b, kernel, gamma, degree, coef0, bm, zero_diagonal);
+  auto tiles = block_tiles<S>(a, b, kernel, gamma, degree, coef0, bm, zero_diagonal, n_threads);
   return kept_tiles(*tiles, n_threads);
 }
 
@@ -43,7 +47,7 @@ py::tuple kernel_block_product_of(const Input<S>& a, const std::optional<Input<S
                                   const Input<double>& va, const std::optional<Input<double>>& vb, Index blocks,
                                   int n_threads, bool zero_diagonal) {
   std::optional<ConstRowMatrixMap<S>> bm;
-  auto tiles = block_tiles<S>(a, b, kernel, gamma, degree, coef0, bm, zero_diagonal);
+  auto tiles = block_tiles<S>(a, b, kernel, gamma, degree, coef0, bm, zero_diagonal, n_threads);
   return block_product(*tiles, kept, va, vb, blocks, n_threads);
 }
 

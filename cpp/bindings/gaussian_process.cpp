@@ -23,8 +23,10 @@ namespace {
 
 using RArrayD = py::array_t<double, py::array::c_style>;
 
-// The sum's tiles: its terms' tiles (made here, each keeping its own working copy of its samples), n × cols.
-std::unique_ptr<SumKernelTiles<double>> sum_tiles(const py::list& terms, double white, bool cross, bool zero_diagonal) {
+// The sum's tiles: its terms' tiles (made here, each keeping its own working copy of its samples), n × cols. A
+// term's operands are prepared on the call's threads (release_and_run), as every preparation that may use the team.
+std::unique_ptr<SumKernelTiles<double>> sum_tiles(const py::list& terms, double white, bool cross, bool zero_diagonal,
+                                                  int n_threads) {
   std::vector<SumKernelTiles<double>::Term> parts;
   Index n = -1, cols = -1;
   for (const py::handle item : terms) {
@@ -53,7 +55,9 @@ std::unique_ptr<SumKernelTiles<double>> sum_tiles(const py::list& terms, double 
       ConstRowMatrixMap<double> xm(x.data(), x.shape(0), x.shape(1));
       std::optional<ConstRowMatrixMap<double>> ym;
       if (y) ym.emplace(y->data(), y->shape(0), y->shape(1));
-      part.tiles = make_kernel_tiles<double>(xm, kernel_params(name, gamma, 3.0, 1.0), ym ? &*ym : nullptr);
+      const KernelParams params = kernel_params(name, gamma, 3.0, 1.0);
+      part.tiles = release_and_run(
+          n_threads, [&](Interrupt&) { return make_kernel_tiles<double>(xm, params, ym ? &*ym : nullptr); });
     }
     parts.push_back(std::move(part));
   }
@@ -66,7 +70,7 @@ bool has_y(const py::list& terms) { return !terms.empty() && !py::cast<py::tuple
 
 void sum_gram_into(const py::list& terms, double white, InPlace<double>& out, int n_threads) {
   const bool cross = has_y(terms);
-  auto tiles = sum_tiles(terms, white, cross, false);
+  auto tiles = sum_tiles(terms, white, cross, false, n_threads);
   if (out.ndim() != 2 || out.shape(0) != tiles->n() || out.shape(1) != tiles->cols())
     throw py::value_error("out has the wrong shape");
   double* o = out.mutable_data();
@@ -77,7 +81,7 @@ void sum_gram_into(const py::list& terms, double white, InPlace<double>& out, in
 }
 
 void sum_cross_product_into(const py::list& terms, const Input<double>& v, InPlace<double>& out, int n_threads) {
-  auto tiles = sum_tiles(terms, 0.0, true, false);
+  auto tiles = sum_tiles(terms, 0.0, true, false, n_threads);
   require_matrix(v, "v");
   if (v.shape(0) != tiles->cols()) throw py::value_error("v must have one row per row of y");
   if (out.ndim() != 2 || out.shape(0) != tiles->n() || out.shape(1) != v.shape(1))
@@ -92,7 +96,7 @@ void sum_cross_product_into(const py::list& terms, const Input<double>& v, InPla
 
 std::shared_ptr<Operator> sum_kernel_operator(const py::list& terms, double white, Index cached_tile_rows,
                                               int n_threads, bool zero_diagonal) {
-  auto tiles = sum_tiles(terms, white, false, zero_diagonal);
+  auto tiles = sum_tiles(terms, white, false, zero_diagonal, n_threads);
   return release_and_run(n_threads, [&](Interrupt& interrupt) -> std::shared_ptr<Operator> {
     return std::make_shared<TiledKernelOperator<double>>(std::move(tiles), cached_tile_rows, interrupt);
   });
@@ -102,14 +106,14 @@ std::shared_ptr<Operator> sum_kernel_operator(const py::list& terms, double whit
 // (no white noise); without, the symmetric block of one row block (white on its diagonal).
 py::array_t<double> sum_block_tiles(const py::list& terms, double white, int n_threads, bool zero_diagonal) {
   const bool cross = has_y(terms);
-  return kept_tiles(*sum_tiles(terms, white, cross, zero_diagonal), n_threads);
+  return kept_tiles(*sum_tiles(terms, white, cross, zero_diagonal, n_threads), n_threads);
 }
 
 py::tuple sum_block_product(const py::list& terms, double white, const std::optional<Input<double>>& kept,
                             const Input<double>& va, const std::optional<Input<double>>& vb, Index blocks,
                             int n_threads, bool zero_diagonal) {
   const bool cross = has_y(terms);
-  return block_product(*sum_tiles(terms, white, cross, zero_diagonal), kept, va, vb, blocks, n_threads);
+  return block_product(*sum_tiles(terms, white, cross, zero_diagonal, n_threads), kept, va, vb, blocks, n_threads);
 }
 
 py::tuple traces_tuple(RadialTraces& t, bool want_product) {

@@ -91,7 +91,8 @@ struct Operands {
 };
 
 // dst = src, the rows copied by the team where the copy pays for its start: each thread takes the page faults of
-// the rows it writes (the operands' working copies are fresh memory at every call).
+// the rows it writes (the operands' working copies are often fresh memory: glibc may have returned the previous
+// call's blocks to the system). Called under the call's thread count, never inside a parallel region.
 template <class S>
 void copy_rows(const ConstRowMatrixMap<S>& src, RowMatrix<S>& dst) {
   const Index n = src.rows(), d = src.cols();

@@ -57,8 +57,8 @@ constexpr int PV = 3;
 constexpr int PR_NARROW = simd::kBytes == 64 ? 8 : 6;
 
 // One thread's seconds per byte of packed rows written into fresh memory, the work by which packing starts the
-// team: the page faults dominate it (a first write of a page costs about a microsecond on the machines of
-// docs/user_guide/threads.md, a third of a nanosecond a byte), the copy itself is a fraction of that.
+// team: the page faults dominate it (a first write of a 4 KiB page costs 1 to 1.5 µs on the VMs of
+// docs/user_guide/threads.md, 0.25 to 0.37 ns a byte), the copy and the zero padding the rest.
 constexpr double kPackSecondsPerByte = 0.4e-9;
 
 // Operand rows packed for the micro-kernel: each slab of kSlab<S> rows (packed.hpp) split into panels of
@@ -72,6 +72,7 @@ class PackedRows {
   PackedRows() = default;
   // row(i, dst) writes row i's `depth` values into dst; it is called from the team's threads at once. The
   // slabs are independent runs of the buffer, so each thread fills (and takes the page faults of) its own.
+  // Constructed under the call's thread count (the binding's release_and_run), never inside a parallel region.
   template <class RowFn>
   PackedRows(Index n, Index depth, int height, int tail, RowFn&& row)
       : n_(n), depth_(depth), height_(height), tail_(tail) {
@@ -92,16 +93,18 @@ class PackedRows {
       }
     };
     // A small pack stays out of any parallel region: even one that does not start the team costs a small call.
-    if (!team_pays(kPackSecondsPerByte * static_cast<double>(size_ * sizeof(S)))) {
+    if (slabs < 2 || !team_pays(kPackSecondsPerByte * static_cast<double>(size_ * sizeof(S)))) {
       std::vector<S> buf(static_cast<size_t>(depth_));
       for (Index slab = 0; slab < slabs; ++slab) fill_slab(slab, buf.data());
       return;
     }
+    // Every thread's row buffer allocated before the region: nothing inside it may throw.
+    std::vector<S> bufs(static_cast<size_t>(omp_get_max_threads() * depth_));
 #pragma omp parallel
     {
-      std::vector<S> buf(static_cast<size_t>(depth_));
+      S* buf = bufs.data() + omp_get_thread_num() * depth_;
 #pragma omp for schedule(static)
-      for (Index slab = 0; slab < slabs; ++slab) fill_slab(slab, buf.data());
+      for (Index slab = 0; slab < slabs; ++slab) fill_slab(slab, buf);
     }
   }
   // The first row of the panel holding row i, and the height of the panel starting at row p.
