@@ -154,6 +154,7 @@ void init_info(py::module_& m) {
   m.def(
       "wait_for_releases",
       []() {
+        if (detail::releases_in_flight().load() == 0) return;  // the usual case: no wait, the GIL kept
         py::gil_scoped_release nogil;
         wait_for_releases();
       },

@@ -90,6 +90,15 @@ struct Operands {
   }
 };
 
+namespace detail {
+// The parallel part of copy_rows, apart so that the serial part's code stays that of a plain copy.
+template <class S>
+void copy_rows_on_team(const S* src, S* dst, Index n, Index d) {
+#pragma omp parallel for schedule(static)
+  for (Index i = 0; i < n; ++i) std::copy(src + i * d, src + (i + 1) * d, dst + i * d);
+}
+}  // namespace detail
+
 // dst = src, the rows copied by the team where the copy pays for its start: each thread takes the page faults of
 // the rows it writes (the operands' working copies are often fresh memory: glibc may have returned the previous
 // call's blocks to the system). Called under the call's thread count, never inside a parallel region.
@@ -101,8 +110,7 @@ void copy_rows(const ConstRowMatrixMap<S>& src, RowMatrix<S>& dst) {
     return;
   }
   dst.resize(n, d);
-#pragma omp parallel for schedule(static)
-  for (Index i = 0; i < n; ++i) std::copy(src.data() + i * d, src.data() + (i + 1) * d, dst.data() + i * d);
+  detail::copy_rows_on_team(src.data(), dst.data(), n, d);
 }
 
 namespace detail {

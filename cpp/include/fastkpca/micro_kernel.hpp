@@ -82,29 +82,13 @@ class PackedRows {
     const Index slabs = (n + G - 1) / G;
     size_ = static_cast<std::size_t>(slabs * G * depth_);
     data_.reset(size_ > 0 ? new S[size_] : nullptr);  // uninitialised: every element is written below
-    auto fill_slab = [&](Index slab, S* buf) {
-      S* out = data_.get() + slab * G * depth_;
-      std::fill(out, out + G * depth_, S(0));  // rows past n stay zero
-      for (Index i = slab * G; i < std::min(n, (slab + 1) * G); ++i) {
-        row(i, buf);
-        const Index p = panel_start(i);
-        const int h = height_at(p);
-        for (Index k = 0; k < depth_; ++k) data_[static_cast<size_t>(p * depth_ + k * h + (i - p))] = buf[k];
-      }
-    };
     // A small pack stays out of any parallel region: even one that does not start the team costs a small call.
     if (slabs < 2 || !team_pays(kPackSecondsPerByte * static_cast<double>(size_ * sizeof(S)))) {
-      std::vector<S> buf(static_cast<size_t>(depth_));
-      for (Index slab = 0; slab < slabs; ++slab) fill_slab(slab, buf.data());
-      return;
-    }
-    // Every thread's row buffer allocated before the region: nothing inside it may throw.
-    std::vector<S> bufs(static_cast<size_t>(omp_get_max_threads() * depth_));
-#pragma omp parallel
-    {
-      S* buf = bufs.data() + omp_get_thread_num() * depth_;
-#pragma omp for schedule(static)
-      for (Index slab = 0; slab < slabs; ++slab) fill_slab(slab, buf);
+      std::vector<S> buf(static_cast<size_t>(depth));
+      std::fill(data_.get(), data_.get() + size_, S(0));
+      for (Index i = 0; i < n; ++i) put_row(i, row, buf.data());
+    } else {
+      fill_on_team(slabs, row);
     }
   }
   // The first row of the panel holding row i, and the height of the panel starting at row p.
@@ -120,6 +104,33 @@ class PackedRows {
   std::size_t bytes() const { return size_ * sizeof(S); }
 
  private:
+  // Slab `slab` of the buffer: zeros, then its rows (rows past n stay zero); buf holds one row.
+  template <class RowFn>
+  void fill_slab(Index slab, RowFn& row, S* buf) {
+    constexpr Index G = kSlab<S>;
+    std::fill(data_.get() + slab * G * depth_, data_.get() + (slab + 1) * G * depth_, S(0));
+    for (Index i = slab * G; i < std::min(n_, (slab + 1) * G); ++i) put_row(i, row, buf);
+  }
+  // Row i into its panel, through buf.
+  template <class RowFn>
+  void put_row(Index i, RowFn& row, S* buf) {
+    row(i, buf);
+    const Index p = panel_start(i);
+    const int h = height_at(p);
+    for (Index k = 0; k < depth_; ++k) data_[static_cast<size_t>(p * depth_ + k * h + (i - p))] = buf[k];
+  }
+  // Every slab on the team, each thread with its row buffer allocated before the region (nothing inside may throw).
+  template <class RowFn>
+  void fill_on_team(Index slabs, RowFn& row) {
+    std::vector<S> bufs(static_cast<size_t>(omp_get_max_threads() * depth_));
+#pragma omp parallel
+    {
+      S* buf = bufs.data() + omp_get_thread_num() * depth_;
+#pragma omp for schedule(static)
+      for (Index slab = 0; slab < slabs; ++slab) fill_slab(slab, row, buf);
+    }
+  }
+
   Index n_ = 0, depth_ = 0, main_rows_ = 0;
   int height_ = 1, tail_ = 1;
   std::unique_ptr<S[]> data_;
