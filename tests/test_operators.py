@@ -380,7 +380,8 @@ def test_a_large_stored_kernel_is_freed_in_the_background():
     nbytes, returned, in_flight = (int(x) for x in out.stdout.split())
     assert nbytes >= _native.core.BACKGROUND_RELEASE_BYTES
     assert in_flight == 0
-    assert returned > 0.9 * nbytes
+    if not _native.core.build_info()["sanitize"]:  # AddressSanitizer's allocator keeps freed blocks (its quarantine)
+        assert returned > 0.9 * nbytes
 
 
 def test_the_memory_checks_wait_for_the_releases_in_flight():
