@@ -393,28 +393,38 @@ def test_inside_joblib_workers(backend, rng):
         np.testing.assert_allclose(r, results[0], rtol=1e-9)
 
 
+#: A parent that runs a parallel call (its OpenMP pool started), then forks a child that runs CHILD (a function
+#: `child(q)` putting its result on q); prints "ok <result>", or "hung" when the child does not finish in 60 s.
+FORK_PARENT = """
+import multiprocessing as mp, numpy as np, fastkpca
+from fastkpca import _native
+{child}
+if __name__ == "__main__":
+    fastkpca.gram(np.random.default_rng(0).random((1500, 10)), kernel="rbf", n_jobs=2)
+    ctx = mp.get_context("fork")
+    q = ctx.Queue()
+    p = ctx.Process(target=child, args=(q,))
+    p.start()
+    p.join(60)
+    if p.is_alive():
+        p.kill()
+        print("hung")
+    else:
+        print("ok", q.get(timeout=5))
+"""
+
+
+def run_forked_child(child: str):
+    return run_child(FORK_PARENT.format(child=textwrap.dedent(child)), timeout=120)
+
+
 def test_fork_after_a_parallel_call():
-    out = run_child(
+    out = run_forked_child(
         """
-        import multiprocessing as mp, numpy as np, fastkpca
         def child(q):
             K = fastkpca.gram(np.random.default_rng(1).random((1500, 10)), kernel="rbf")
             q.put(float(fastkpca.eigsh(fastkpca.double_center(K), 3, random_state=0)[0][0]))
-        if __name__ == "__main__":
-            fastkpca.gram(np.random.default_rng(0).random((1500, 10)), kernel="rbf", n_jobs=2)
-            ctx = mp.get_context("fork")
-            q = ctx.Queue()
-            p = ctx.Process(target=child, args=(q,))
-            p.start()
-            p.join(60)
-            if p.is_alive():
-                p.kill()
-                print("hung")
-            else:
-                print("ok", q.get(timeout=5))
-        """,
-        timeout=120,
-    )
+        """)
     assert out.stdout.startswith("ok"), out.stdout + out.stderr
 
 
@@ -422,31 +432,15 @@ def test_fork_then_the_preparations_that_use_the_team():
     """The native calls that prepare large operands (copied and packed on the team) before their main work do so
     under the call's thread count: in a child forked after a parallel call, a Gaussian process's sum of kernels
     and a Dask block's tiles (operands of 750 KB) run on one thread instead of hanging on the parent's pool."""
-    out = run_child(
+    out = run_forked_child(
         """
-        import multiprocessing as mp, numpy as np, fastkpca
-        from fastkpca import _native
         def child(q):
             X = np.random.default_rng(1).random((3000, 32))
             K = np.empty((3000, 3000))
             _native.core.sum_gram_into([("rbf", 1.0, 0.5, X, None)], 0.0, K, 0)
             tiles = _native.core.kernel_block_tiles(X, None, "rbf", 0.5, 3.0, 1.0, 0)
             q.put(f"{K[0, 1]:.6f} {tiles.size}")
-        if __name__ == "__main__":
-            fastkpca.gram(np.random.default_rng(0).random((1500, 10)), kernel="rbf", n_jobs=2)
-            ctx = mp.get_context("fork")
-            q = ctx.Queue()
-            p = ctx.Process(target=child, args=(q,))
-            p.start()
-            p.join(60)
-            if p.is_alive():
-                p.kill()
-                print("hung")
-            else:
-                print("ok", q.get(timeout=5))
-        """,
-        timeout=120,
-    )
+        """)
     assert out.stdout.startswith("ok"), out.stdout + out.stderr
 
 
