@@ -70,6 +70,38 @@ def test_a_zero_on_the_factors_diagonal_reports_its_index(small_blocks):
     assert bl.cholesky_inverse_in_place(L) == 51
 
 
+@pytest.mark.parametrize("n", [1, 31, 97, 200])
+@pytest.mark.parametrize("shape", ["vector", 1, 3, 40])
+def test_cholesky_solve_equals_lapacks(rng, small_blocks, n, shape):
+    """dpotrs' answer, with one right-hand side (trsv and gemv) and several (trsm and gemm, row chunks cut by
+    POLL_FLOPS), across several panels; the right-hand side unchanged and the upper triangle never read."""
+    K = spd(rng, n)
+    A = np.array(K, order="F")
+    assert bl.cholesky_in_place(A) == 0
+    A[np.triu_indices(n, 1)] = np.nan  # only the lower triangle may be read
+    B = rng.standard_normal(n if shape == "vector" else (n, shape))
+    before = B.copy()
+    X = bl.cholesky_solve(A, B)
+    expected = sla.cho_solve((np.tril(np.nan_to_num(A)), True), B)
+    assert X.shape == B.shape
+    np.testing.assert_allclose(X, expected, rtol=1e-11, atol=1e-11 * np.abs(expected).max())
+    np.testing.assert_allclose(K @ X, B, atol=1e-9 * np.abs(B).max())
+    np.testing.assert_array_equal(B, before)
+
+
+def test_cholesky_solve_of_a_sub_block_and_nothing(rng, small_blocks):
+    """A factor that is a view with a leading dimension above its rows; no right-hand sides."""
+    n = 90
+    K = spd(rng, n)
+    big = np.zeros((n + 13, n + 5), order="F")
+    L = big[7:7 + n, 2:2 + n]
+    L[...] = K
+    assert bl.cholesky_in_place(L) == 0
+    B = rng.standard_normal((n, 2))
+    np.testing.assert_allclose(bl.cholesky_solve(L, B), np.linalg.solve(K, B), rtol=1e-10, atol=1e-12)
+    assert bl.cholesky_solve(L, np.zeros((n, 0))).shape == (n, 0)
+
+
 def test_zero_strict_upper(rng, small_blocks):
     A = np.asfortranarray(rng.standard_normal((75, 75)))
     expected = np.tril(A)

@@ -33,7 +33,8 @@ import numpy as np
 
 from .calls import Matrix, character as _char, integer as _int, routine
 
-__all__ = ["cholesky_factor", "cholesky_in_place", "cholesky_inverse_in_place", "zero_strict_upper", "BLOCK",
+__all__ = ["cholesky_factor", "cholesky_in_place", "cholesky_inverse_in_place", "cholesky_solve", "zero_strict_upper",
+           "BLOCK",
            "INVERSE_BLOCK", "POLL_FLOPS"]
 
 #: Panel widths: LAPACK's own block size range, large enough that the BLAS-3 calls run at the machine's rate
@@ -121,6 +122,63 @@ def cholesky_factor(A: np.ndarray) -> np.ndarray:
         raise np.linalg.LinAlgError(f"the leading minor of order {info} is not positive definite")
     zero_strict_upper(L)
     return L
+
+
+def cholesky_solve(L: np.ndarray, B: np.ndarray) -> np.ndarray:
+    """X = (L Lᵀ)⁻¹ B for the lower Cholesky factor L (its lower triangle read; Fortran-ordered, float64, n × n)
+    and B (n or n × m), as LAPACK's ``dpotrs``: L Z = B by forward substitution, then Lᵀ X = Z backwards, each by
+    panels of ``BLOCK`` rows. A panel's diagonal triangle is solved by ``dtrsv`` (one column) or ``dtrsm`` and the
+    rows below it are coupled by ``dgemv`` or ``dgemm``: the products read L once per substitution on the BLAS
+    threads the caller has, where OpenBLAS's ``dtrsm`` with few right-hand sides (``dpotrs``' call) runs several
+    times slower than the memory pass it is; a factor of one panel goes to ``dpotrs`` whole. Every call stays
+    within POLL_FLOPS, so Ctrl-C stops it (see the module). Returns a new Fortran-ordered array of B's shape; B
+    is not modified."""
+    M = Matrix(L)
+    n = M.n
+    vector = np.ndim(B) == 1
+    X = np.array(np.reshape(B, (n, -1)), dtype=np.float64, order="F")
+    m = X.shape[1]
+    if n == 0 or m == 0:
+        return X[:, 0] if vector else X
+    R = Matrix(X, square=False)
+    if n <= BLOCK:  # one panel: LAPACK's, whole (scikit-learn's own call, so its rounding too)
+        info = ctypes.c_int(0)
+        routine("dpotrs")(_char("L"), _int(n), _int(m), M.at(0, 0), M.ld, R.at(0, 0), R.ld, ctypes.byref(info))
+        return X[:, 0] if vector else X
+    one = _int(1)
+    trsv, trsm, gemv = routine("dtrsv"), routine("dtrsm"), routine("dgemv")
+
+    def triangle(j: int, b: int, trans: str) -> None:  # X_j ← op(L_jj)⁻¹ X_j
+        if m == 1:
+            trsv(_char("L"), _char(trans), _char("N"), _int(b), M.at(j, j), M.ld, R.at(j, 0), one)
+        else:
+            trsm(_char("L"), _char("L"), _char(trans), _char("N"), _int(b), _int(m), _double(1.0), M.at(j, j), M.ld,
+                 R.at(j, 0), R.ld)
+
+    for j in range(0, n, BLOCK):  # L Z = B: Z_j = L_jj⁻¹ B_j, then the rows below lose L_>j,j Z_j
+        b = min(BLOCK, n - j)
+        triangle(j, b, "N")
+        if m == 1:
+            if j + b < n:
+                gemv(_char("N"), _int(n - j - b), _int(b), _double(-1.0), M.at(j + b, j), M.ld, R.at(j, 0), one,
+                     _double(1.0), R.at(j + b, 0), one)
+            continue
+        rows = _chunk(2.0 * b * m, least=BLOCK)
+        for r in range(j + b, n, rows):
+            _gemm("N", "N", min(rows, n - r), m, b, -1.0, M.at(r, j), M.ld, R.at(j, 0), R.ld, 1.0, R.at(r, 0), R.ld)
+    for j in range(((n - 1) // BLOCK) * BLOCK, -1, -BLOCK):  # Lᵀ X = Z: X_j = L_jj⁻ᵀ (Z_j − L_>j,jᵀ X_>j)
+        b = min(BLOCK, n - j)
+        if m == 1:
+            if j + b < n:
+                gemv(_char("T"), _int(n - j - b), _int(b), _double(-1.0), M.at(j + b, j), M.ld, R.at(j + b, 0), one,
+                     _double(1.0), R.at(j, 0), one)
+        else:
+            rows = _chunk(2.0 * b * m, least=BLOCK)
+            for r in range(j + b, n, rows):
+                _gemm("T", "N", b, m, min(rows, n - r), -1.0, M.at(r, j), M.ld, R.at(r, 0), R.ld, 1.0, R.at(j, 0),
+                      R.ld)
+        triangle(j, b, "T")
+    return X[:, 0] if vector else X
 
 
 def cholesky_inverse_in_place(L: np.ndarray) -> int:

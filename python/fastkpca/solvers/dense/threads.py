@@ -146,10 +146,14 @@ def gemm_rate_one_thread() -> float:
     return 2 * m**3 / max(best, 1e-9)
 
 
-def small_algebra(flops: float) -> bool:
-    """Whether a BLAS call of about ``flops`` flops runs on one thread: its work on one thread (at the cost model's
-    measured rate, :func:`gemm_rate_one_thread`) below BLAS_TEAM_MIN_SECONDS."""
-    return flops / gemm_rate_one_thread() < BLAS_TEAM_MIN_SECONDS
+def small_algebra(flops: float, entries: float = 0.0) -> bool:
+    """Whether a BLAS call of about ``flops`` flops that reads about ``entries`` stored matrix entries runs on one
+    thread: its work on one thread below BLAS_TEAM_MIN_SECONDS, the work the longer of its flops at the cost
+    model's measured rate (:func:`gemm_rate_one_thread`) and its pass over memory (_threads.array_seconds: a
+    triangular solve with a few right-hand sides is bound by reading the triangle, not by its flops)."""
+    from ... import _threads
+
+    return max(flops / gemm_rate_one_thread(), _threads.array_seconds(entries)) < BLAS_TEAM_MIN_SECONDS
 
 
 def blocked_threads(n: int) -> AbstractContextManager[None]:
@@ -160,12 +164,12 @@ def blocked_threads(n: int) -> AbstractContextManager[None]:
     return small_algebra_threads(float(n) ** 3 / 3)
 
 
-def small_algebra_threads(flops: float) -> AbstractContextManager[None]:
-    """A context for a loop of dense algebra whose largest BLAS call takes about ``flops`` flops, interleaved
-    with the core's passes: one BLAS thread for small work (:func:`small_algebra`), nothing changed above. Two
-    BLAS threads on small calls beside the core's OpenMP team make each side wait for the other's spinning threads
-    to leave the cores, many times the calls' own work."""
-    return one_blas_thread() if small_algebra(flops) else contextlib.nullcontext()
+def small_algebra_threads(flops: float, entries: float = 0.0) -> AbstractContextManager[None]:
+    """A context for a loop of dense algebra whose largest BLAS call takes about ``flops`` flops and reads about
+    ``entries`` stored entries, interleaved with the core's passes: one BLAS thread for small work
+    (:func:`small_algebra`), nothing changed above. Two BLAS threads on small calls beside the core's OpenMP team
+    make each side wait for the other's spinning threads to leave the cores, many times the calls' own work."""
+    return one_blas_thread() if small_algebra(flops, entries) else contextlib.nullcontext()
 
 
 #: The contexts of :func:`one_blas_thread` open now, per Python thread (its ident), and the thread counts from
