@@ -28,6 +28,7 @@ how the work is split among calls.
 from __future__ import annotations
 
 import ctypes
+import functools
 
 import numpy as np
 
@@ -286,10 +287,17 @@ def _inverse_factor_product(M: Matrix) -> None:
 
 def zero_strict_upper(A: np.ndarray) -> None:
     """Zeros above the diagonal of the square A, by column blocks (a memory pass over n²/2 entries, in pieces so
-    that Ctrl-C is answered between them)."""
+    that Ctrl-C is answered between them); a diagonal block's strict upper triangle through a mask made once per
+    block size (index arrays made for every block cost more than the pass)."""
     n = A.shape[0]
     for j0 in range(0, n, BLOCK):
         j1 = min(n, j0 + BLOCK)
         A[:j0, j0:j1] = 0.0
-        diagonal = A[j0:j1, j0:j1]
-        diagonal[np.triu_indices(j1 - j0, 1)] = 0.0
+        np.copyto(A[j0:j1, j0:j1], 0.0, where=_strict_upper_mask(j1 - j0))
+
+
+@functools.lru_cache(maxsize=4)
+def _strict_upper_mask(b: int) -> np.ndarray:
+    mask = np.triu(np.ones((b, b), dtype=bool), 1)
+    mask.flags.writeable = False
+    return mask
