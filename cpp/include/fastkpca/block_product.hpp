@@ -5,6 +5,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <memory>
 #include <vector>
 
 #include "fastkpca/parallel.hpp"
@@ -69,22 +70,28 @@ class FixedBlocks {
       auto state = make_state();
 #pragma omp for schedule(dynamic, 1)
       for (Index p = blocks_ - 1; p >= 0; --p) {
+        double* buffer = rows_[p] > 0 ? parts_.get() + offset_[p] : nullptr;
+        // Zeroed by the thread that fills it (its pages first touched there), whether the run then runs or not:
+        // add_transposed reads every buffer.
+        if (buffer) std::fill(buffer, buffer + rows_[p] * ldv_, 0.0);
         if (interrupt.poll() || bounds_[p] == bounds_[p + 1]) continue;
-        body(state, bounds_[p], bounds_[p + 1], rows_[p] > 0 ? parts_.data() + offset_[p] : nullptr);
+        body(state, bounds_[p], bounds_[p + 1], buffer);
       }
     }
   }
 
-  // W[i] += Σ_p buffer_p[i] in run order, for the first n rows of the row-major W (leading dimension ldv).
+  // W[i] += Σ_p buffer_p[i] in run order, for the first n rows of the row-major W (leading dimension ldv). A
+  // triangle's early rows collect from more buffers than its late ones (run p's covers rows [0, start_p)), so the
+  // rows go to the threads in chunks as they free up; each row's sum is in run order on any thread.
   void add_transposed(double* w, Index n) const {
-    if (parts_.empty()) return;
+    if (offset_.back() == 0) return;
     using Row = Eigen::Map<Eigen::Matrix<double, 1, Eigen::Dynamic>>;
     using ConstRow = Eigen::Map<const Eigen::Matrix<double, 1, Eigen::Dynamic>>;
-#pragma omp parallel for schedule(static)
+#pragma omp parallel for schedule(dynamic, 64)
     for (Index i = 0; i < n; ++i) {
       Row row(w + i * ldv_, ldv_);
       for (Index p = 0; p < blocks_; ++p)
-        if (i < rows_[p]) row += ConstRow(parts_.data() + offset_[p] + i * ldv_, ldv_);
+        if (i < rows_[p]) row += ConstRow(parts_.get() + offset_[p] + i * ldv_, ldv_);
     }
   }
 
@@ -93,14 +100,15 @@ class FixedBlocks {
       : blocks_(blocks), ldv_(ldv), bounds_(static_cast<size_t>(blocks) + 1), rows_(static_cast<size_t>(blocks)),
         offset_(static_cast<size_t>(blocks) + 1, 0) {}
 
+  // The buffers, uninitialised: run() zeroes each on the team.
   void allocate() {
     for (Index p = 0; p < blocks_; ++p) offset_[p + 1] = offset_[p] + rows_[p] * ldv_;
-    parts_.assign(static_cast<size_t>(offset_.back()), 0.0);
+    if (offset_.back() > 0) parts_.reset(new double[static_cast<size_t>(offset_.back())]);
   }
 
   Index blocks_, ldv_;
   std::vector<Index> bounds_, rows_, offset_;
-  std::vector<double> parts_;
+  std::unique_ptr<double[]> parts_;
 };
 
 }  // namespace detail
