@@ -42,7 +42,7 @@ from ..kernels import Kernel
 from ..kernels.precomputed import MatrixColumns
 from .krylov.eigenvalues import check_psd_eigenvalues, column_signs
 from .dense.eigh import symmetric_eigh
-from .dense.threads import blas_threads, interruptible, small_algebra_threads
+from .dense.threads import interruptible, one_blas_thread
 from .dense.subnormals import flush_subnormals
 from .rows import as_rows
 
@@ -153,12 +153,13 @@ def rpcholesky(X: np.ndarray | ColumnSource, rank: int, kernel: Kernel | None, *
     columns_buf = np.empty(n * width, source.dtype)
     residual_buf = columns_buf if source.dtype == np.float64 else np.empty(n * width)
     update_buf = np.empty(n * width)
-    with small_algebra_threads(2.0 * n * rank * width):  # the largest product: F F[S]ᵀ
-        # where BLAS runs on one thread (this rule's, or a solver's context beside the passes), the core's team
-        # takes the residual's products
+    # One thread pool for the loop: it alternates the kernel's column passes (the core's OpenMP team) with products
+    # by the tall factor, which the same team takes (tall_products.hpp), and keeps BLAS, left with the b × b
+    # algebra, on one thread. With BLAS's own threads on the products, each pool's idle threads spin on the cores
+    # the other needs next.
+    with one_blas_thread():
         r, proposals, exhausted, pivots = _rpcholesky_blocks(source, rank, rng, block_size, factor, diag, tiny,
-                                                             columns_buf, residual_buf, update_buf,
-                                                             team=blas_threads() == 1, threads=threads)
+                                                             columns_buf, residual_buf, update_buf, threads=threads)
     piv = np.concatenate(pivots) if pivots else np.empty(0, dtype=np.int64)
     if r < rank:
         factor = factor[:, :r].copy()
@@ -168,7 +169,7 @@ def rpcholesky(X: np.ndarray | ColumnSource, rank: int, kernel: Kernel | None, *
 def _rpcholesky_blocks(source: ColumnSource, rank: int, rng: np.random.RandomState, block_size: int,
                        factor: np.ndarray, diag: np.ndarray, tiny: float, columns_buf: np.ndarray,
                        residual_buf: np.ndarray, update_buf: np.ndarray,
-                       team: bool = False, threads: int = 0) -> tuple[int, int, bool, list[np.ndarray]]:
+                       threads: int = 0) -> tuple[int, int, bool, list[np.ndarray]]:
     """RPCholesky's blocks (see :func:`rpcholesky`): fills ``factor`` and updates ``diag`` in place; returns
     (rank reached, proposals made, whether the residual vanished, the accepted pivots of each block)."""
     n = source.n
@@ -190,18 +191,19 @@ def _rpcholesky_blocks(source: ColumnSource, rank: int, rng: np.random.RandomSta
             G[...] = columns
         if r:  # the residual columns: K(X, X_S) − F F[S]ᵀ
             G -= factor_product(factor, factor[S, :r].T.astype(np.float64), update_buf[:n * b].reshape(n, b), columns=r,
-                                team=team, threads=threads)
+                                team=True, threads=threads)
         keep, L = _accept(G[S], diag[S], u, tiny)
         if not keep:
             idle_blocks += 1
             continue
         idle_blocks = 0
         # Residual columns of the accepted pivots = F_new · L_kkᵀ with L_kk the Cholesky factor of their
-        # residual block: F_new = G[:, keep] · L_kk⁻ᵀ (the small inverse by a triangular solve, then one GEMM,
-        # which BLAS runs faster than a triangular solve with n right-hand sides).
+        # residual block: F_new = G[:, keep] · L_kk⁻ᵀ (the small inverse by a triangular solve, then one product
+        # on the team, faster than a triangular solve with n right-hand sides).
         L_inv = sla.solve_triangular(L, np.eye(L.shape[0]), lower=True, check_finite=False)
         a = len(keep)
-        F_new = flush_subnormals(np.matmul(G[:, keep], L_inv.T, out=update_buf[:n * a].reshape(n, a)))
+        F_new = flush_subnormals(factor_product(G[:, keep], np.ascontiguousarray(L_inv.T),
+                                                update_buf[:n * a].reshape(n, a), team=True, threads=threads))
         factor[:, r:r + a] = F_new
         diag -= np.einsum("ij,ij->i", F_new, F_new)
         np.maximum(diag, 0.0, out=diag)
