@@ -80,8 +80,10 @@ using ConstTall = Eigen::Ref<const ColMatrix<double>>;
 using Tall = Eigen::Ref<ColMatrix<double>>;
 
 // Products of tall n × p matrices with small ones, parallel over a fixed list of row chunks (so the
-// rounding does not depend on the thread count). Eigen's own GEMMs run sequentially inside each chunk.
-inline Index row_chunks(Index n) { return std::max<Index>(1, std::min<Index>(64, n / 512)); }
+// rounding does not depend on the thread count). Eigen's own GEMMs run sequentially inside each chunk. Chunks of
+// at least 128 rows, up to 256 of them: enough that a team of many threads shares them evenly (a chunk's product
+// is one small GEMM; Aᵀ B's partial sums are one p × q matrix per chunk).
+inline Index row_chunks(Index n) { return std::max<Index>(1, std::min<Index>(256, n / 128)); }
 
 // Aᵀ B (p × q): chunk partial products, summed in chunk order. Polls between chunks (a product with the
 // whole basis runs for a second at n = 20,000 and a basis of 1,000 columns).
