@@ -105,6 +105,35 @@ def test_rpcholesky_stops_when_the_kernel_is_exhausted(rng):
     np.testing.assert_allclose(f.factor @ f.factor.T, X @ X.T, atol=1e-10)
 
 
+def test_rpcholesky_keeps_blas_on_one_thread_and_its_products_on_the_team(rng, monkeypatch):
+    """RPCholesky alternates the kernel's column passes (the core's team) with products by its tall factor: both
+    the residual update and the accepted columns go to the team (tall_products), and BLAS, left with the b × b
+    algebra, runs on one thread whatever the size (with BLAS's threads on the products, the two pools' idle threads
+    spun on each other's cores: slower on two threads than on one)."""
+    from threadpoolctl import threadpool_info, threadpool_limits
+
+    def blas_counts():
+        return {pool["num_threads"] for pool in threadpool_info() if pool["user_api"] == "blas"}
+
+    seen, teams = [], []
+    real = low_rank.factor_product
+
+    def recording(*args, **kwargs):
+        seen.append(blas_counts())
+        teams.append(kwargs.get("team"))
+        return real(*args, **kwargs)
+
+    monkeypatch.setattr(low_rank, "factor_product", recording)
+    X = rng.standard_normal((3000, 4))
+    with threadpool_limits(2, user_api="blas"):  # whatever the run's own count (one in the suite's workers)
+        if blas_counts() != {2}:
+            pytest.skip("this BLAS does not take two threads")
+        f = low_rank.rpcholesky(X, 300, _kernel("rbf", 4, gamma=0.5), random_state=0, block_size=64)
+        assert blas_counts() == {2}  # restored
+    assert f.rank == 300 and len(seen) >= 2 * (300 // 64)
+    assert all(counts == {1} for counts in seen) and all(teams)
+
+
 def test_rpcholesky_never_picks_a_duplicate(rng):
     base = rng.standard_normal((60, 3))
     X = np.vstack([base] * 5)  # every point five times: a repeat has zero residual once one copy is chosen

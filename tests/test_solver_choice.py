@@ -5,6 +5,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
+from fastkpca import _threads
 from fastkpca.solvers import choice
 from fastkpca.solvers.choice import Candidate, choose
 from fastkpca.solvers.dense import threads
@@ -171,6 +172,9 @@ def test_the_thread_rules_are_costs_not_core_counts(monkeypatch, cores):
     _on(monkeypatch, cores)
     threshold = lt.BLAS_TEAM_MIN_SECONDS * ONE_THREAD
     assert lt.small_algebra(0.9 * threshold) and not lt.small_algebra(1.1 * threshold)
+    # a pass over stored entries (a triangular solve's over its factor) counts at the memory rate, not its flops'
+    entries = lt.BLAS_TEAM_MIN_SECONDS / _threads.ARRAY_ENTRY_SECONDS
+    assert lt.small_algebra(0.1 * threshold, 0.9 * entries) and not lt.small_algebra(0.1 * threshold, 1.1 * entries)
 
 
 def _large_problems():
