@@ -7,11 +7,11 @@ up) on a worker thread while the main thread waits in short steps, where Python 
 interrupted call finishes in the background, and the next interruptible call (and the interpreter's exit) waits
 for it. SciPy's LAPACK wrappers hold the GIL, so the long factorisations are never one SciPy call: calls.py
 reaches SciPy's own BLAS and LAPACK routines (its Cython exports) one call at a time through ctypes, with the GIL
-released, and factorisations.py (the Cholesky factor, in place, and the inverse from it: ``dpotrf`` and
-``dpotri``) and eigh.py (``syevr``'s three stages) write LAPACK's blocked algorithms as loops of such calls of
-bounded work (POLL_FLOPS), so that KeyboardInterrupt leaves between two calls and nothing runs on. The one call
-that cannot be cut, eigh.py's tridiagonal eigenpairs, goes through :func:`threads.interruptible`; the triangular
-solve is cut into blocks (:func:`threads.solve_lower_triangular`).
+released, and factorisations.py (the Cholesky factor, in place, the inverse from it and the solves with it:
+``dpotrf``, ``dpotri`` and ``dpotrs``) and eigh.py (``syevr``'s three stages) write LAPACK's blocked algorithms
+as loops of such calls of bounded work (POLL_FLOPS), so that KeyboardInterrupt leaves between two calls and nothing
+runs on. The one call that cannot be cut, eigh.py's tridiagonal eigenpairs, goes through
+:func:`threads.interruptible`; the triangular solve is cut into blocks (:func:`threads.solve_lower_triangular`).
 
 BLAS threads (threads.py). After a threaded call OpenBLAS's threads spin on the cores for about a tenth of a
 second, and the core's next OpenMP pass waits for them: a call whose work on one thread (at DGEMM's one-thread

@@ -16,6 +16,8 @@ The algorithms (Golub and Van Loan, "Matrix Computations", 4th ed., §4.2.9 and 
   L_ij = A_ij L_jjᵀ⁻¹ below it (``dtrsm``, a wide triangle split so that most of its work is ``dgemm``), and
   the trailing matrix loses L_·j L_·jᵀ (``dsyrk`` on the diagonal blocks, ``dgemm`` below them), by column
   chunks.
+- :func:`cholesky_solve`: (L Lᵀ)⁻¹ B, as ``dpotrs``: forward then backward substitution by panels, each panel's
+  triangle solved and the rows below it coupled by one product.
 - :func:`cholesky_inverse_in_place`: A⁻¹ = L⁻ᵀ L⁻¹ from the factor, as ``dpotri``: first L⁻¹ in place
   (panels from the last: the panel's rows below the diagonal block become −(L⁻¹)_trailing L_·j L_jj⁻¹), then
   the product Lᵀ L of the inverse factor in place (panels from the first: the panel's row block collects
