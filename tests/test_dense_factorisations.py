@@ -70,11 +70,12 @@ def test_a_zero_on_the_factors_diagonal_reports_its_index(small_blocks):
     assert bl.cholesky_inverse_in_place(L) == 51
 
 
-@pytest.mark.parametrize("n", [1, 31, 97, 200])
+@pytest.mark.parametrize("n", [1, 31, 64, 97, 200])
 @pytest.mark.parametrize("shape", ["vector", 1, 3, 40])
 def test_cholesky_solve_equals_lapacks(rng, small_blocks, n, shape):
-    """dpotrs' answer, with one right-hand side (trsv and gemv) and several (trsm and gemm, row chunks cut by
-    POLL_FLOPS), across several panels; the right-hand side unchanged and the upper triangle never read."""
+    """dpotrs' answer, with one right-hand side (trsv and gemv) and several (trsm and gemm, row chunks and groups of
+    columns cut by POLL_FLOPS), across several panels (64: whole panels only); the right-hand side unchanged and the
+    upper triangle never read."""
     K = spd(rng, n)
     A = np.array(K, order="F")
     assert bl.cholesky_in_place(A) == 0
@@ -87,6 +88,24 @@ def test_cholesky_solve_equals_lapacks(rng, small_blocks, n, shape):
     np.testing.assert_allclose(X, expected, rtol=1e-11, atol=1e-11 * np.abs(expected).max())
     np.testing.assert_allclose(K @ X, B, atol=1e-9 * np.abs(B).max())
     np.testing.assert_array_equal(B, before)
+
+
+def test_cholesky_solve_takes_any_right_hand_side_and_refuses_a_wrong_one(rng, small_blocks):
+    """Integer, float32 and strided right-hand sides come back as float64 solutions; a factor of no rows gives an
+    empty answer; B without the factor's rows is refused (not reshaped into something else)."""
+    n = 70
+    K = spd(rng, n)
+    L = np.array(K, order="F")
+    assert bl.cholesky_in_place(L) == 0
+    wide = rng.standard_normal((n, 8))
+    for B in (np.arange(n), wide.astype(np.float32), wide[:, ::3], np.asfortranarray(wide)[::1, 1:4]):
+        X = bl.cholesky_solve(L, B)
+        assert X.dtype == np.float64 and X.shape == B.shape
+        np.testing.assert_allclose(K @ X, B, atol=1e-9 * max(1.0, np.abs(B).max()))
+    assert bl.cholesky_solve(np.zeros((0, 0), order="F"), np.zeros((0, 3))).shape == (0, 3)
+    for bad in (np.zeros(n - 1), np.zeros((2 * n, 1)), np.zeros((n, 2, 1))):
+        with pytest.raises(ValueError, match="rows"):
+            bl.cholesky_solve(L, bad)
 
 
 def test_cholesky_solve_of_a_sub_block_and_nothing(rng, small_blocks):

@@ -133,21 +133,29 @@ def cholesky_solve(L: np.ndarray, B: np.ndarray) -> np.ndarray:
     panels of ``BLOCK`` rows. A panel's diagonal triangle is solved by ``dtrsv`` (one column) or ``dtrsm`` and the
     rows below it are coupled by ``dgemv`` or ``dgemm``: the products read L once per substitution on the BLAS
     threads the caller has, where OpenBLAS's ``dtrsm`` with few right-hand sides (``dpotrs``' call) runs several
-    times slower than the memory pass it is; a factor of one panel goes to ``dpotrs`` whole. Every call stays
-    within POLL_FLOPS, so Ctrl-C stops it (see the module). Returns a new Fortran-ordered array of B's shape; B
-    is not modified."""
-    M = Matrix(L)
-    n = M.n
-    vector = np.ndim(B) == 1
+    times slower than the memory pass it is; a factor of one panel goes to ``dpotrs`` whole. B's columns are taken
+    so many at a time that every call stays within POLL_FLOPS, so Ctrl-C stops it (see the module). Returns a new
+    Fortran-ordered array of B's shape; B is not modified. ValueError where B has not n rows."""
+    n = L.shape[0]
+    if np.ndim(B) not in (1, 2) or np.shape(B)[0] != n:
+        raise ValueError(f"B must have the factor's {n} rows (one or two dimensions), got shape {np.shape(B)}")
+    if n == 0:
+        return np.zeros(np.shape(B))
     X = np.array(np.reshape(B, (n, -1)), dtype=np.float64, order="F")
-    m = X.shape[1]
-    if n == 0 or m == 0:
-        return X[:, 0] if vector else X
-    R = Matrix(X, square=False)
+    M = Matrix(L)
+    columns = max(1, int(POLL_FLOPS // (2.0 * n * n)))  # the whole solve of this many columns: one call's work
+    for c in range(0, X.shape[1], columns):
+        _cholesky_solve_columns(M, Matrix(X[:, c:c + columns], square=False))
+    return X[:, 0] if np.ndim(B) == 1 else X
+
+
+def _cholesky_solve_columns(M: Matrix, R: Matrix) -> None:
+    """R ← (L Lᵀ)⁻¹ R in place, L the lower triangle of M (see :func:`cholesky_solve`)."""
+    n, m = M.n, R.columns
     if n <= BLOCK:  # one panel: LAPACK's, whole (scikit-learn's own call, so its rounding too)
         info = ctypes.c_int(0)
         routine("dpotrs")(_char("L"), _int(n), _int(m), M.at(0, 0), M.ld, R.at(0, 0), R.ld, ctypes.byref(info))
-        return X[:, 0] if vector else X
+        return
     one = _int(1)
     trsv, trsm, gemv = routine("dtrsv"), routine("dtrsm"), routine("dgemv")
 
@@ -181,7 +189,6 @@ def cholesky_solve(L: np.ndarray, B: np.ndarray) -> np.ndarray:
                 _gemm("T", "N", b, m, min(rows, n - r), -1.0, M.at(r, j), M.ld, R.at(r, 0), R.ld, 1.0, R.at(j, 0),
                       R.ld)
         triangle(j, b, "T")
-    return X[:, 0] if vector else X
 
 
 def cholesky_inverse_in_place(L: np.ndarray) -> int:

@@ -22,7 +22,7 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from ..dense.factorisations import cholesky_factor
+from ..dense.factorisations import cholesky_factor, cholesky_solve
 from ..dense.threads import interruptible, solve_lower_triangular
 from ..low_rank import factor_gram, factor_product, factor_t_product, rpcholesky
 from ..dense.subnormals import flush_subnormals
@@ -59,7 +59,7 @@ class NystromDiagonalPreconditioner:
         r = factor.shape[1]
         C = factor_gram(factor, self.inverse_d, threads)  # Fᵀ D⁻¹ F in float64
         C[np.diag_indices(r)] += 1.0
-        # LAPACK's layout: cho_solve copies no r × r
+        # LAPACK's layout: the solves copy no r × r
         self.L = cholesky_factor(C) if r else C
         self.logdet = float(np.log(self.d).sum() + 2.0 * np.log(np.diag(self.L)).sum())
 
@@ -80,9 +80,7 @@ class NystromDiagonalPreconditioner:
         return factor_product(self.F, C, team=C.ndim == 2 and C.shape[1] > 1, threads=self.threads)
 
     def _small_solve(self, B: np.ndarray) -> np.ndarray:
-        from scipy.linalg import cho_solve
-
-        return cho_solve((self.L, True), B, check_finite=False)
+        return cholesky_solve(self.L, B)
 
     def solve(self, V: np.ndarray) -> np.ndarray:
         """P⁻¹ V for an n × c block (Woodbury)."""
