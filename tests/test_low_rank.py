@@ -105,33 +105,41 @@ def test_rpcholesky_stops_when_the_kernel_is_exhausted(rng):
     np.testing.assert_allclose(f.factor @ f.factor.T, X @ X.T, atol=1e-10)
 
 
-def test_rpcholesky_keeps_blas_on_one_thread_and_its_products_on_the_team(rng, monkeypatch):
+def test_rpcholesky_keeps_its_small_algebra_on_one_blas_thread_and_its_products_on_the_team(rng, monkeypatch):
     """RPCholesky alternates the kernel's column passes (the core's team) with products by its tall factor: both
-    the residual update and the accepted columns go to the team (tall_products), and BLAS, left with the b × b
-    algebra, runs on one thread whatever the size (with BLAS's threads on the products, the two pools' idle threads
+    the residual update and the accepted columns are the core's (tall_products), and its b × b algebra runs on one
+    BLAS thread whatever the size (with BLAS's threads on the products and that algebra, the two pools' idle threads
     spun on each other's cores: slower on two threads than on one)."""
     from threadpoolctl import threadpool_info, threadpool_limits
 
     def blas_counts():
         return {pool["num_threads"] for pool in threadpool_info() if pool["user_api"] == "blas"}
 
-    seen, teams = [], []
-    real = low_rank.factor_product
+    in_small_algebra, native_products = [], []
+    accept, product = low_rank._accept, low_rank._native.core.factor_product_into
 
-    def recording(*args, **kwargs):
-        seen.append(blas_counts())
-        teams.append(kwargs.get("team"))
-        return real(*args, **kwargs)
+    def recording_accept(*args):
+        in_small_algebra.append(blas_counts())
+        return accept(*args)
 
-    monkeypatch.setattr(low_rank, "factor_product", recording)
+    def recording_product(*args):
+        native_products.append(args[0].shape)
+        return product(*args)
+
+    monkeypatch.setattr(low_rank, "_accept", recording_accept)
+    monkeypatch.setattr(low_rank._native.core, "factor_product_into", recording_product)
     X = rng.standard_normal((3000, 4))
     with threadpool_limits(2, user_api="blas"):  # whatever the run's own count (one in the suite's workers)
         if blas_counts() != {2}:
             pytest.skip("this BLAS does not take two threads")
         f = low_rank.rpcholesky(X, 300, _kernel("rbf", 4, gamma=0.5), random_state=0, block_size=64)
         assert blas_counts() == {2}  # restored
-    assert f.rank == 300 and len(seen) >= 2 * (300 // 64)
-    assert all(counts == {1} for counts in seen) and all(teams)
+    blocks = len(in_small_algebra)
+    assert f.rank == 300 and blocks >= 300 // 64
+    assert all(counts == {1} for counts in in_small_algebra)
+    # every block's accepted columns, and every block's residual update but the first's, by the core
+    assert len(native_products) >= 2 * blocks - 1
+    assert all(shape[0] == 3000 for shape in native_products)
 
 
 def test_rpcholesky_never_picks_a_duplicate(rng):

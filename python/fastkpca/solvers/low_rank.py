@@ -153,13 +153,8 @@ def rpcholesky(X: np.ndarray | ColumnSource, rank: int, kernel: Kernel | None, *
     columns_buf = np.empty(n * width, source.dtype)
     residual_buf = columns_buf if source.dtype == np.float64 else np.empty(n * width)
     update_buf = np.empty(n * width)
-    # One thread pool for the loop: it alternates the kernel's column passes (the core's OpenMP team) with products
-    # by the tall factor, which the same team takes (tall_products.hpp), and keeps BLAS, left with the b × b
-    # algebra, on one thread. With BLAS's own threads on the products, each pool's idle threads spin on the cores
-    # the other needs next.
-    with one_blas_thread():
-        r, proposals, exhausted, pivots = _rpcholesky_blocks(source, rank, rng, block_size, factor, diag, tiny,
-                                                             columns_buf, residual_buf, update_buf, threads=threads)
+    r, proposals, exhausted, pivots = _rpcholesky_blocks(source, rank, rng, block_size, factor, diag, tiny, columns_buf,
+                                                         residual_buf, update_buf, threads=threads)
     piv = np.concatenate(pivots) if pivots else np.empty(0, dtype=np.int64)
     if r < rank:
         factor = factor[:, :r].copy()
@@ -171,7 +166,13 @@ def _rpcholesky_blocks(source: ColumnSource, rank: int, rng: np.random.RandomSta
                        residual_buf: np.ndarray, update_buf: np.ndarray,
                        threads: int = 0) -> tuple[int, int, bool, list[np.ndarray]]:
     """RPCholesky's blocks (see :func:`rpcholesky`): fills ``factor`` and updates ``diag`` in place; returns
-    (rank reached, proposals made, whether the residual vanished, the accepted pivots of each block)."""
+    (rank reached, proposals made, whether the residual vanished, the accepted pivots of each block).
+
+    One thread pool for the loop: the products by the tall factor (the residual update, the accepted columns) run
+    on the core's OpenMP team (tall_products.hpp), as a native kernel's column passes do, and the b × b algebra on
+    one BLAS thread. With BLAS's threads on the products and the small algebra, each pool's idle threads spun on the
+    cores the other needed next (slower on two threads than on one). A kernel evaluated by NumPy keeps the caller's
+    BLAS threads for its columns."""
     n = source.n
     pivots: list[np.ndarray] = []
     r = proposals = idle_blocks = 0
@@ -192,17 +193,18 @@ def _rpcholesky_blocks(source: ColumnSource, rank: int, rng: np.random.RandomSta
         if r:  # the residual columns: K(X, X_S) − F F[S]ᵀ
             G -= factor_product(factor, factor[S, :r].T.astype(np.float64), update_buf[:n * b].reshape(n, b), columns=r,
                                 team=True, threads=threads)
-        keep, L = _accept(G[S], diag[S], u, tiny)
+        # Residual columns of the accepted pivots = F_new · L_kkᵀ with L_kk the Cholesky factor of their residual
+        # block: F_new = G[:, keep] · L_kk⁻ᵀ (the small inverse by a triangular solve, then one product on the
+        # team, faster than a triangular solve with n right-hand sides).
+        with one_blas_thread():
+            keep, L = _accept(G[S], diag[S], u, tiny)
+            L_inv = sla.solve_triangular(L, np.eye(L.shape[0]), lower=True, check_finite=False)
         if not keep:
             idle_blocks += 1
             continue
         idle_blocks = 0
-        # Residual columns of the accepted pivots = F_new · L_kkᵀ with L_kk the Cholesky factor of their
-        # residual block: F_new = G[:, keep] · L_kk⁻ᵀ (the small inverse by a triangular solve, then one product
-        # on the team, faster than a triangular solve with n right-hand sides).
-        L_inv = sla.solve_triangular(L, np.eye(L.shape[0]), lower=True, check_finite=False)
-        a = len(keep)
-        F_new = flush_subnormals(factor_product(G[:, keep], np.ascontiguousarray(L_inv.T),
+        a = len(keep)  # G.take: C-ordered, as the core's product reads it (G[:, keep] would be Fortran-ordered)
+        F_new = flush_subnormals(factor_product(G.take(keep, axis=1), np.ascontiguousarray(L_inv.T),
                                                 update_buf[:n * a].reshape(n, a), team=True, threads=threads))
         factor[:, r:r + a] = F_new
         diag -= np.einsum("ij,ij->i", F_new, F_new)
