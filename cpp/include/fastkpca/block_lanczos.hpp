@@ -17,6 +17,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstddef>
 #include <cstdint>
 #include <functional>
 #include <limits>
@@ -82,13 +83,22 @@ using Tall = Eigen::Ref<ColMatrix<double>>;
 // Products of tall n × p matrices with small ones, parallel over a fixed list of row chunks (so the
 // rounding does not depend on the thread count). Eigen's own GEMMs run sequentially inside each chunk. Chunks of
 // at least 128 rows, up to 256 of them: enough that a team of many threads shares them evenly (a chunk's product
-// is one small GEMM; Aᵀ B's partial sums are one p × q matrix per chunk).
-inline Index row_chunks(Index n) { return std::max<Index>(1, std::min<Index>(256, n / 128)); }
+// is one small GEMM). Aᵀ B keeps one p × q partial sum per chunk (`partial_entries`), so its chunks also keep
+// those within kPartialBytes in all, or to 64 chunks where each partial alone is larger than that allows.
+constexpr std::size_t kPartialBytes = std::size_t{32} << 20;
+inline Index row_chunks(Index n, Index partial_entries = 0) {
+  Index chunks = std::max<Index>(1, std::min<Index>(256, n / 128));
+  if (partial_entries > 0)
+    chunks = std::min(
+        chunks, std::max<Index>(64, static_cast<Index>(kPartialBytes /
+                                                       (sizeof(double) * static_cast<std::size_t>(partial_entries)))));
+  return chunks;
+}
 
 // Aᵀ B (p × q): chunk partial products, summed in chunk order. Polls between chunks (a product with the
 // whole basis runs for a second at n = 20,000 and a basis of 1,000 columns).
 inline Eigen::MatrixXd tall_transpose_times(const ConstTall& a, const ConstTall& b, Interrupt& interrupt) {
-  const Index n = a.rows(), chunks = row_chunks(n);
+  const Index n = a.rows(), chunks = row_chunks(n, a.cols() * b.cols());
   std::vector<Eigen::MatrixXd> part(static_cast<size_t>(chunks));
 #pragma omp parallel for schedule(dynamic, 1)
   for (Index c = 0; c < chunks; ++c) {
