@@ -88,6 +88,49 @@ def test_a_short_call_leaves_the_core_another_thread_holds():
     assert (quiet, after_own_team, beside) == (2, 2, 1)
 
 
+_SPINNER_THAT_STOPS = """
+import os
+os.sched_setaffinity(0, sorted(os.sched_getaffinity(0))[:2])  # two cores, before OpenMP reads them
+import threading, time, numpy as np, fastkpca
+from fastkpca import _native
+core = _native.core
+rng = np.random.default_rng(0)
+X = rng.standard_normal((2000, 8))
+op = core.kernel_operator(X, "rbf", 0.1, 3.0, 1.0, 10**6, 2)  # packed: the pool exists
+v0 = np.asfortranarray(rng.standard_normal((2000, 4)))
+stop = threading.Event()
+def spin():
+    while not stop.is_set():
+        pass
+spinner = threading.Thread(target=spin)
+spinner.start()
+time.sleep(0.05)
+teams = []
+def progress(passes, converged, residual):
+    teams.append(core.omp_max_threads())  # the team the call's next regions get
+    if passes == 3:
+        stop.set()
+        spinner.join()
+core.eigsh(op, v0, 4, 1e-14, 40, 8, 1, False, progress, core.SHORT_CALL_TEAM)
+print(*teams)
+"""
+
+
+@pytest.mark.threads
+@pytest.mark.skipif(not os.path.isdir("/proc/self/task") or len(getattr(os, "sched_getaffinity", lambda _: ())(0)) < 2,
+                    reason="reads threads' states in /proc; needs two cores")
+def test_a_short_call_takes_back_a_core_once_the_thread_holding_it_stops():
+    """A short call of many passes (block Lanczos) cut to one thread because another thread held a core as it
+    started looks again at every pass: while that thread computes, one thread; once it has stopped, both."""
+    env = {**os.environ, "OMP_NUM_THREADS": "2"}
+    out = subprocess.run([sys.executable, "-c", _SPINNER_THAT_STOPS], capture_output=True, text=True, env=env,
+                         timeout=120)
+    assert out.returncode == 0, out.stderr
+    teams = [int(t) for t in out.stdout.split()]
+    # (the stopped thread may still be leaving, runnable, at the fourth pass's look)
+    assert len(teams) == 8 and teams[:3] == [1, 1, 1] and teams == sorted(teams) and teams[-3:] == [2, 2, 2], teams
+
+
 def test_a_call_of_unknown_length_asks_for_the_default_team():
     """A call that bounds its work only from below (the SVM's dual solve, starts=inf) is never a short call:
     cutting its team for a whole solve could cost far more than a spinning thread's tenth of a second."""

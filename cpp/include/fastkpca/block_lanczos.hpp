@@ -267,6 +267,7 @@ LanczosResult block_lanczos(const Op& op, const ColMatrix<double>& v0, const Lan
   Index last_converged = -1;
   double last_residual = std::numeric_limits<double>::quiet_NaN();
   while (true) {
+    recheck_short_call_team();  // a core held as the call started may be free by now
     op.apply(q.middleCols(cur, b), aw, interrupt, opt.products);
     // NaN or infinity in the operator (a kernel that overflows, say) would otherwise run to the pass limit.
     if (!aw.allFinite()) throw std::domain_error("the operator's products contain NaN or infinity");

@@ -85,6 +85,13 @@ inline ThreadState& thread_state() {
   return state;
 }
 
+// The calling thread's innermost core call, where it is a short call whose team was cut: the share of the default
+// team it could have had (0: not such a call, or nothing left to take back). ThreadScope sets and restores it.
+inline int& cut_short_call_share() {
+  thread_local int share = 0;
+  return share;
+}
+
 }  // namespace detail
 
 // To be called once per process (the module does it at import): after a fork, GNU OpenMP's thread pool
@@ -116,25 +123,30 @@ constexpr int kShortCallTeam = -1;
 // In a child forked after the parent used OpenMP, always 1 (see install_fork_guard).
 class ThreadScope {
  public:
-  explicit ThreadScope(int n) : saved_(omp_get_max_threads()) {
+  explicit ThreadScope(int n) : saved_(omp_get_max_threads()), saved_share_(detail::cut_short_call_share()) {
     auto& st = detail::thread_state();
     const int active = ++st.active_calls;
     st.used.store(true);
+    int cut_share = 0;
     if (st.forked.load()) {
       n = 1;
     } else if (n <= 0) {
       const bool short_call = n == kShortCallTeam;
       n = std::max(1, saved_ / std::max(1, active));
       if (short_call && n > 1) {
+        const int share = n;
         const int procs = omp_get_num_procs();
         n = std::max(1, std::min(n, procs - busy_threads(n, procs - 1)));
+        if (n < share) cut_share = share;
       }
     }
+    detail::cut_short_call_share() = cut_share;
     detail::note_team(n);
     omp_set_num_threads(n);
   }
   ~ThreadScope() {
     --detail::thread_state().active_calls;
+    detail::cut_short_call_share() = saved_share_;
     omp_set_num_threads(saved_);
   }
   ThreadScope(const ThreadScope&) = delete;
@@ -142,7 +154,23 @@ class ThreadScope {
   int threads() const { return omp_get_max_threads(); }
 
  private:
-  int saved_;
+  int saved_, saved_share_;
 };
+
+// In a short call whose team ThreadScope cut because other threads held cores as it started: the cut made again
+// from the threads running now, for the call's next regions (up to the share it was cut from). A call of many
+// regions (a Krylov solver's passes) looks again between them, so that a core held only by a thread spinning down
+// (BLAS's idle workers, another OpenMP runtime's, such as scikit-learn's after its k-means) comes back to the call
+// once that thread sleeps; a core a thread keeps computing on stays left to it. Outside any parallel region, on the
+// thread that made the call; a read of the threads' states (busy_threads.hpp) each time until the share is whole.
+inline void recheck_short_call_team() {
+  int& share = detail::cut_short_call_share();
+  if (share <= 1 || omp_in_parallel()) return;
+  const int procs = omp_get_num_procs();
+  const int n = std::max(1, std::min(share, procs - busy_threads(share, procs - 1)));
+  detail::note_team(n);
+  omp_set_num_threads(n);
+  if (n >= share) share = 0;
+}
 
 }  // namespace fastkpca
