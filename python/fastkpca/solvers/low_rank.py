@@ -230,9 +230,10 @@ def _on_the_team(F: np.ndarray, other: np.ndarray) -> bool:
     """Whether the core can multiply the tall factor F with ``other`` (the native products of
     cpp/include/fastkpca/tall_products.hpp: on the core's OpenMP team, beside its kernel passes, and the same bits on
     any number of threads): a row-major float32 or float64 F, and a float64 other operand. The callers ask for it
-    (``team``) where BLAS runs on one thread beside the passes (the Gaussian processes' iterative solvers) and the
-    products are blocks of a few columns or more: BLAS's own is faster for a single vector (Fᵀv: 1.4 ms against
-    1.8 at 8,000 × 500, one thread) and for FᵀF (its syrk: half the flops)."""
+    (``team``) where their loop alternates the products with the core's passes (the Gaussian processes' iterative
+    solvers, for blocks of a few columns or more; RPCholesky, always), so that BLAS is not a second pool beside the
+    team; for a single vector alone BLAS's own is faster (Fᵀv: 1.4 ms against 1.8 at 8,000 × 500, one thread), and
+    for FᵀF (its syrk: half the flops)."""
     return (F.ndim == 2 and F.flags.c_contiguous and F.dtype in (np.float32, np.float64) and other.dtype == np.float64
             and other.ndim in (1, 2))
 
