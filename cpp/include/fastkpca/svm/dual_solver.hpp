@@ -667,11 +667,16 @@ class DualSolver {
       cols[static_cast<std::size_t>(c)] = column_of[static_cast<std::size_t>(moved[static_cast<std::size_t>(c)])];
       weight[static_cast<std::size_t>(c)] = w[static_cast<std::size_t>(moved[static_cast<std::size_t>(c)])];
     }
-    constexpr Index chunk = 2048;
+    // Chunks of rows, at most kMaxChunk, and at least four to a thread once shrinking has left a few thousand rows
+    // (two chunks of 2,048 and 70 rows gave one thread nearly all the work); each row's sum is over the columns in
+    // their order whatever the chunk, so the gradient is the same on any team.
+    constexpr Index kMaxChunk = 2048;
+    const Index per_thread = (rows + 4 * omp_get_max_threads() - 1) / (4 * omp_get_max_threads());
+    const Index chunk = std::clamp<Index>((per_thread + 63) / 64 * 64, 256, kMaxChunk);
 #pragma omp parallel
     {
-      alignas(64) double h[chunk];
-#pragma omp for schedule(static)
+      alignas(64) double h[kMaxChunk];
+#pragma omp for schedule(dynamic, 1)
       for (Index r0 = 0; r0 < rows; r0 += chunk) {
         const Index n = std::min(chunk, rows - r0);
         std::fill(h, h + n, 0.0);
