@@ -14,11 +14,13 @@ from fastkpca.solvers.dense import factorisations as bl
 @pytest.fixture
 def small_blocks(monkeypatch):
     """Panels of 32 columns (24 in the inverse), calls of at most 2e5 flops, triangular solves split above 5
-    columns: the factor of a matrix above 84 rows and the inverse above 66 go by blocks."""
+    columns: the factor of a matrix above 84 rows and the inverse above 66 go by blocks, and the solves with it
+    above 32 rows (one right-hand side) or 90 (several)."""
     monkeypatch.setattr(bl, "BLOCK", 32)
     monkeypatch.setattr(bl, "INVERSE_BLOCK", 24)
     monkeypatch.setattr(bl, "TRSM_BLOCK", 5)  # the panels' triangular solves split down to 5 columns
     monkeypatch.setattr(bl, "POLL_FLOPS", 2e5)
+    monkeypatch.setattr(bl, "WHOLE_SOLVE_ROWS", 90)  # solves with several right-hand sides by panels above 90 rows
 
 
 def spd(rng, n, shift=0.1):

@@ -45,6 +45,9 @@ __all__ = ["cholesky_factor", "cholesky_in_place", "cholesky_inverse_in_place", 
 #: panel's rows as one side, and ran faster with the wider panel on a 2-core AVX-512 machine).
 BLOCK = 256
 INVERSE_BLOCK = 1024
+#: Up to this many rows a solve with several right-hand sides goes to ``dpotrs`` whole, as fast there as the panels
+#: (one right-hand side goes by panels from BLOCK rows on: ``dpotrs``' ``dtrsm`` with one column is the slow case).
+WHOLE_SOLVE_ROWS = 1024
 #: The widest triangle a right-side triangular solve hands to ``dtrsm`` whole: a wider one is split in halves,
 #: the coupling between them a ``dgemm`` (:func:`_solve_right_lower`).
 TRSM_BLOCK = 256
@@ -132,8 +135,9 @@ def cholesky_solve(L: np.ndarray, B: np.ndarray) -> np.ndarray:
     and B (n or n × m), as LAPACK's ``dpotrs``: L Z = B by forward substitution, then Lᵀ X = Z backwards, each by
     panels of ``BLOCK`` rows. A panel's diagonal triangle is solved by ``dtrsv`` (one column) or ``dtrsm`` and the
     rows below it are coupled by ``dgemv`` or ``dgemm``: the products read L once per substitution on the BLAS
-    threads the caller has, where OpenBLAS's ``dtrsm`` with few right-hand sides (``dpotrs``' call) runs several
-    times slower than the memory pass it is; a factor of one panel goes to ``dpotrs`` whole. B's columns are taken
+    threads the caller has, where OpenBLAS's ``dtrsm`` with one right-hand side (``dpotrs``' call) runs several
+    times slower than the memory pass it is; a factor of one panel, or of up to WHOLE_SOLVE_ROWS rows with several
+    right-hand sides, goes to ``dpotrs`` whole. B's columns are taken
     so many at a time that every call stays within POLL_FLOPS, so Ctrl-C stops it (see the module). Returns a new
     Fortran-ordered array of B's shape; B is not modified. ValueError where B has not n rows."""
     n = L.shape[0]
@@ -141,6 +145,12 @@ def cholesky_solve(L: np.ndarray, B: np.ndarray) -> np.ndarray:
         raise ValueError(f"B must have the factor's {n} rows (one or two dimensions), got shape {np.shape(B)}")
     if n == 0:
         return np.zeros(np.shape(B))
+    if n <= BLOCK and 2.0 * n * n * (B.shape[1] if np.ndim(B) == 2 else 1) <= POLL_FLOPS:
+        # one panel: LAPACK's whole, through SciPy's wrapper (scikit-learn's own call, so its rounding; a small
+        # solve's cost is its wrappers')
+        from scipy.linalg import lapack
+
+        return lapack.dpotrs(L, np.asarray(B, dtype=np.float64), lower=1)[0]
     X = np.array(np.reshape(B, (n, -1)), dtype=np.float64, order="F")
     M = Matrix(L)
     columns = max(1, int(POLL_FLOPS // (2.0 * n * n)))  # the whole solve of this many columns: one call's work
@@ -152,7 +162,7 @@ def cholesky_solve(L: np.ndarray, B: np.ndarray) -> np.ndarray:
 def _cholesky_solve_columns(M: Matrix, R: Matrix) -> None:
     """R ← (L Lᵀ)⁻¹ R in place, L the lower triangle of M (see :func:`cholesky_solve`)."""
     n, m = M.n, R.columns
-    if n <= BLOCK:  # one panel: LAPACK's, whole (scikit-learn's own call, so its rounding too)
+    if n <= BLOCK or (m > 1 and n <= WHOLE_SOLVE_ROWS):  # LAPACK's, whole (scikit-learn's own call and rounding)
         info = ctypes.c_int(0)
         routine("dpotrs")(_char("L"), _int(n), _int(m), M.at(0, 0), M.ld, R.at(0, 0), R.ld, ctypes.byref(info))
         return
