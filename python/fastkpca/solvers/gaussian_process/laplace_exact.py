@@ -21,8 +21,8 @@ import numpy as np
 from ... import _native, _threads
 from .. import choice as _choice
 from ... import _validation as v
-from ..dense.factorisations import zero_strict_upper
-from .exact import ExactOptimisation, factor, factored_solve, posterior_variance, prediction_threads
+from ..dense.factorisations import cholesky_solve, zero_strict_upper
+from .exact import ExactOptimisation, factor, posterior_variance, prediction_threads
 from .laplace import LaplaceMode, mode_from, second_term, update_by_solve
 from .newton_cg import newton_cg_update, step_preconditioner, sufficient_rank
 from .preconditioner import NystromDiagonalPreconditioner
@@ -79,7 +79,7 @@ class _CholeskyNewton:
         return self.L
 
     def solve(self, r: np.ndarray) -> np.ndarray:
-        return factored_solve(self.factored(), r)
+        return cholesky_solve(self.factored(), r)
 
     def newton_update(self, W_sr: np.ndarray, b: np.ndarray, current: tuple | None) -> tuple:
         if self.nystrom is None or self.pre is None:
