@@ -137,15 +137,15 @@ def cholesky_solve(L: np.ndarray, B: np.ndarray) -> np.ndarray:
     rows below it are coupled by ``dgemv`` or ``dgemm``: the products read L once per substitution on the BLAS
     threads the caller has, where OpenBLAS's ``dtrsm`` with one right-hand side (``dpotrs``' call) runs several
     times slower than the memory pass it is; a factor of one panel, or of up to WHOLE_SOLVE_ROWS rows with several
-    right-hand sides, goes to ``dpotrs`` whole. B's columns are taken
-    so many at a time that every call stays within POLL_FLOPS, so Ctrl-C stops it (see the module). Returns a new
-    Fortran-ordered array of B's shape; B is not modified. ValueError where B has not n rows."""
+    right-hand sides, goes to ``dpotrs`` whole. B's columns are taken so many at a time that every call stays within
+    POLL_FLOPS, so Ctrl-C stops it (see the module). Returns a new Fortran-ordered float64 array of B's shape; B is
+    not modified. ValueError where B has not n rows."""
     n = L.shape[0]
     if np.ndim(B) not in (1, 2) or np.shape(B)[0] != n:
         raise ValueError(f"B must have the factor's {n} rows (one or two dimensions), got shape {np.shape(B)}")
     if n == 0:
         return np.zeros(np.shape(B))
-    if n <= BLOCK and 2.0 * n * n * (B.shape[1] if np.ndim(B) == 2 else 1) <= POLL_FLOPS:
+    if n <= BLOCK and 2.0 * n * n * (np.shape(B)[1] if np.ndim(B) == 2 else 1) <= POLL_FLOPS:
         # one panel: LAPACK's whole, through SciPy's wrapper (scikit-learn's own call, so its rounding; a small
         # solve's cost is its wrappers')
         from scipy.linalg import lapack
