@@ -45,12 +45,35 @@ def test_the_core_and_the_rule_name_the_short_calls_team_alike():
     assert _threads.DEFAULT_TEAM == 0 and _threads.SHORT_CALL_TEAM < 0  # parallel.hpp: n <= 0 is the default
 
 
-_SPINNING_NEIGHBOUR = """
+#: Both children's start: two cores, two OpenMP threads, and a Python thread that computes until `stop` is set.
+_TWO_CORES = """
 import os
 os.sched_setaffinity(0, sorted(os.sched_getaffinity(0))[:2])  # two cores, before OpenMP reads them
 import threading, time, numpy as np, fastkpca
 from fastkpca import _native
 core = _native.core
+stop = threading.Event()
+def spin():
+    while not stop.is_set():
+        pass
+spinner = threading.Thread(target=spin)
+"""
+
+_needs_two_cores = pytest.mark.skipif(
+    not os.path.isdir("/proc/self/task") or len(getattr(os, "sched_getaffinity", lambda _: ())(0)) < 2,
+    reason="reads threads' states in /proc; needs two cores")
+
+
+def _run_on_two_cores(script: str) -> str:
+    """The child's output (it must exit cleanly), run after the _TWO_CORES start with two OpenMP threads."""
+    env = {**os.environ, "OMP_NUM_THREADS": "2"}
+    out = subprocess.run([sys.executable, "-c", _TWO_CORES + script], capture_output=True, text=True, env=env,
+                         timeout=120)
+    assert out.returncode == 0, out.stderr
+    return out.stdout
+
+
+_SPINNING_NEIGHBOUR = """
 X = np.random.default_rng(0).standard_normal((1000, 16))
 fastkpca.gram(X, kernel='rbf', n_jobs=2)  # the pool exists
 time.sleep(0.3)  # BLAS's threads asleep
@@ -59,11 +82,6 @@ after_own_team = []
 for _ in range(20):  # the team's threads may still spin: they are the team, not counted
     fastkpca.gram(X, kernel='rbf', n_jobs=2)
     after_own_team.append(core.short_call_team())
-stop = threading.Event()
-def spin():
-    while not stop.is_set():
-        pass
-spinner = threading.Thread(target=spin)
 spinner.start()
 time.sleep(0.05)
 beside = [core.short_call_team() for _ in range(20)]
@@ -74,35 +92,20 @@ print(min(quiet), min(after_own_team), max(beside))
 
 
 @pytest.mark.threads
-@pytest.mark.skipif(not os.path.isdir("/proc/self/task") or len(getattr(os, "sched_getaffinity", lambda _: ())(0)) < 2,
-                    reason="reads threads' states in /proc; needs two cores")
+@_needs_two_cores
 def test_a_short_call_leaves_the_core_another_thread_holds():
     """On two cores and two OpenMP threads: a short call's team is both threads while the process's other threads
     sleep, and just after the team's own threads ran; one thread while another thread of the process computes (a
     Python loop here: it holds the GIL whenever the core's call has let it go, and stays runnable)."""
-    env = {**os.environ, "OMP_NUM_THREADS": "2"}
-    out = subprocess.run([sys.executable, "-c", _SPINNING_NEIGHBOUR], capture_output=True, text=True, env=env,
-                         timeout=120)
-    assert out.returncode == 0, out.stderr
-    quiet, after_own_team, beside = map(int, out.stdout.split())
+    quiet, after_own_team, beside = map(int, _run_on_two_cores(_SPINNING_NEIGHBOUR).split())
     assert (quiet, after_own_team, beside) == (2, 2, 1)
 
 
 _SPINNER_THAT_STOPS = """
-import os
-os.sched_setaffinity(0, sorted(os.sched_getaffinity(0))[:2])  # two cores, before OpenMP reads them
-import threading, time, numpy as np, fastkpca
-from fastkpca import _native
-core = _native.core
 rng = np.random.default_rng(0)
 X = rng.standard_normal((2000, 8))
 op = core.kernel_operator(X, "rbf", 0.1, 3.0, 1.0, 10**6, 2)  # packed: the pool exists
 v0 = np.asfortranarray(rng.standard_normal((2000, 4)))
-stop = threading.Event()
-def spin():
-    while not stop.is_set():
-        pass
-spinner = threading.Thread(target=spin)
 spinner.start()
 time.sleep(0.05)
 teams = []
@@ -117,16 +120,11 @@ print(*teams)
 
 
 @pytest.mark.threads
-@pytest.mark.skipif(not os.path.isdir("/proc/self/task") or len(getattr(os, "sched_getaffinity", lambda _: ())(0)) < 2,
-                    reason="reads threads' states in /proc; needs two cores")
+@_needs_two_cores
 def test_a_short_call_takes_back_a_core_once_the_thread_holding_it_stops():
     """A short call of many passes (block Lanczos) cut to one thread because another thread held a core as it
     started looks again at every pass: while that thread computes, one thread; once it has stopped, both."""
-    env = {**os.environ, "OMP_NUM_THREADS": "2"}
-    out = subprocess.run([sys.executable, "-c", _SPINNER_THAT_STOPS], capture_output=True, text=True, env=env,
-                         timeout=120)
-    assert out.returncode == 0, out.stderr
-    teams = [int(t) for t in out.stdout.split()]
+    teams = [int(t) for t in _run_on_two_cores(_SPINNER_THAT_STOPS).split()]
     # (the stopped thread may still be leaving, runnable, at the fourth pass's look)
     assert len(teams) == 8 and teams[:3] == [1, 1, 1] and teams == sorted(teams) and teams[-3:] == [2, 2, 2], teams
 
