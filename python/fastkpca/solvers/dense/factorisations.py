@@ -36,8 +36,8 @@ import numpy as np
 
 from .calls import Matrix, character as _char, integer as _int, routine
 
-__all__ = ["cholesky_factor", "cholesky_in_place", "cholesky_inverse_in_place", "cholesky_solve", "zero_strict_upper",
-           "BLOCK",
+__all__ = ["cholesky_factor", "cholesky_in_place", "cholesky_inverse_in_place", "cholesky_solve", "solve_with_factor",
+           "zero_strict_upper", "BLOCK",
            "INVERSE_BLOCK", "POLL_FLOPS"]
 
 #: Panel widths: LAPACK's own block size range, large enough that the BLAS-3 calls run at the machine's rate
@@ -157,6 +157,17 @@ def cholesky_solve(L: np.ndarray, B: np.ndarray) -> np.ndarray:
     for c in range(0, X.shape[1], columns):
         _cholesky_solve_columns(M, Matrix(X[:, c:c + columns], square=False))
     return X[:, 0] if np.ndim(B) == 1 else X
+
+
+def solve_with_factor(L: np.ndarray, B: np.ndarray) -> np.ndarray:
+    """:func:`cholesky_solve` on the BLAS threads its work pays for (threads.small_algebra_threads: its 2n² flops a
+    column of B, and its passes over L's n²/2 entries, twice)."""
+    from .threads import small_algebra_threads
+
+    n = L.shape[0]
+    columns = np.shape(B)[1] if np.ndim(B) == 2 else 1
+    with small_algebra_threads(2.0 * n * n * columns, entries=float(n) * n):
+        return cholesky_solve(L, B)
 
 
 def _cholesky_solve_columns(M: Matrix, R: Matrix) -> None:

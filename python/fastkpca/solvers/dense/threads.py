@@ -43,6 +43,8 @@ from typing import TYPE_CHECKING, Any, Callable, TypeVar
 
 import numpy as np
 
+from ... import _threads
+
 if TYPE_CHECKING:
     from threadpoolctl import LibController, ThreadpoolController
 
@@ -151,8 +153,6 @@ def small_algebra(flops: float, entries: float = 0.0) -> bool:
     thread: its work on one thread below BLAS_TEAM_MIN_SECONDS, the work the longer of its flops at the cost
     model's measured rate (:func:`gemm_rate_one_thread`) and its pass over memory (_threads.array_seconds: a
     triangular solve with a few right-hand sides is bound by reading the triangle, not by its flops)."""
-    from ... import _threads
-
     return max(flops / gemm_rate_one_thread(), _threads.array_seconds(entries)) < BLAS_TEAM_MIN_SECONDS
 
 

@@ -23,7 +23,7 @@ import numpy as np
 
 from ... import _native, _threads
 from ... import _validation as v
-from ..dense.factorisations import cholesky_in_place, cholesky_inverse_in_place, cholesky_solve, zero_strict_upper
+from ..dense.factorisations import cholesky_in_place, cholesky_inverse_in_place, solve_with_factor, zero_strict_upper
 from ..dense.threads import blocked_threads, small_algebra_threads, solve_lower_triangular
 from .objective import Objective
 from .interface import InvQuadLogdet
@@ -32,7 +32,7 @@ if TYPE_CHECKING:
     from ...kernels.differentiable import DifferentiableKernel
     from ...operators.samples import SolverSamples
 
-__all__ = ["ExactOptimisation", "ExactSolver", "factor", "factored_solve", "weights_in_place", "posterior_variance",
+__all__ = ["ExactOptimisation", "ExactSolver", "factor", "weights_in_place", "posterior_variance",
            "posterior_covariance"]
 
 def factor(K: np.ndarray, noise: float | np.ndarray, clean: bool = False) -> np.ndarray:
@@ -62,15 +62,6 @@ def weights_in_place(K: np.ndarray, A: np.ndarray, outer_weight: float, inverse_
     _native.core.gp_weights_in_place(K, A, float(outer_weight), float(inverse_weight),
                                      _threads.array_threads(threads, K.size))
     return K
-
-
-def factored_solve(L: np.ndarray, Y: np.ndarray) -> np.ndarray:
-    """K̂⁻¹ Y from the factor L of K̂ (:func:`factor`): two triangular solves, each a pass over L with n² flops a
-    column of Y, on the BLAS threads that work pays for (dense.threads.small_algebra)."""
-    n = L.shape[0]
-    columns = Y.shape[1] if Y.ndim > 1 else 1
-    with small_algebra_threads(2.0 * n * n * columns, entries=float(n) * n):
-        return cholesky_solve(L, Y)
 
 
 def _terms(L: np.ndarray, Y: np.ndarray, alpha: np.ndarray) -> InvQuadLogdet:
@@ -211,7 +202,7 @@ class ExactSolver(ExactOptimisation):
             L = factor(K, self.noise)
         except np.linalg.LinAlgError:
             return InvQuadLogdet(None, math.nan, None)
-        alpha = factored_solve(L, Y)
+        alpha = solve_with_factor(L, Y)
         terms = _terms(L, Y, alpha)
         if not eval_gradient:
             return terms
@@ -226,7 +217,7 @@ class ExactSolver(ExactOptimisation):
 
     def solve(self, kernel: DifferentiableKernel, Y: np.ndarray) -> np.ndarray:
         self.L = factor(self._matrix(kernel), self.noise, clean=True)
-        self.alpha = factored_solve(self.L, Y)
+        self.alpha = solve_with_factor(self.L, Y)
         return self.alpha
 
     def solved_inv_quad_logdet(self, Y: np.ndarray) -> InvQuadLogdet:

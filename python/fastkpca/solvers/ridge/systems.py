@@ -23,8 +23,8 @@ from ... import _validation as v
 from ...operators import pass_bytes
 from ...operators.storage import PLAN_SLACK_BYTES, fixed_bytes
 from ..krylov import cg
-from ..dense.factorisations import cholesky_in_place, cholesky_solve
-from ..dense.threads import blocked_threads, one_blas_thread, small_algebra_threads
+from ..dense.factorisations import cholesky_in_place, solve_with_factor
+from ..dense.threads import blocked_threads, one_blas_thread
 from ..low_rank import RPCHOLESKY_BLOCK, landmark_whitening, nystrom_moments, rpcholesky, rpcholesky_bytes
 
 if TYPE_CHECKING:
@@ -88,8 +88,7 @@ def solve_cholesky(K: np.ndarray, Y: np.ndarray, alphas: np.ndarray,
                 info = cholesky_in_place(A)
             if info:
                 raise np.linalg.LinAlgError(f"{info}-th leading minor not positive definite")
-            with small_algebra_threads(2.0 * n * n * len(columns), entries=float(n) * n):  # two triangular solves
-                dual[:, columns] = cholesky_solve(A, Y[:, columns])
+            dual[:, columns] = solve_with_factor(A, Y[:, columns])
         except np.linalg.LinAlgError:
             singular = True
             _restore_factored(K, diagonal)
