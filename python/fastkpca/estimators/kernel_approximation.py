@@ -152,7 +152,7 @@ class Nystroem(EngineFitted, ClassNamePrefixFeaturesOutMixin, TransformerMixin, 
                                                     random_state=self.random_state, memory_limit=limit,
                                                     name="n_components")
         W = np.asarray(kernel.cross(basis))
-        self.normalization_ = interruptible(_inverse_sqrt, W, flops=12.0 * W.shape[0] ** 3)  # Ctrl-C within it
+        self.normalization_ = _inverse_sqrt(W)
         self.components_ = basis
         self.component_indices_ = index
         self.landmark_info_ = dict(info, seconds=time.perf_counter() - start)
@@ -214,11 +214,17 @@ def _inverse_sqrt(W: np.ndarray) -> np.ndarray:
     For a symmetric W (the native kernels' are exactly symmetric) it comes from the eigendecomposition
     W = E Λ Eᵀ, fewer flops than an SVD (one set of vectors): s = |λ| and V = sign(λ)·Eᵀ, so the result is
     ``E diag(sign(λ)/√max(|λ|, 1e-12)) Eᵀ`` (a zero eigenvalue counts as positive).
+
+    Ctrl-C is answered within each piece: the eigendecomposition stops between its stages, and each of the
+    m × m products (and the SVD) runs as one interruptible call, so an interrupt leaves at most one piece running
+    in the background (and the interpreter's exit waits for no more than that piece).
     """
     dtype = W.dtype if W.dtype in (np.float32, np.float64) else np.float64
+    flops = 2.0 * W.shape[0] ** 3
     if W.ndim == 2 and W.shape[0] == W.shape[1] and np.array_equal(W, W.T):
         values, vectors = symmetric_eigh(W.astype(dtype, copy=False))
         scale = np.where(values < 0, -1.0, 1.0) / np.sqrt(np.maximum(np.abs(values), _SINGULAR_VALUE_FLOOR))
-        return ((vectors * scale.astype(dtype)) @ vectors.T).astype(dtype, copy=False)
-    U, s, Vt = np.linalg.svd(W.astype(dtype, copy=False))  # NumPy's releases the GIL: Ctrl-C within it
-    return ((U / np.sqrt(np.maximum(s, _SINGULAR_VALUE_FLOOR)).astype(dtype)) @ Vt).astype(dtype, copy=False)
+        return interruptible(np.matmul, vectors * scale.astype(dtype), vectors.T, flops=flops).astype(dtype, copy=False)
+    U, s, Vt = interruptible(np.linalg.svd, W.astype(dtype, copy=False), flops=6 * flops)
+    return interruptible(np.matmul, U / np.sqrt(np.maximum(s, _SINGULAR_VALUE_FLOOR)).astype(dtype), Vt,
+                         flops=flops).astype(dtype, copy=False)
