@@ -384,12 +384,35 @@ def test_a_large_stored_kernel_is_freed_in_the_background():
         assert returned > 0.9 * nbytes
 
 
-def test_the_memory_checks_wait_for_the_releases_in_flight():
-    """available_memory counts the memory a finished fit is still giving back as available: it returns only once
-    the background releases are done."""
+def test_the_memory_checks_wait_for_the_releases_in_flight(monkeypatch):
+    """available_memory counts the memory a finished fit is still giving back as available where it is a large share
+    of what is available (RELEASE_WAIT_SHARE, set to 0 here): it returns only once the background releases are done,
+    and reads no bytes as still in flight."""
     from fastkpca import _validation as v
 
+    monkeypatch.setattr(v, "RELEASE_WAIT_SHARE", 0.0)
     op = _stored_operator(8000)  # 260 MB: its release takes milliseconds
     del op
     v.available_memory()
     assert _native.core.releases_in_flight() == 0
+    assert _native.core.release_bytes_in_flight() == 0
+
+
+def test_the_memory_checks_do_not_wait_for_a_small_share_in_flight(monkeypatch):
+    """Releases in flight whose bytes are a small share of the available memory (below RELEASE_WAIT_SHARE) are not
+    waited for: the memory is read at once, as taken. The bytes the core reports in flight are those of the buffer
+    being freed (the stored tiles: part of the operator's bytes), or none once it is."""
+    from fastkpca import _validation as v
+
+    waited = []
+    monkeypatch.setattr(_native.core, "wait_for_releases", lambda: waited.append(True))
+    op = _stored_operator(3000)  # 41 MB released in the background: far below a tenth of the memory here
+    nbytes = op.nbytes
+    assert 0 < nbytes < v.RELEASE_WAIT_SHARE * v._memory_now()
+    del op
+    assert _native.core.release_bytes_in_flight() <= nbytes
+    v.available_memory()
+    assert waited == []
+    monkeypatch.undo()
+    _native.core.wait_for_releases()
+    assert _native.core.release_bytes_in_flight() == 0

@@ -160,6 +160,9 @@ void init_info(py::module_& m) {
       },
       "Return once every large buffer the core has started to free in the background is freed.");
   m.def("releases_in_flight", []() { return detail::releases_in_flight().load(); });
+  m.def(
+      "release_bytes_in_flight", []() { return detail::release_bytes_in_flight().load(); },
+      "Bytes of the large buffers the core is freeing in the background now.");
   m.def("omp_max_threads", []() { return omp_get_max_threads(); });
   m.attr("SHORT_CALL_TEAM") = kShortCallTeam;
   m.def(

@@ -6,10 +6,12 @@
 // kernel. A buffer of kBackgroundReleaseBytes or more is freed on a detached thread instead, and the fit returns
 // while its pages go back.
 //
-// The releases in flight are counted: wait_for_releases() returns once none is left, and the Python layer calls
-// it before it reads the memory the system has available (fastkpca/_validation.py), so no memory plan sees as
-// taken what a finished fit is still giving back. A child forked while a release ran has no such thread, so it
-// starts from none in flight (install_release_fork_guard); its copy of that buffer stays mapped.
+// The releases in flight are counted, and their bytes: wait_for_releases() returns once none is left. The Python
+// layer waits for them before it reads the memory the system has available (fastkpca/_validation.py) where their
+// bytes are a large share of it, so that no memory plan sees as taken what a finished fit is still giving back; a
+// smaller share it reads as taken (a plan a few percent short) rather than hold the next fit back for the
+// unmapping's milliseconds. A child forked while a release ran has no such thread, so it starts from none in
+// flight (install_release_fork_guard); its copy of that buffer stays mapped.
 #pragma once
 
 #include <pthread.h>
@@ -32,6 +34,10 @@ inline std::atomic<int>& releases_in_flight() {
   static std::atomic<int> count{0};
   return count;
 }
+inline std::atomic<std::size_t>& release_bytes_in_flight() {
+  static std::atomic<std::size_t> bytes{0};
+  return bytes;
+}
 }  // namespace detail
 
 // Frees `buffer` (of `bytes`), on a thread of its own when it is large; here, when it is small or no thread can
@@ -40,16 +46,19 @@ template <class T>
 void release(std::unique_ptr<T[]> buffer, std::size_t bytes) {
   if (!buffer || bytes < kBackgroundReleaseBytes) return;  // freed here, as buffer goes out of scope
   auto& in_flight = detail::releases_in_flight();
+  auto& bytes_in_flight = detail::release_bytes_in_flight();
+  bytes_in_flight.fetch_add(bytes);
   in_flight.fetch_add(1);
   T* data = buffer.release();
-  try {
-    std::thread([data, &in_flight] {
-      delete[] data;
-      in_flight.fetch_sub(1);
-    }).detach();
-  } catch (...) {  // no thread to be had (std::system_error, std::bad_alloc)
+  const auto done = [data, bytes, &in_flight, &bytes_in_flight] {
     delete[] data;
+    bytes_in_flight.fetch_sub(bytes);
     in_flight.fetch_sub(1);
+  };
+  try {
+    std::thread(done).detach();
+  } catch (...) {  // no thread to be had (std::system_error, std::bad_alloc)
+    done();
   }
 }
 
@@ -62,7 +71,10 @@ inline void wait_for_releases() {
 inline void install_release_fork_guard() {
   static std::atomic<bool> installed{false};
   if (installed.exchange(true)) return;
-  pthread_atfork(nullptr, nullptr, []() { detail::releases_in_flight().store(0); });
+  pthread_atfork(nullptr, nullptr, []() {
+    detail::releases_in_flight().store(0);
+    detail::release_bytes_in_flight().store(0);
+  });
 }
 
 }  // namespace fastkpca
