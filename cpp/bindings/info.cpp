@@ -9,6 +9,7 @@
 #include "fastkpca/background_release.hpp"
 #include "fastkpca/isa.hpp"
 #include "fastkpca/simd.hpp"
+#include "fastkpca/spare_buffer.hpp"
 
 namespace fastkpca::bindings {
 
@@ -163,6 +164,9 @@ void init_info(py::module_& m) {
   m.def(
       "release_bytes_in_flight", []() { return detail::release_bytes_in_flight().load(); },
       "Bytes of the large buffers the core is freeing in the background now.");
+  m.def(
+      "spare_bytes", []() { return spare_bytes(); },
+      "Bytes of the buffer a finished fit gave back, kept for a second for the next fit of about its size.");
   m.def("omp_max_threads", []() { return omp_get_max_threads(); });
   m.attr("SHORT_CALL_TEAM") = kShortCallTeam;
   m.def(

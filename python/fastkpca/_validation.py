@@ -337,7 +337,8 @@ def available_memory() -> int:
     are first waited for where their bytes exceed RELEASE_WAIT_SHARE of the memory read without them, so that a
     plan which needs them sees them as available. A smaller share is read as taken: the plan is at most that share
     short, and the next fit does not wait for their unmapping (about 0.3 µs a page: 8 ms of a 90 ms KernelPCA fit
-    at 5,000 samples, fitted back to back)."""
+    at 5,000 samples, fitted back to back). The spare buffer the core keeps for the next fit
+    (cpp/include/fastkpca/spare_buffer.hpp) counts as available: a fit takes it, or it goes back first."""
     from ._native import core
 
     in_flight = core.release_bytes_in_flight()
@@ -345,7 +346,8 @@ def available_memory() -> int:
     if in_flight > RELEASE_WAIT_SHARE * avail:
         core.wait_for_releases()
         avail = _memory_now()
-    return avail
+    # Read after the memory: a spare given back in between is then counted by neither, never by both.
+    return avail + core.spare_bytes()
 
 
 def _memory_now() -> int:

@@ -26,10 +26,10 @@
 #include <type_traits>
 #include <vector>
 
-#include "fastkpca/background_release.hpp"
 #include "fastkpca/kernel_block.hpp"
 #include "fastkpca/kernel_tiles.hpp"
 #include "fastkpca/operator.hpp"
+#include "fastkpca/spare_buffer.hpp"
 
 namespace fastkpca {
 
@@ -41,7 +41,6 @@ class TiledKernelOperator final : public Operator {
         cached_rows_(std::clamp<Index>(cached_rows, 0, nt_)) {
     build_cache(interrupt);
   }
-  ~TiledKernelOperator() override { release(std::move(cache_), cache_size_ * sizeof(S)); }
   TiledKernelOperator(const TiledKernelOperator&) = delete;
   TiledKernelOperator& operator=(const TiledKernelOperator&) = delete;
 
@@ -78,23 +77,24 @@ class TiledKernelOperator final : public Operator {
     RowMatrix<double> wr = RowMatrix<double>::Zero(nt_ * T, ldv);
     vr.topLeftCorner(n_, b) = v.template cast<P>();
     if (with_ones) vr.col(b).head(n_).setOnes();
-    detail::kernel_block_pass(*tiles_, cache_.get(), cached_rows_, vr.data(), vr.data(), wr.data(), wr.data(), ldv,
-                              interrupt);
+    detail::kernel_block_pass(*tiles_, cache_.template as<S>(), cached_rows_, vr.data(), vr.data(), wr.data(),
+                              wr.data(), ldv, interrupt);
     w = wr.topLeftCorner(n_, b);
     if (with_ones) remember_row_sums(wr.col(b).head(n_));
   }
 
   // Computes and keeps the tiles of the first cached_rows_ tile rows.
   void build_cache(Interrupt& interrupt) {
-    // Left uninitialised (no serial zero-fill): every element is written by the thread computing its tile.
+    // Not initialised (no serial zero-fill): every element is written by the thread computing its tile, whether the
+    // buffer is fresh or the spare an earlier operator gave back (spare_buffer.hpp).
     cache_size_ = static_cast<std::size_t>(packed_prefix_size(cached_rows_));
-    cache_.reset(cache_size_ > 0 ? new S[cache_size_] : nullptr);
-    kernel_block_tiles(*tiles_, cached_rows_, cache_.get(), interrupt);
+    cache_ = LargeBuffer(cache_size_ * sizeof(S));
+    kernel_block_tiles(*tiles_, cached_rows_, cache_.template as<S>(), interrupt);
   }
 
   std::unique_ptr<KernelTiles<S>> tiles_;
   Index n_, nt_, cached_rows_;
-  std::unique_ptr<S[]> cache_;
+  LargeBuffer cache_;  // the kept tiles, in S
   std::size_t cache_size_ = 0;
 };
 

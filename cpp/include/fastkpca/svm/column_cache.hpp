@@ -14,8 +14,8 @@
 #include <memory>
 #include <vector>
 
-#include "fastkpca/background_release.hpp"
 #include "fastkpca/parallel.hpp"
+#include "fastkpca/spare_buffer.hpp"
 #include "fastkpca/types.hpp"
 
 namespace fastkpca::svm {
@@ -28,8 +28,7 @@ class ColumnCache {
  public:
   // `keys` columns can be asked for (the problem's samples); `floats` is the buffer's size.
   ColumnCache(Index keys, std::size_t floats)
-      : capacity_(floats), data_(new float[std::max<std::size_t>(floats, 1)]), slot_of_(keys, -1) {}
-  ~ColumnCache() { release(std::move(data_), capacity_ * sizeof(float)); }
+      : capacity_(floats), data_(std::max<std::size_t>(floats, 1) * sizeof(float)), slot_of_(keys, -1) {}
   ColumnCache(const ColumnCache&) = delete;
   ColumnCache& operator=(const ColumnCache&) = delete;
 
@@ -100,7 +99,7 @@ class ColumnCache {
     const Index old_rows = rows_, new_rows = std::max<Index>(static_cast<Index>(keep.size()), 1);
     const Index old_slots = slots(), n_keep = static_cast<Index>(keep.size());
     const Index* kept = keep.data();
-    float* data = data_.get();
+    float* data = data_.as<float>();
     const Index* key_of = key_of_.data();
     const double seconds = static_cast<double>(old_slots) * static_cast<double>(n_keep) * kCompactSeconds;
 #pragma omp parallel if (team_pays(seconds))
@@ -125,7 +124,7 @@ class ColumnCache {
   }
 
  private:
-  float* column(Index s) { return data_.get() + s * rows_; }
+  float* column(Index s) { return data_.as<float>() + s * rows_; }
   void unlink(Index s) {
     const Index p = prev_[static_cast<std::size_t>(s)], n = next_[static_cast<std::size_t>(s)];
     (p >= 0 ? next_[static_cast<std::size_t>(p)] : head_) = n;
@@ -140,7 +139,7 @@ class ColumnCache {
   }
 
   std::size_t capacity_;
-  std::unique_ptr<float[]> data_;
+  LargeBuffer data_;  // the columns, in float
   Index rows_ = 1;
   std::vector<Index> slot_of_, key_of_, prev_, next_, free_;
   std::vector<bool> pinned_;
