@@ -203,7 +203,7 @@ def test_every_interrupted_process_exits():
     KeyboardInterrupt within 1.5 s and then exits through the interpreter's normal exit within 3 s (an
     abandoned OpenBLAS call used to leave 4 exits in 5 hanging forever in OpenBLAS's exit handler; the exit waits
     for the one piece of dense algebra an interrupt abandons, so no piece may run for seconds: Nyström's 2,000 ×
-    2,000 normalisation, abandoned whole, held the exit 2 to 4 s). Each child makes a first fit's imports before
+    2,000 normalisation, abandoned whole, held the exit 2 to 10 s). Each child makes a first fit's imports before
     its timer starts, so that the interrupt lands in the fit's own work."""
     repeats = int(os.environ.get("FASTKPCA_EXIT_REPEATS", "2"))
     cases = [case for case in sorted(EXIT_CASES) for _ in range(repeats)]

@@ -338,7 +338,8 @@ def available_memory() -> int:
     plan which needs them sees them as available. A smaller share is read as taken: the plan is at most that share
     short, and the next fit does not wait for their unmapping (about 0.3 µs a page: 8 ms of a 90 ms KernelPCA fit
     at 5,000 samples, fitted back to back). The spare buffer the core keeps for the next fit
-    (cpp/include/fastkpca/spare_buffer.hpp) counts as available: a fit takes it, or it goes back first."""
+    (cpp/include/fastkpca/spare_buffer.hpp) is read as taken too (only a large buffer of about its size can use it);
+    :func:`check_memory` gives it back where an allocation would not fit without it."""
     from ._native import core
 
     in_flight = core.release_bytes_in_flight()
@@ -346,8 +347,7 @@ def available_memory() -> int:
     if in_flight > RELEASE_WAIT_SHARE * avail:
         core.wait_for_releases()
         avail = _memory_now()
-    # Read after the memory: a spare given back in between is then counted by neither, never by both.
-    return avail + core.spare_bytes()
+    return avail
 
 
 def _memory_now() -> int:
@@ -412,10 +412,17 @@ SMALL_ALLOCATION_BYTES = 16 * 2**20
 
 def check_memory(nbytes: int, what: str) -> None:
     """Raise MemoryError, before allocating, if ``nbytes`` cannot fit in the memory available (allocations below
-    SMALL_ALLOCATION_BYTES pass unprobed)."""
+    SMALL_ALLOCATION_BYTES pass unprobed). Where it does not fit while the core holds a spare buffer, the spare goes
+    back to the system first (and its release is waited for) and the memory is read again."""
     if nbytes < SMALL_ALLOCATION_BYTES:
         return
     avail = available_memory()
+    if nbytes > avail:
+        from ._native import core
+
+        if core.drop_spare():
+            core.wait_for_releases()
+            avail = available_memory()
     if nbytes > avail:
         raise MemoryError(
             f"{what} needs {nbytes / 2**30:.2f} GiB, but only {avail / 2**30:.2f} GiB of memory is available"

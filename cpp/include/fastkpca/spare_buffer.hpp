@@ -11,15 +11,20 @@
 // LargeBuffer of another size finds (freed in the background, background_release.hpp). Its contents are whatever the
 // last fit left: the owners (a stored kernel's tiles, the SVM's column cache) write every element they read.
 //
-// The memory check counts the spare as available (fastkpca/_validation.py): it is the library's to give back. A
-// child forked while a spare was held frees its copy (install_spare_fork_guard).
+// A spare taken for fewer bytes than it holds gives the pages past them back (return_tail): a fit holds what it
+// planned. The memory check (fastkpca/_validation.py) reads the spare as taken and gives it back (drop_spare) where
+// an allocation would not fit without it. A child forked while a spare was held frees its copy
+// (install_spare_fork_guard).
 #pragma once
 
 #include <pthread.h>
+#include <sys/mman.h>
+#include <unistd.h>
 
 #include <atomic>
 #include <chrono>
 #include <cstddef>
+#include <cstdint>
 #include <memory>
 #include <mutex>
 #include <thread>
@@ -65,6 +70,20 @@ inline std::size_t spare_bytes() {
   return s.bytes;
 }
 
+// The spare, if one is parked, back to the system now (in the background: wait_for_releases waits for it). Returns
+// whether there was one. The memory check calls it where an allocation would not fit while the spare is held.
+inline bool drop_spare() {
+  std::pair<std::unique_ptr<std::byte[]>, std::size_t> parked{nullptr, 0};
+  {
+    auto& s = detail::spare();
+    std::lock_guard<std::mutex> lock(s.mutex);
+    if (!s.data) return false;
+    parked = detail::take_spare(s);
+  }
+  release(std::move(parked.first), parked.second);
+  return true;
+}
+
 // Storage of `bytes` bytes (aligned as operator new[] aligns) for elements of a trivial type, which the owner writes
 // before it reads them: the spare where it fits, else a fresh block. Given back to the spare on destruction.
 class LargeBuffer {
@@ -78,6 +97,7 @@ class LargeBuffer {
       std::lock_guard<std::mutex> lock(s.mutex);
       if (s.data && s.bytes >= bytes && s.bytes - s.bytes / 9 <= bytes) {
         std::tie(data_, bytes_) = detail::take_spare(s);
+        return_tail(bytes);
         return;
       }
       if (s.data) other = detail::take_spare(s);
@@ -99,6 +119,8 @@ class LargeBuffer {
   LargeBuffer(const LargeBuffer&) = delete;
   LargeBuffer& operator=(const LargeBuffer&) = delete;
 
+  // The storage as an array of T, a trivial type (float, double): its elements begin to exist as the owner writes
+  // them (implicit object creation, which GCC and Clang apply to storage from new[] in every language mode).
   template <class T>
   T* as() const {
     return reinterpret_cast<T*>(data_.get());
@@ -106,6 +128,19 @@ class LargeBuffer {
   std::size_t bytes() const { return bytes_; }
 
  private:
+  // A spare taken for fewer bytes than it holds gives the whole pages past `used` back to the system (they read as
+  // zeros if touched again), so that the buffer holds no more memory than was asked for and planned.
+  void return_tail(std::size_t used) {
+#ifdef MADV_DONTNEED
+    const auto page = static_cast<std::uintptr_t>(sysconf(_SC_PAGESIZE));
+    const auto begin = reinterpret_cast<std::uintptr_t>(data_.get());
+    const std::uintptr_t from = (begin + used + page - 1) & ~(page - 1), to = (begin + bytes_) & ~(page - 1);
+    if (to > from) madvise(reinterpret_cast<void*>(from), to - from, MADV_DONTNEED);  // advice: failure is harmless
+#else
+    (void)used;
+#endif
+  }
+
   // Parks `data` as the spare (the one parked before goes back), with a timer that gives it back unless taken; a
   // block too small or too large to park, or one no timer can be started for, is released at once.
   static void park(std::unique_ptr<std::byte[]> data, std::size_t bytes) {

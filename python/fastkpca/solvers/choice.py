@@ -261,26 +261,15 @@ def operator_passes_seconds(n: int, d: int, columns: int, passes: float, memory_
 #: fit touched (bench/solver_choice.py's Lanczos rows show it: docs/user_guide/performance.md, "The kernel pass
 #: against the machine").
 FRESH_MEMORY_MIN_BYTES = 32 * 2**20
-#: The spare buffer's bytes, against the bytes the model prices, for which an allocation is taken to reuse it: the
-#: core takes a spare for a request of 8/9 of its bytes or more, and a stored kernel's tiles pad its n² entries by up
-#: to a tile's rows (5,000 samples: 110 MB for the model's 100 MB).
-SPARE_MATCH = (1.0, 1.25)
 
 
 def fresh_memory_seconds(nbytes: float) -> float:
     """Seconds the system takes to give the process ``nbytes`` of memory it has not touched before (from
     FRESH_MEMORY_MIN_BYTES): a page fault per page at its first write, which the machine's
     ``fresh_seconds_per_byte`` prices (on a virtual machine it can cost more than the pass that writes the pages:
-    docs/user_guide/threads.md). None where the core holds a spare buffer of about that size, which the allocation
-    will take (cpp/include/fastkpca/spare_buffer.hpp; the model's bytes leave out the tiles' padding, so "about" is
-    within SPARE_MATCH of them)."""
-    if nbytes < FRESH_MEMORY_MIN_BYTES:
-        return 0.0
-    spare = float(_native.core.spare_bytes())
-    if SPARE_MATCH[0] * nbytes <= spare <= SPARE_MATCH[1] * nbytes:
-        return 0.0
-    return nbytes * machine().fresh_seconds_per_byte
-
+    docs/user_guide/threads.md). Priced whether or not the core's spare buffer (cpp/include/fastkpca/spare_buffer.hpp)
+    will serve it: the choice does not depend on what the fits of the last second left behind."""
+    return nbytes * machine().fresh_seconds_per_byte if nbytes >= FRESH_MEMORY_MIN_BYTES else 0.0
 
 
 def _lapack_rate(share: float, one_thread: bool) -> float:
