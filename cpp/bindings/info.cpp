@@ -168,7 +168,7 @@ void init_info(py::module_& m) {
       "spare_bytes", []() { return spare_bytes(); },
       "Bytes of the buffer a finished fit gave back, kept for a second for the next fit of about its size.");
   m.def(
-      "drop_spare", []() { return drop_spare(); },
+      "drop_spare", []() { return give_back_spare(); },
       "Give the spare buffer back to the system now (in the background); whether there was one.");
   m.def("omp_max_threads", []() { return omp_get_max_threads(); });
   m.attr("SHORT_CALL_TEAM") = kShortCallTeam;

@@ -70,14 +70,15 @@ inline std::size_t spare_bytes() {
   return s.bytes;
 }
 
-// The spare, if one is parked, back to the system now (in the background: wait_for_releases waits for it). Returns
-// whether there was one. The memory check calls it where an allocation would not fit while the spare is held.
-inline bool drop_spare() {
+// The spare, if one is parked (and, where `generation` is given, still the one parked then), back to the system now
+// (in the background: wait_for_releases waits for it). Returns whether one went. The memory check calls it where an
+// allocation would not fit while the spare is held (the binding's drop_spare); a park's timer, for its own spare.
+inline bool give_back_spare(unsigned long generation = 0) {
   std::pair<std::unique_ptr<std::byte[]>, std::size_t> parked{nullptr, 0};
   {
     auto& s = detail::spare();
     std::lock_guard<std::mutex> lock(s.mutex);
-    if (!s.data) return false;
+    if (!s.data || (generation != 0 && s.generation != generation)) return false;
     parked = detail::take_spare(s);
   }
   release(std::move(parked.first), parked.second);
@@ -163,21 +164,10 @@ class LargeBuffer {
     try {
       std::thread([mine] {
         std::this_thread::sleep_for(kSpareSeconds);
-        auto& spare = detail::spare();
-        std::pair<std::unique_ptr<std::byte[]>, std::size_t> expired{nullptr, 0};
-        {
-          std::lock_guard<std::mutex> lock(spare.mutex);
-          if (spare.generation == mine) expired = detail::take_spare(spare);
-        }
-        release(std::move(expired.first), expired.second);  // counted in flight while it goes
+        give_back_spare(mine);  // unless taken or replaced since
       }).detach();
     } catch (...) {  // no thread to be had: nothing would give the spare back, so it goes now
-      std::pair<std::unique_ptr<std::byte[]>, std::size_t> parked{nullptr, 0};
-      {
-        std::lock_guard<std::mutex> lock(s.mutex);
-        if (s.generation == mine) parked = detail::take_spare(s);
-      }
-      release(std::move(parked.first), parked.second);
+      give_back_spare(mine);
     }
   }
 
