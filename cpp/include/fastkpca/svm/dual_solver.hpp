@@ -30,6 +30,7 @@
 #include <cmath>
 #include <cstddef>
 #include <cstdint>
+#include <cstring>
 #include <functional>
 #include <limits>
 #include <memory>
@@ -77,11 +78,13 @@ constexpr double kLocalSteps = 20;
 constexpr double kShrinkFraction = 0.5;
 // The share of a working set selected anew at each outer step (the rest kept from the last).
 constexpr double kFreshShare = 0.5;
-// One thread's seconds a variable takes in a sweep of the selection (its score, sides and comparison: 18 ns for both
-// sweeps at 20,000 variables, measured), and an entry of the working set's block gathered from the cached columns
-// (a read far from the last, mostly from memory: 4.2 ns, measured at 256 × 256 over 20,000 rows): the work by which
-// those regions start the team or not (parallel.hpp).
-constexpr double kSweepSeconds = 10e-9;
+// One thread's seconds a variable takes in the three sweeps of an outer step together (the extremes 3.0-3.2 ns,
+// shrinking's test 2.4-2.5 ns, the selection with its lists 4.8-5.1 ns, measured at 20,000 variables): each of
+// them starts the team where the three together pay for a sleeping team's start (the first wakes it, the other two
+// find it awake); and an entry of the working set's block gathered from the cached columns (a read far from the
+// last, mostly from memory: 4.2 ns, measured at 256 × 256 over 20,000 rows). The work by which those regions start
+// the team or not (parallel.hpp).
+constexpr double kSelectionSeconds = 10e-9;
 constexpr double kCopySeconds = 4e-9;
 
 struct SolveStats {
@@ -172,8 +175,6 @@ class DualSolver {
     mvars_.clear();
     for_each_row_variable([&](Index t, Index) { mvars_.push_back(t); });
   }
-  int group(Index t) const { return Equalities::group(pr_.y[t]); }
-  double score(Index t) const { return -pr_.y[t] * G_[static_cast<std::size_t>(t)]; }
 
   template <class F>
   void for_each_row_variable(F&& f) const {
@@ -343,24 +344,30 @@ class DualSolver {
   }
 
   // The extremes of s over I_up and I_low, and every maintained variable's s and sides (bit 0: in I_up, bit 1:
-  // in I_low) for the selection that follows.
+  // in I_low) for the shrinking test and the selection that follow. The sweep has no branch on a variable's data (its
+  // sides are as good as random from one variable to the next), and reads the vectors through local pointers (a
+  // store to side_, bytes, could otherwise alias every vector's data pointer, reloaded at each variable).
   Extremes extremes() {
     Extremes e;
     const Index count = maintained();
-#pragma omp parallel if (team_pays(static_cast<double>(count) * kSweepSeconds))
+    const Index* vars = mvars_.data();
+    const std::int8_t* y = pr_.y;
+    const double *G = G_.data(), *alpha = alpha_, *upper = pr_.upper;
+    double* score = score_.data();
+    std::uint8_t* side = side_.data();
+#pragma omp parallel if (team_pays(static_cast<double>(count) * kSelectionSeconds))
     {
       Extremes mine;
 #pragma omp for schedule(static) nowait
       for (Index i = 0; i < count; ++i) {
-        const Index t = mvars_[static_cast<std::size_t>(i)];
-        const std::size_t k = static_cast<std::size_t>(t);
-        const double s = -pr_.y[t] * G_[k];
-        const bool up = in_up(pr_.y[t], alpha_[t], pr_.upper[t]), low = in_low(pr_.y[t], alpha_[t], pr_.upper[t]);
-        score_[k] = s;
-        side_[k] = static_cast<std::uint8_t>(up | (low << 1));
-        const int c = group(t);
-        if (up && s > mine.up[c]) mine.up[c] = s;
-        if (low && s < mine.low[c]) mine.low[c] = s;
+        const Index t = vars[i];
+        const double s = -y[t] * G[t];
+        const bool up = in_up(y[t], alpha[t], upper[t]), low = in_low(y[t], alpha[t], upper[t]);
+        score[t] = s;
+        side[t] = static_cast<std::uint8_t>(up | (low << 1));
+        const int c = Equalities::group(y[t]);
+        mine.up[c] = std::max(mine.up[c], choose(up, s, -kInf));
+        mine.low[c] = std::min(mine.low[c], choose(low, s, kInf));
       }
 #pragma omp critical
       for (int c = 0; c < kGroups; ++c) {
@@ -371,40 +378,61 @@ class DualSolver {
     return e;
   }
 
-  // LIBSVM's shrinking rule: a variable at a bound is in one of I_up and I_low only; it cannot join a violating
-  // pair soon when its s is beyond the other set's extreme in its group (below every I_low of an I_up variable,
-  // above every I_up of an I_low one). A free variable (in both) stays.
-  bool shrinkable(Index t, const Extremes& e) const {
-    const bool up = in_up(pr_.y[t], alpha_[t], pr_.upper[t]), low = in_low(pr_.y[t], alpha_[t], pr_.upper[t]);
-    if (up && low) return false;
-    const int c = group(t);
-    return up ? score(t) < e.low[c] : score(t) > e.up[c];
+  // `pick ? a : b` by a mask on the bits: GCC compiles the conditional expression to a branch, which the sweeps'
+  // data leave unpredictable.
+  static double choose(bool pick, double a, double b) {
+    std::uint64_t ua, ub;
+    std::memcpy(&ua, &a, sizeof a);
+    std::memcpy(&ub, &b, sizeof b);
+    const std::uint64_t mask = std::uint64_t(0) - static_cast<std::uint64_t>(pick);
+    const std::uint64_t bits = (ua & mask) | (ub & ~mask);
+    double out;
+    std::memcpy(&out, &bits, sizeof out);
+    return out;
   }
 
+  // LIBSVM's shrinking rule: a variable at a bound is in one of I_up and I_low only; it cannot join a violating
+  // pair soon when its s is beyond the other set's extreme in its group (below every I_low of an I_up variable,
+  // above every I_up of an I_low one). A free variable (in both) stays. From the sides and s of the last sweep
+  // (extremes()).
+  static bool shrinkable(std::uint8_t sides, double s, int c, const Extremes& e) {
+    const bool up = sides & 1, low = sides & 2;
+    return (up & !low & (s < e.low[c])) | (low & !up & (s > e.up[c]));
+  }
+
+  // Drops the rows whose every variable is shrinkable, where at least kShrinkFraction of them are; right after
+  // extremes(), whose sides and s it reads.
   void shrink(const Extremes& e) {
     auto t0 = Clock::now();
     // Each row's test is its own (the team splits them where they pay for it); the kept positions then in order.
     const Index n = n_rows();
-    std::vector<char>& drop = drop_;
-    drop.assign(static_cast<std::size_t>(n), 0);
-#pragma omp parallel for schedule(static) if (team_pays(static_cast<double>(maintained()) * kSweepSeconds))
+    drop_.resize(static_cast<std::size_t>(n));
+    char* drop = drop_.data();
+    const Index *row_samples = rows_.data(), *var_ptr = var_ptr_.data(), *vars = vars_.data();
+    const std::int8_t* y = pr_.y;
+    const double* score = score_.data();
+    const std::uint8_t* side = side_.data();
+    Index dropped = 0;
+#pragma omp parallel for schedule(static) \
+    reduction(+ : dropped) if (team_pays(static_cast<double>(maintained()) * kSelectionSeconds))
     for (Index r = 0; r < n; ++r) {
-      const Index ps = rows_[static_cast<std::size_t>(r)];
+      const Index ps = row_samples[r];
       bool all = true;
-      for (Index v = var_ptr_[ps]; v < var_ptr_[ps + 1] && all; ++v)
-        all = shrinkable(vars_[static_cast<std::size_t>(v)], e);
-      drop[static_cast<std::size_t>(r)] = all;
+      for (Index v = var_ptr[ps]; v < var_ptr[ps + 1]; ++v) {
+        const Index t = vars[v];
+        all &= shrinkable(side[t], score[t], Equalities::group(y[t]), e);
+      }
+      drop[r] = all;
+      dropped += all;
     }
-    std::vector<Index> keep;  // positions in the current rows
-    keep.reserve(rows_.size());
-    for (Index r = 0; r < n; ++r)
-      if (!drop[static_cast<std::size_t>(r)]) keep.push_back(r);
-    const Index dropped = n_rows() - static_cast<Index>(keep.size());
-    if (static_cast<double>(dropped) < kShrinkFraction * static_cast<double>(n_rows()) || dropped < 1 ||
-        static_cast<Index>(keep.size()) < 2) {
+    if (static_cast<double>(dropped) < kShrinkFraction * static_cast<double>(n) || dropped < 1 || n - dropped < 2) {
       stats_.seconds_select += seconds_since(t0);
       return;
     }
+    std::vector<Index> keep;  // positions in the current rows
+    keep.reserve(static_cast<std::size_t>(n - dropped));
+    for (Index r = 0; r < n; ++r)
+      if (!drop[r]) keep.push_back(r);
     std::vector<Index> rows(keep.size());
     for (std::size_t k = 0; k < keep.size(); ++k) rows[k] = rows_[static_cast<std::size_t>(keep[k])];
     for (Index ps : rows_) row_of_[static_cast<std::size_t>(ps)] = -1;
@@ -460,7 +488,12 @@ class DualSolver {
         l.clear();
         l.reserve(static_cast<std::size_t>(4 * take + 1));
       }
-    const bool on_team = team_pays(static_cast<double>(count) * kSweepSeconds);
+    const bool on_team = team_pays(static_cast<double>(count) * kSelectionSeconds);
+    const Index* vars = mvars_.data();
+    const std::int8_t* y = pr_.y;
+    const char* in_set = in_set_.data();
+    const double* score = score_.data();
+    const std::uint8_t* side = side_.data();
 #pragma omp parallel if (on_team)
     {
       // Each thread its share of the rows, its lists cut to their `take` best before they are merged.
@@ -468,7 +501,8 @@ class DualSolver {
       // kept: the work stays linear in the rows, the memory a few working sets.
       auto& mine = thread_lists_[static_cast<std::size_t>(omp_get_thread_num())];
       std::pair<double, Index> bar[4];
-      for (int k = 0; k < 4; ++k) bar[k] = {kInf, std::numeric_limits<Index>::max()};
+      double bar_key[4];  // bar[k].first, read by the sweep's test
+      for (int k = 0; k < 4; ++k) bar[k] = {kInf, std::numeric_limits<Index>::max()}, bar_key[k] = kInf;
       const auto keep = [&](int k, double key, Index t) {
         auto& v = mine[k];
         if (!(std::make_pair(key, t) < bar[k])) return;
@@ -477,17 +511,22 @@ class DualSolver {
           std::nth_element(v.begin(), v.begin() + (take - 1), v.end());
           v.resize(static_cast<std::size_t>(take));
           bar[k] = *std::max_element(v.begin(), v.end());
+          bar_key[k] = bar[k].first;
         }
       };
+      const Extremes ends = e;  // a local copy: the lists' stores cannot alias it
 #pragma omp for schedule(static)
       for (Index i = 0; i < count; ++i) {
-        const Index t = mvars_[static_cast<std::size_t>(i)];
-        const std::size_t k = static_cast<std::size_t>(t);
-        if (in_set_[k]) continue;
-        const int c = group(t);
-        const double s = score_[k];
-        if ((side_[k] & 1) && s > e.low[c]) keep(2 * c, -s, t);
-        if ((side_[k] & 2) && s < e.up[c]) keep(2 * c + 1, s, t);
+        const Index t = vars[i];
+        const int c = Equalities::group(y[t]);
+        const double s = score[t];
+        // The tests without a branch (the violating ones, and no worse than their list's worst kept), then one on
+        // their outcome, rarely taken once the lists are full.
+        const bool up = static_cast<bool>(side[t] & 1) & (s > ends.low[c]) & (-s <= bar_key[2 * c]);
+        const bool low = static_cast<bool>(side[t] & 2) & (s < ends.up[c]) & (s <= bar_key[2 * c + 1]);
+        if (!((up | low) & !in_set[t])) continue;
+        if (up) keep(2 * c, -s, t);
+        if (low) keep(2 * c + 1, s, t);
       }
       for (int k = 0; k < lists; ++k) {
         auto& v = mine[k];

@@ -25,9 +25,17 @@
 namespace fastkpca::svm {
 
 // t ∈ I_up: α_t can move so that y_t α_t grows (up to its bound for y = +1, down to 0 for y = -1).
-inline bool in_up(std::int8_t y, double alpha, double upper) { return y > 0 ? alpha < upper : alpha > 0; }
+// Both tests and a bitwise choice, no branch: the solver's sweeps ask it of every variable, and the sign of y is as
+// good as random from one variable to the next.
+inline bool in_up(std::int8_t y, double alpha, double upper) {
+  const bool positive = y > 0;
+  return (positive & (alpha < upper)) | (!positive & (alpha > 0));
+}
 // t ∈ I_low: α_t can move so that y_t α_t falls.
-inline bool in_low(std::int8_t y, double alpha, double upper) { return y > 0 ? alpha > 0 : alpha < upper; }
+inline bool in_low(std::int8_t y, double alpha, double upper) {
+  const bool positive = y > 0;
+  return (positive & (alpha > 0)) | (!positive & (alpha < upper));
+}
 
 // The offsets of the decision function: ρ (LIBSVM's rho, the intercept's negative) and, for the per-sign
 // equalities, r (ν-SVC divides its solution by it; ν-SVR's ε is -r).
