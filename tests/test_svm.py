@@ -354,6 +354,28 @@ def test_columns_equal_numpy_on_any_rows():
             assert np.abs(out - expected).max() <= 1e-6 * max(1.0, np.abs(expected).max())
 
 
+@pytest.mark.parametrize("dtype", [np.float64, np.float32])
+def test_large_column_passes_equal_small_ones(dtype):
+    """A pass of 2 MiB of columns or more is written by non-temporal stores (kStreamColumnBytes), each column from
+    an unaligned start here (11,999 rows): the same floats as the passes of a few columns each, written by plain
+    stores."""
+    rng = np.random.default_rng(1)
+    X = rng.standard_normal((12_000, 5)).astype(dtype)
+    rows = np.sort(rng.choice(12_000, 11_999, replace=False)).astype(np.int64)
+    cols = rng.choice(12_000, 50, replace=False).astype(np.int64)
+    source = _native.core.svm_dense_columns(X, "rbf", 0.3, 3, 1.0, 0)
+    whole = np.empty((50, 11_999), dtype=np.float32)
+    _native.core.svm_kernel_columns(source, rows, cols, whole, 0)
+    assert whole.nbytes >= 2 << 20
+    for c0 in range(0, 50, 5):
+        part = np.empty((5, 11_999), dtype=np.float32)
+        _native.core.svm_kernel_columns(source, rows, cols[c0:c0 + 5], part, 0)
+        np.testing.assert_array_equal(whole[c0:c0 + 5], part)
+    x = X.astype(np.float64)
+    expected = np.exp(-0.3 * ((x[cols][:, None] - x[rows][None]) ** 2).sum(-1))
+    assert np.abs(whole - expected).max() <= (1e-6 if dtype == np.float64 else 1e-5)
+
+
 def test_nu_problem_with_a_tiny_working_set_still_converges():
     """A ν problem needs both ends of both signs' violations in its working set: asked for 2 variables, the solver
     takes 4, and converges (a working set without them would make no progress)."""

@@ -7,6 +7,7 @@
 #pragma once
 
 #include <cmath>
+#include <cstddef>
 #include <cstdint>
 #include <cstring>
 #include <limits>
@@ -249,6 +250,36 @@ inline Vec<S> exp_nonpositive(Vec<S> x) {
   // Below lo the reduction's n leaves its range and the product is garbage (even NaN for -inf): the
   // selection throws it away.
   return x < lo ? Vec<S>{} : detail::exp_reduced<S>(x);
+}
+
+// from[0..n) converted to float at to[0..n) by non-temporal stores where the ISA has them (x86's movntps, 16 bytes a
+// store; the head up to 16-byte alignment and the tail by plain stores). A non-temporal store skips the read for
+// ownership of its line and does not fill the cache: for output far larger than the cache and not read again soon,
+// half the memory traffic of plain stores. Such stores are weakly ordered: the writing thread calls stream_fence()
+// before another thread reads what it wrote.
+template <class S>
+inline void stream_as_float(float* to, const S* from, std::ptrdiff_t n) {
+  std::ptrdiff_t i = 0;
+#if defined(__SSE2__)
+  for (; i < n && (reinterpret_cast<std::uintptr_t>(to + i) & 15); ++i) to[i] = static_cast<float>(from[i]);
+  for (; i + 4 <= n; i += 4) {
+    if constexpr (std::is_same_v<S, float>) {
+      _mm_stream_ps(to + i, _mm_loadu_ps(from + i));
+    } else {
+      static_assert(std::is_same_v<S, double>, "float or double");
+      _mm_stream_ps(to + i,
+                    _mm_movelh_ps(_mm_cvtpd_ps(_mm_loadu_pd(from + i)), _mm_cvtpd_ps(_mm_loadu_pd(from + i + 2))));
+    }
+  }
+#endif
+  for (; i < n; ++i) to[i] = static_cast<float>(from[i]);
+}
+
+// Orders this thread's non-temporal stores before its later stores (and so before a barrier's).
+inline void stream_fence() {
+#if defined(__SSE2__)
+  _mm_sfence();
+#endif
 }
 
 }  // namespace fastkpca::simd

@@ -22,6 +22,7 @@
 #include "fastkpca/kernel_block.hpp"
 #include "fastkpca/kernel_registry.hpp"
 #include "fastkpca/parallel.hpp"
+#include "fastkpca/simd.hpp"
 #include "fastkpca/sparse_tiles.hpp"
 
 namespace fastkpca::svm {
@@ -68,6 +69,11 @@ inline Index product_chunk(Index d, std::size_t bytes) {
 }
 // Rows of a diagonal computed at once.
 constexpr Index kDiagonalChunk = 16384;
+// A column pass writes its columns by non-temporal stores (simd.hpp) from this many bytes of them. At 20,000 rows
+// (5.6 MB a pass) they took the SVC fit's column stage from 0.137 to 0.115 s on one thread and from 0.079 to 0.066 s
+// on two, and its gradient updates, which then read those columns from memory rather than the cache, 2 to 6 ms
+// slower. Smaller passes (after shrinking) keep their columns in the cache for the step's gather and update.
+constexpr std::size_t kStreamColumnBytes = std::size_t(2) << 20;
 
 namespace detail {
 
@@ -152,6 +158,8 @@ class DenseSession final : public ColumnSession {
     op_.x = gather_rows(x_, cols, n_cols);
     kernel_.prepare_left(op_);
     const Index n_rows = rows(), slabs = (n_cols + B - 1) / B, chunks = (n_rows + T - 1) / T;
+    const bool stream = static_cast<double>(n_cols) * static_cast<double>(n_rows) * sizeof(float) >=
+                        static_cast<double>(kStreamColumnBytes);
 #pragma omp parallel
     {
       std::vector<S> tile(static_cast<std::size_t>(B * T));
@@ -165,9 +173,14 @@ class DenseSession final : public ColumnSession {
         for (Index r = 0; r < ni; ++r) {
           const S* from = tile.data() + r * T;
           float* to = out[i0 + r] + j0;
-          for (Index c = 0; c < nj; ++c) to[c] = static_cast<float>(from[c]);
+          if (stream) {
+            simd::stream_as_float(to, from, nj);
+          } else {
+            for (Index c = 0; c < nj; ++c) to[c] = static_cast<float>(from[c]);
+          }
         }
       }
+      if (stream) simd::stream_fence();
     }
     interrupt.throw_if_stopped();
   }
