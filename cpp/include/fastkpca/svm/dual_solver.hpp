@@ -20,8 +20,9 @@
 // Shrinking (LIBSVM's rule): a variable at a bound whose s lies beyond the current extremes cannot join a
 // violating pair soon; when at least half the rows (kShrinkFraction) have only such variables, those rows are
 // dropped — their columns are no longer evaluated nor their gradients updated, and the cached columns are
-// compacted. Their gradients are rebuilt from the nonzero α by one product (never stored) before the final
-// check, and every row is back.
+// compacted. Their gradients stay as they were at the drop; before the final check they are brought up to date
+// by one product with the moves of the variables since the drop (the kernel entries evaluated, never stored), and
+// every row is back.
 #pragma once
 
 #include <algorithm>
@@ -239,11 +240,9 @@ class DualSolver {
     stats_.min_rows = stats_.min_rows ? std::min(stats_.min_rows, n_rows()) : n_rows();
   }
 
-  // Σ_u Q_tu α_u + p_t for every variable t of the problem samples `targets`, from the nonzero α by one product.
-  void gradient_from_alpha(const std::vector<Index>& targets) {
-    std::vector<double> w(static_cast<std::size_t>(n_ps()), 0.0);
-    for (Index t = 0; t < pr_.l; ++t)
-      if (alpha_[t] != 0) w[static_cast<std::size_t>(ps_of_[static_cast<std::size_t>(t)])] += pr_.y[t] * alpha_[t];
+  // For every variable t of the problem samples `targets`: G_t = b_t + y_t Σ_ps k(x_s(t), x_ps)·w_ps over the samples
+  // ps with w_ps ≠ 0, by one product, where b_t is p_t, or G_t itself where `add`.
+  void gradient_product(const std::vector<Index>& targets, const std::vector<double>& w, bool add) {
     std::vector<Index> cols, target_samples;
     std::vector<double> weights;
     for (Index ps = 0; ps < n_ps(); ++ps)
@@ -261,10 +260,22 @@ class DualSolver {
       const Index ps = targets[k];
       for (Index v = var_ptr_[ps]; v < var_ptr_[ps + 1]; ++v) {
         const Index t = vars_[static_cast<std::size_t>(v)];
-        G_[static_cast<std::size_t>(t)] = pr_.p[t] + pr_.y[t] * h[k];
+        const double base = add ? G_[static_cast<std::size_t>(t)] : pr_.p[t];
+        G_[static_cast<std::size_t>(t)] = base + pr_.y[t] * h[k];
       }
     }
   }
+
+  // w_ps = Σ_{t of ps} y_t α_t: the weights of G = Qα + p by samples.
+  std::vector<double> alpha_weights() const {
+    std::vector<double> w(static_cast<std::size_t>(n_ps()), 0.0);
+    for (Index t = 0; t < pr_.l; ++t)
+      if (alpha_[t] != 0) w[static_cast<std::size_t>(ps_of_[static_cast<std::size_t>(t)])] += pr_.y[t] * alpha_[t];
+    return w;
+  }
+
+  // Σ_u Q_tu α_u + p_t for every variable t of the problem samples `targets`, from the nonzero α by one product.
+  void gradient_from_alpha(const std::vector<Index>& targets) { gradient_product(targets, alpha_weights(), false); }
 
   // G = Qα + p. When the whole problem is one working set, as LIBSVM does it: from the (float) columns, summed
   // over the nonzero α_u in order, so the iterates are LIBSVM's; otherwise by one product in float64.
@@ -327,13 +338,28 @@ class DualSolver {
     return true;
   }
 
-  // The gradients of the dropped rows' variables rebuilt, and every row back.
+  // The gradients of the dropped rows' variables brought up to date, and every row back. A drop's rows kept the
+  // gradients they had then, and since then only the variables it kept have moved: their moves (Δα since the drop)
+  // bring those gradients up to date by one product, G_t += y_t Σ_ps k(x_s(t), x_ps)·Δw_ps, over the samples that
+  // moved. Where more samples moved than have a nonzero α, the gradients are rebuilt from α instead (the product's
+  // cost is its targets times its columns).
   void rebuild_gradients() {
     auto t0 = Clock::now();
-    std::vector<Index> dropped;
-    for (Index ps = 0; ps < n_ps(); ++ps)
-      if (row_of_[static_cast<std::size_t>(ps)] < 0) dropped.push_back(ps);
-    gradient_from_alpha(dropped);
+    const std::vector<double> from_alpha = alpha_weights();
+    const auto nonzero = std::count_if(from_alpha.begin(), from_alpha.end(), [](double v) { return v != 0; });
+    std::vector<double> moves(static_cast<std::size_t>(n_ps()));
+    for (const Drop& drop : drops_) {
+      std::fill(moves.begin(), moves.end(), 0.0);
+      for (std::size_t k = 0; k < drop.kept.size(); ++k) {
+        const Index t = drop.kept[k];
+        const double delta = alpha_[t] - drop.alpha[k];
+        if (delta != 0) moves[static_cast<std::size_t>(ps_of_[static_cast<std::size_t>(t)])] += pr_.y[t] * delta;
+      }
+      const auto moved = std::count_if(moves.begin(), moves.end(), [](double v) { return v != 0; });
+      if (moved <= nonzero) gradient_product(drop.samples, moves, true);
+      else gradient_product(drop.samples, from_alpha, false);
+    }
+    drops_.clear();
     stats_.seconds_product += seconds_since(t0);
     rows_.resize(static_cast<std::size_t>(n_ps()));
     std::iota(rows_.begin(), rows_.end(), 0);
@@ -433,12 +459,20 @@ class DualSolver {
     keep.reserve(static_cast<std::size_t>(n - dropped));
     for (Index r = 0; r < n; ++r)
       if (!drop[r]) keep.push_back(r);
+    Drop record;
+    record.samples.reserve(static_cast<std::size_t>(dropped));
+    for (Index r = 0; r < n; ++r)
+      if (drop[r]) record.samples.push_back(rows_[static_cast<std::size_t>(r)]);
     std::vector<Index> rows(keep.size());
     for (std::size_t k = 0; k < keep.size(); ++k) rows[k] = rows_[static_cast<std::size_t>(keep[k])];
     for (Index ps : rows_) row_of_[static_cast<std::size_t>(ps)] = -1;
     rows_ = std::move(rows);
     for (std::size_t r = 0; r < rows_.size(); ++r) row_of_[static_cast<std::size_t>(rows_[r])] = static_cast<Index>(r);
     collect_maintained();
+    record.kept = mvars_;
+    record.alpha.resize(record.kept.size());
+    for (std::size_t k = 0; k < record.kept.size(); ++k) record.alpha[k] = alpha_[record.kept[k]];
+    drops_.push_back(std::move(record));
     std::vector<Index> samples(rows_.size());
     for (std::size_t r = 0; r < rows_.size(); ++r) samples[r] = ps_sample_[static_cast<std::size_t>(rows_[r])];
     session_->set_rows(samples, interrupt_);
@@ -783,6 +817,16 @@ class DualSolver {
   std::vector<const float*> column_of_;  // the working set's columns (null elsewhere: reset after each step)
   std::vector<double> w_;                // the update's weight per sample (zero elsewhere: reset after each step)
   int stalled_ = 0;
+  // One shrinking drop since the rows were last all back: the problem samples it dropped (their variables' gradients
+  // are left as they were then), and the variables it kept with their α then (the only ones that can move until the
+  // rows come back). The kept variables are at most half of those before each drop, so all the drops together hold
+  // no more entries than the problem has variables.
+  struct Drop {
+    std::vector<Index> samples;
+    std::vector<Index> kept;
+    std::vector<double> alpha;
+  };
+  std::vector<Drop> drops_;
   std::unique_ptr<ColumnCache> cache_;
   std::unique_ptr<ColumnSession> session_;
 };

@@ -3,15 +3,15 @@ whether it takes the whole problem as one working set or working sets (solvers/c
 ``support_vector_machine`` decides, from the bytes reckoned here); and its column cache, sized from what is left.
 
 A solve over l variables and n rows holds: its working copy of the rows (the column source's ``session_bytes``:
-the prepared operand of dense rows, about (2d + 4)·n values), about 160 bytes a variable (α, the gradient, the
-bounds, the linear term, indices, in the core and in Python), the working set's q × q block (q = l for the whole
-problem), 64 MB for the passes' temporaries, and the column cache (float, n entries a column). The whole problem
-as one working set needs every column in the cache, so it is possible only where ``cache_size`` (LIBSVM's
-parameter, megabytes) allows them all and the memory limit holds them. A batched solve's cache takes
-``cache_size`` megabytes or, when that is None, room for REUSE working sets of columns: a larger cache does not pay
-where touching fresh memory costs more than evaluating a float32 kernel entry again. Either way within what the
-memory limit leaves, at least four columns (a working set needs them), and never more than the n columns of the
-whole problem.
+the prepared operand of dense rows, about (2d + 4)·n values), about 184 bytes a variable (α, the gradient, the
+bounds, the linear term, indices, shrinking's record of its drops, in the core and in Python), the working set's
+q × q block (q = l for the whole problem), 64 MB for the passes' temporaries, and the column cache (float, n
+entries a column). The whole problem as one working set needs every column in the cache, so it is possible only
+where ``cache_size`` (LIBSVM's parameter, megabytes) allows them all and the memory limit holds them. A batched
+solve's cache takes ``cache_size`` megabytes or, when that is None, room for REUSE working sets of columns: a larger
+cache does not pay where touching fresh memory costs more than evaluating a float32 kernel entry again. Either way
+within what the memory limit leaves, at least four columns (a working set needs them), and never more than the n
+columns of the whole problem.
 """
 
 from __future__ import annotations
@@ -29,8 +29,9 @@ __all__ = ["VARIABLE_BYTES", "MIN_COLUMNS", "fixed_bytes", "cache_bytes", "choic
            "planned"]
 
 #: Bytes a solve keeps per variable: the core's (α, the gradient, bounds, linear term, signs, indices, scores:
-#: about 100) and the Python layer's arrays of the problem (about 60).
-VARIABLE_BYTES = 160
+#: about 100; shrinking's record of the variables each drop kept and their α then, and of the samples it dropped:
+#: at most 24, the kept variables halving from drop to drop) and the Python layer's arrays of the problem (about 60).
+VARIABLE_BYTES = 184
 #: Bytes set aside for the passes' temporaries (a product's gathered rows, the threads' tiles) and the allocator.
 SLACK = 64 * 2**20
 #: The fewest kernel columns a cache holds (a working set of ν-problems needs four).
