@@ -16,8 +16,8 @@ Families: ``ridge`` (KernelRidge: cholesky, cg), ``cv`` (KernelRidgeCV k-fold: e
 (KernelPCA, k = 10: dense, lanczos), ``sparse-pca`` (the same on sparse rows of 20,000 columns with ``--dims``
 values stored per row, Lanczos matrix-free: a memory limit short of the packed triangle), ``gpr`` (one evaluation
 of a Gaussian process regressor's likelihood and gradient, as a fit with an optimiser repeats it, beside the model's
-price of one: cholesky, cg). rbf kernels on standard normal data of
-``--dims`` features.
+price of one: cholesky, cg), ``svm`` (SVC: whole, batched; the model prices the SMO's sweeps, not the kernel
+columns). rbf kernels on standard normal data of ``--dims`` features (``svm``: ``make_classification``).
 """
 
 from __future__ import annotations
@@ -33,7 +33,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 from _common import alternate, machine_info, markdown_table, median, parse_ints, parse_list, print_machine  # noqa: E402
 
 DEFAULT_SIZES = {"ridge": [1000, 2000, 4000, 8000], "cv": [500, 1000, 2000], "pca": [100, 200, 400, 800, 1600, 3200],
-                 "sparse-pca": [1000, 2000, 4000], "gpr": [1000, 2000, 4000]}
+                 "sparse-pca": [1000, 2000, 4000], "gpr": [1000, 2000, 4000], "svm": [500, 1000, 1500, 2000, 3000]}
 
 
 def _data(n: int, d: int, seed: int = 0):
@@ -153,7 +153,35 @@ def gpr_runs(n: int, d: int):
     return {"cholesky": run("cholesky"), "cg": run("cg")}, read, run("auto")
 
 
-FAMILIES = {"ridge": ridge_runs, "cv": cv_runs, "pca": pca_runs, "sparse-pca": sparse_pca_runs, "gpr": gpr_runs}
+def svm_runs(n: int, d: int):
+    """SVC (rbf, C=1) on ``make_classification(n, d)``: the whole problem as one working set, or working sets, forced
+    through the solver's settings (tests and benchmarks set them; the estimator has no parameter for it). The
+    model prices the SMO's sweeps only: the kernel columns, which the whole problem evaluates every one of and the
+    working sets only those their variables need, are in the measured seconds, not the predicted."""
+    import dataclasses
+
+    from sklearn.datasets import make_classification
+
+    from fastkpca import SVC
+
+    X, y = make_classification(n, d, random_state=0)
+
+    def run(solver):
+        class Forced(SVC):
+            def _settings(self, threads):
+                settings = super()._settings(threads)
+                return settings if solver == "auto" else dataclasses.replace(settings, solver=solver)
+
+        return lambda: Forced().fit(X, y)
+
+    def read(model):
+        return model.solver_info_["choice"], {"outer steps": model.solver_info_["pairs"][0]["outer_steps"]}
+
+    return {"whole": run("whole"), "batched": run("batched")}, read, run("auto")
+
+
+FAMILIES = {"ridge": ridge_runs, "cv": cv_runs, "pca": pca_runs, "sparse-pca": sparse_pca_runs, "gpr": gpr_runs,
+            "svm": svm_runs}
 
 
 def main(argv=None) -> int:

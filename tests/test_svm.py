@@ -277,7 +277,8 @@ def test_batched_solver_equals_the_whole_problem(formulation, shrinking):
     samples = np.arange(700, dtype=np.int64)
     make, problem_of = FORMULATIONS[formulation]
     problem = problem_of(X, y)
-    whole = solvers.solve(columns, make(), samples, solvers.DualSettings(tol=1e-8, shrinking=False), **problem)
+    whole = solvers.solve(columns, make(), samples, solvers.DualSettings(tol=1e-8, shrinking=False, solver="whole"),
+                          **problem)
     small = solvers.DualSettings(tol=1e-8, shrinking=shrinking, working_set=16, solver="batched",
                                  cache_bytes=40 * 700 * 4)
     batched = solvers.solve(columns, make(), samples, small, **problem)
@@ -330,17 +331,17 @@ def test_the_duals_sweeps_are_priced_at_the_cores_peak(monkeypatch):
 
 
 def test_whole_or_batched_is_the_cost_models_choice():
-    """solvers/choice.py decides whether a solve takes the whole problem as one working set: up to 2,048 variables
+    """solvers/choice.py decides whether a solve takes the whole problem as one working set: up to 1,024 variables
     where every column fits the cache and the limit, else working sets; a name forces it; the fit records it."""
     from fastkpca.solvers import choice
 
-    def pick(requested="auto", variables=2048, whole_bytes=10, cached=True):
+    def pick(requested="auto", variables=1024, whole_bytes=10, cached=True):
         return choice.support_vector_machine(requested, variables=variables, whole_bytes=whole_bytes, batched_bytes=5,
                                              every_column_cached=cached, memory_limit=100).picked
 
-    assert pick() == "whole" and pick(variables=2049) == "batched"
+    assert pick() == "whole" and pick(variables=1025) == "batched"
     # the crossover is where SVM_BATCHED_SWEEPS·v + SVM_BATCHED_SHARE·v² meets v², and it stays there
-    assert choice.SVM_BATCHED_SWEEPS / (1 - choice.SVM_BATCHED_SHARE) == 2048
+    assert choice.SVM_BATCHED_SWEEPS / (1 - choice.SVM_BATCHED_SHARE) == 1024
     priced = choice.support_vector_machine("auto", variables=10**6, whole_bytes=10, batched_bytes=5,
                                            every_column_cached=True, memory_limit=100).as_dict()["candidates"]
     ratio = priced["batched"]["seconds"] / priced["whole"]["seconds"]
@@ -456,14 +457,15 @@ def test_memory_limit_too_small_names_the_size():
 
 
 def test_cache_size_and_memory_limit_bound_the_cache():
-    """2,000 samples: taken whole where every column fits (the cache then holds them all), in working sets within
+    """1,000 samples: taken whole where every column fits (the cache then holds them all), in working sets within
     a 1 MB cache."""
-    X, y = _classification(2000, 4, seed=15)
+    X, y = _classification(1000, 4, seed=15)
     small = fastkpca.SVC(cache_size=1, tol=TIGHT).fit(X, y)
     large = fastkpca.SVC(cache_size=None, memory_limit="1GB", tol=TIGHT).fit(X, y)
-    assert small.solver_info_["pairs"][0]["cache_slots"] <= 2**20 // (4 * 2000)
+    assert small.solver_info_["pairs"][0]["cache_slots"] <= 2**20 // (4 * 1000)
     assert small.solver_info_["pairs"][0]["choice"]["picked"] == "batched"
-    assert large.solver_info_["pairs"][0]["cache_slots"] >= 2000
+    assert large.solver_info_["pairs"][0]["choice"]["picked"] == "whole"
+    assert large.solver_info_["pairs"][0]["cache_slots"] >= 1000
     assert _relative(small.decision_function(X), large.decision_function(X)) < 1e-4
 
 

@@ -736,13 +736,14 @@ SVM_SWEEP_FLOPS = 54
 #: The batched solver's work beyond its kernel columns, in such sweeps: SVM_BATCHED_SWEEPS per variable (each outer
 #: step's fixed share: the selection's lists, the subproblem, the column passes' thread teams) and SVM_BATCHED_SHARE
 #: per pair of variables (every outer step sweeps every row for the selection and the gradient's update, and the
-#: outer steps grow with the variables). The sweeps' flops are set from the stages' seconds of one-thread solves
-#: (selection, subproblem, update, shrinking: ``python bench/scaling.py --paths svc``; the figures:
-#: docs/user_guide/performance.md, "Support vector machines"), the shares so that the two solvers cross where
-#: they were measured to, on two threads: at SVM_BATCHED_SWEEPS / (1 - SVM_BATCHED_SHARE) = 2,048 variables
-#: (docs/user_guide/svm.rst).
-SVM_BATCHED_SWEEPS = 512
-SVM_BATCHED_SHARE = 0.75
+#: outer steps grow with the variables). The two are set so that the batched solver's price at 20,000 variables is
+#: the stages' seconds of a one-thread solve (selection, subproblem, update, shrinking: ``python bench/scaling.py
+#: --paths svc``; the figures: docs/user_guide/performance.md, "Support vector machines"), and so that the two
+#: solvers cross where they were measured to, on one thread and on two: at SVM_BATCHED_SWEEPS /
+#: (1 - SVM_BATCHED_SHARE) = 1,024 variables (``python bench/solver_choice.py --families svm``;
+#: docs/user_guide/svm.rst).
+SVM_BATCHED_SWEEPS = 320
+SVM_BATCHED_SHARE = 0.6875
 
 
 def support_vector_machine(requested: str, *, variables: int, whole_bytes: int, batched_bytes: int,
