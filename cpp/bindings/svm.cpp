@@ -272,6 +272,7 @@ void init_svm(py::module_& m) {
         "Platt's sigmoid (A, B) of P(+1 | f) = 1/(1 + exp(A f + B)) for decision values f (LIBSVM's fit).");
   m.def("svm_couple", &couple, py::arg("r"),
         "Class probabilities (n, k) from pairwise ones r (n, k, k) by Wu, Lin & Weng's second method (LIBSVM's).");
+  m.attr("SVM_STREAM_COLUMN_BYTES") = svm::kStreamColumnBytes;
   m.def("svm_kernel_columns", &kernel_columns, py::arg("columns"), py::arg("rows"), py::arg("cols"), py::arg("out"),
         py::arg("n_threads"), "out[c, r] = k(x_rows[r], x_cols[c]) as float, as a solve's session evaluates it.");
   m.def("svm_kernel_product", &kernel_product, py::arg("columns"), py::arg("targets"), py::arg("cols"), py::arg("w"),

@@ -21,8 +21,8 @@
 // violating pair soon; when at least half the rows (kShrinkFraction) have only such variables, those rows are
 // dropped — their columns are no longer evaluated nor their gradients updated, and the cached columns are
 // compacted. Their gradients stay as they were at the drop; before the final check they are brought up to date
-// by one product with the moves of the variables since the drop (the kernel entries evaluated, never stored), and
-// every row is back.
+// by one product a drop with the moves of the variables since then (the kernel entries evaluated, never stored),
+// and every row is back.
 #pragma once
 
 #include <algorithm>
@@ -141,7 +141,10 @@ class DualSolver {
       if (progress_) progress_(stats_);
     }
     interrupt_.throw_if_stopped();
-    if (n_rows() < n_ps()) rebuild_gradients();
+    if (n_rows() < n_ps()) {  // stopped by max_iter with rows dropped: the figures over every row
+      rebuild_gradients();
+      stats_.gap = extremes().gap();
+    }
     finish();
     return stats_;
   }
@@ -340,31 +343,34 @@ class DualSolver {
 
   // The gradients of the dropped rows' variables brought up to date, and every row back. A drop's rows kept the
   // gradients they had then, and since then only the variables it kept have moved: their moves (Δα since the drop)
-  // bring those gradients up to date by one product, G_t += y_t Σ_ps k(x_s(t), x_ps)·Δw_ps, over the samples that
-  // moved. Where more samples moved than have a nonzero α, the gradients are rebuilt from α instead (the product's
-  // cost is its targets times its columns).
+  // bring those gradients up to date by one product a drop, G_t += y_t Σ_ps k(x_s(t), x_ps)·Δw_ps, over the samples
+  // that moved. Where more samples moved than have a nonzero α, that drop's gradients are rebuilt from α instead
+  // (a product's cost is its targets times its columns).
   void rebuild_gradients() {
     auto t0 = Clock::now();
-    const std::vector<double> from_alpha = alpha_weights();
-    const auto nonzero = std::count_if(from_alpha.begin(), from_alpha.end(), [](double v) { return v != 0; });
-    std::vector<double> moves(static_cast<std::size_t>(n_ps()));
+    std::vector<double>& w = w_;  // zero outside a step: the weights of each product, zeroed again after it
+    for (Index t = 0; t < pr_.l; ++t)
+      if (alpha_[t] != 0) w[static_cast<std::size_t>(ps_of_[static_cast<std::size_t>(t)])] += pr_.y[t] * alpha_[t];
+    const auto nonzero = std::count_if(w.begin(), w.end(), [](double v) { return v != 0; });
     for (const Drop& drop : drops_) {
-      std::fill(moves.begin(), moves.end(), 0.0);
+      std::fill(w.begin(), w.end(), 0.0);
       for (std::size_t k = 0; k < drop.kept.size(); ++k) {
         const Index t = drop.kept[k];
         const double delta = alpha_[t] - drop.alpha[k];
-        if (delta != 0) moves[static_cast<std::size_t>(ps_of_[static_cast<std::size_t>(t)])] += pr_.y[t] * delta;
+        if (delta != 0) w[static_cast<std::size_t>(ps_of_[static_cast<std::size_t>(t)])] += pr_.y[t] * delta;
       }
-      const auto moved = std::count_if(moves.begin(), moves.end(), [](double v) { return v != 0; });
-      if (moved <= nonzero) gradient_product(drop.samples, moves, true);
-      else gradient_product(drop.samples, from_alpha, false);
+      const auto moved = std::count_if(w.begin(), w.end(), [](double v) { return v != 0; });
+      if (moved <= nonzero) gradient_product(drop.samples, w, true);
+      else gradient_from_alpha(drop.samples);
     }
+    std::fill(w.begin(), w.end(), 0.0);
     drops_.clear();
     stats_.seconds_product += seconds_since(t0);
     rows_.resize(static_cast<std::size_t>(n_ps()));
     std::iota(rows_.begin(), rows_.end(), 0);
     row_of_ = rows_;
     set_rows();
+    stats_.rows = n_rows();
     ++stats_.reconstructions;
     stats_.seconds_rebuild += seconds_since(t0);
   }
@@ -405,7 +411,7 @@ class DualSolver {
   }
 
   // `pick ? a : b` by a mask on the bits: GCC compiles the conditional expression to a branch, which the sweeps'
-  // data leave unpredictable.
+  // data leave unpredictable (keep it a mask).
   static double choose(bool pick, double a, double b) {
     std::uint64_t ua, ub;
     std::memcpy(&ua, &a, sizeof a);
@@ -819,8 +825,10 @@ class DualSolver {
   int stalled_ = 0;
   // One shrinking drop since the rows were last all back: the problem samples it dropped (their variables' gradients
   // are left as they were then), and the variables it kept with their α then (the only ones that can move until the
-  // rows come back). The kept variables are at most half of those before each drop, so all the drops together hold
-  // no more entries than the problem has variables.
+  // rows come back). A drop takes at least kShrinkFraction (half) of the rows, and the estimators' problems give
+  // every sample as many variables (one, or two for ε- and ν-SVR), so the kept variables halve from drop to drop
+  // and all the drops' kept lists together hold fewer entries than the problem has variables (plan.py's
+  // VARIABLE_BYTES counts them).
   struct Drop {
     std::vector<Index> samples;
     std::vector<Index> kept;

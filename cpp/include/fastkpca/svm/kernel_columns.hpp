@@ -69,10 +69,12 @@ inline Index product_chunk(Index d, std::size_t bytes) {
 }
 // Rows of a diagonal computed at once.
 constexpr Index kDiagonalChunk = 16384;
-// A column pass writes its columns by non-temporal stores (simd.hpp) from this many bytes of them. At 20,000 rows
-// (5.6 MB a pass) they took the SVC fit's column stage from 0.137 to 0.115 s on one thread and from 0.079 to 0.066 s
-// on two, and its gradient updates, which then read those columns from memory rather than the cache, 2 to 6 ms
-// slower. Smaller passes (after shrinking) keep their columns in the cache for the step's gather and update.
+// A column pass of dense samples writes its columns by non-temporal stores (simd.hpp) from this many bytes of
+// them. At 20,000 rows (5.6 MB a pass) they took the SVC fit's column stage from 0.137 to 0.115 s on one thread and
+// from 0.079 to 0.066 s on two, and its gradient updates, which then read those columns from memory rather than the
+// cache, 2 to 6 ms slower. Smaller passes (after shrinking) keep their columns in the cache for the step's gather
+// and update. Measured on one machine (Zen 5, 32 MiB of L3); where the last-level cache is much larger, passes a
+// little above the bound might have stayed in it.
 constexpr std::size_t kStreamColumnBytes = std::size_t(2) << 20;
 
 namespace detail {
@@ -164,7 +166,8 @@ class DenseSession final : public ColumnSession {
     {
       std::vector<S> tile(static_cast<std::size_t>(B * T));
       alignas(64) S scratch[fastkpca::detail::kTileScratch];
-#pragma omp for schedule(dynamic, 1)
+      // No barrier after the loop but the region's own, after each thread's fence: nothing reads the columns before.
+#pragma omp for schedule(dynamic, 1) nowait
       for (Index job = 0; job < slabs * chunks; ++job) {
         if (interrupt.poll()) continue;
         const Index i0 = job / chunks * B, j0 = job % chunks * T;
