@@ -343,7 +343,7 @@ NO_ARRAYS = {"ISA", "KERNELS", "TILE", "SLAB_DOUBLE", "SLAB_FLOAT", "PASS_BLOCKS
              "packed_prefix_size", "kernel_block_elements", "supported_isas", "simd_bytes", "fma_rate",
              "tall_scratch_bytes", "BACKGROUND_RELEASE_BYTES", "wait_for_releases", "releases_in_flight",
              "release_bytes_in_flight", "spare_bytes",
-             "drop_spare"}
+             "drop_spare", "SVM_STREAM_COLUMN_BYTES"}
 
 
 def test_the_table_covers_every_binding():
