@@ -269,16 +269,18 @@ class DualSolver {
     }
   }
 
-  // w_ps = Σ_{t of ps} y_t α_t: the weights of G = Qα + p by samples.
-  std::vector<double> alpha_weights() const {
-    std::vector<double> w(static_cast<std::size_t>(n_ps()), 0.0);
+  // w_ps += Σ_{t of ps} y_t α_t: the weights of G = Qα + p by samples.
+  void add_alpha_weights(std::vector<double>& w) const {
     for (Index t = 0; t < pr_.l; ++t)
       if (alpha_[t] != 0) w[static_cast<std::size_t>(ps_of_[static_cast<std::size_t>(t)])] += pr_.y[t] * alpha_[t];
-    return w;
   }
 
   // Σ_u Q_tu α_u + p_t for every variable t of the problem samples `targets`, from the nonzero α by one product.
-  void gradient_from_alpha(const std::vector<Index>& targets) { gradient_product(targets, alpha_weights(), false); }
+  void gradient_from_alpha(const std::vector<Index>& targets) {
+    std::vector<double> w(static_cast<std::size_t>(n_ps()), 0.0);
+    add_alpha_weights(w);
+    gradient_product(targets, w, false);
+  }
 
   // G = Qα + p. When the whole problem is one working set, as LIBSVM does it: from the (float) columns, summed
   // over the nonzero α_u in order, so the iterates are LIBSVM's; otherwise by one product in float64.
@@ -349,8 +351,7 @@ class DualSolver {
   void rebuild_gradients() {
     auto t0 = Clock::now();
     std::vector<double>& w = w_;  // zero outside a step: the weights of each product, zeroed again after it
-    for (Index t = 0; t < pr_.l; ++t)
-      if (alpha_[t] != 0) w[static_cast<std::size_t>(ps_of_[static_cast<std::size_t>(t)])] += pr_.y[t] * alpha_[t];
+    add_alpha_weights(w);
     const auto nonzero = std::count_if(w.begin(), w.end(), [](double v) { return v != 0; });
     for (const Drop& drop : drops_) {
       std::fill(w.begin(), w.end(), 0.0);
