@@ -464,12 +464,11 @@ class DualSolver {
     }
     std::vector<Index> keep;  // positions in the current rows
     keep.reserve(static_cast<std::size_t>(n - dropped));
-    for (Index r = 0; r < n; ++r)
-      if (!drop[r]) keep.push_back(r);
     Drop record;
     record.samples.reserve(static_cast<std::size_t>(dropped));
     for (Index r = 0; r < n; ++r)
       if (drop[r]) record.samples.push_back(rows_[static_cast<std::size_t>(r)]);
+      else keep.push_back(r);
     std::vector<Index> rows(keep.size());
     for (std::size_t k = 0; k < keep.size(); ++k) rows[k] = rows_[static_cast<std::size_t>(keep[k])];
     for (Index ps : rows_) row_of_[static_cast<std::size_t>(ps)] = -1;
