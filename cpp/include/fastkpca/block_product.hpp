@@ -44,10 +44,14 @@ class FixedBlocks {
     FixedBlocks f(std::clamp<Index>(blocks, 1, kMaxBlocks), ldv);
     triangle_bounds(count, f.blocks_, f.bounds_.data());
     for (Index p = 0; p < f.blocks_; ++p) f.rows_[p] = f.bounds_[p] * unit_rows;
-    // Largest first: a run's area is end² - begin² (halved), which the rounding of the bounds leaves uneven where
-    // the units are few (20 tile rows in 16 runs: areas 0 to 20 tiles), and which then no longer grows with p.
+    // Largest first. Run p's area, Σ (i + 1) over its units i in [b, e), is (e - b)(e + b + 1)/2: equal for every
+    // run up to the rounding of the bounds, which leaves it uneven where the units are few (20 tile rows in 16 runs:
+    // areas of 0 to 20 tiles) and then no longer growing with p.
     std::stable_sort(f.order_.begin(), f.order_.end(), [&f](Index a, Index b) {
-      const auto area = [&f](Index p) { return f.bounds_[p + 1] * f.bounds_[p + 1] - f.bounds_[p] * f.bounds_[p]; };
+      const auto area = [&f](Index p) {
+        const Index begin = f.bounds_[p], end = f.bounds_[p + 1];
+        return (end - begin) * (end + begin + 1);
+      };
       return area(a) > area(b);
     });
     f.allocate();
@@ -106,7 +110,8 @@ class FixedBlocks {
   FixedBlocks(Index blocks, Index ldv)
       : blocks_(blocks), ldv_(ldv), bounds_(static_cast<size_t>(blocks) + 1), rows_(static_cast<size_t>(blocks)),
         offset_(static_cast<size_t>(blocks) + 1, 0), order_(static_cast<size_t>(blocks)) {
-    for (Index p = 0; p < blocks; ++p) order_[static_cast<size_t>(p)] = blocks - 1 - p;  // a rectangle's: any
+    // From the last run down (a rectangle's runs are equal; a triangle sorts them by area).
+    for (Index p = 0; p < blocks; ++p) order_[static_cast<size_t>(p)] = blocks - 1 - p;
   }
 
   // The buffers, uninitialised: run() zeroes each on the team.
