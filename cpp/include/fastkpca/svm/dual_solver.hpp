@@ -350,9 +350,10 @@ class DualSolver {
   // (a product's cost is its targets times its columns).
   void rebuild_gradients() {
     auto t0 = Clock::now();
-    std::vector<double>& w = w_;  // zero outside a step: the weights of each product, zeroed again after it
-    add_alpha_weights(w);
-    const auto nonzero = std::count_if(w.begin(), w.end(), [](double v) { return v != 0; });
+    std::vector<double> from_alpha(static_cast<std::size_t>(n_ps()), 0.0);
+    add_alpha_weights(from_alpha);
+    const auto nonzero = std::count_if(from_alpha.begin(), from_alpha.end(), [](double v) { return v != 0; });
+    std::vector<double>& w = w_;  // zero outside a step: each drop's moves, zeroed again after the last
     for (const Drop& drop : drops_) {
       std::fill(w.begin(), w.end(), 0.0);
       for (std::size_t k = 0; k < drop.kept.size(); ++k) {
@@ -362,7 +363,7 @@ class DualSolver {
       }
       const auto moved = std::count_if(w.begin(), w.end(), [](double v) { return v != 0; });
       if (moved <= nonzero) gradient_product(drop.samples, w, true);
-      else gradient_from_alpha(drop.samples);
+      else gradient_product(drop.samples, from_alpha, false);
     }
     std::fill(w.begin(), w.end(), 0.0);
     drops_.clear();
